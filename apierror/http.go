@@ -1,0 +1,153 @@
+package apierror
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+)
+
+// Write writes err as the response: the JSON error body with its status, and
+// Retry-After for rate limits. An error with no *Error in its chain is written
+// as 500 INTERNAL_ERROR with a fixed message that reveals nothing of the cause.
+// Write with a nil error writes 500 as well: a handler that got here had
+// nothing to report and is broken.
+func Write(w http.ResponseWriter, err error) {
+	e := As(err)
+	if e == nil {
+		e = Internal(errors.New("apierror.Write called with a nil error"))
+	}
+	if e.Code == InternalError {
+		// Whatever the message says, an internal failure speaks only in
+		// generic terms on the wire.
+		e = &Error{Code: InternalError, Message: internalMessage}
+	}
+	if s := e.RetryAfterSeconds(); s > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(s))
+	}
+	WriteJSON(w, e.Status(), e)
+}
+
+// WriteJSON writes v as a JSON response with the given status. When v cannot be
+// encoded, it writes 500 INTERNAL_ERROR instead (nothing has been sent yet).
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = InternalError.Status()
+		body, _ = json.Marshal(&Error{Code: InternalError, Message: internalMessage})
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// DefaultMaxBodyBytes is the request body limit of [Decode]: 1 MiB.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Decoder reads JSON request bodies for the HTTP adapters.
+//
+// A body must hold exactly one JSON value, at most MaxBytes long. Unknown
+// fields are ignored (clients may be newer than the server). Every failure is
+// 400 INVALID_INPUT: an empty body, malformed JSON (with its byte offset), a
+// value of the wrong type (naming the field), trailing data after the value,
+// and a body over the limit.
+type Decoder struct {
+	// MaxBytes limits the body size; zero means DefaultMaxBodyBytes.
+	MaxBytes int64
+}
+
+// Decode reads r's body into dst with the default limit. See [Decoder].
+func Decode(r *http.Request, dst any) error { return Decoder{}.Decode(r, dst) }
+
+// Decode reads r's body into dst. See [Decoder].
+func (d Decoder) Decode(r *http.Request, dst any) error {
+	limit := d.MaxBytes
+	if limit <= 0 {
+		limit = DefaultMaxBodyBytes
+	}
+	if r.Body == nil {
+		return New(InvalidInput, "request body is required")
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return New(InvalidInput, "request body exceeds %d bytes", mbe.Limit)
+		}
+		return New(InvalidInput, "request body could not be read").WithCause(err)
+	}
+	if int64(len(body)) > limit {
+		return New(InvalidInput, "request body exceeds %d bytes", limit)
+	}
+	return DecodeBytes(body, dst)
+}
+
+// DecodeBytes decodes one JSON value from body into dst with the rules of
+// [Decoder], except for the size limit.
+func DecodeBytes(body []byte, dst any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return New(InvalidInput, "request body is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(dst); err != nil {
+		return decodeError(err)
+	}
+	if dec.More() {
+		return New(InvalidInput, "malformed JSON: unexpected data after the JSON value at offset %d", dec.InputOffset())
+	}
+	// More reports false for a lone closing bracket; look for any non-space.
+	rest := bytes.TrimSpace(body[dec.InputOffset():])
+	if len(rest) > 0 {
+		return New(InvalidInput, "malformed JSON: unexpected data after the JSON value at offset %d", dec.InputOffset())
+	}
+	return nil
+}
+
+func decodeError(err error) *Error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return New(InvalidInput, "malformed JSON at offset %d: %s", syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return New(InvalidInput, "request body must be a JSON %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)
+		}
+		return InvalidField(field, nil, fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value))
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return New(InvalidInput, "malformed JSON: unexpected end of input")
+	default:
+		// Errors returned by a field's UnmarshalJSON, for example an *Error
+		// from a domain type, pass through when they are already typed.
+		var e *Error
+		if errors.As(err, &e) {
+			return e
+		}
+		return New(InvalidInput, "malformed JSON: %s", err.Error())
+	}
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "an integer"
+	case "float32", "float64":
+		return "a number"
+	default:
+		return "a valid value"
+	}
+}

@@ -1,0 +1,192 @@
+package storage
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// AccountStatus is the status of an external account (SPEC 3.1).
+type AccountStatus string
+
+// External account statuses.
+const (
+	StatusPending                      AccountStatus = "PENDING"
+	StatusActive                       AccountStatus = "ACTIVE"
+	StatusPendingOwnershipVerification AccountStatus = "PENDING_OWNERSHIP_VERIFICATION"
+	StatusUnverified                   AccountStatus = "UNVERIFIED"
+	StatusUnderReview                  AccountStatus = "UNDER_REVIEW"
+	StatusInactive                     AccountStatus = "INACTIVE"
+)
+
+// ExternalAccount is an account outside the service that a customer pays to or
+// from, for example a self-custody wallet.
+type ExternalAccount struct {
+	ID                string // ExternalAccount:<uuid>
+	CustomerID        string // Customer:<uuid>; empty for platform accounts
+	PlatformAccountID string
+	Status            AccountStatus
+	OwnershipType     string // FIRST_PARTY, THIRD_PARTY or empty
+	Currency          string
+	AccountType       string // the accountInfo.accountType, e.g. ETHEREUM_WALLET
+	Address           string // wallet address or account identifier
+	Network           string // chain network where the address type leaves it open
+	VaspName          string // set for custodial wallets
+	// Info is the accountInfo object as the host stores it, opaque here.
+	Info      json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// Version increases by one with every update; [ExternalAccounts.Update]
+	// uses it for compare-and-set.
+	Version int64
+}
+
+// OwnershipChallenge is the outstanding ownership challenge of an external
+// account. An account has at most one.
+type OwnershipChallenge struct {
+	ID               string // a unique id for compare-and-set consumption
+	AccountID        string // ExternalAccount:<uuid>
+	Method           string // WALLET_SIGNATURE or LIVENESS
+	Message          string // messageToSign (WALLET_SIGNATURE)
+	Nonce            string
+	VerificationLink string // LIVENESS
+	Token            string // LIVENESS
+	IssuedAt         time.Time
+	ExpiresAt        time.Time
+}
+
+// InternalAccount is an embedded wallet of a customer.
+type InternalAccount struct {
+	ID         string // InternalAccount:<uuid>
+	CustomerID string // Customer:<uuid>
+	Email      string
+	Phone      string // E.164
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	Version    int64 // compare-and-set, as ExternalAccount.Version
+}
+
+// CredentialType is the type of an embedded-wallet credential.
+type CredentialType string
+
+// Credential types.
+const (
+	EmailOTP CredentialType = "EMAIL_OTP"
+	SMSOTP   CredentialType = "SMS_OTP"
+	Passkey  CredentialType = "PASSKEY"
+	OAuth    CredentialType = "OAUTH"
+)
+
+// Credential is an authentication method of an internal account (an
+// AuthMethod on the wire). Exactly the fields of its type are set.
+type Credential struct {
+	ID        string // AuthMethod:<uuid>
+	AccountID string // InternalAccount:<uuid>
+	Type      CredentialType
+	Nickname  string
+	Email     string // EMAIL_OTP
+	Phone     string // SMS_OTP
+	OAuth     *OAuthIdentity
+	WebAuthn  *WebAuthnCredential
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Version   int64 // compare-and-set, as ExternalAccount.Version
+}
+
+// OAuthIdentity is the OpenID Connect identity an OAUTH credential was
+// registered with.
+type OAuthIdentity struct {
+	Issuer   string
+	Audience string
+	Subject  string
+}
+
+// WebAuthnCredential is the stored state of a passkey.
+type WebAuthnCredential struct {
+	CredentialID    []byte // raw WebAuthn credential id; unique across the store
+	PublicKey       []byte // COSE public key
+	AttestationType string
+	AAGUID          []byte
+	SignCount       uint32
+	Transports      []string
+	UserPresent     bool
+	UserVerified    bool
+	BackupEligible  bool
+	BackupState     bool
+	CloneWarning    bool
+}
+
+// OTPIssuance is one issued one-time code. A credential has at most one live
+// issuance: storing a new one supersedes the previous.
+type OTPIssuance struct {
+	ID           string
+	CredentialID string
+	AccountID    string
+	// Code is the issued code. It is secret: never log or return it.
+	Code string
+	// TargetKey is the private half of the HPKE target key of this issuance.
+	// It is secret and never leaves the server.
+	TargetKey []byte
+	IssuedAt  time.Time
+	ExpiresAt time.Time
+	// Attempts counts failed verification attempts.
+	Attempts int
+	// ConsumedAt is set once the code was used successfully.
+	ConsumedAt time.Time
+}
+
+// Session is an authenticated session of an internal account; its public key
+// signs the account's signed retries.
+type Session struct {
+	ID           string // Session:<uuid>
+	AccountID    string
+	CredentialID string
+	// PublicKey is the session's P-256 public key, compressed (33 bytes).
+	PublicKey []byte
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// RevokedAt is set when the session was revoked.
+	RevokedAt time.Time
+}
+
+// Active reports whether the session can sign at now: not revoked and not
+// expired.
+func (s *Session) Active(now time.Time) bool {
+	return s.RevokedAt.IsZero() && now.Before(s.ExpiresAt)
+}
+
+// PendingRequest is a single-use server-side record keyed by a Request:<uuid>
+// id: a signed-retry challenge, a passkey challenge or any other operation that
+// a later request completes exactly once.
+type PendingRequest struct {
+	ID        string // Request:<uuid>
+	Kind      string // the operation, e.g. "REVOKE_CREDENTIAL"
+	AccountID string
+	Method    string
+	Path      string
+	// BodyDigest is the SHA-256 of the canonical first-call body.
+	BodyDigest []byte
+	// Payload is the exact payloadToSign (or challenge) bytes.
+	Payload []byte
+	// Signer names who may complete the request (a signer rule and its
+	// subject, interpreted by the owning package).
+	SignerRule string
+	SignerRef  string
+	// Data holds operation parameters, opaque to the store.
+	Data       json.RawMessage
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	ConsumedAt time.Time
+}
+
+// Event is an outbox entry: a webhook to publish after its transaction commits.
+type Event struct {
+	ID        string // Webhook:<uuid>
+	Type      string // e.g. EXTERNAL_ACCOUNT.STATUS_UPDATED
+	AccountID string // the resource the event is about; ordering is per account
+	Payload   json.RawMessage
+	CreatedAt time.Time
+	// Seq is assigned by the store: it increases in commit order.
+	Seq int64
+	// DeliveredAt is set by MarkDelivered.
+	DeliveredAt time.Time
+}

@@ -1,0 +1,221 @@
+// Package storage defines what walletgate persists and the contract every store
+// keeps: the records, the repository interfaces the domain packages use, the
+// transaction boundary and the sentinel errors.
+//
+// Two stores ship with walletgate: [github.com/walletgate/walletgate/storage/memory]
+// (the embedded default) and storage/postgres (for services that run several
+// replicas). A host may write its own; it proves it keeps the contract by
+// passing [github.com/walletgate/walletgate/storage/storagetest.Run].
+//
+// # Transactions
+//
+// Every read and write goes through [Store.Atomic]: the writes of one call
+// commit together or not at all, and no other transaction observes a partial
+// result. An error or a panic in the function rolls everything back (a panic is
+// re-raised after the rollback).
+//
+// # Exactly once
+//
+// Pending requests, OTP issuances and ownership challenges are consumed at
+// most once, also when several replicas race on one database: consumption is a
+// single compare-and-set in the store, and the loser gets a sentinel error.
+// Records that carry a Version (accounts, credentials) are updated by
+// compare-and-set on that version.
+//
+// # Time
+//
+// Stores never read a clock. Callers pass the time (their injected clock) to
+// every method where expiry matters.
+package storage
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Stores return them (possibly wrapped); domain packages map
+// them to apierror codes. Test with errors.Is.
+var (
+	// ErrNotFound: no record with that key (or it was superseded or deleted).
+	ErrNotFound = errors.New("storage: not found")
+	// ErrDuplicate: a record with that key, or violating a uniqueness rule,
+	// already exists.
+	ErrDuplicate = errors.New("storage: duplicate")
+	// ErrConflict: a compare-and-set lost: the record changed since it was read.
+	ErrConflict = errors.New("storage: conflict")
+	// ErrExpired: the record exists but its expiry has passed.
+	ErrExpired = errors.New("storage: expired")
+	// ErrConsumed: the single-use record was already consumed.
+	ErrConsumed = errors.New("storage: already consumed")
+	// ErrTxDone: a Tx was used after its Atomic call returned.
+	ErrTxDone = errors.New("storage: transaction already finished")
+)
+
+// Store is a transactional store of walletgate records.
+type Store interface {
+	// Atomic runs fn in a transaction. When fn returns nil, its writes commit
+	// together; when it returns an error or panics, none of them persist and
+	// Atomic returns that error (or re-panics). fn may be run more than once
+	// when the store retries a serialization failure, so it must not have
+	// effects outside the Tx. fn must not call Atomic on the same store, and
+	// must not keep tx after returning.
+	Atomic(ctx context.Context, fn func(tx Tx) error) error
+
+	// Sweep deletes at most limit records that expired before cutoff: pending
+	// requests, OTP issuances, ownership challenges and rate-limit windows,
+	// consumed or not. It returns how many it deleted; a result equal to
+	// limit means more may remain. It does not scan live records.
+	Sweep(ctx context.Context, cutoff time.Time, limit int) (int, error)
+}
+
+// Tx gives the repositories of one transaction.
+type Tx interface {
+	ExternalAccounts() ExternalAccounts
+	Challenges() OwnershipChallenges
+	InternalAccounts() InternalAccounts
+	Credentials() Credentials
+	OTPIssuances() OTPIssuances
+	Sessions() Sessions
+	PendingRequests() PendingRequests
+	Outbox() Outbox
+	RateLimits() RateLimits
+}
+
+// ExternalAccounts stores external accounts.
+type ExternalAccounts interface {
+	// Create stores a new account with Version 1 (set on a). ErrDuplicate when
+	// the id exists.
+	Create(ctx context.Context, a *ExternalAccount) error
+	// Get returns the account or ErrNotFound.
+	Get(ctx context.Context, id string) (ExternalAccount, error)
+	// Update replaces the account when the stored Version equals a.Version,
+	// and sets a.Version to the new version. ErrNotFound, or ErrConflict when
+	// the version differs.
+	Update(ctx context.Context, a *ExternalAccount) error
+	// ListByCustomer returns the customer's accounts in creation order.
+	ListByCustomer(ctx context.Context, customerID string) ([]ExternalAccount, error)
+}
+
+// OwnershipChallenges stores the outstanding ownership challenge of each
+// external account.
+type OwnershipChallenges interface {
+	// Put stores c as the outstanding challenge of c.AccountID, superseding
+	// any earlier one.
+	Put(ctx context.Context, c *OwnershipChallenge) error
+	// Get returns the account's outstanding challenge or ErrNotFound.
+	Get(ctx context.Context, accountID string) (OwnershipChallenge, error)
+	// Consume removes and returns the account's outstanding challenge if its
+	// id is challengeID; ErrNotFound when there is none or it is another one.
+	// Expiry is the caller's to judge.
+	Consume(ctx context.Context, accountID, challengeID string) (OwnershipChallenge, error)
+}
+
+// InternalAccounts stores embedded wallets.
+type InternalAccounts interface {
+	// Create stores a new account with Version 1 (set on a). ErrDuplicate when
+	// the id exists.
+	Create(ctx context.Context, a *InternalAccount) error
+	// Get returns the account or ErrNotFound.
+	Get(ctx context.Context, id string) (InternalAccount, error)
+	// Update is compare-and-set on Version, as [ExternalAccounts.Update].
+	Update(ctx context.Context, a *InternalAccount) error
+	// ListByCustomer returns the customer's accounts in creation order.
+	ListByCustomer(ctx context.Context, customerID string) ([]InternalAccount, error)
+}
+
+// Credentials stores the authentication methods of internal accounts.
+type Credentials interface {
+	// Create stores a new credential with Version 1 (set on c). ErrDuplicate
+	// when the id exists, when the account already has a credential of type
+	// EMAIL_OTP (or SMS_OTP) and c is one, when c is a PASSKEY whose WebAuthn
+	// credential id is stored already (on any account), or when c is an OAUTH
+	// credential whose identity the account already has.
+	Create(ctx context.Context, c *Credential) error
+	// Get returns the credential or ErrNotFound.
+	Get(ctx context.Context, id string) (Credential, error)
+	// Update is compare-and-set on Version, as [ExternalAccounts.Update]. The
+	// uniqueness rules of Create apply.
+	Update(ctx context.Context, c *Credential) error
+	// Delete removes the credential; ErrNotFound when it does not exist.
+	Delete(ctx context.Context, id string) error
+	// ListByAccount returns the account's credentials in creation order (an
+	// empty list for an unknown account).
+	ListByAccount(ctx context.Context, accountID string) ([]Credential, error)
+	// FindByWebAuthnID returns the PASSKEY credential with that WebAuthn
+	// credential id, or ErrNotFound.
+	FindByWebAuthnID(ctx context.Context, credentialID []byte) (Credential, error)
+	// ListEmailOTPByEmail returns the EMAIL_OTP credentials tied to email,
+	// compared exactly (callers normalise addresses before storing them).
+	ListEmailOTPByEmail(ctx context.Context, email string) ([]Credential, error)
+}
+
+// OTPIssuances stores issued one-time codes, one live issuance per credential.
+type OTPIssuances interface {
+	// Put stores o as the live issuance of o.CredentialID, superseding (and
+	// deleting) the previous one.
+	Put(ctx context.Context, o *OTPIssuance) error
+	// GetByCredential returns the live issuance of the credential (consumed or
+	// expired ones included) or ErrNotFound.
+	GetByCredential(ctx context.Context, credentialID string) (OTPIssuance, error)
+	// RecordFailure increments the failed attempts of issuance id and returns
+	// the new count; ErrNotFound when it was superseded or removed.
+	RecordFailure(ctx context.Context, id string) (int, error)
+	// Consume marks issuance id used and returns it: ErrNotFound (unknown or
+	// superseded), ErrExpired (now is not before ExpiresAt) or ErrConsumed.
+	Consume(ctx context.Context, id string, now time.Time) (OTPIssuance, error)
+}
+
+// Sessions stores authenticated sessions.
+type Sessions interface {
+	// Create stores a new session; ErrDuplicate when the id exists.
+	Create(ctx context.Context, s *Session) error
+	// Get returns the session (revoked and expired ones included) or
+	// ErrNotFound.
+	Get(ctx context.Context, id string) (Session, error)
+	// ListActive returns the account's sessions active at now, in creation
+	// order.
+	ListActive(ctx context.Context, accountID string, now time.Time) ([]Session, error)
+	// Revoke sets RevokedAt on a session that is not revoked: ErrNotFound, or
+	// ErrConflict when it already was. Expiry is the caller's to judge.
+	Revoke(ctx context.Context, id string, at time.Time) error
+	// RevokeByCredential revokes every unrevoked session issued by the
+	// credential and returns how many it revoked.
+	RevokeByCredential(ctx context.Context, credentialID string, at time.Time) (int, error)
+}
+
+// PendingRequests stores single-use requests keyed by their Request id.
+type PendingRequests interface {
+	// Create stores a new pending request; ErrDuplicate when the id exists.
+	Create(ctx context.Context, p *PendingRequest) error
+	// Get returns the request (consumed and expired ones included, until
+	// swept) or ErrNotFound.
+	Get(ctx context.Context, id string) (PendingRequest, error)
+	// Consume marks the request used and returns it: ErrNotFound, ErrExpired
+	// (now is not before ExpiresAt) or ErrConsumed. Of any number of
+	// concurrent calls for one id, at most one succeeds.
+	Consume(ctx context.Context, id string, now time.Time) (PendingRequest, error)
+}
+
+// Outbox stores events written in the transaction of the change they report,
+// for a publisher to deliver after commit.
+type Outbox interface {
+	// Append adds an event and sets e.Seq. ErrDuplicate when the id exists.
+	Append(ctx context.Context, e *Event) error
+	// Undelivered returns at most limit undelivered events in Seq order.
+	Undelivered(ctx context.Context, limit int) ([]Event, error)
+	// MarkDelivered records delivery of the events with the given ids;
+	// unknown or already delivered ids are ignored.
+	MarkDelivered(ctx context.Context, ids []string, at time.Time) error
+	// ListByAccount returns the account's events in Seq order.
+	ListByAccount(ctx context.Context, accountID string) ([]Event, error)
+}
+
+// RateLimits counts hits per key in fixed windows.
+type RateLimits interface {
+	// Allow counts one hit on key at now. A window opens at the first hit
+	// and lasts window; at most limit hits are allowed in it. When the hit is
+	// allowed it returns 0; otherwise it returns how long until the window
+	// closes (a positive duration) and does not count the hit.
+	Allow(ctx context.Context, key string, now time.Time, window time.Duration, limit int) (time.Duration, error)
+}

@@ -1,0 +1,488 @@
+package storagetest
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/walletgate/walletgate/storage"
+)
+
+func newExternal(t *testing.T, customer string) storage.ExternalAccount {
+	return storage.ExternalAccount{
+		ID:            id(t, "ExternalAccount"),
+		CustomerID:    customer,
+		Status:        storage.StatusPendingOwnershipVerification,
+		OwnershipType: "FIRST_PARTY",
+		Currency:      "USDC",
+		AccountType:   "ETHEREUM_WALLET",
+		Address:       "0x52908400098527886E0F7030069857D2E4169EE7",
+		Info:          json.RawMessage(`{"accountType":"ETHEREUM_WALLET","address":"0x52908400098527886E0F7030069857D2E4169EE7"}`),
+		CreatedAt:     t0,
+		UpdatedAt:     t0,
+	}
+}
+
+func testExternalAccounts(t *testing.T, newStore Factory) {
+	s := newStore(t)
+	cust, other := id(t, "Customer"), id(t, "Customer")
+	a, b, c := newExternal(t, cust), newExternal(t, cust), newExternal(t, other)
+	run(t, s, func(tx storage.Tx) error {
+		r := tx.ExternalAccounts()
+		for _, x := range []*storage.ExternalAccount{&a, &b, &c} {
+			wantErr(t, "Create", r.Create(ctx, x), nil)
+			if x.Version != 1 {
+				t.Fatalf("Create set Version %d, want 1", x.Version)
+			}
+		}
+		dup := a
+		wantErr(t, "Create duplicate id", r.Create(ctx, &dup), storage.ErrDuplicate)
+		return nil
+	})
+	run(t, s, func(tx storage.Tx) error {
+		r := tx.ExternalAccounts()
+		got, err := r.Get(ctx, a.ID)
+		wantErr(t, "Get", err, nil)
+		diff(t, "Get", got, a)
+		_, err = r.Get(ctx, "ExternalAccount:unknown")
+		wantErr(t, "Get unknown", err, storage.ErrNotFound)
+
+		list, err := r.ListByCustomer(ctx, cust)
+		wantErr(t, "ListByCustomer", err, nil)
+		diff(t, "ListByCustomer", list, []storage.ExternalAccount{a, b})
+		list, err = r.ListByCustomer(ctx, id(t, "Customer"))
+		wantErr(t, "ListByCustomer unknown", err, nil)
+		if len(list) != 0 {
+			t.Fatalf("ListByCustomer of an unknown customer returned %d accounts", len(list))
+		}
+
+		// Mutating what Get returned must not reach the store.
+		got.Info[0] = 'X'
+		again, _ := r.Get(ctx, a.ID)
+		diff(t, "Get after caller mutation", again, a)
+
+		upd := a
+		upd.Status = storage.StatusActive
+		upd.UpdatedAt = t0.Add(time.Minute)
+		wantErr(t, "Update", r.Update(ctx, &upd), nil)
+		if upd.Version != 2 {
+			t.Fatalf("Update set Version %d, want 2", upd.Version)
+		}
+		stale := a // still Version 1
+		stale.Status = storage.StatusUnverified
+		wantErr(t, "Update with a stale version", r.Update(ctx, &stale), storage.ErrConflict)
+		got, _ = r.Get(ctx, a.ID)
+		diff(t, "Get after Update", got, upd)
+
+		ghost := newExternal(t, cust)
+		ghost.Version = 1
+		wantErr(t, "Update unknown", r.Update(ctx, &ghost), storage.ErrNotFound)
+		return nil
+	})
+}
+
+func testChallenges(t *testing.T, newStore Factory) {
+	s := newStore(t)
+	acct := id(t, "ExternalAccount")
+	c1 := storage.OwnershipChallenge{ID: id(t, "Challenge"), AccountID: acct, Method: "WALLET_SIGNATURE",
+		Message: "sign this\nnonce: 1", Nonce: "1", IssuedAt: t0, ExpiresAt: t0.Add(30 * time.Minute)}
+	c2 := c1
+	c2.ID, c2.Nonce, c2.Message = id(t, "Challenge"), "2", "sign this\nnonce: 2"
+	run(t, s, func(tx storage.Tx) error {
+		r := tx.Challenges()
+		_, err := r.Get(ctx, acct)
+		wantErr(t, "Get before Put", err, storage.ErrNotFound)
+		wantErr(t, "Put", r.Put(ctx, &c1), nil)
+		got, err := r.Get(ctx, acct)
+		wantErr(t, "Get", err, nil)
+		diff(t, "Get", got, c1)
+		wantErr(t, "Put superseding", r.Put(ctx, &c2), nil)
+		got, _ = r.Get(ctx, acct)
+		diff(t, "Get after supersede", got, c2)
+		_, err = r.Consume(ctx, acct, c1.ID)
+		wantErr(t, "Consume superseded", err, storage.ErrNotFound)
+		got, err = r.Consume(ctx, acct, c2.ID)
+		wantErr(t, "Consume", err, nil)
+		diff(t, "Consume", got, c2)
+		_, err = r.Consume(ctx, acct, c2.ID)
+		wantErr(t, "Consume twice", err, storage.ErrNotFound)
+		_, err = r.Get(ctx, acct)
+		wantErr(t, "Get after Consume", err, storage.ErrNotFound)
+		return nil
+	})
+}
+
+func testInternalAccounts(t *testing.T, newStore Factory) {
+	s := newStore(t)
+	cust := id(t, "Customer")
+	a := storage.InternalAccount{ID: id(t, "InternalAccount"), CustomerID: cust, Email: "ada@example.com",
+		Phone: "+14155550123", CreatedAt: t0, UpdatedAt: t0}
+	b := a
+	b.ID, b.CustomerID = id(t, "InternalAccount"), id(t, "Customer")
+	run(t, s, func(tx storage.Tx) error {
+		r := tx.InternalAccounts()
+		wantErr(t, "Create", r.Create(ctx, &a), nil)
+		wantErr(t, "Create other", r.Create(ctx, &b), nil)
+		dup := a
+		wantErr(t, "Create duplicate", r.Create(ctx, &dup), storage.ErrDuplicate)
+		got, err := r.Get(ctx, a.ID)
+		wantErr(t, "Get", err, nil)
+		diff(t, "Get", got, a)
+		_, err = r.Get(ctx, id(t, "InternalAccount"))
+		wantErr(t, "Get unknown", err, storage.ErrNotFound)
+		list, err := r.ListByCustomer(ctx, cust)
+		wantErr(t, "ListByCustomer", err, nil)
+		diff(t, "ListByCustomer", list, []storage.InternalAccount{a})
+
+		upd := a
+		upd.Email = "ada@lovelace.example"
+		wantErr(t, "Update", r.Update(ctx, &upd), nil)
+		stale := a
+		wantErr(t, "Update stale", r.Update(ctx, &stale), storage.ErrConflict)
+		got, _ = r.Get(ctx, a.ID)
+		diff(t, "Get after Update", got, upd)
+		ghost := storage.InternalAccount{ID: id(t, "InternalAccount"), Version: 1}
+		wantErr(t, "Update unknown", r.Update(ctx, &ghost), storage.ErrNotFound)
+		return nil
+	})
+}
+
+func emailCred(t *testing.T, acct, email string) storage.Credential {
+	return storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct, Type: storage.EmailOTP,
+		Nickname: email, Email: email, CreatedAt: t0, UpdatedAt: t0}
+}
+
+func passkeyCred(t *testing.T, acct string, rawID []byte) storage.Credential {
+	return storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct, Type: storage.Passkey,
+		Nickname: "iPhone", CreatedAt: t0, UpdatedAt: t0,
+		WebAuthn: &storage.WebAuthnCredential{CredentialID: rawID, PublicKey: []byte{0xa5, 1, 2, 3, 0x26},
+			AttestationType: "none", AAGUID: make([]byte, 16), SignCount: 7, Transports: []string{"internal", "hybrid"},
+			UserPresent: true, UserVerified: true}}
+}
+
+func oauthCred(t *testing.T, acct, sub string) storage.Credential {
+	return storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct, Type: storage.OAuth,
+		Nickname: "ada@example.com", CreatedAt: t0, UpdatedAt: t0,
+		OAuth: &storage.OAuthIdentity{Issuer: "https://accounts.google.com", Audience: "client-1", Subject: sub}}
+}
+
+func testCredentials(t *testing.T, newStore Factory) {
+	s := newStore(t)
+	acct, other := id(t, "InternalAccount"), id(t, "InternalAccount")
+	email := emailCred(t, acct, "ada@example.com")
+	sms := storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct, Type: storage.SMSOTP,
+		Nickname: "+14155550123", Phone: "+14155550123", CreatedAt: t0.Add(time.Second), UpdatedAt: t0}
+	pk := passkeyCred(t, acct, []byte("credential-raw-id-1"))
+	oa := oauthCred(t, acct, "sub-1")
+	otherEmail := emailCred(t, other, "ada@example.com")
+	otherEmail.CreatedAt = t0.Add(time.Hour)
+
+	run(t, s, func(tx storage.Tx) error {
+		r := tx.Credentials()
+		for _, c := range []*storage.Credential{&email, &sms, &pk, &oa, &otherEmail} {
+			wantErr(t, "Create "+string(c.Type), r.Create(ctx, c), nil)
+			if c.Version != 1 {
+				t.Fatalf("Create set Version %d, want 1", c.Version)
+			}
+		}
+		secondEmail := emailCred(t, acct, "other@example.com")
+		wantErr(t, "second EMAIL_OTP on an account", r.Create(ctx, &secondEmail), storage.ErrDuplicate)
+		secondSMS := sms
+		secondSMS.ID = id(t, "AuthMethod")
+		wantErr(t, "second SMS_OTP on an account", r.Create(ctx, &secondSMS), storage.ErrDuplicate)
+		samePasskey := passkeyCred(t, other, []byte("credential-raw-id-1"))
+		wantErr(t, "WebAuthn id registered on another account", r.Create(ctx, &samePasskey), storage.ErrDuplicate)
+		sameOAuth := oauthCred(t, acct, "sub-1")
+		wantErr(t, "same OAuth identity twice", r.Create(ctx, &sameOAuth), storage.ErrDuplicate)
+		dupID := pk
+		dupID.WebAuthn = &storage.WebAuthnCredential{CredentialID: []byte("fresh")}
+		wantErr(t, "duplicate credential id", r.Create(ctx, &dupID), storage.ErrDuplicate)
+
+		// Several passkeys and several OAuth identities are fine.
+		pk2 := passkeyCred(t, acct, []byte("credential-raw-id-2"))
+		wantErr(t, "second passkey", r.Create(ctx, &pk2), nil)
+		oa2 := oauthCred(t, acct, "sub-2")
+		wantErr(t, "second OAuth identity", r.Create(ctx, &oa2), nil)
+
+		got, err := r.Get(ctx, pk.ID)
+		wantErr(t, "Get", err, nil)
+		diff(t, "Get passkey", got, pk)
+		got.WebAuthn.CredentialID[0] = 'X'
+		got.OAuth = nil
+		again, _ := r.Get(ctx, pk.ID)
+		diff(t, "Get after caller mutation", again, pk)
+		_, err = r.Get(ctx, id(t, "AuthMethod"))
+		wantErr(t, "Get unknown", err, storage.ErrNotFound)
+
+		list, err := r.ListByAccount(ctx, acct)
+		wantErr(t, "ListByAccount", err, nil)
+		diff(t, "ListByAccount", list, []storage.Credential{email, sms, pk, oa, pk2, oa2})
+		list, err = r.ListByAccount(ctx, id(t, "InternalAccount"))
+		wantErr(t, "ListByAccount unknown", err, nil)
+		if len(list) != 0 {
+			t.Fatalf("ListByAccount of an unknown account returned %d", len(list))
+		}
+
+		found, err := r.FindByWebAuthnID(ctx, []byte("credential-raw-id-2"))
+		wantErr(t, "FindByWebAuthnID", err, nil)
+		diff(t, "FindByWebAuthnID", found, pk2)
+		_, err = r.FindByWebAuthnID(ctx, []byte("nope"))
+		wantErr(t, "FindByWebAuthnID unknown", err, storage.ErrNotFound)
+
+		tied, err := r.ListEmailOTPByEmail(ctx, "ada@example.com")
+		wantErr(t, "ListEmailOTPByEmail", err, nil)
+		diff(t, "ListEmailOTPByEmail", tied, []storage.Credential{email, otherEmail})
+
+		// Sign counter update by compare-and-set.
+		upd := pk
+		upd.WebAuthn = &storage.WebAuthnCredential{}
+		*upd.WebAuthn = *pk.WebAuthn
+		upd.WebAuthn.SignCount = 8
+		wantErr(t, "Update", r.Update(ctx, &upd), nil)
+		if upd.Version != 2 {
+			t.Fatalf("Update set Version %d, want 2", upd.Version)
+		}
+		stale := pk
+		wantErr(t, "Update stale", r.Update(ctx, &stale), storage.ErrConflict)
+		got, _ = r.Get(ctx, pk.ID)
+		diff(t, "Get after Update", got, upd)
+		steal := pk2
+		steal.WebAuthn = &storage.WebAuthnCredential{CredentialID: []byte("credential-raw-id-1")}
+		wantErr(t, "Update to a WebAuthn id in use", r.Update(ctx, &steal), storage.ErrDuplicate)
+
+		wantErr(t, "Delete", r.Delete(ctx, pk.ID), nil)
+		wantErr(t, "Delete twice", r.Delete(ctx, pk.ID), storage.ErrNotFound)
+		_, err = r.FindByWebAuthnID(ctx, []byte("credential-raw-id-1"))
+		wantErr(t, "FindByWebAuthnID after Delete", err, storage.ErrNotFound)
+		reuse := passkeyCred(t, other, []byte("credential-raw-id-1"))
+		wantErr(t, "WebAuthn id free again after Delete", r.Create(ctx, &reuse), nil)
+		wantErr(t, "Delete EMAIL_OTP", r.Delete(ctx, email.ID), nil)
+		newEmail := emailCred(t, acct, "new@example.com")
+		wantErr(t, "EMAIL_OTP again after Delete", r.Create(ctx, &newEmail), nil)
+		return nil
+	})
+}
+
+func testOTPIssuances(t *testing.T, newStore Factory) {
+	s := newStore(t)
+	cred := id(t, "AuthMethod")
+	o1 := storage.OTPIssuance{ID: id(t, "OTP"), CredentialID: cred, AccountID: id(t, "InternalAccount"),
+		Code: "123456", TargetKey: []byte{1, 2, 3}, IssuedAt: t0, ExpiresAt: t0.Add(5 * time.Minute)}
+	o2 := o1
+	o2.ID, o2.Code = id(t, "OTP"), "654321"
+	run(t, s, func(tx storage.Tx) error {
+		r := tx.OTPIssuances()
+		_, err := r.GetByCredential(ctx, cred)
+		wantErr(t, "GetByCredential before Put", err, storage.ErrNotFound)
+		wantErr(t, "Put", r.Put(ctx, &o1), nil)
+		got, err := r.GetByCredential(ctx, cred)
+		wantErr(t, "GetByCredential", err, nil)
+		diff(t, "GetByCredential", got, o1)
+
+		n, err := r.RecordFailure(ctx, o1.ID)
+		wantErr(t, "RecordFailure", err, nil)
+		if n != 1 {
+			t.Fatalf("RecordFailure = %d, want 1", n)
+		}
+		n, _ = r.RecordFailure(ctx, o1.ID)
+		if n != 2 {
+			t.Fatalf("RecordFailure = %d, want 2", n)
+		}
+
+		wantErr(t, "Put superseding", r.Put(ctx, &o2), nil)
+		got, _ = r.GetByCredential(ctx, cred)
+		diff(t, "GetByCredential after supersede", got, o2)
+		_, err = r.RecordFailure(ctx, o1.ID)
+		wantErr(t, "RecordFailure on superseded", err, storage.ErrNotFound)
+		_, err = r.Consume(ctx, o1.ID, t0)
+		wantErr(t, "Consume superseded", err, storage.ErrNotFound)
+
+		_, err = r.Consume(ctx, o2.ID, o2.ExpiresAt)
+		wantErr(t, "Consume at expiresAt", err, storage.ErrExpired)
+		got, err = r.Consume(ctx, o2.ID, o2.ExpiresAt.Add(-time.Microsecond))
+		wantErr(t, "Consume just before expiresAt", err, nil)
+		if got.Code != o2.Code || !got.ConsumedAt.Equal(o2.ExpiresAt.Add(-time.Microsecond)) {
+			t.Fatalf("Consume returned %+v", got)
+		}
+		_, err = r.Consume(ctx, o2.ID, t0)
+		wantErr(t, "Consume twice", err, storage.ErrConsumed)
+		got, _ = r.GetByCredential(ctx, cred)
+		if got.ConsumedAt.IsZero() {
+			t.Fatal("GetByCredential after Consume: ConsumedAt not set")
+		}
+		return nil
+	})
+}
+
+func testSessions(t *testing.T, newStore Factory) {
+	s := newStore(t)
+	acct, cred, cred2 := id(t, "InternalAccount"), id(t, "AuthMethod"), id(t, "AuthMethod")
+	mk := func(credID string, created time.Time, ttl time.Duration) storage.Session {
+		return storage.Session{ID: id(t, "Session"), AccountID: acct, CredentialID: credID,
+			PublicKey: append([]byte{2}, make([]byte, 32)...), CreatedAt: created, ExpiresAt: created.Add(ttl)}
+	}
+	live := mk(cred, t0, 15*time.Minute)
+	expired := mk(cred, t0.Add(-time.Hour), 15*time.Minute)
+	fromCred2 := mk(cred2, t0.Add(time.Second), 15*time.Minute)
+	foreign := mk(cred, t0, 15*time.Minute)
+	foreign.AccountID = id(t, "InternalAccount")
+	run(t, s, func(tx storage.Tx) error {
+		r := tx.Sessions()
+		for _, x := range []*storage.Session{&expired, &live, &fromCred2, &foreign} {
+			wantErr(t, "Create", r.Create(ctx, x), nil)
+		}
+		dup := live
+		wantErr(t, "Create duplicate", r.Create(ctx, &dup), storage.ErrDuplicate)
+		got, err := r.Get(ctx, expired.ID)
+		wantErr(t, "Get expired", err, nil)
+		diff(t, "Get", got, expired)
+		if got.Active(t0) {
+			t.Fatal("expired session reports Active")
+		}
+		_, err = r.Get(ctx, id(t, "Session"))
+		wantErr(t, "Get unknown", err, storage.ErrNotFound)
+
+		act, err := r.ListActive(ctx, acct, t0)
+		wantErr(t, "ListActive", err, nil)
+		diff(t, "ListActive", act, []storage.Session{live, fromCred2})
+		act, _ = r.ListActive(ctx, acct, live.ExpiresAt)
+		if len(act) != 1 || act[0].ID != fromCred2.ID {
+			t.Fatalf("ListActive at the first expiry = %v, want only the later session", act)
+		}
+
+		wantErr(t, "Revoke", r.Revoke(ctx, fromCred2.ID, t0.Add(time.Minute)), nil)
+		wantErr(t, "Revoke twice", r.Revoke(ctx, fromCred2.ID, t0.Add(time.Minute)), storage.ErrConflict)
+		wantErr(t, "Revoke unknown", r.Revoke(ctx, id(t, "Session"), t0), storage.ErrNotFound)
+		got, _ = r.Get(ctx, fromCred2.ID)
+		if !got.RevokedAt.Equal(t0.Add(time.Minute)) {
+			t.Fatalf("RevokedAt = %v", got.RevokedAt)
+		}
+
+		n, err := r.RevokeByCredential(ctx, cred, t0.Add(2*time.Minute))
+		wantErr(t, "RevokeByCredential", err, nil)
+		if n != 3 { // live, expired (unrevoked) and foreign share the credential id
+			t.Fatalf("RevokeByCredential revoked %d, want 3", n)
+		}
+		n, _ = r.RevokeByCredential(ctx, cred, t0.Add(3*time.Minute))
+		if n != 0 {
+			t.Fatalf("RevokeByCredential again revoked %d, want 0", n)
+		}
+		act, _ = r.ListActive(ctx, acct, t0)
+		if len(act) != 0 {
+			t.Fatalf("ListActive after revocations = %v", act)
+		}
+		return nil
+	})
+}
+
+func newPending(t *testing.T, acct string) storage.PendingRequest {
+	return storage.PendingRequest{ID: id(t, "Request"), Kind: "REVOKE_CREDENTIAL", AccountID: acct,
+		Method: "DELETE", Path: "/auth/credentials/AuthMethod:1", BodyDigest: make([]byte, 32),
+		Payload: []byte(`{"type":"REVOKE_CREDENTIAL"}`), SignerRule: "OTHER_CREDENTIAL", SignerRef: "AuthMethod:1",
+		Data: json.RawMessage(`{"credentialId":"AuthMethod:1"}`), CreatedAt: t0, ExpiresAt: t0.Add(5 * time.Minute)}
+}
+
+func testPendingRequests(t *testing.T, newStore Factory) {
+	s := newStore(t)
+	p := newPending(t, id(t, "InternalAccount"))
+	run(t, s, func(tx storage.Tx) error {
+		r := tx.PendingRequests()
+		wantErr(t, "Create", r.Create(ctx, &p), nil)
+		dup := p
+		wantErr(t, "Create duplicate", r.Create(ctx, &dup), storage.ErrDuplicate)
+		got, err := r.Get(ctx, p.ID)
+		wantErr(t, "Get", err, nil)
+		diff(t, "Get", got, p)
+		got.Payload[0] = 'X'
+		again, _ := r.Get(ctx, p.ID)
+		diff(t, "Get after caller mutation", again, p)
+		_, err = r.Get(ctx, id(t, "Request"))
+		wantErr(t, "Get unknown", err, storage.ErrNotFound)
+		_, err = r.Consume(ctx, id(t, "Request"), t0)
+		wantErr(t, "Consume unknown", err, storage.ErrNotFound)
+		_, err = r.Consume(ctx, p.ID, p.ExpiresAt)
+		wantErr(t, "Consume at expiresAt", err, storage.ErrExpired)
+		_, err = r.Consume(ctx, p.ID, p.ExpiresAt.Add(time.Second))
+		wantErr(t, "Consume after expiresAt", err, storage.ErrExpired)
+		at := p.ExpiresAt.Add(-time.Microsecond)
+		got, err = r.Consume(ctx, p.ID, at)
+		wantErr(t, "Consume before expiresAt", err, nil)
+		want := p
+		want.ConsumedAt = at
+		diff(t, "Consume", got, want)
+		_, err = r.Consume(ctx, p.ID, at)
+		wantErr(t, "Consume twice", err, storage.ErrConsumed)
+		got, err = r.Get(ctx, p.ID)
+		wantErr(t, "Get consumed", err, nil)
+		diff(t, "Get consumed", got, want)
+		return nil
+	})
+}
+
+func testOutbox(t *testing.T, newStore Factory) {
+	s := newStore(t)
+	a1, a2 := id(t, "ExternalAccount"), id(t, "ExternalAccount")
+	mk := func(acct string, i int) storage.Event {
+		return storage.Event{ID: id(t, "Webhook"), Type: "EXTERNAL_ACCOUNT.STATUS_UPDATED", AccountID: acct,
+			Payload: json.RawMessage(`{"n":` + string(rune('0'+i)) + `}`), CreatedAt: t0.Add(time.Duration(i) * time.Second)}
+	}
+	evs := []storage.Event{mk(a1, 0), mk(a2, 1), mk(a1, 2)}
+	for i := range evs {
+		run(t, s, func(tx storage.Tx) error { return tx.Outbox().Append(ctx, &evs[i]) })
+		if i > 0 && evs[i].Seq <= evs[i-1].Seq {
+			t.Fatalf("Seq %d after %d: not increasing", evs[i].Seq, evs[i-1].Seq)
+		}
+	}
+	run(t, s, func(tx storage.Tx) error {
+		r := tx.Outbox()
+		dup := evs[0]
+		wantErr(t, "Append duplicate", r.Append(ctx, &dup), storage.ErrDuplicate)
+		got, err := r.Undelivered(ctx, 10)
+		wantErr(t, "Undelivered", err, nil)
+		diff(t, "Undelivered", got, evs)
+		got, _ = r.Undelivered(ctx, 2)
+		diff(t, "Undelivered limit 2", got, evs[:2])
+		mine, err := r.ListByAccount(ctx, a1)
+		wantErr(t, "ListByAccount", err, nil)
+		diff(t, "ListByAccount", mine, []storage.Event{evs[0], evs[2]})
+
+		at := t0.Add(time.Hour)
+		wantErr(t, "MarkDelivered", r.MarkDelivered(ctx, []string{evs[0].ID, "Webhook:unknown"}, at), nil)
+		got, _ = r.Undelivered(ctx, 10)
+		diff(t, "Undelivered after MarkDelivered", got, evs[1:])
+		wantErr(t, "MarkDelivered again", r.MarkDelivered(ctx, []string{evs[0].ID}, at.Add(time.Hour)), nil)
+		mine, _ = r.ListByAccount(ctx, a1)
+		if !mine[0].DeliveredAt.Equal(at) {
+			t.Fatalf("DeliveredAt = %v, want the first delivery %v", mine[0].DeliveredAt, at)
+		}
+		return nil
+	})
+}
+
+func testRateLimits(t *testing.T, newStore Factory) {
+	s := newStore(t)
+	allow := func(key string, now time.Time) time.Duration {
+		var wait time.Duration
+		run(t, s, func(tx storage.Tx) error {
+			var err error
+			wait, err = tx.RateLimits().Allow(ctx, key, now, time.Minute, 2)
+			return err
+		})
+		return wait
+	}
+	if w := allow("otp:a", t0); w != 0 {
+		t.Fatalf("first hit denied, wait %v", w)
+	}
+	if w := allow("otp:a", t0.Add(10*time.Second)); w != 0 {
+		t.Fatalf("second hit denied, wait %v", w)
+	}
+	if w := allow("otp:a", t0.Add(20*time.Second)); w != 40*time.Second {
+		t.Fatalf("third hit: wait %v, want 40s", w)
+	}
+	if w := allow("otp:b", t0.Add(20*time.Second)); w != 0 {
+		t.Fatalf("another key denied, wait %v", w)
+	}
+	if w := allow("otp:a", t0.Add(time.Minute)); w != 0 {
+		t.Fatalf("hit in a new window denied, wait %v", w)
+	}
+}

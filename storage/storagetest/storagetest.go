@@ -1,0 +1,103 @@
+// Package storagetest is the conformance suite of the [storage.Store]
+// contract. Every store walletgate ships passes it, and a host that writes its
+// own store proves it keeps the contract by running it:
+//
+//	func TestMyStore(t *testing.T) {
+//		storagetest.Run(t, func(t *testing.T) storage.Store { return mystore.New(...) })
+//	}
+//
+// newStore must return an empty store for each call; the suite calls it once
+// per subtest. Times used by the suite are UTC with microsecond precision, so
+// stores backed by databases with microsecond timestamps pass unchanged.
+package storagetest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/walletgate/walletgate/storage"
+)
+
+// Factory returns a new, empty store. It may register cleanups with tb and
+// is used by both [Run] and [Benchmark].
+type Factory func(tb testing.TB) storage.Store
+
+// Run runs the whole contract against stores made by newStore.
+func Run(t *testing.T, newStore Factory) {
+	t.Helper()
+	suites := []struct {
+		name string
+		fn   func(*testing.T, Factory)
+	}{
+		{"ExternalAccounts", testExternalAccounts},
+		{"Challenges", testChallenges},
+		{"InternalAccounts", testInternalAccounts},
+		{"Credentials", testCredentials},
+		{"OTPIssuances", testOTPIssuances},
+		{"Sessions", testSessions},
+		{"PendingRequests", testPendingRequests},
+		{"Outbox", testOutbox},
+		{"RateLimits", testRateLimits},
+		{"Atomic", testAtomic},
+		{"Concurrency", testConcurrency},
+		{"Sweep", testSweep},
+	}
+	for _, s := range suites {
+		t.Run(s.name, func(t *testing.T) { s.fn(t, newStore) })
+	}
+}
+
+// t0 is the suite's reference time.
+var t0 = time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
+
+var ctx = context.Background()
+
+// cmpOpts compares records as a store should preserve them: times by instant,
+// empty and nil slices alike.
+var cmpOpts = []cmp.Option{cmpopts.EquateEmpty()}
+
+func id(t *testing.T, prefix string) string {
+	t.Helper()
+	s, err := storage.NewID(rand.Reader, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// run runs fn in a transaction and fails the test on error.
+func run(t *testing.T, s storage.Store, fn func(tx storage.Tx) error) {
+	t.Helper()
+	if err := s.Atomic(ctx, fn); err != nil {
+		t.Fatalf("Atomic: %v", err)
+	}
+}
+
+// wantErr fails the test unless errors.Is(err, want) (or err is nil when want is).
+func wantErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if want == nil {
+		if err != nil {
+			t.Fatalf("%s: unexpected error %v", what, err)
+		}
+		return
+	}
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: error = %v, want %v", what, err, want)
+	}
+}
+
+func diff(t *testing.T, what string, got, want any) {
+	t.Helper()
+	if d := cmp.Diff(want, got, cmpOpts...); d != "" {
+		t.Fatalf("%s mismatch (-want +got):\n%s", what, d)
+	}
+}
+
+var errRollback = errors.New("storagetest: roll back")
