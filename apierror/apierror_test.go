@@ -149,8 +149,11 @@ func TestErrorInterface(t *testing.T) {
 	if errors.Is(wrapped, apierror.New(apierror.WalletSignatureMalformed, "")) {
 		t.Error("errors.Is matched another code")
 	}
-	if got := apierror.Unauthenticated("nonce mismatch").Error(); got != "401 UNAUTHORIZED: authentication failed: nonce mismatch (reason: nonce mismatch)" {
+	if got := apierror.Unauthenticated("nonce mismatch").Error(); got != "401 UNAUTHORIZED: authentication failed: nonce mismatch" {
 		t.Errorf("Error() = %q", got)
+	}
+	if got := apierror.New(apierror.Unauthorized, "denied").WithDetail("reason", "iat too old").Error(); got != "401 UNAUTHORIZED: denied (reason: iat too old)" {
+		t.Errorf("Error() with a separate reason = %q", got)
 	}
 	if got := (&apierror.Error{Message: "m"}).Error(); got != "500 INTERNAL_ERROR: m" {
 		t.Errorf("zero code Error() = %q", got)

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -134,7 +135,7 @@ func (e *Error) Error() string {
 		code = InternalError
 	}
 	s := fmt.Sprintf("%d %s: %s", code.Status(), code.name, e.Message)
-	if r := e.Reason(); r != "" && r != e.Message {
+	if r := e.Reason(); r != "" && !strings.Contains(e.Message, r) {
 		s += " (reason: " + r + ")"
 	}
 	if e.cause != nil {

@@ -66,25 +66,37 @@ func Decode(r *http.Request, dst any) error { return Decoder{}.Decode(r, dst) }
 
 // Decode reads r's body into dst. See [Decoder].
 func (d Decoder) Decode(r *http.Request, dst any) error {
+	body, err := d.ReadBody(r)
+	if err != nil {
+		return err
+	}
+	return DecodeBytes(body, dst)
+}
+
+// ReadBody reads r's body whole, within the size limit, for handlers that
+// need the raw bytes (a signed retry compares them) as well as the decoded
+// value. An oversized or unreadable body is 400 INVALID_INPUT; a missing body
+// reads as empty.
+func (d Decoder) ReadBody(r *http.Request) ([]byte, error) {
 	limit := d.MaxBytes
 	if limit <= 0 {
 		limit = DefaultMaxBodyBytes
 	}
 	if r.Body == nil {
-		return New(InvalidInput, "request body is required")
+		return nil, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return New(InvalidInput, "request body exceeds %d bytes", mbe.Limit)
+			return nil, New(InvalidInput, "request body exceeds %d bytes", mbe.Limit)
 		}
-		return New(InvalidInput, "request body could not be read").WithCause(err)
+		return nil, New(InvalidInput, "request body could not be read").WithCause(err)
 	}
 	if int64(len(body)) > limit {
-		return New(InvalidInput, "request body exceeds %d bytes", limit)
+		return nil, New(InvalidInput, "request body exceeds %d bytes", limit)
 	}
-	return DecodeBytes(body, dst)
+	return body, nil
 }
 
 // DecodeBytes decodes one JSON value from body into dst with the rules of

@@ -1,0 +1,88 @@
+package signedretry_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/memory"
+)
+
+// A host route that revokes a session through the signed retry: the first
+// call answers 202 with a payload to sign, the signed retry answers 204.
+func Example_httpRoute() {
+	store := memory.New()
+	mgr := signedretry.NewManager(signedretry.Config{Store: store})
+	account := "InternalAccount:0b5e1f3c-3a1e-4c4e-9d55-2f0c6b1f7a10"
+
+	// The route: DELETE /auth/sessions/{id}.
+	route := func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !signedretry.IsRetry(r) {
+			c, err := mgr.Issue(r.Context(), signedretry.OperationFrom(r, signedretry.Operation{
+				Type: "REVOKE_SESSION", AccountID: account,
+				Signer: signedretry.Signer{Rule: signedretry.AnySession},
+			}, body))
+			if err != nil {
+				apierror.Write(w, err)
+				return
+			}
+			signedretry.WriteChallenge(w, c)
+			return
+		}
+		_, err := mgr.Complete(r.Context(), signedretry.RetryFrom(r, "REVOKE_SESSION", body),
+			func(tx storage.Tx, a *signedretry.Authorization) error {
+				return tx.Sessions().Revoke(r.Context(), r.PathValue("id"), time.Now())
+			})
+		if err != nil {
+			apierror.Write(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("DELETE /auth/sessions/{id}", route)
+
+	// A session the client holds the key of.
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	sessionID, _ := storage.NewID(nil, "Session")
+	_ = store.Atomic(context.Background(), func(tx storage.Tx) error {
+		return tx.Sessions().Create(context.Background(), &storage.Session{ID: sessionID, AccountID: account,
+			PublicKey: elliptic.MarshalCompressed(elliptic.P256(), key.X, key.Y), ExpiresAt: time.Now().Add(time.Hour)})
+	})
+
+	// First call.
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("DELETE", "/auth/sessions/"+sessionID, nil))
+	var c signedretry.Challenge
+	_ = json.Unmarshal(rec.Body.Bytes(), &c)
+	fmt.Println(rec.Code)
+
+	// Signed retry: stamp the payload byte for byte.
+	header, _ := signedretry.NewStamp(key, []byte(c.PayloadToSign))
+	req := httptest.NewRequest("DELETE", "/auth/sessions/"+sessionID, nil)
+	req.Header.Set(signedretry.HeaderSignature, header)
+	req.Header.Set(signedretry.HeaderRequestID, c.RequestID)
+	rec = httptest.NewRecorder()
+	mux.ServeHTTP(rec, req)
+	fmt.Println(rec.Code)
+
+	// The Request-Id is single use.
+	rec = httptest.NewRecorder()
+	mux.ServeHTTP(rec, req)
+	fmt.Println(rec.Code, rec.Body.String())
+	// Output:
+	// 202
+	// 204
+	// 401 {"status":401,"code":"UNAUTHORIZED","message":"authentication failed: request id already used","details":{"reason":"request id already used"}}
+}

@@ -1,0 +1,418 @@
+package signedretry
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage"
+)
+
+// DefaultTTL is how long a signed-retry challenge stays valid by default.
+const DefaultTTL = 5 * time.Minute
+
+// SandboxSignature is the legacy header value that sandbox managers accept in
+// place of a real signature.
+const SandboxSignature = "sandbox-valid-signature"
+
+// Rule says who may sign the retry of an operation. The signer is checked
+// against storage when the retry arrives, not when the challenge is issued, so
+// a session revoked or expired in between no longer signs.
+type Rule string
+
+// Signer rules (DESIGN section 3).
+const (
+	// AnySession: an active session of the account (add credential, export
+	// wallet, wallet privacy, customer email change, quote execution, and
+	// revoke session, where the session being revoked may sign itself).
+	AnySession Rule = "ANY_SESSION"
+	// OtherCredentialSession: an active session of the account issued by a
+	// credential other than Signer.Ref (revoke credential).
+	OtherCredentialSession Rule = "OTHER_CREDENTIAL_SESSION"
+	// Session: the session Signer.Ref itself, still active (refresh session).
+	Session Rule = "SESSION"
+	// BoundKey: the P-256 key Signer.Ref (compressed hex), bound when the
+	// challenge was issued (OTP verify, second leg).
+	BoundKey Rule = "BOUND_KEY"
+)
+
+// Signer is a signer rule and its subject: a credential id for
+// OtherCredentialSession, a session id for Session, a compressed hex public
+// key for BoundKey, nothing for AnySession.
+type Signer struct {
+	Rule Rule
+	Ref  string
+}
+
+// Config configures a [Manager].
+type Config struct {
+	// Store persists pending requests and holds the sessions signers are
+	// checked against. Required.
+	Store storage.Store
+	// Clock returns the current time; nil means time.Now.
+	Clock func() time.Time
+	// Rand supplies request ids; nil means crypto/rand.
+	Rand io.Reader
+	// TTL is the lifetime of a challenge; zero means DefaultTTL.
+	TTL time.Duration
+	// Sandbox makes the literal SandboxSignature pass the signature check.
+	// The request is still single use and the Request-Id still required.
+	// Never set it in production.
+	Sandbox bool
+}
+
+// Manager issues signed-retry challenges and completes their retries. It is
+// safe for concurrent use; all state lives in the store.
+type Manager struct {
+	store   storage.Store
+	clock   func() time.Time
+	rand    io.Reader
+	ttl     time.Duration
+	sandbox bool
+}
+
+// NewManager returns a manager for cfg. It panics when cfg.Store is nil, a
+// programming error that no request can cause.
+func NewManager(cfg Config) *Manager {
+	if cfg.Store == nil {
+		panic("signedretry: Config.Store is nil")
+	}
+	m := &Manager{store: cfg.Store, clock: cfg.Clock, rand: cfg.Rand, ttl: cfg.TTL, sandbox: cfg.Sandbox}
+	if m.clock == nil {
+		m.clock = time.Now
+	}
+	if m.rand == nil {
+		m.rand = rand.Reader
+	}
+	if m.ttl <= 0 {
+		m.ttl = DefaultTTL
+	}
+	return m
+}
+
+// Operation is a sensitive request that needs a signed retry.
+type Operation struct {
+	// Type names the operation in the payload, e.g. "REVOKE_CREDENTIAL".
+	Type string
+	// AccountID is the internal account the operation acts on.
+	AccountID string
+	// Method, Path and Body are the first call's; the retry must repeat
+	// them (the body compared after canonicalization).
+	Method string
+	Path   string
+	Body   []byte
+	// Signer says who may sign the retry.
+	Signer Signer
+	// Parameters, when not nil, must marshal to a JSON object; it is written
+	// into the payload and handed back on completion.
+	Parameters any
+	// CredentialType, when set, is echoed as "type" in the 202 body (auth
+	// operations carry the credential type concerned).
+	CredentialType string
+}
+
+// Challenge is the 202 body of a first call.
+type Challenge struct {
+	// PayloadToSign is stamped byte for byte by the client.
+	PayloadToSign string `json:"payloadToSign"`
+	// RequestID is "Request:<uuid>", sent back in the Request-Id header.
+	RequestID string `json:"requestId"`
+	// ExpiresAt is when the challenge stops being accepted.
+	ExpiresAt time.Time `json:"expiresAt"`
+	// Type is the credential type on auth operations.
+	Type string `json:"type,omitempty"`
+}
+
+// payload is the signed document, its fields in the fixed wire order.
+type payload struct {
+	Type        string          `json:"type"`
+	RequestID   string          `json:"requestId"`
+	AccountID   string          `json:"accountId"`
+	Parameters  json.RawMessage `json:"parameters"`
+	BodySHA256  string          `json:"bodySha256"`
+	TimestampMs string          `json:"timestampMs"`
+	ExpiresAt   string          `json:"expiresAt"`
+}
+
+// Issue stores a pending request for op and returns its challenge. The
+// payload binds the operation, the account, the parameters and the SHA-256 of
+// the canonical body; the server keeps it byte for byte. A body that is not
+// JSON (or empty) answers 400 INVALID_INPUT.
+func (m *Manager) Issue(ctx context.Context, op Operation) (*Challenge, error) {
+	var c *Challenge
+	err := m.store.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		c, err = m.IssueIn(ctx, tx, op)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// IssueIn is [Manager.Issue] inside the caller's transaction, for callers
+// whose first leg has effects of its own that must commit together with the
+// challenge (for example consuming a one-time code).
+func (m *Manager) IssueIn(ctx context.Context, tx storage.Tx, op Operation) (*Challenge, error) {
+	digest, err := BodyDigest(op.Body)
+	if err != nil {
+		return nil, err
+	}
+	params := json.RawMessage(`{}`)
+	if op.Parameters != nil {
+		b, err := json.Marshal(op.Parameters)
+		if err != nil || len(b) == 0 || b[0] != '{' {
+			return nil, apierror.Internal(errors.New("signedretry: operation parameters must marshal to a JSON object"))
+		}
+		params = b
+	}
+	switch op.Signer.Rule {
+	case AnySession, OtherCredentialSession, Session, BoundKey:
+	default:
+		return nil, apierror.Internal(errors.New("signedretry: unknown signer rule " + strconv.Quote(string(op.Signer.Rule))))
+	}
+	id, err := storage.NewID(m.rand, "Request")
+	if err != nil {
+		return nil, apierror.Internal(err)
+	}
+	now := m.clock().UTC()
+	expires := now.Add(m.ttl)
+	p, err := marshalCompact(payload{
+		Type: op.Type, RequestID: id, AccountID: op.AccountID, Parameters: params,
+		BodySHA256: hex.EncodeToString(digest[:]), TimestampMs: strconv.FormatInt(now.UnixMilli(), 10),
+		ExpiresAt: expires.Format(time.RFC3339Nano),
+	})
+	if err != nil {
+		return nil, apierror.Internal(err)
+	}
+	rec := storage.PendingRequest{
+		ID: id, Kind: op.Type, AccountID: op.AccountID, Method: op.Method, Path: op.Path,
+		BodyDigest: digest[:], Payload: p, SignerRule: string(op.Signer.Rule), SignerRef: op.Signer.Ref,
+		Data: params, CreatedAt: now, ExpiresAt: expires,
+	}
+	if err := tx.PendingRequests().Create(ctx, &rec); err != nil {
+		return nil, apierror.Internal(err)
+	}
+	return &Challenge{PayloadToSign: string(p), RequestID: id, ExpiresAt: expires, Type: op.CredentialType}, nil
+}
+
+func marshalCompact(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Retry is the second leg of an operation as it arrived.
+type Retry struct {
+	// Signature is the Service-Wallet-Signature header value.
+	Signature string
+	// RequestID is the Request-Id header value.
+	RequestID string
+	// Type is the operation the route expects, e.g. "REVOKE_CREDENTIAL".
+	Type string
+	// Method, Path and Body are the retry's.
+	Method string
+	Path   string
+	Body   []byte
+}
+
+// Authorization says who authorized a completed operation.
+type Authorization struct {
+	// RequestID is the consumed request.
+	RequestID string
+	// Type and AccountID are the operation's.
+	Type      string
+	AccountID string
+	// Parameters are the operation's parameters as issued.
+	Parameters json.RawMessage
+	// SessionID and CredentialID identify the signing session for the
+	// session rules; they are empty for BoundKey.
+	SessionID    string
+	CredentialID string
+	// PublicKey is the key that signed; nil when the sandbox literal was
+	// accepted.
+	PublicKey *ecdsa.PublicKey
+	// Sandbox reports that the sandbox literal stood in for a signature.
+	Sandbox bool
+}
+
+// Effect is the work a signed retry authorizes. It runs inside the
+// transaction that consumes the request: when it returns an error, nothing it
+// wrote persists and the request stays unconsumed, so the client may retry.
+type Effect func(tx storage.Tx, a *Authorization) error
+
+// Complete checks a retry and, when it is authorized, consumes the request and
+// runs effect in one transaction. Failures are 401s:
+//
+//   - WALLET_SIGNATURE_MISSING: no signature header;
+//   - REQUEST_ID_MISSING: a signature without Request-Id;
+//   - WALLET_SIGNATURE_MALFORMED: the header does not parse;
+//   - UNAUTHORIZED with details.reason: the Request-Id is unknown, expired,
+//     already used, or bound to another operation (method, path or type);
+//   - WALLET_SIGNATURE_BODY_MISMATCH: the body differs from the first call's;
+//   - WALLET_SIGNATURE_INVALID: the signature does not verify over the
+//     payload, or its key is not allowed to sign under the operation's rule.
+//
+// Errors from effect are returned unchanged. A failed retry never consumes the
+// request.
+func (m *Manager) Complete(ctx context.Context, r Retry, effect Effect) (*Authorization, error) {
+	if r.Signature == "" {
+		return nil, apierror.New(apierror.WalletSignatureMissing, "the Service-Wallet-Signature header is required on a signed retry")
+	}
+	if r.RequestID == "" {
+		return nil, apierror.New(apierror.RequestIDMissing, "the Request-Id header is required on a signed retry")
+	}
+	sandbox := m.sandbox && r.Signature == SandboxSignature
+	var stamp *Stamp
+	if !sandbox {
+		var err error
+		if stamp, err = ParseStamp(r.Signature); err != nil {
+			return nil, err
+		}
+	}
+	if !storage.ValidID(r.RequestID, "Request") {
+		return nil, apierror.Unauthenticated("unknown request id")
+	}
+
+	// Read and check without holding a write transaction: the signature
+	// check is the expensive part and needs no lock.
+	var p storage.PendingRequest
+	err := m.store.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		p, err = tx.PendingRequests().Get(ctx, r.RequestID)
+		return err
+	})
+	if err != nil {
+		return nil, requestError(err)
+	}
+	now := m.clock()
+	switch {
+	case !p.ConsumedAt.IsZero():
+		return nil, requestError(storage.ErrConsumed)
+	case !now.Before(p.ExpiresAt):
+		return nil, requestError(storage.ErrExpired)
+	case p.Kind != r.Type || p.Method != r.Method || p.Path != r.Path:
+		return nil, apierror.Unauthenticated("request id is bound to another operation")
+	}
+	digest, err := BodyDigest(r.Body)
+	if err != nil || subtle.ConstantTimeCompare(digest[:], p.BodyDigest) != 1 {
+		return nil, apierror.New(apierror.WalletSignatureBodyMismatch, "the retry body differs from the body the challenge was issued for")
+	}
+	if stamp != nil {
+		if err := stamp.Verify(p.Payload); err != nil {
+			return nil, err
+		}
+	}
+
+	a := &Authorization{RequestID: p.ID, Type: p.Kind, AccountID: p.AccountID, Parameters: p.Data, Sandbox: sandbox}
+	if stamp != nil {
+		a.PublicKey = stamp.PublicKey()
+	}
+	err = m.store.Atomic(ctx, func(tx storage.Tx) error {
+		if _, err := tx.PendingRequests().Consume(ctx, p.ID, now); err != nil {
+			return requestError(err)
+		}
+		if err := m.authorize(ctx, tx, &p, stamp, now, a); err != nil {
+			return err
+		}
+		if effect != nil {
+			return effect(tx, a)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// authorize checks the signer rule against the sessions in storage at now and
+// records the signing session in a. stamp is nil for the sandbox literal,
+// which stands in for the key match but not for the rule: a session rule
+// still needs a qualifying active session.
+func (m *Manager) authorize(ctx context.Context, tx storage.Tx, p *storage.PendingRequest, stamp *Stamp, now time.Time, a *Authorization) error {
+	denied := apierror.New(apierror.WalletSignatureInvalid, "the signing key is not allowed to authorize this request")
+	switch Rule(p.SignerRule) {
+	case BoundKey:
+		if stamp == nil {
+			return nil
+		}
+		want, err := ParsePublicKey(p.SignerRef)
+		if err != nil || !stamp.SignedBy(want) {
+			return denied
+		}
+		return nil
+	case Session:
+		s, err := tx.Sessions().Get(ctx, p.SignerRef)
+		if errors.Is(err, storage.ErrNotFound) || err == nil && (!s.Active(now) || s.AccountID != p.AccountID) {
+			return apierror.New(apierror.WalletSignatureInvalid, "the session allowed to sign is no longer active")
+		}
+		if err != nil {
+			return apierror.Internal(err)
+		}
+		if stamp != nil && !sessionKey(stamp, &s) {
+			return denied
+		}
+		a.SessionID, a.CredentialID = s.ID, s.CredentialID
+		return nil
+	case AnySession, OtherCredentialSession:
+		sessions, err := tx.Sessions().ListActive(ctx, p.AccountID, now)
+		if err != nil {
+			return apierror.Internal(err)
+		}
+		for i := range sessions {
+			s := &sessions[i]
+			if Rule(p.SignerRule) == OtherCredentialSession && s.CredentialID == p.SignerRef {
+				continue
+			}
+			if stamp == nil || sessionKey(stamp, s) {
+				a.SessionID, a.CredentialID = s.ID, s.CredentialID
+				return nil
+			}
+		}
+		if Rule(p.SignerRule) == OtherCredentialSession {
+			return apierror.New(apierror.WalletSignatureInvalid, "the signing key is not an active session of another credential of the account")
+		}
+		return apierror.New(apierror.WalletSignatureInvalid, "the signing key is not an active session of the account")
+	default:
+		return apierror.Internal(errors.New("signedretry: stored request has unknown signer rule " + strconv.Quote(p.SignerRule)))
+	}
+}
+
+// sessionKey reports whether the stamp was made by the session's key. Both are
+// compared in compressed form, which is unique per curve point, so this is a
+// comparison of points, whatever encoding the client sent.
+func sessionKey(stamp *Stamp, s *storage.Session) bool {
+	pub := stamp.PublicKey()
+	return subtle.ConstantTimeCompare(elliptic.MarshalCompressed(pub.Curve, pub.X, pub.Y), s.PublicKey) == 1
+}
+
+// requestError maps a store error about the pending request to the 401 the
+// client sees.
+func requestError(err error) error {
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return apierror.Unauthenticated("unknown request id")
+	case errors.Is(err, storage.ErrExpired):
+		return apierror.Unauthenticated("request id expired")
+	case errors.Is(err, storage.ErrConsumed):
+		return apierror.Unauthenticated("request id already used")
+	default:
+		return apierror.Internal(err)
+	}
+}

@@ -1,0 +1,534 @@
+package signedretry_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/memory"
+)
+
+var ctx = context.Background()
+
+// clock is a settable clock for tests.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// fixture is an account with two credentials and a session on each.
+type fixture struct {
+	store          storage.Store
+	clock          *clock
+	mgr            *signedretry.Manager
+	account        string
+	credA, credB   string
+	sessA, sessB   string
+	keyA, keyB     *ecdsa.PrivateKey
+	stranger       *ecdsa.PrivateKey
+	strangerSessID string
+}
+
+func newFixture(t testing.TB, sandbox bool) *fixture {
+	t.Helper()
+	f := &fixture{store: memory.New(), clock: &clock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}}
+	f.mgr = signedretry.NewManager(signedretry.Config{Store: f.store, Clock: f.clock.Now, Sandbox: sandbox})
+	f.account = newID(t, "InternalAccount")
+	f.credA, f.credB = newID(t, "AuthMethod"), newID(t, "AuthMethod")
+	f.keyA, f.keyB, f.stranger = newKey(t), newKey(t), newKey(t)
+	f.sessA = f.addSession(t, f.account, f.credA, f.keyA)
+	f.sessB = f.addSession(t, f.account, f.credB, f.keyB)
+	// The stranger has an active session, on another account.
+	f.strangerSessID = f.addSession(t, newID(t, "InternalAccount"), newID(t, "AuthMethod"), f.stranger)
+	return f
+}
+
+func (f *fixture) addSession(t testing.TB, account, cred string, key *ecdsa.PrivateKey) string {
+	t.Helper()
+	s := storage.Session{ID: newID(t, "Session"), AccountID: account, CredentialID: cred,
+		PublicKey: elliptic.MarshalCompressed(elliptic.P256(), key.X, key.Y),
+		CreatedAt: f.clock.Now(), ExpiresAt: f.clock.Now().Add(15 * time.Minute)}
+	if err := f.store.Atomic(ctx, func(tx storage.Tx) error { return tx.Sessions().Create(ctx, &s) }); err != nil {
+		t.Fatal(err)
+	}
+	return s.ID
+}
+
+func newID(t testing.TB, prefix string) string {
+	id, err := storage.NewID(nil, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func newKey(t testing.TB) *ecdsa.PrivateKey {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func compressedHex(k *ecdsa.PrivateKey) string {
+	return hex.EncodeToString(elliptic.MarshalCompressed(elliptic.P256(), k.X, k.Y))
+}
+
+func stamp(t testing.TB, k *ecdsa.PrivateKey, payload string) string {
+	t.Helper()
+	s, err := signedretry.NewStamp(k, []byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const body = `{"accountId":"InternalAccount:x","nickname":"laptop","amounts":[1,2.50,9007199254740993]}`
+
+func (f *fixture) issue(t testing.TB, signer signedretry.Signer) *signedretry.Challenge {
+	t.Helper()
+	c, err := f.mgr.Issue(ctx, signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: f.account,
+		Method: "POST", Path: "/auth/credentials", Body: []byte(body), Signer: signer,
+		Parameters: map[string]string{"credentialType": "PASSKEY"}, CredentialType: "PASSKEY"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func retry(c *signedretry.Challenge, sig string) signedretry.Retry {
+	return signedretry.Retry{Signature: sig, RequestID: c.RequestID, Type: "ADD_CREDENTIAL",
+		Method: "POST", Path: "/auth/credentials", Body: []byte(body)}
+}
+
+// wantErr fails unless err is an *apierror.Error with code (and reason, when
+// given).
+func wantErr(t *testing.T, err error, code apierror.Code, reason string) {
+	t.Helper()
+	var e *apierror.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T), want %s", err, err, code)
+	}
+	if e.Code != code || e.Status() != code.Status() {
+		t.Fatalf("error %v, want %s", err, code)
+	}
+	if reason != "" && e.Reason() != reason {
+		t.Fatalf("reason %q, want %q", e.Reason(), reason)
+	}
+}
+
+func TestIssuePayload(t *testing.T) {
+	f := newFixture(t, false)
+	f.mgr = signedretry.NewManager(signedretry.Config{Store: f.store, Clock: f.clock.Now,
+		Rand: bytes.NewReader(bytes.Repeat([]byte{0xab}, 16)), TTL: 2 * time.Minute})
+	c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
+	if c.RequestID != "Request:abababab-abab-4bab-abab-abababababab" {
+		t.Fatalf("request id %s", c.RequestID)
+	}
+	digest, _ := signedretry.BodyDigest([]byte(body))
+	want := `{"type":"ADD_CREDENTIAL","requestId":"Request:abababab-abab-4bab-abab-abababababab","accountId":"` + f.account +
+		`","parameters":{"credentialType":"PASSKEY"},"bodySha256":"` + hex.EncodeToString(digest[:]) +
+		`","timestampMs":"1777636800000","expiresAt":"2026-05-01T12:02:00Z"}`
+	if c.PayloadToSign != want {
+		t.Fatalf("payload\n got %s\nwant %s", c.PayloadToSign, want)
+	}
+	if !c.ExpiresAt.Equal(f.clock.Now().Add(2*time.Minute)) || c.Type != "PASSKEY" {
+		t.Fatalf("challenge %+v", c)
+	}
+	b, _ := json.Marshal(c)
+	var wire map[string]any
+	_ = json.Unmarshal(b, &wire)
+	if wire["expiresAt"] != "2026-05-01T12:02:00Z" || wire["type"] != "PASSKEY" || len(wire) != 4 {
+		t.Fatalf("202 body %s", b)
+	}
+}
+
+func TestIssueRejects(t *testing.T) {
+	f := newFixture(t, false)
+	op := signedretry.Operation{Type: "X", AccountID: f.account, Method: "POST", Path: "/x",
+		Signer: signedretry.Signer{Rule: signedretry.AnySession}}
+	bad := op
+	bad.Body = []byte(`{"a":`)
+	_, err := f.mgr.Issue(ctx, bad)
+	wantErr(t, err, apierror.InvalidInput, "")
+	bad = op
+	bad.Parameters = []string{"not", "an", "object"}
+	_, err = f.mgr.Issue(ctx, bad)
+	wantErr(t, err, apierror.InternalError, "")
+	bad = op
+	bad.Signer.Rule = "EVERYONE"
+	_, err = f.mgr.Issue(ctx, bad)
+	wantErr(t, err, apierror.InternalError, "")
+	bad = op
+	bad.Parameters = func() {}
+	_, err = f.mgr.Issue(ctx, bad)
+	wantErr(t, err, apierror.InternalError, "")
+	// An empty body (DELETE) is fine.
+	if _, err := f.mgr.Issue(ctx, op); err != nil {
+		t.Fatalf("empty body: %v", err)
+	}
+	broken := signedretry.NewManager(signedretry.Config{Store: f.store, Rand: bytes.NewReader(nil)})
+	_, err = broken.Issue(ctx, op)
+	wantErr(t, err, apierror.InternalError, "")
+}
+
+func TestCompleteAnySession(t *testing.T) {
+	f := newFixture(t, false)
+	c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
+	ran := false
+	a, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyB, c.PayloadToSign)), func(tx storage.Tx, a *signedretry.Authorization) error {
+		ran = true
+		p, err := tx.PendingRequests().Get(ctx, a.RequestID)
+		if err != nil || p.ConsumedAt.IsZero() {
+			t.Errorf("effect runs after consumption in the same transaction: %v %+v", err, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ran || a.SessionID != f.sessB || a.CredentialID != f.credB || a.AccountID != f.account ||
+		a.Type != "ADD_CREDENTIAL" || string(a.Parameters) != `{"credentialType":"PASSKEY"}` || a.Sandbox ||
+		!a.PublicKey.Equal(&f.keyB.PublicKey) {
+		t.Fatalf("authorization %+v", a)
+	}
+	// Request-Id reuse after success.
+	_, err = f.mgr.Complete(ctx, retry(c, stamp(t, f.keyB, c.PayloadToSign)), nil)
+	wantErr(t, err, apierror.Unauthorized, "request id already used")
+}
+
+func TestCompleteFailures(t *testing.T) {
+	type tc struct {
+		name   string
+		signer func(f *fixture) signedretry.Signer
+		before func(t *testing.T, f *fixture)
+		retry  func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry
+		code   apierror.Code
+		reason string
+	}
+	anySession := func(*fixture) signedretry.Signer { return signedretry.Signer{Rule: signedretry.AnySession} }
+	signedBy := func(k func(*fixture) *ecdsa.PrivateKey) func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+		return func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+			return retry(c, stamp(t, k(f), c.PayloadToSign))
+		}
+	}
+	keyA := func(f *fixture) *ecdsa.PrivateKey { return f.keyA }
+	valid := signedBy(keyA)
+	edit := func(change func(r *signedretry.Retry)) func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+		return func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+			r := valid(t, f, c)
+			change(&r)
+			return r
+		}
+	}
+	revoke := func(id func(*fixture) string) func(t *testing.T, f *fixture) {
+		return func(t *testing.T, f *fixture) {
+			if err := f.store.Atomic(ctx, func(tx storage.Tx) error { return tx.Sessions().Revoke(ctx, id(f), f.clock.Now()) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tests := []tc{
+		{name: "signature missing", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.Signature = "" }),
+			code: apierror.WalletSignatureMissing},
+		{name: "request id missing", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.RequestID = "" }),
+			code: apierror.RequestIDMissing},
+		{name: "both missing", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.RequestID, r.Signature = "", "" }),
+			code: apierror.WalletSignatureMissing},
+		{name: "malformed header", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.Signature = "not-a-stamp" }),
+			code: apierror.WalletSignatureMalformed},
+		{name: "sandbox literal outside sandbox", signer: anySession,
+			retry: edit(func(r *signedretry.Retry) { r.Signature = signedretry.SandboxSignature }), code: apierror.WalletSignatureMalformed},
+		{name: "unknown request id", signer: anySession,
+			retry: edit(func(r *signedretry.Retry) { r.RequestID = "Request:00000000-0000-4000-8000-000000000000" }),
+			code:  apierror.Unauthorized, reason: "unknown request id"},
+		{name: "request id of another shape", signer: anySession,
+			retry: edit(func(r *signedretry.Retry) { r.RequestID = "Session:" + r.RequestID[len("Request:"):] }),
+			code:  apierror.Unauthorized, reason: "unknown request id"},
+		{name: "expired at expiresAt", signer: anySession, before: func(t *testing.T, f *fixture) { f.clock.Add(signedretry.DefaultTTL) },
+			retry: valid, code: apierror.Unauthorized, reason: "request id expired"},
+		{name: "other path", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.Path = "/auth/credentials/AuthMethod:1" }),
+			code: apierror.Unauthorized, reason: "request id is bound to another operation"},
+		{name: "other method", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.Method = "PUT" }),
+			code: apierror.Unauthorized, reason: "request id is bound to another operation"},
+		{name: "other operation", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.Type = "EXPORT_WALLET" }),
+			code: apierror.Unauthorized, reason: "request id is bound to another operation"},
+		{name: "changed value", signer: anySession,
+			retry: edit(func(r *signedretry.Retry) { r.Body = bytes.Replace(r.Body, []byte("993"), []byte("992"), 1) }),
+			code:  apierror.WalletSignatureBodyMismatch},
+		{name: "added field", signer: anySession,
+			retry: edit(func(r *signedretry.Retry) { r.Body = []byte(`{"x":1,` + string(r.Body[1:])) }),
+			code:  apierror.WalletSignatureBodyMismatch},
+		{name: "body not JSON", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.Body = []byte("nickname=laptop") }),
+			code: apierror.WalletSignatureBodyMismatch},
+		{name: "body dropped", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.Body = nil }),
+			code: apierror.WalletSignatureBodyMismatch},
+		{name: "signature over another payload", signer: anySession,
+			retry: func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+				return retry(c, stamp(t, f.keyA, c.PayloadToSign+" "))
+			}, code: apierror.WalletSignatureInvalid},
+		{name: "key of another account", signer: anySession, retry: signedBy(func(f *fixture) *ecdsa.PrivateKey { return f.stranger }),
+			code: apierror.WalletSignatureInvalid},
+		{name: "session revoked after issue", signer: anySession, before: revoke(func(f *fixture) string { return f.sessA }),
+			retry: valid, code: apierror.WalletSignatureInvalid},
+		{name: "same credential may not revoke itself",
+			signer: func(f *fixture) signedretry.Signer {
+				return signedretry.Signer{Rule: signedretry.OtherCredentialSession, Ref: f.credA}
+			}, retry: valid, code: apierror.WalletSignatureInvalid},
+		{name: "another session of the account for a session rule",
+			signer: func(f *fixture) signedretry.Signer {
+				return signedretry.Signer{Rule: signedretry.Session, Ref: f.sessB}
+			},
+			retry: valid, code: apierror.WalletSignatureInvalid},
+		{name: "session rule with the session revoked",
+			signer: func(f *fixture) signedretry.Signer {
+				return signedretry.Signer{Rule: signedretry.Session, Ref: f.sessA}
+			},
+			before: revoke(func(f *fixture) string { return f.sessA }), retry: valid, code: apierror.WalletSignatureInvalid},
+		{name: "session rule with an unknown session",
+			signer: func(f *fixture) signedretry.Signer {
+				return signedretry.Signer{Rule: signedretry.Session, Ref: "Session:00000000-0000-4000-8000-000000000000"}
+			}, retry: valid, code: apierror.WalletSignatureInvalid},
+		{name: "session rule with a session of another account",
+			signer: func(f *fixture) signedretry.Signer {
+				return signedretry.Signer{Rule: signedretry.Session, Ref: f.strangerSessID}
+			}, retry: signedBy(func(f *fixture) *ecdsa.PrivateKey { return f.stranger }), code: apierror.WalletSignatureInvalid},
+		{name: "bound key: another key",
+			signer: func(f *fixture) signedretry.Signer {
+				return signedretry.Signer{Rule: signedretry.BoundKey, Ref: compressedHex(f.stranger)}
+			}, retry: valid, code: apierror.WalletSignatureInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, false)
+			c := f.issue(t, tt.signer(f))
+			if tt.before != nil {
+				tt.before(t, f)
+			}
+			effectRan := false
+			_, err := f.mgr.Complete(ctx, tt.retry(t, f, c), func(storage.Tx, *signedretry.Authorization) error {
+				effectRan = true
+				return nil
+			})
+			wantErr(t, err, tt.code, tt.reason)
+			if effectRan {
+				t.Fatal("the effect ran for a rejected retry")
+			}
+			// A failed retry does not consume the request.
+			if err := f.store.Atomic(ctx, func(tx storage.Tx) error {
+				p, err := tx.PendingRequests().Get(ctx, c.RequestID)
+				if err == nil && !p.ConsumedAt.IsZero() {
+					t.Fatal("a rejected retry consumed the request")
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestCompleteSessionExpiresBeforeRetry(t *testing.T) {
+	f := newFixture(t, false)
+	f.clock.Add(14 * time.Minute) // sessions expire at +15 min; the challenge at +19
+	c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
+	f.clock.Add(time.Minute)
+	_, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), nil)
+	wantErr(t, err, apierror.WalletSignatureInvalid, "")
+}
+
+func TestCompleteAccepted(t *testing.T) {
+	tests := []struct {
+		name   string
+		signer func(f *fixture) signedretry.Signer
+		retry  func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry
+		sessID func(f *fixture) string
+	}{
+		{"just before expiresAt", func(f *fixture) signedretry.Signer { return signedretry.Signer{Rule: signedretry.AnySession} },
+			func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+				f.clock.Add(signedretry.DefaultTTL - time.Nanosecond)
+				return retry(c, stamp(t, f.keyA, c.PayloadToSign))
+			}, func(f *fixture) string { return f.sessA }},
+		{"reordered but equal body", func(f *fixture) signedretry.Signer { return signedretry.Signer{Rule: signedretry.AnySession} },
+			func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+				r := retry(c, stamp(t, f.keyA, c.PayloadToSign))
+				r.Body = []byte("{\n  \"amounts\": [1, 2.5, 9007199254740993],\n  \"nickname\": \"l\\u0061ptop\",\n  \"accountId\": \"InternalAccount:x\"\n}\n")
+				return r
+			}, func(f *fixture) string { return f.sessA }},
+		{"other credential's session", func(f *fixture) signedretry.Signer {
+			return signedretry.Signer{Rule: signedretry.OtherCredentialSession, Ref: f.credA}
+		}, func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+			return retry(c, stamp(t, f.keyB, c.PayloadToSign))
+		}, func(f *fixture) string { return f.sessB }},
+		{"the session itself", func(f *fixture) signedretry.Signer {
+			return signedretry.Signer{Rule: signedretry.Session, Ref: f.sessA}
+		}, func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+			return retry(c, stamp(t, f.keyA, c.PayloadToSign))
+		}, func(f *fixture) string { return f.sessA }},
+		{"bound key, stamped with the uncompressed key", func(f *fixture) signedretry.Signer {
+			return signedretry.Signer{Rule: signedretry.BoundKey, Ref: compressedHex(f.stranger)}
+		}, func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+			return retry(c, uncompressedStamp(t, f.stranger, c.PayloadToSign))
+		}, func(*fixture) string { return "" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, false)
+			c := f.issue(t, tt.signer(f))
+			a, err := f.mgr.Complete(ctx, tt.retry(t, f, c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.SessionID != tt.sessID(f) {
+				t.Fatalf("signed by session %q, want %q", a.SessionID, tt.sessID(f))
+			}
+		})
+	}
+}
+
+// uncompressedStamp stamps with the uncompressed public key in the header, as
+// older clients do.
+func uncompressedStamp(t *testing.T, k *ecdsa.PrivateKey, payload string) string {
+	raw, _ := base64.RawURLEncoding.DecodeString(stamp(t, k, payload))
+	var m map[string]string
+	_ = json.Unmarshal(raw, &m)
+	m["publicKey"] = hex.EncodeToString(elliptic.Marshal(elliptic.P256(), k.X, k.Y)) //nolint:staticcheck // the wire format is SEC1
+	raw, _ = json.Marshal(m)
+	return base64.URLEncoding.EncodeToString(raw) // padded, which is accepted too
+}
+
+func TestEffectFailureKeepsRequest(t *testing.T) {
+	f := newFixture(t, false)
+	c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
+	errEffect := apierror.New(apierror.Conflict, "credential set changed")
+	_, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), func(tx storage.Tx, a *signedretry.Authorization) error {
+		// Writes of a failed effect are rolled back with it.
+		s := storage.Session{ID: newID(t, "Session"), AccountID: f.account, ExpiresAt: f.clock.Now().Add(time.Hour)}
+		if err := tx.Sessions().Create(ctx, &s); err != nil {
+			return err
+		}
+		return errEffect
+	})
+	if err != errEffect {
+		t.Fatalf("Complete returned %v, want the effect's error unchanged", err)
+	}
+	var n int
+	_ = f.store.Atomic(ctx, func(tx storage.Tx) error {
+		ss, _ := tx.Sessions().ListActive(ctx, f.account, f.clock.Now())
+		n = len(ss)
+		return nil
+	})
+	if n != 2 {
+		t.Fatalf("the failed effect's session persisted: %d sessions", n)
+	}
+	// A bad signature first, then the valid retry: still accepted once.
+	_, err = f.mgr.Complete(ctx, retry(c, stamp(t, f.stranger, c.PayloadToSign)), nil)
+	wantErr(t, err, apierror.WalletSignatureInvalid, "")
+	if _, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), nil); err != nil {
+		t.Fatalf("retry after failures: %v", err)
+	}
+}
+
+func TestSandboxLiteral(t *testing.T) {
+	f := newFixture(t, true)
+	c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
+	r := retry(c, signedretry.SandboxSignature)
+	a, err := f.mgr.Complete(ctx, r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Sandbox || a.PublicKey != nil || a.SessionID == "" {
+		t.Fatalf("authorization %+v", a)
+	}
+	_, err = f.mgr.Complete(ctx, r, nil)
+	wantErr(t, err, apierror.Unauthorized, "request id already used")
+	r.RequestID = ""
+	_, err = f.mgr.Complete(ctx, r, nil)
+	wantErr(t, err, apierror.RequestIDMissing, "")
+
+	// Real stamps still work in sandbox mode and are still checked.
+	c = f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
+	_, err = f.mgr.Complete(ctx, retry(c, stamp(t, f.stranger, c.PayloadToSign)), nil)
+	wantErr(t, err, apierror.WalletSignatureInvalid, "")
+	if _, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// The literal stands in for the key, not for the rule.
+	c = f.issue(t, signedretry.Signer{Rule: signedretry.Session, Ref: f.sessA})
+	_ = f.store.Atomic(ctx, func(tx storage.Tx) error { return tx.Sessions().Revoke(ctx, f.sessA, f.clock.Now()) })
+	_, err = f.mgr.Complete(ctx, retry(c, signedretry.SandboxSignature), nil)
+	wantErr(t, err, apierror.WalletSignatureInvalid, "")
+	c = f.issue(t, signedretry.Signer{Rule: signedretry.BoundKey, Ref: compressedHex(f.stranger)})
+	if _, err := f.mgr.Complete(ctx, retry(c, signedretry.SandboxSignature), nil); err != nil {
+		t.Fatalf("bound key with the literal: %v", err)
+	}
+}
+
+func TestConcurrentComplete(t *testing.T) {
+	f := newFixture(t, false)
+	c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
+	r := retry(c, stamp(t, f.keyA, c.PayloadToSign))
+	const workers = 64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins, effects := 0, 0
+	var losses []error
+	start := make(chan struct{})
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := f.mgr.Complete(ctx, r, func(storage.Tx, *signedretry.Authorization) error {
+				mu.Lock()
+				effects++
+				mu.Unlock()
+				return nil
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				wins++
+			} else {
+				losses = append(losses, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if wins != 1 || effects != 1 {
+		t.Fatalf("%d completions and %d effects, want exactly 1 each", wins, effects)
+	}
+	for _, err := range losses {
+		wantErr(t, err, apierror.Unauthorized, "request id already used")
+	}
+}
+
+func TestNewManagerWithoutStore(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("NewManager without a store did not panic")
+		}
+	}()
+	signedretry.NewManager(signedretry.Config{})
+}

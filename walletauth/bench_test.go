@@ -1,0 +1,121 @@
+package walletauth_test
+
+import (
+	"crypto/ecdh"
+	"encoding/hex"
+	"encoding/json"
+	"testing"
+
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/envelope"
+)
+
+// pendingLogins prepares n wallets, each with an issued code and a sealed
+// answer, so a benchmark times only the server's leg 1.
+func pendingLogins(b *testing.B, e *env, n int) ([]string, []walletauth.VerifyRequest) {
+	creds := make([]string, n)
+	reqs := make([]walletauth.VerifyRequest, n)
+	key := newKey(b)
+	for i := range n {
+		_, m, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:b", Email: "bench@example.com"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ch, err := e.svc.Challenge(ctx, m.ID, walletauth.ChallengeRequest{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bundle, err := key.SealOTP(ch.OTPEncryptionTargetBundle, nil, walletauth.SandboxOTPCode, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		creds[i], reqs[i] = m.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: bundle}
+	}
+	return creds, reqs
+}
+
+// BenchmarkVerifyOTPLeg1 is leg 1 of a one-time-code verification on the
+// memory store: lookups, HPKE open, constant-time compare, consumption and
+// the signed-retry challenge.
+func BenchmarkVerifyOTPLeg1(b *testing.B) {
+	e := newEnv(b, func(c *walletauth.Config) { c.Sandbox, c.Sender = true, nil })
+	creds, reqs := pendingLogins(b, e, b.N)
+	c := call("POST", "/auth/credentials/x/verify", `{"type":"EMAIL_OTP"}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := e.svc.Verify(ctx, creds[i], reqs[i], c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerifyOTPLeg1RawOpen is the primitive leg 1 wraps: the HPKE open
+// of the same kind of bundle with circl, through envelope.Open.
+func BenchmarkVerifyOTPLeg1RawOpen(b *testing.B) {
+	target, err := ecdh.P256().GenerateKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sealed, err := envelope.SealOTP(target.PublicKey(), walletauth.SandboxOTPCode, newKey(b).PublicKeyHex(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var msg struct{ EncappedPublic, Ciphertext string }
+	_ = json.Unmarshal([]byte(sealed), &msg)
+	enc, _ := hex.DecodeString(msg.EncappedPublic)
+	ct, _ := hex.DecodeString(msg.Ciphertext)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := envelope.Open(target, enc, ct); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLogin is a whole one-time-code login as the server sees it:
+// challenge, leg 1 and leg 2 (the client's sealing and stamping are not
+// timed). Run with -cpu=1 for logins per second on one core.
+func BenchmarkLogin(b *testing.B) {
+	e := newEnv(b, func(c *walletauth.Config) { c.Sandbox, c.Sender = true, nil })
+	key := newKey(b)
+	c := call("POST", "/auth/credentials/x/verify", `{"type":"EMAIL_OTP"}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		_, m, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:b", Email: "bench@example.com"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		ch, err := e.svc.Challenge(ctx, m.ID, walletauth.ChallengeRequest{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		bundle, _ := key.SealOTP(ch.OTPEncryptionTargetBundle, nil, walletauth.SandboxOTPCode, nil)
+		req := walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: bundle}
+		b.StartTimer()
+		_, rc, err := e.svc.Verify(ctx, m.ID, req, c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		leg2 := c
+		leg2.Signature, _ = key.Stamp(rc.PayloadToSign)
+		leg2.RequestID = rc.RequestID
+		b.StartTimer()
+		if _, _, err := e.svc.Verify(ctx, m.ID, req, leg2); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if s := b.Elapsed().Seconds(); s > 0 {
+		b.ReportMetric(float64(b.N)/s, "logins/s")
+	}
+	_ = signedretry.DefaultTTL
+}

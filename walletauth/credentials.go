@@ -1,0 +1,501 @@
+package walletauth
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+)
+
+func base64URL(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// NewWallet describes an embedded wallet to provision.
+type NewWallet struct {
+	CustomerID string
+	// Email is the customer's email; the wallet's EMAIL_OTP credential is
+	// tied to it. Required.
+	Email string
+	// Phone is the customer's E.164 phone number, needed to add SMS_OTP.
+	Phone string
+}
+
+// CreateWallet provisions an internal account for a customer with its first
+// credential, an EMAIL_OTP credential tied to the customer's email. The email
+// is stored lowercased.
+func (s *Service) CreateWallet(ctx context.Context, w NewWallet) (*storage.InternalAccount, *AuthMethod, error) {
+	var v apierror.Validation
+	email := normalizeEmail(w.Email)
+	v.Check(validEmail(email), "email", apierror.Format("email"), "must be an email address")
+	v.Check(w.Phone == "" || validPhone(w.Phone), "phone", apierror.Format("e.164"), "must be an E.164 phone number")
+	if err := v.Err(); err != nil {
+		return nil, nil, err
+	}
+	accountID, err := s.newID("InternalAccount")
+	if err != nil {
+		return nil, nil, err
+	}
+	credID, err := s.newID("AuthMethod")
+	if err != nil {
+		return nil, nil, err
+	}
+	now := s.clock().UTC()
+	acct := storage.InternalAccount{ID: accountID, CustomerID: w.CustomerID, Email: email, Phone: w.Phone, CreatedAt: now, UpdatedAt: now}
+	cred := storage.Credential{ID: credID, AccountID: accountID, Type: storage.EmailOTP, Nickname: email, Email: email,
+		CreatedAt: now, UpdatedAt: now}
+	err = s.atomic(ctx, func(tx storage.Tx) error {
+		if err := tx.InternalAccounts().Create(ctx, &acct); err != nil {
+			return err
+		}
+		return tx.Credentials().Create(ctx, &cred)
+	})
+	if err != nil {
+		return nil, nil, storeErr(err)
+	}
+	return &acct, authMethod(&cred), nil
+}
+
+// AddCredentialRequest is the body of POST /auth/credentials.
+type AddCredentialRequest struct {
+	Type      storage.CredentialType `json:"type"`
+	AccountID string                 `json:"accountId"`
+	// OIDCToken is the OpenID Connect ID token (OAUTH).
+	OIDCToken string `json:"oidcToken,omitempty"`
+	// Nickname, Challenge and Attestation register a passkey (PASSKEY).
+	Nickname    string              `json:"nickname,omitempty"`
+	Challenge   string              `json:"challenge,omitempty"`
+	Attestation *PasskeyAttestation `json:"attestation,omitempty"`
+}
+
+// PasskeyAttestation is the browser's registration response.
+type PasskeyAttestation struct {
+	CredentialID      string   `json:"credentialId"`
+	ClientDataJSON    string   `json:"clientDataJson"`
+	AttestationObject string   `json:"attestationObject"`
+	Transports        []string `json:"transports,omitempty"`
+}
+
+var credentialTypes = []string{string(storage.EmailOTP), string(storage.SMSOTP), string(storage.Passkey), string(storage.OAuth)}
+
+// AddCredential adds a credential to an account. When the account has no
+// credential it is created at once. Otherwise the first call (call without
+// signed-retry headers) answers a challenge (202) and the retry, stamped by
+// an active session of the account, creates it. An added EMAIL_OTP or SMS_OTP
+// credential gets a one-time code at once: the result carries its
+// otpEncryptionTargetBundle and the code is sent.
+//
+// call carries the method, path and raw body of the request and, on the
+// retry, its two headers. Exactly one of the results is non-nil on success.
+//
+// Errors: 400 INVALID_INPUT (bad body, unsupported type, missing contact),
+// 400 EMAIL_OTP_CREDENTIAL_ALREADY_EXISTS / SMS_OTP_CREDENTIAL_ALREADY_EXISTS,
+// 404 REFERENCE_NOT_FOUND (account), the 401s of signedretry.
+func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, call signedretry.Retry) (*AuthMethod, *signedretry.Challenge, error) {
+	var v apierror.Validation
+	v.Check(storage.ValidID(req.AccountID, "InternalAccount"), "accountId", apierror.Pattern(`^InternalAccount:[0-9a-fA-F-]{36}$`), "must be an InternalAccount id")
+	v.Check(slices.Contains(credentialTypes, string(req.Type)), "type", apierror.OneOf(credentialTypes...), "unknown credential type")
+	if err := v.Err(); err != nil {
+		return nil, nil, err
+	}
+	var first *storage.Credential // a credential made without a signed retry
+	var challenge *signedretry.Challenge
+	err := s.atomic(ctx, func(tx storage.Tx) error {
+		acct, err := tx.InternalAccounts().Get(ctx, req.AccountID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return notFound("internal account", req.AccountID)
+		}
+		if err != nil {
+			return err
+		}
+		cred, err := s.prepareCredential(ctx, tx, &acct, &req)
+		if err != nil {
+			return err
+		}
+		existing, err := tx.Credentials().ListByAccount(ctx, acct.ID)
+		if err != nil {
+			return err
+		}
+		if len(existing) == 0 {
+			if err := createCredential(ctx, tx, cred); err != nil {
+				return err
+			}
+			first = cred
+			return nil
+		}
+		if isRetry(call) {
+			return nil // completed below, in the retry's own transaction
+		}
+		challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpAddCredential, AccountID: acct.ID,
+			Method: call.Method, Path: call.Path, Body: call.Body, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+			Parameters: map[string]string{"type": string(req.Type)}, CredentialType: string(req.Type)})
+		return err
+	})
+	if err != nil {
+		return nil, nil, storeErr(err)
+	}
+	if challenge != nil {
+		return nil, challenge, nil
+	}
+	if first != nil {
+		m, err := s.afterCreate(ctx, first)
+		return m, nil, err
+	}
+
+	call.Type = OpAddCredential
+	var created *storage.Credential
+	_, err = s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
+		acct, err := tx.InternalAccounts().Get(ctx, req.AccountID)
+		if err != nil {
+			return notFound("internal account", req.AccountID)
+		}
+		if a.AccountID != acct.ID {
+			return apierror.Unauthenticated("request id is bound to another account")
+		}
+		cred, err := s.prepareCredential(ctx, tx, &acct, &req)
+		if err != nil {
+			return err
+		}
+		if err := createCredential(ctx, tx, cred); err != nil {
+			return err
+		}
+		created = cred
+		return nil
+	})
+	if err != nil {
+		return nil, nil, storeErr(err)
+	}
+	m, err := s.afterCreate(ctx, created)
+	return m, nil, err
+}
+
+// prepareCredential checks the request against the account and builds the
+// credential to create. Uniqueness is checked here for a clear error and
+// again by the store on create.
+func (s *Service) prepareCredential(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, req *AddCredentialRequest) (*storage.Credential, error) {
+	id, err := s.newID("AuthMethod")
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock().UTC()
+	c := &storage.Credential{ID: id, AccountID: acct.ID, Type: req.Type, CreatedAt: now, UpdatedAt: now}
+	existing, err := tx.Credentials().ListByAccount(ctx, acct.ID)
+	if err != nil {
+		return nil, err
+	}
+	switch req.Type {
+	case storage.EmailOTP:
+		if acct.Email == "" {
+			return nil, apierror.New(apierror.MissingMandatoryUserInfo, "the customer has no email address")
+		}
+		c.Email, c.Nickname = acct.Email, acct.Email
+	case storage.SMSOTP:
+		if acct.Phone == "" {
+			return nil, apierror.New(apierror.MissingMandatoryUserInfo, "the customer has no phone number")
+		}
+		c.Phone, c.Nickname = acct.Phone, acct.Phone
+	default:
+		return nil, apierror.InvalidField("type", apierror.OneOf(string(storage.EmailOTP), string(storage.SMSOTP)),
+			"credential type "+string(req.Type)+" is not enabled on this service")
+	}
+	for _, o := range existing {
+		if o.Type == c.Type {
+			return nil, duplicateCredential(c.Type)
+		}
+	}
+	return c, nil
+}
+
+func duplicateCredential(t storage.CredentialType) *apierror.Error {
+	switch t {
+	case storage.EmailOTP:
+		return apierror.New(apierror.EmailOTPCredentialAlreadyExists, "the account already has an EMAIL_OTP credential")
+	case storage.SMSOTP:
+		return apierror.New(apierror.SMSOTPCredentialAlreadyExists, "the account already has an SMS_OTP credential")
+	case storage.Passkey:
+		return apierror.New(apierror.PasskeyCredentialAlreadyExists, "this passkey is already registered")
+	default:
+		return apierror.New(apierror.Conflict, "the account already has this credential")
+	}
+}
+
+func createCredential(ctx context.Context, tx storage.Tx, c *storage.Credential) error {
+	err := tx.Credentials().Create(ctx, c)
+	if errors.Is(err, storage.ErrDuplicate) {
+		return duplicateCredential(c.Type)
+	}
+	return err
+}
+
+// afterCreate issues the first one-time code of a new OTP credential.
+func (s *Service) afterCreate(ctx context.Context, c *storage.Credential) (*AuthMethod, error) {
+	m := authMethod(c)
+	if c.Type != storage.EmailOTP && c.Type != storage.SMSOTP {
+		return m, nil
+	}
+	bundle, err := s.issueCode(ctx, c, false)
+	if err != nil {
+		return nil, err
+	}
+	m.OTPEncryptionTargetBundle = bundle
+	return m, nil
+}
+
+// ListCredentials returns the credentials of an account, oldest first; an
+// unknown account has none.
+func (s *Service) ListCredentials(ctx context.Context, accountID string) ([]AuthMethod, error) {
+	if !storage.ValidID(accountID, "InternalAccount") {
+		return nil, apierror.InvalidField("accountId", apierror.Pattern(`^InternalAccount:[0-9a-fA-F-]{36}$`), "must be an InternalAccount id")
+	}
+	var creds []storage.Credential
+	err := s.atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		creds, err = tx.Credentials().ListByAccount(ctx, accountID)
+		return err
+	})
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	out := make([]AuthMethod, len(creds))
+	for i := range creds {
+		out[i] = *authMethod(&creds[i])
+	}
+	return out, nil
+}
+
+// RevokeCredential removes a credential. The first call answers a challenge
+// that a session of a different credential of the same account must stamp;
+// the retry removes the credential and revokes every session it issued, in
+// one transaction. An account keeps at least one credential: revoking the
+// last answers 400 INVALID_INPUT. An unknown credential is 404
+// REFERENCE_NOT_FOUND. On success both results are nil.
+func (s *Service) RevokeCredential(ctx context.Context, credentialID string, call signedretry.Retry) (*signedretry.Challenge, error) {
+	check := func(tx storage.Tx) (*storage.Credential, error) {
+		c, err := tx.Credentials().Get(ctx, credentialID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, notFound("credential", credentialID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		all, err := tx.Credentials().ListByAccount(ctx, c.AccountID)
+		if err != nil {
+			return nil, err
+		}
+		if len(all) <= 1 {
+			return nil, apierror.New(apierror.InvalidInput, "an account must keep at least one credential; add another before revoking this one")
+		}
+		return &c, nil
+	}
+	if !isRetry(call) {
+		var challenge *signedretry.Challenge
+		err := s.atomic(ctx, func(tx storage.Tx) error {
+			c, err := check(tx)
+			if err != nil {
+				return err
+			}
+			challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpRevokeCredential, AccountID: c.AccountID,
+				Method: call.Method, Path: call.Path, Body: call.Body,
+				Signer:     signedretry.Signer{Rule: signedretry.OtherCredentialSession, Ref: c.ID},
+				Parameters: map[string]string{"credentialId": c.ID}, CredentialType: string(c.Type)})
+			return err
+		})
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		return challenge, nil
+	}
+	call.Type = OpRevokeCredential
+	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
+		c, err := check(tx)
+		if err != nil {
+			return err
+		}
+		if c.AccountID != a.AccountID {
+			return apierror.Unauthenticated("request id is bound to another account")
+		}
+		if err := tx.Credentials().Delete(ctx, c.ID); err != nil {
+			return err
+		}
+		_, err = tx.Sessions().RevokeByCredential(ctx, c.ID, s.clock().UTC())
+		return err
+	})
+	return nil, storeErr(err)
+}
+
+// EmailChange is the result of [Service.UpdateEmail].
+type EmailChange struct {
+	// Email is the new address, lowercased.
+	Email string
+	// CredentialIDs are the EMAIL_OTP credentials now tied to it.
+	CredentialIDs []string
+}
+
+// UpdateEmail changes the email of a customer's embedded wallets. When an
+// EMAIL_OTP credential is tied to the customer's wallets, the change needs a
+// signed retry stamped by an active session of the account: the first call
+// answers a challenge, the retry updates the wallet and credential emails in
+// one transaction. Without a tied credential the change applies at once.
+// The host applies the change to its own customer record after success.
+//
+// Errors: 400 INVALID_INPUT (not an email), 404 USER_NOT_FOUND (no wallet for
+// the customer), 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS (the address is tied to
+// another EMAIL_OTP credential), 409 EMAIL_OTP_CREDENTIAL_SET_CHANGED (the
+// tied credentials changed between the challenge and the retry), the 401s of
+// signedretry.
+func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, call signedretry.Retry) (*EmailChange, *signedretry.Challenge, error) {
+	email = normalizeEmail(email)
+	if !validEmail(email) {
+		return nil, nil, apierror.InvalidField("email", apierror.Format("email"), "must be an email address")
+	}
+	type params struct {
+		CustomerID    string   `json:"customerId"`
+		Email         string   `json:"email"`
+		CredentialIDs []string `json:"credentialIds"`
+	}
+	var change *EmailChange
+	var challenge *signedretry.Challenge
+	apply := func(tx storage.Tx, accts []storage.InternalAccount, tied []storage.Credential) error {
+		now := s.clock().UTC()
+		for i := range accts {
+			a := accts[i]
+			a.Email, a.UpdatedAt = email, now
+			if err := tx.InternalAccounts().Update(ctx, &a); err != nil {
+				return err
+			}
+		}
+		change = &EmailChange{Email: email}
+		for i := range tied {
+			c := tied[i]
+			c.Email, c.Nickname, c.UpdatedAt = email, email, now
+			if err := tx.Credentials().Update(ctx, &c); err != nil {
+				return err
+			}
+			change.CredentialIDs = append(change.CredentialIDs, c.ID)
+		}
+		return nil
+	}
+	if !isRetry(call) {
+		err := s.atomic(ctx, func(tx storage.Tx) error {
+			accts, tied, err := s.tiedCredentials(ctx, tx, customerID, email)
+			if err != nil {
+				return err
+			}
+			if len(tied) == 0 {
+				return apply(tx, accts, nil)
+			}
+			challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpUpdateEmail, AccountID: tied[0].AccountID,
+				Method: call.Method, Path: call.Path, Body: call.Body, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+				Parameters: params{CustomerID: customerID, Email: email, CredentialIDs: ids(tied)}, CredentialType: string(storage.EmailOTP)})
+			return err
+		})
+		if err != nil {
+			return nil, nil, storeErr(err)
+		}
+		return change, challenge, nil
+	}
+	call.Type = OpUpdateEmail
+	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
+		var p params
+		if err := decodeParams(a.Parameters, &p); err != nil {
+			return err
+		}
+		if p.CustomerID != customerID || p.Email != email {
+			return apierror.Unauthenticated("request id is bound to another email change")
+		}
+		accts, tied, err := s.tiedCredentials(ctx, tx, customerID, email)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(ids(tied), p.CredentialIDs) {
+			return apierror.New(apierror.EmailOTPCredentialSetChanged, "the EMAIL_OTP credentials tied to the customer changed since the challenge was issued; start again")
+		}
+		return apply(tx, accts, tied)
+	})
+	if err != nil {
+		return nil, nil, storeErr(err)
+	}
+	return change, nil, nil
+}
+
+// tiedCredentials returns the customer's wallets and their EMAIL_OTP
+// credentials, and fails when email is tied to an EMAIL_OTP credential of
+// someone else.
+func (s *Service) tiedCredentials(ctx context.Context, tx storage.Tx, customerID, email string) ([]storage.InternalAccount, []storage.Credential, error) {
+	accts, err := tx.InternalAccounts().ListByCustomer(ctx, customerID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(accts) == 0 {
+		return nil, nil, apierror.New(apierror.UserNotFound, "customer %s has no embedded wallet", customerID)
+	}
+	var tied []storage.Credential
+	mine := map[string]bool{}
+	for _, a := range accts {
+		mine[a.ID] = true
+		creds, err := tx.Credentials().ListByAccount(ctx, a.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, c := range creds {
+			if c.Type == storage.EmailOTP {
+				tied = append(tied, c)
+			}
+		}
+	}
+	others, err := tx.Credentials().ListEmailOTPByEmail(ctx, email)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range others {
+		if !mine[o.AccountID] {
+			return nil, nil, apierror.New(apierror.EmailOTPEmailAlreadyExists, "the email address is already tied to another EMAIL_OTP credential")
+		}
+	}
+	return accts, tied, nil
+}
+
+func ids(creds []storage.Credential) []string {
+	out := make([]string, len(creds))
+	for i := range creds {
+		out[i] = creds[i].ID
+	}
+	slices.Sort(out)
+	return out
+}
+
+func normalizeEmail(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// validEmail is a deliberately plain check: one @, a non-empty local part, a
+// dotted domain, no spaces or control characters, at most 254 bytes.
+func validEmail(s string) bool {
+	local, domain, ok := strings.Cut(s, "@")
+	if !ok || local == "" || len(s) > 254 || strings.Contains(domain, "@") {
+		return false
+	}
+	if i := strings.LastIndexByte(domain, '.'); i <= 0 || i == len(domain)-1 {
+		return false
+	}
+	for _, r := range s {
+		if r <= ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// validPhone checks E.164: '+' and 8 to 15 digits, the first not zero.
+func validPhone(s string) bool {
+	if len(s) < 9 || len(s) > 16 || s[0] != '+' || s[1] == '0' {
+		return false
+	}
+	for _, c := range s[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

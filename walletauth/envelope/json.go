@@ -1,0 +1,32 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// marshalCompact encodes v as compact JSON in struct field order, without
+// escaping <, > and & and without a trailing newline: the bytes
+// JavaScript's JSON.stringify gives for the same object, except that
+// encoding/json always escapes U+2028 and U+2029 (JSON.parse reads both
+// forms the same).
+func marshalCompact(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// decodeObject decodes exactly one JSON object into dst (unknown members are
+// ignored, the last of duplicate members wins, as in JSON.parse). It reports
+// false for anything else, including a JSON null.
+func decodeObject(data []byte, dst any) bool {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return false
+	}
+	return json.Unmarshal(data, dst) == nil
+}

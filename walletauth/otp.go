@@ -1,0 +1,290 @@
+package walletauth
+
+import (
+	"context"
+	"crypto/ecdh"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"math/big"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/envelope"
+)
+
+// ChallengeRequest is the body of POST /auth/credentials/{id}/challenge.
+type ChallengeRequest struct {
+	// ClientPublicKey is the hex P-256 key a passkey session binds
+	// (PASSKEY only; ignored for one-time codes).
+	ClientPublicKey string `json:"clientPublicKey,omitempty"`
+}
+
+// Challenge starts the verification of a credential. For EMAIL_OTP and
+// SMS_OTP it issues a fresh code (superseding the previous one), delivers it
+// through the Sender and returns the credential with the
+// otpEncryptionTargetBundle the client seals the code to. Issuing is
+// rate-limited per credential: 429 RATE_LIMITED with Retry-After.
+//
+// Errors: 404 REFERENCE_NOT_FOUND, 400 INVALID_INPUT for a credential type
+// that takes no challenge, 429 RATE_LIMITED.
+func (s *Service) Challenge(ctx context.Context, credentialID string, req ChallengeRequest) (*AuthMethod, error) {
+	var c storage.Credential
+	err := s.atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		c, err = tx.Credentials().Get(ctx, credentialID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return notFound("credential", credentialID)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	switch c.Type {
+	case storage.EmailOTP, storage.SMSOTP:
+	default:
+		return nil, apierror.New(apierror.InvalidInput, "%s credentials take no challenge on this service", c.Type)
+	}
+	bundle, err := s.issueCode(ctx, &c, true)
+	if err != nil {
+		return nil, err
+	}
+	m := authMethod(&c)
+	m.OTPEncryptionTargetBundle = bundle
+	return m, nil
+}
+
+// issueCode stores a new code for the credential, sends it and returns the
+// target bundle. limited applies the re-issue rate limit.
+func (s *Service) issueCode(ctx context.Context, c *storage.Credential, limited bool) (string, error) {
+	code := SandboxOTPCode
+	if !s.sandbox {
+		var err error
+		if code, err = s.newCode(); err != nil {
+			return "", err
+		}
+	}
+	bundle, target, err := envelope.NewTargetBundle(s.signer, s.org, c.ID, s.rand)
+	if err != nil {
+		return "", err
+	}
+	id, err := s.newID("OTP")
+	if err != nil {
+		return "", err
+	}
+	now := s.clock().UTC()
+	iss := storage.OTPIssuance{ID: id, CredentialID: c.ID, AccountID: c.AccountID, Code: code, TargetKey: target.Bytes(),
+		IssuedAt: now, ExpiresAt: now.Add(s.otp.TTL)}
+	err = s.atomic(ctx, func(tx storage.Tx) error {
+		if limited {
+			wait, err := tx.RateLimits().Allow(ctx, "otp-challenge:"+c.ID, now, s.otp.ReissueWindow, s.otp.ReissueLimit)
+			if err != nil {
+				return err
+			}
+			if wait > 0 {
+				return apierror.TooManyRequests(wait)
+			}
+		}
+		return tx.OTPIssuances().Put(ctx, &iss)
+	})
+	if err != nil {
+		return "", storeErr(err)
+	}
+	if !s.sandbox {
+		to := c.Email
+		if c.Type == storage.SMSOTP {
+			to = c.Phone
+		}
+		if err := s.sender.Send(ctx, Message{Channel: c.Type, To: to, Code: code, AccountID: c.AccountID,
+			CredentialID: c.ID, ExpiresAt: iss.ExpiresAt}); err != nil {
+			return "", apierror.Internal(err)
+		}
+	}
+	return bundle, nil
+}
+
+// newCode draws a code uniformly from the configured alphabet.
+func (s *Service) newCode() (string, error) {
+	alphabet := []rune(s.otp.Alphabet)
+	n := big.NewInt(int64(len(alphabet)))
+	code := make([]rune, s.otp.Length)
+	for i := range code {
+		k, err := randInt(s.rand, n)
+		if err != nil {
+			return "", apierror.Internal(err)
+		}
+		code[i] = alphabet[k]
+	}
+	return string(code), nil
+}
+
+// VerifyRequest is the body of POST /auth/credentials/{id}/verify.
+type VerifyRequest struct {
+	Type storage.CredentialType `json:"type"`
+	// EncryptedOTPBundle answers a one-time code (EMAIL_OTP, SMS_OTP).
+	EncryptedOTPBundle string `json:"encryptedOtpBundle,omitempty"`
+	// OIDCToken and ClientPublicKey verify an OAUTH credential.
+	OIDCToken       string `json:"oidcToken,omitempty"`
+	ClientPublicKey string `json:"clientPublicKey,omitempty"`
+	// Assertion verifies a passkey.
+	Assertion *PasskeyAssertion `json:"assertion,omitempty"`
+}
+
+// PasskeyAssertion is the browser's authentication response.
+type PasskeyAssertion struct {
+	CredentialID      string `json:"credentialId"`
+	ClientDataJSON    string `json:"clientDataJson"`
+	AuthenticatorData string `json:"authenticatorData"`
+	Signature         string `json:"signature"`
+	UserHandle        string `json:"userHandle,omitempty"`
+}
+
+// Verify verifies a credential and, on success, returns a new session.
+//
+// For EMAIL_OTP and SMS_OTP it is two legs. Leg 1 (no signed-retry headers)
+// opens encryptedOtpBundle with the issuance's target key, compares the code
+// in constant time, consumes the issuance and answers a challenge bound to
+// the bundle's public_key. A wrong code counts a failed attempt; after the
+// configured maximum the code is dead and a new one must be requested. Leg 2
+// repeats the body stamped by that key and returns the session, whose key is
+// that key (no encryptedSessionSigningKey).
+//
+// Errors: 404 REFERENCE_NOT_FOUND, 400 INVALID_INPUT (body, type mismatch,
+// malformed bundle), 401 UNAUTHORIZED with details.reason ("Invalid OTP
+// code", "no pending OTP for this credential", "OTP expired", "OTP already
+// used", "too many failed attempts; request a new code"), and on leg 2 the
+// 401s of signedretry.
+func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Retry) (*AuthSession, *signedretry.Challenge, error) {
+	switch req.Type {
+	case storage.EmailOTP, storage.SMSOTP:
+		if isRetry(call) {
+			sess, err := s.verifyOTPLeg2(ctx, credentialID, call)
+			return sess, nil, err
+		}
+		ch, err := s.verifyOTPLeg1(ctx, credentialID, req, call)
+		return nil, ch, err
+	case storage.OAuth, storage.Passkey:
+		return nil, nil, apierror.InvalidField("type", apierror.OneOf(string(storage.EmailOTP), string(storage.SMSOTP)),
+			"credential type "+string(req.Type)+" is not enabled on this service")
+	default:
+		return nil, nil, apierror.InvalidField("type", apierror.OneOf(credentialTypes...), "unknown credential type")
+	}
+}
+
+type otpParams struct {
+	CredentialID string `json:"credentialId"`
+	PublicKey    string `json:"publicKey"`
+}
+
+func (s *Service) verifyOTPLeg1(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Retry) (*signedretry.Challenge, error) {
+	var challenge *signedretry.Challenge
+	var failure error // a wrong code: the attempt is counted and committed
+	err := s.atomic(ctx, func(tx storage.Tx) error {
+		failure = nil
+		c, err := tx.Credentials().Get(ctx, credentialID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return notFound("credential", credentialID)
+		}
+		if err != nil {
+			return err
+		}
+		if c.Type != req.Type {
+			return apierror.InvalidField("type", apierror.OneOf(string(c.Type)), "does not match the credential's type "+string(c.Type))
+		}
+		iss, err := tx.OTPIssuances().GetByCredential(ctx, c.ID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return apierror.Unauthenticated("no pending OTP for this credential")
+		}
+		if err != nil {
+			return err
+		}
+		now := s.clock()
+		switch {
+		case !iss.ConsumedAt.IsZero():
+			return apierror.Unauthenticated("OTP already used")
+		case !now.Before(iss.ExpiresAt):
+			return apierror.Unauthenticated("OTP expired")
+		case iss.Attempts >= s.otp.MaxAttempts:
+			return apierror.Unauthenticated("too many failed attempts; request a new code")
+		}
+		target, err := ecdh.P256().NewPrivateKey(iss.TargetKey)
+		if err != nil {
+			return apierror.Internal(err)
+		}
+		attempt, err := envelope.OpenOTP(target, req.EncryptedOTPBundle)
+		if apierror.CodeOf(err) == apierror.Unauthorized {
+			// Sealed to another key: a failed attempt like a wrong code.
+			failure = err
+		} else if err != nil {
+			return err
+		} else if subtle.ConstantTimeCompare([]byte(attempt.Code), []byte(iss.Code)) != 1 {
+			failure = apierror.Unauthenticated("Invalid OTP code")
+		}
+		if failure != nil {
+			_, err := tx.OTPIssuances().RecordFailure(ctx, iss.ID)
+			return err
+		}
+		if _, err := tx.OTPIssuances().Consume(ctx, iss.ID, now); err != nil {
+			if errors.Is(err, storage.ErrConsumed) {
+				return apierror.Unauthenticated("OTP already used")
+			}
+			return err
+		}
+		key, err := signedretry.CompressedHex(attempt.PublicKey)
+		if err != nil {
+			return err
+		}
+		challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpVerifyOTP, AccountID: c.AccountID,
+			Method: call.Method, Path: call.Path, Body: call.Body,
+			Signer:     signedretry.Signer{Rule: signedretry.BoundKey, Ref: key},
+			Parameters: otpParams{CredentialID: c.ID, PublicKey: key}, CredentialType: string(c.Type)})
+		return err
+	})
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	if failure != nil {
+		return nil, failure
+	}
+	return challenge, nil
+}
+
+func (s *Service) verifyOTPLeg2(ctx context.Context, credentialID string, call signedretry.Retry) (*AuthSession, error) {
+	call.Type = OpVerifyOTP
+	var sess *AuthSession
+	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
+		var p otpParams
+		if err := decodeParams(a.Parameters, &p); err != nil {
+			return err
+		}
+		if p.CredentialID != credentialID {
+			return apierror.Unauthenticated("request id is bound to another credential")
+		}
+		c, err := tx.Credentials().Get(ctx, credentialID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return notFound("credential", credentialID)
+		}
+		if err != nil {
+			return err
+		}
+		pub, err := signedretry.ParsePublicKey(p.PublicKey)
+		if err != nil {
+			return apierror.Internal(err)
+		}
+		sess, err = s.createSession(ctx, tx, &c, pub)
+		return err
+	})
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	return sess, nil
+}
+
+func decodeParams(raw json.RawMessage, dst any) error {
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return apierror.Internal(err)
+	}
+	return nil
+}

@@ -1,0 +1,283 @@
+// Package walletauth authenticates the users of embedded wallets and issues
+// the sessions whose P-256 keys authorize every wallet action other than
+// receiving funds.
+//
+// An embedded wallet (an internal account) holds credentials of four types:
+// EMAIL_OTP and SMS_OTP (one-time codes sent to the customer's email or
+// phone), PASSKEY (WebAuthn) and OAUTH (OpenID Connect). Verifying a
+// credential produces a session; every later sensitive operation on the
+// account (adding or revoking a credential, revoking or refreshing a session,
+// changing the tied email) is authorized by a session key through the signed
+// retry of package signedretry.
+//
+// One-time codes never travel in plaintext. The server answers a challenge
+// with a signed HPKE target bundle; the client seals {otp_code, public_key}
+// to it; the server opens it, compares the code in constant time and answers
+// 202 with a payload bound to public_key; the client stamps it with that key,
+// which becomes the session key. See package envelope for the wire formats.
+//
+// [Service] has transport-agnostic methods; [Service.Handler] serves them over
+// net/http. All state lives in the storage.Store; the service itself holds
+// none and is safe for concurrent use.
+package walletauth
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+)
+
+// Defaults of [Config].
+const (
+	DefaultSessionTTL       = 15 * time.Minute
+	DefaultOTPLength        = 6
+	DefaultOTPTTL           = 5 * time.Minute
+	DefaultOTPMaxAttempts   = 5
+	DefaultOTPReissueLimit  = 5
+	DefaultOTPReissueWindow = 10 * time.Minute
+	// SandboxOTPCode is the code every one-time code is in sandbox mode.
+	SandboxOTPCode = "000000"
+)
+
+// Operation types written into signed-retry payloads.
+const (
+	OpAddCredential    = "ADD_CREDENTIAL"
+	OpRevokeCredential = "REVOKE_CREDENTIAL"
+	OpVerifyOTP        = "VERIFY_OTP"
+	OpRevokeSession    = "REVOKE_SESSION"
+	OpRefreshSession   = "REFRESH_SESSION"
+	OpUpdateEmail      = "UPDATE_EMAIL"
+)
+
+// Message is a one-time code to deliver.
+type Message struct {
+	// Channel is EMAIL_OTP or SMS_OTP.
+	Channel storage.CredentialType
+	// To is the email address or E.164 phone number.
+	To           string
+	Code         string
+	AccountID    string
+	CredentialID string
+	ExpiresAt    time.Time
+}
+
+// Sender delivers one-time codes; the host implements it (an email or SMS
+// provider). Send is called after the code is stored, outside any
+// transaction. An error answers the challenge with 500; the code stays valid
+// and the client may ask for a new one (within the rate limit).
+type Sender interface {
+	Send(ctx context.Context, m Message) error
+}
+
+// OTPConfig is the one-time code policy.
+type OTPConfig struct {
+	// Length is the number of characters; zero means DefaultOTPLength.
+	// Values outside 4..12 are raised or lowered into that range.
+	Length int
+	// Alphabet is the set of characters codes are drawn from; empty means
+	// the digits 0-9.
+	Alphabet string
+	// TTL is how long a code is valid; zero means DefaultOTPTTL.
+	TTL time.Duration
+	// MaxAttempts is how many wrong codes kill an issuance; zero means
+	// DefaultOTPMaxAttempts.
+	MaxAttempts int
+	// ReissueLimit codes may be issued per credential in ReissueWindow;
+	// zeros mean DefaultOTPReissueLimit and DefaultOTPReissueWindow.
+	ReissueLimit  int
+	ReissueWindow time.Duration
+}
+
+// Config configures a [Service].
+type Config struct {
+	// Store holds all state. Required.
+	Store storage.Store
+	// Sender delivers one-time codes. Required unless Sandbox is set.
+	Sender Sender
+	// Clock returns the current time; nil means time.Now.
+	Clock func() time.Time
+	// Rand supplies ids, codes and keys; nil means crypto/rand.
+	Rand io.Reader
+	// SigningKey signs OTP target bundles (their enclaveQuorumPublic); nil
+	// generates one. Clients that check bundles need its public half:
+	// [Service.SigningPublicKey].
+	SigningKey *ecdsa.PrivateKey
+	// OrganizationID is written into target bundles.
+	OrganizationID string
+	// SessionTTL is the lifetime of a session; zero means DefaultSessionTTL.
+	SessionTTL time.Duration
+	// RetryTTL is the lifetime of signed-retry challenges; zero means
+	// signedretry.DefaultTTL.
+	RetryTTL time.Duration
+	// OTP is the one-time code policy.
+	OTP OTPConfig
+	// ClientHeldKeys makes a compressed clientPublicKey itself the session
+	// key (no encryptedSessionSigningKey is returned), as the real service's
+	// client-held mode does. By default the server generates the session key
+	// and seals it to clientPublicKey.
+	ClientHeldKeys bool
+	// Sandbox switches on the sandbox rules: every code is SandboxOTPCode and
+	// nothing is delivered (HPKE and signatures still run), and the legacy
+	// wallet signature literal is accepted. Never set it in production.
+	Sandbox bool
+}
+
+// Service is the embedded-wallet authentication service.
+type Service struct {
+	store   storage.Store
+	retry   *signedretry.Manager
+	sender  Sender
+	clock   func() time.Time
+	rand    io.Reader
+	signer  *ecdsa.PrivateKey
+	org     string
+	ttl     time.Duration
+	otp     OTPConfig
+	held    bool
+	sandbox bool
+}
+
+// New returns a service for cfg.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("walletauth: Config.Store is required")
+	}
+	if cfg.Sender == nil && !cfg.Sandbox {
+		return nil, errors.New("walletauth: Config.Sender is required outside sandbox mode")
+	}
+	s := &Service{store: cfg.Store, sender: cfg.Sender, clock: cfg.Clock, rand: cfg.Rand, signer: cfg.SigningKey,
+		org: cfg.OrganizationID, ttl: cfg.SessionTTL, otp: cfg.OTP, held: cfg.ClientHeldKeys, sandbox: cfg.Sandbox}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	if s.rand == nil {
+		s.rand = rand.Reader
+	}
+	if s.ttl <= 0 {
+		s.ttl = DefaultSessionTTL
+	}
+	if s.signer == nil {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), s.rand)
+		if err != nil {
+			return nil, err
+		}
+		s.signer = k
+	}
+	s.otp = s.otp.withDefaults()
+	s.retry = signedretry.NewManager(signedretry.Config{Store: cfg.Store, Clock: s.clock, Rand: s.rand,
+		TTL: cfg.RetryTTL, Sandbox: cfg.Sandbox})
+	return s, nil
+}
+
+func (c OTPConfig) withDefaults() OTPConfig {
+	if c.Length == 0 {
+		c.Length = DefaultOTPLength
+	}
+	c.Length = min(max(c.Length, 4), 12)
+	if c.Alphabet == "" {
+		c.Alphabet = "0123456789"
+	}
+	if c.TTL <= 0 {
+		c.TTL = DefaultOTPTTL
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = DefaultOTPMaxAttempts
+	}
+	if c.ReissueLimit <= 0 {
+		c.ReissueLimit = DefaultOTPReissueLimit
+	}
+	if c.ReissueWindow <= 0 {
+		c.ReissueWindow = DefaultOTPReissueWindow
+	}
+	return c
+}
+
+// SigningPublicKey returns the key that signs OTP target bundles, which
+// clients may pin (envelope.ParseTargetBundle).
+func (s *Service) SigningPublicKey() *ecdsa.PublicKey { return &s.signer.PublicKey }
+
+// Retries returns the signed-retry manager the service uses, for host
+// operations on the same accounts (wallet export, privacy updates, quote
+// execution) that sessions of this service authorize.
+func (s *Service) Retries() *signedretry.Manager { return s.retry }
+
+// AuthMethod is a credential as clients see it.
+type AuthMethod struct {
+	ID        string                 `json:"id"`
+	AccountID string                 `json:"accountId"`
+	Type      storage.CredentialType `json:"type"`
+	Nickname  string                 `json:"nickname"`
+	// CredentialID is the base64url WebAuthn credential id (PASSKEY only).
+	CredentialID string    `json:"credentialId,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+	// OTPEncryptionTargetBundle is set when a one-time code was just issued
+	// for the credential.
+	OTPEncryptionTargetBundle string `json:"otpEncryptionTargetBundle,omitempty"`
+}
+
+// AuthSession is a session as clients see it.
+type AuthSession struct {
+	ID        string                 `json:"id"`
+	AccountID string                 `json:"accountId"`
+	Type      storage.CredentialType `json:"type"`
+	Nickname  string                 `json:"nickname"`
+	CreatedAt time.Time              `json:"createdAt"`
+	UpdatedAt time.Time              `json:"updatedAt"`
+	ExpiresAt time.Time              `json:"expiresAt"`
+	// EncryptedSessionSigningKey is the session private key sealed to the
+	// client's key, returned once, on OAUTH and PASSKEY verification and on
+	// refresh when the server generated the key.
+	EncryptedSessionSigningKey string `json:"encryptedSessionSigningKey,omitempty"`
+}
+
+func authMethod(c *storage.Credential) *AuthMethod {
+	m := &AuthMethod{ID: c.ID, AccountID: c.AccountID, Type: c.Type, Nickname: c.Nickname,
+		CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC()}
+	if c.WebAuthn != nil {
+		m.CredentialID = base64URL(c.WebAuthn.CredentialID)
+	}
+	return m
+}
+
+// storeErr maps an unexpected store error to 500; sentinel errors a caller
+// can act on are mapped where they occur.
+func storeErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *apierror.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return apierror.Internal(err)
+}
+
+func notFound(what, id string) *apierror.Error {
+	return apierror.New(apierror.ReferenceNotFound, "%s %s not found", what, id)
+}
+
+// atomic runs fn in a transaction of the service's store.
+func (s *Service) atomic(ctx context.Context, fn func(tx storage.Tx) error) error {
+	return s.store.Atomic(ctx, fn)
+}
+
+// newID returns a fresh "<prefix>:<uuid>".
+func (s *Service) newID(prefix string) (string, error) {
+	id, err := storage.NewID(s.rand, prefix)
+	if err != nil {
+		return "", apierror.Internal(err)
+	}
+	return id, nil
+}
+
+// isRetry reports whether the call carries either signed-retry header.
+func isRetry(call signedretry.Retry) bool { return call.Signature != "" || call.RequestID != "" }

@@ -1,0 +1,232 @@
+package walletauth
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"errors"
+	"io"
+	"math/big"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/envelope"
+)
+
+func randInt(r io.Reader, n *big.Int) (int, error) {
+	k, err := rand.Int(r, n)
+	if err != nil {
+		return 0, err
+	}
+	return int(k.Int64()), nil
+}
+
+// createSession stores a session of the credential whose key is pub.
+func (s *Service) createSession(ctx context.Context, tx storage.Tx, c *storage.Credential, pub *ecdsa.PublicKey) (*AuthSession, error) {
+	id, err := s.newID("Session")
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock().UTC()
+	sess := storage.Session{ID: id, AccountID: c.AccountID, CredentialID: c.ID,
+		PublicKey: elliptic.MarshalCompressed(elliptic.P256(), pub.X, pub.Y), CreatedAt: now, ExpiresAt: now.Add(s.ttl)}
+	if err := tx.Sessions().Create(ctx, &sess); err != nil {
+		return nil, err
+	}
+	return authSession(&sess, c), nil
+}
+
+// sessionKey returns the public key of a new session for a client that sent
+// clientPublicKey, and the encryptedSessionSigningKey to return (empty in
+// client-held mode, where the client's compressed key is the session key).
+func (s *Service) sessionKey(clientPublicKey string) (*ecdsa.PublicKey, string, error) {
+	pub, err := signedretry.ParsePublicKey(clientPublicKey)
+	if err != nil {
+		return nil, "", apierror.InvalidField("clientPublicKey", apierror.Pattern(`^(0[23][0-9a-fA-F]{64}|04[0-9a-fA-F]{128})$`), apierror.As(err).Message)
+	}
+	if s.held && len(clientPublicKey) == 66 {
+		return pub, "", nil
+	}
+	essk, sessionPub, err := envelope.SealSessionKey(clientPublicKey, s.rand)
+	if err != nil {
+		return nil, "", err
+	}
+	return sessionPub, essk, nil
+}
+
+func authSession(sess *storage.Session, c *storage.Credential) *AuthSession {
+	a := &AuthSession{ID: sess.ID, AccountID: sess.AccountID, CreatedAt: sess.CreatedAt.UTC(), UpdatedAt: sess.CreatedAt.UTC(),
+		ExpiresAt: sess.ExpiresAt.UTC()}
+	if c != nil {
+		a.Type, a.Nickname = c.Type, c.Nickname
+	}
+	return a
+}
+
+// ListSessions returns the active sessions of an account, oldest first,
+// without key material; an unknown account has none.
+func (s *Service) ListSessions(ctx context.Context, accountID string) ([]AuthSession, error) {
+	if !storage.ValidID(accountID, "InternalAccount") {
+		return nil, apierror.InvalidField("accountId", apierror.Pattern(`^InternalAccount:[0-9a-fA-F-]{36}$`), "must be an InternalAccount id")
+	}
+	var out []AuthSession
+	err := s.atomic(ctx, func(tx storage.Tx) error {
+		out = nil
+		sessions, err := tx.Sessions().ListActive(ctx, accountID, s.clock())
+		if err != nil {
+			return err
+		}
+		creds := map[string]*storage.Credential{}
+		for i := range sessions {
+			c, ok := creds[sessions[i].CredentialID]
+			if !ok {
+				got, err := tx.Credentials().Get(ctx, sessions[i].CredentialID)
+				if err == nil {
+					c = &got
+				} else if !errors.Is(err, storage.ErrNotFound) {
+					return err
+				}
+				creds[sessions[i].CredentialID] = c
+			}
+			out = append(out, *authSession(&sessions[i], c))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	return out, nil
+}
+
+// activeSession returns the session and its credential, or 404
+// REFERENCE_NOT_FOUND when the session is unknown, revoked or expired.
+func (s *Service) activeSession(ctx context.Context, tx storage.Tx, id string) (*storage.Session, *storage.Credential, error) {
+	sess, err := tx.Sessions().Get(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) || err == nil && !sess.Active(s.clock()) {
+		return nil, nil, notFound("active session", id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := tx.Credentials().Get(ctx, sess.CredentialID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return &sess, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return &sess, &c, nil
+}
+
+func credType(c *storage.Credential) string {
+	if c == nil {
+		return ""
+	}
+	return string(c.Type)
+}
+
+// RevokeSession revokes a session through a signed retry that any active
+// session of the account may stamp, the session itself included. A session
+// that is not active (unknown, revoked or expired) is 404
+// REFERENCE_NOT_FOUND, on either leg. On success both results are nil.
+func (s *Service) RevokeSession(ctx context.Context, sessionID string, call signedretry.Retry) (*signedretry.Challenge, error) {
+	if !isRetry(call) {
+		var challenge *signedretry.Challenge
+		err := s.atomic(ctx, func(tx storage.Tx) error {
+			sess, c, err := s.activeSession(ctx, tx, sessionID)
+			if err != nil {
+				return err
+			}
+			challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpRevokeSession, AccountID: sess.AccountID,
+				Method: call.Method, Path: call.Path, Body: call.Body, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+				Parameters: map[string]string{"sessionId": sess.ID}, CredentialType: credType(c)})
+			return err
+		})
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		return challenge, nil
+	}
+	call.Type = OpRevokeSession
+	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
+		sess, _, err := s.activeSession(ctx, tx, sessionID)
+		if err != nil {
+			return err
+		}
+		if sess.AccountID != a.AccountID {
+			return apierror.Unauthenticated("request id is bound to another account")
+		}
+		err = tx.Sessions().Revoke(ctx, sess.ID, s.clock().UTC())
+		if errors.Is(err, storage.ErrConflict) {
+			return notFound("active session", sessionID)
+		}
+		return err
+	})
+	return nil, storeErr(err)
+}
+
+// RefreshRequest is the body of POST /auth/sessions/{id}/refresh, the same
+// on both legs.
+type RefreshRequest struct {
+	ClientPublicKey string `json:"clientPublicKey"`
+}
+
+// RefreshSession issues a new session in place of an active one. The first
+// call answers a challenge only the session itself may stamp; the retry, with
+// the same clientPublicKey, returns the new session (201), its key sealed to
+// clientPublicKey as encryptedSessionSigningKey, or in client-held mode the
+// compressed clientPublicKey itself. The old session stays valid until it
+// expires or is revoked.
+//
+// Errors: 400 INVALID_INPUT (clientPublicKey), 404 REFERENCE_NOT_FOUND (the
+// session is not active), the 401s of signedretry (a different
+// clientPublicKey on the retry is WALLET_SIGNATURE_BODY_MISMATCH).
+func (s *Service) RefreshSession(ctx context.Context, sessionID string, req RefreshRequest, call signedretry.Retry) (*AuthSession, *signedretry.Challenge, error) {
+	if _, err := signedretry.ParsePublicKey(req.ClientPublicKey); err != nil {
+		return nil, nil, apierror.InvalidField("clientPublicKey", apierror.Pattern(`^(0[23][0-9a-fA-F]{64}|04[0-9a-fA-F]{128})$`), apierror.As(err).Message)
+	}
+	if !isRetry(call) {
+		var challenge *signedretry.Challenge
+		err := s.atomic(ctx, func(tx storage.Tx) error {
+			sess, _, err := s.activeSession(ctx, tx, sessionID)
+			if err != nil {
+				return err
+			}
+			challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpRefreshSession, AccountID: sess.AccountID,
+				Method: call.Method, Path: call.Path, Body: call.Body, Signer: signedretry.Signer{Rule: signedretry.Session, Ref: sess.ID},
+				Parameters: map[string]string{"sessionId": sess.ID, "clientPublicKey": req.ClientPublicKey}})
+			return err
+		})
+		if err != nil {
+			return nil, nil, storeErr(err)
+		}
+		return nil, challenge, nil
+	}
+	pub, essk, err := s.sessionKey(req.ClientPublicKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	call.Type = OpRefreshSession
+	var out *AuthSession
+	_, err = s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
+		if a.SessionID != sessionID && !a.Sandbox {
+			return apierror.Unauthenticated("request id is bound to another session")
+		}
+		sess, c, err := s.activeSession(ctx, tx, sessionID)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return notFound("credential", sess.CredentialID)
+		}
+		out, err = s.createSession(ctx, tx, c, pub)
+		return err
+	})
+	if err != nil {
+		return nil, nil, storeErr(err)
+	}
+	out.EncryptedSessionSigningKey = essk
+	return out, nil, nil
+}

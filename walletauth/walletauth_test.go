@@ -1,0 +1,387 @@
+package walletauth_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/walletauth"
+)
+
+var ctx = context.Background()
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// outbox is a Sender that keeps what it was asked to send.
+type outbox struct {
+	mu   sync.Mutex
+	sent []walletauth.Message
+	err  error
+}
+
+func (o *outbox) Send(_ context.Context, m walletauth.Message) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err != nil {
+		return o.err
+	}
+	o.sent = append(o.sent, m)
+	return nil
+}
+
+func (o *outbox) last(t testing.TB) walletauth.Message {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.sent) == 0 {
+		t.Fatal("no code was sent")
+	}
+	return o.sent[len(o.sent)-1]
+}
+
+type env struct {
+	svc    *walletauth.Service
+	store  storage.Store
+	clock  *clock
+	outbox *outbox
+	wallet *storage.InternalAccount
+	email  *walletauth.AuthMethod
+}
+
+func newEnv(t testing.TB, mod func(*walletauth.Config)) *env {
+	t.Helper()
+	e := &env{store: memory.New(), clock: &clock{now: time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)}, outbox: &outbox{}}
+	cfg := walletauth.Config{Store: e.store, Sender: e.outbox, Clock: e.clock.Now, OrganizationID: "org-test"}
+	if mod != nil {
+		mod(&cfg)
+	}
+	var err error
+	if e.svc, err = walletauth.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.wallet, e.email, err = e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:1", Email: " Ada@Example.com ", Phone: "+14155550123"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func wantErr(t testing.TB, err error, code apierror.Code, reason string) *apierror.Error {
+	t.Helper()
+	var e *apierror.Error
+	if !errors.As(err, &e) || e.Code != code {
+		t.Fatalf("error %v, want %s", err, code)
+	}
+	if reason != "" && e.Reason() != reason {
+		t.Fatalf("reason %q, want %q", e.Reason(), reason)
+	}
+	return e
+}
+
+func call(method, path, body string) signedretry.Retry {
+	return signedretry.Retry{Method: method, Path: path, Body: []byte(body)}
+}
+
+func signed(t testing.TB, c signedretry.Retry, ch *signedretry.Challenge, k *walletauth.ClientKey) signedretry.Retry {
+	t.Helper()
+	if ch == nil {
+		t.Fatal("no challenge to sign")
+	}
+	sig, err := k.Stamp(ch.PayloadToSign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Signature, c.RequestID = sig, ch.RequestID
+	return c
+}
+
+func newKey(t testing.TB) *walletauth.ClientKey {
+	t.Helper()
+	k, err := walletauth.NewClientKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// login runs the whole one-time-code login of a credential and returns the
+// session and its key.
+func (e *env) login(t testing.TB, credID string, typ storage.CredentialType) (*walletauth.AuthSession, *walletauth.ClientKey) {
+	t.Helper()
+	m, err := e.svc.Challenge(ctx, credID, walletauth.ChallengeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := newKey(t)
+	code := walletauth.SandboxOTPCode
+	if len(e.outbox.sent) > 0 {
+		code = e.outbox.last(t).Code
+	}
+	bundle, err := key.SealOTP(m.OTPEncryptionTargetBundle, e.svc.SigningPublicKey(), code, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.verify(t, credID, typ, bundle, key)
+}
+
+func (e *env) verify(t testing.TB, credID string, typ storage.CredentialType, bundle string, key *walletauth.ClientKey) (*walletauth.AuthSession, *walletauth.ClientKey) {
+	t.Helper()
+	body := `{"type":"` + string(typ) + `","encryptedOtpBundle":` + quote(bundle) + `}`
+	req := walletauth.VerifyRequest{Type: typ, EncryptedOTPBundle: bundle}
+	c := call("POST", "/auth/credentials/"+credID+"/verify", body)
+	sess, ch, err := e.svc.Verify(ctx, credID, req, c)
+	if err != nil {
+		t.Fatalf("leg 1: %v", err)
+	}
+	if sess != nil || ch == nil || ch.Type != string(typ) {
+		t.Fatalf("leg 1 answered %+v %+v, want a challenge", sess, ch)
+	}
+	sess, ch, err = e.svc.Verify(ctx, credID, req, signed(t, c, ch, key))
+	if err != nil {
+		t.Fatalf("leg 2: %v", err)
+	}
+	if ch != nil || sess == nil {
+		t.Fatal("leg 2 did not answer a session")
+	}
+	return sess, key
+}
+
+func quote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+func TestNewRequiresStoreAndSender(t *testing.T) {
+	if _, err := walletauth.New(walletauth.Config{}); err == nil {
+		t.Error("New without a store succeeded")
+	}
+	if _, err := walletauth.New(walletauth.Config{Store: memory.New()}); err == nil {
+		t.Error("New without a sender outside sandbox succeeded")
+	}
+	if _, err := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true}); err != nil {
+		t.Errorf("sandbox without a sender: %v", err)
+	}
+}
+
+func TestCreateWallet(t *testing.T) {
+	e := newEnv(t, nil)
+	if e.wallet.Email != "ada@example.com" || e.email.Type != storage.EmailOTP || e.email.Nickname != "ada@example.com" ||
+		e.email.AccountID != e.wallet.ID || !storage.ValidID(e.email.ID, "AuthMethod") {
+		t.Fatalf("wallet %+v credential %+v", e.wallet, e.email)
+	}
+	list, err := e.svc.ListCredentials(ctx, e.wallet.ID)
+	if err != nil || len(list) != 1 || list[0].ID != e.email.ID {
+		t.Fatalf("ListCredentials = %+v, %v", list, err)
+	}
+	_, _, err = e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:2", Email: "not-an-email", Phone: "555"})
+	if fe := wantErr(t, err, apierror.InvalidInput, "").FieldErrors(); len(fe) != 2 {
+		t.Fatalf("field errors %+v", fe)
+	}
+	none, err := e.svc.ListCredentials(ctx, "InternalAccount:00000000-0000-4000-8000-000000000000")
+	if err != nil || len(none) != 0 {
+		t.Fatalf("unknown account: %v %v", none, err)
+	}
+	_, err = e.svc.ListCredentials(ctx, "Customer:1")
+	wantErr(t, err, apierror.InvalidInput, "")
+}
+
+func TestOTPLogin(t *testing.T) {
+	e := newEnv(t, nil)
+	sess, key := e.login(t, e.email.ID, storage.EmailOTP)
+	msg := e.outbox.last(t)
+	if msg.Channel != storage.EmailOTP || msg.To != "ada@example.com" || len(msg.Code) != 6 || msg.CredentialID != e.email.ID ||
+		!msg.ExpiresAt.Equal(e.clock.Now().Add(walletauth.DefaultOTPTTL)) {
+		t.Fatalf("sent %+v", msg)
+	}
+	if !storage.ValidID(sess.ID, "Session") || sess.AccountID != e.wallet.ID || sess.Type != storage.EmailOTP ||
+		sess.Nickname != "ada@example.com" || sess.EncryptedSessionSigningKey != "" ||
+		!sess.ExpiresAt.Equal(e.clock.Now().Add(walletauth.DefaultSessionTTL)) {
+		t.Fatalf("session %+v", sess)
+	}
+	// The session key is the client's key: it signs the account's retries.
+	list, _ := e.svc.ListSessions(ctx, e.wallet.ID)
+	if len(list) != 1 || list[0].ID != sess.ID || list[0].EncryptedSessionSigningKey != "" {
+		t.Fatalf("ListSessions = %+v", list)
+	}
+	c := call("DELETE", "/auth/sessions/"+sess.ID, "")
+	ch, err := e.svc.RevokeSession(ctx, sess.ID, c)
+	if err != nil || ch == nil || ch.Type != "EMAIL_OTP" {
+		t.Fatalf("revoke leg 1: %+v %v", ch, err)
+	}
+	if _, err := e.svc.RevokeSession(ctx, sess.ID, signed(t, c, ch, key)); err != nil {
+		t.Fatalf("revoke signed by the OTP session key: %v", err)
+	}
+}
+
+func TestOTPFailures(t *testing.T) {
+	setup := func(t *testing.T) (*env, *walletauth.ClientKey, string) {
+		e := newEnv(t, func(c *walletauth.Config) { c.OTP.MaxAttempts = 3 })
+		m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, newKey(t), m.OTPEncryptionTargetBundle
+	}
+	leg1 := func(e *env, key *walletauth.ClientKey, bundle, code string) error {
+		sealed, err := key.SealOTP(bundle, e.svc.SigningPublicKey(), code, nil)
+		if err != nil {
+			return err
+		}
+		_, _, err = e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: sealed},
+			call("POST", "/v", `{"b":1}`))
+		return err
+	}
+	wrong := func(code string) string {
+		if code == "000001" {
+			return "000002"
+		}
+		return "000001"
+	}
+
+	t.Run("wrong code, then the code dies", func(t *testing.T) {
+		e, key, bundle := setup(t)
+		code := e.outbox.last(t).Code
+		for range 3 {
+			wantErr(t, leg1(e, key, bundle, wrong(code)), apierror.Unauthorized, "Invalid OTP code")
+		}
+		wantErr(t, leg1(e, key, bundle, code), apierror.Unauthorized, "too many failed attempts; request a new code")
+		// A new code works.
+		m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := leg1(e, key, m.OTPEncryptionTargetBundle, e.outbox.last(t).Code); err != nil {
+			t.Fatalf("new code: %v", err)
+		}
+	})
+	t.Run("expired", func(t *testing.T) {
+		e, key, bundle := setup(t)
+		e.clock.Add(walletauth.DefaultOTPTTL)
+		wantErr(t, leg1(e, key, bundle, e.outbox.last(t).Code), apierror.Unauthorized, "OTP expired")
+	})
+	t.Run("used twice", func(t *testing.T) {
+		e, key, bundle := setup(t)
+		code := e.outbox.last(t).Code
+		if err := leg1(e, key, bundle, code); err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, leg1(e, key, bundle, code), apierror.Unauthorized, "OTP already used")
+	})
+	t.Run("superseded bundle", func(t *testing.T) {
+		e, key, bundle := setup(t)
+		if _, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		// Sealed to the first issuance's target: counts as a failed attempt.
+		wantErr(t, leg1(e, key, bundle, e.outbox.last(t).Code), apierror.Unauthorized,
+			"encryptedOtpBundle was not sealed to this challenge's target key")
+	})
+	t.Run("no pending code", func(t *testing.T) {
+		e := newEnv(t, nil)
+		_, _, err := e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: "{}"}, call("POST", "/v", "{}"))
+		wantErr(t, err, apierror.Unauthorized, "no pending OTP for this credential")
+	})
+	t.Run("malformed bundle", func(t *testing.T) {
+		e, _, _ := setup(t)
+		_, _, err := e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: "not json"}, call("POST", "/v", "{}"))
+		wantErr(t, err, apierror.InvalidInput, "")
+	})
+	t.Run("type mismatch", func(t *testing.T) {
+		e, _, _ := setup(t)
+		_, _, err := e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.SMSOTP, EncryptedOTPBundle: "{}"}, call("POST", "/v", "{}"))
+		wantErr(t, err, apierror.InvalidInput, "")
+		_, _, err = e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: "PIN"}, call("POST", "/v", "{}"))
+		wantErr(t, err, apierror.InvalidInput, "")
+	})
+	t.Run("unknown credential", func(t *testing.T) {
+		e := newEnv(t, nil)
+		_, _, err := e.svc.Verify(ctx, "AuthMethod:x", walletauth.VerifyRequest{Type: storage.EmailOTP}, call("POST", "/v", "{}"))
+		wantErr(t, err, apierror.ReferenceNotFound, "")
+		_, err = e.svc.Challenge(ctx, "AuthMethod:x", walletauth.ChallengeRequest{})
+		wantErr(t, err, apierror.ReferenceNotFound, "")
+	})
+	t.Run("leg 2 signed by another key", func(t *testing.T) {
+		e, key, bundle := setup(t)
+		sealed, _ := key.SealOTP(bundle, nil, e.outbox.last(t).Code, nil)
+		req := walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: sealed}
+		c := call("POST", "/v", `{"b":1}`)
+		_, ch, err := e.svc.Verify(ctx, e.email.ID, req, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = e.svc.Verify(ctx, e.email.ID, req, signed(t, c, ch, newKey(t)))
+		wantErr(t, err, apierror.WalletSignatureInvalid, "")
+		// The right key still completes it afterwards.
+		if _, _, err := e.svc.Verify(ctx, e.email.ID, req, signed(t, c, ch, key)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("sender failure", func(t *testing.T) {
+		e := newEnv(t, nil)
+		e.outbox.err = errors.New("smtp: 550 mailbox unavailable")
+		_, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
+		wantErr(t, err, apierror.InternalError, "")
+	})
+}
+
+func TestOTPRateLimit(t *testing.T) {
+	e := newEnv(t, func(c *walletauth.Config) { c.OTP.ReissueLimit, c.OTP.ReissueWindow = 2, time.Minute })
+	for range 2 {
+		if _, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Add(20 * time.Second)
+	_, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
+	if ae := wantErr(t, err, apierror.RateLimited, ""); ae.RetryAfterSeconds() != 40 {
+		t.Fatalf("Retry-After %d, want 40", ae.RetryAfterSeconds())
+	}
+	e.clock.Add(40 * time.Second)
+	if _, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{}); err != nil {
+		t.Fatalf("after the window: %v", err)
+	}
+}
+
+func TestOTPConfig(t *testing.T) {
+	e := newEnv(t, func(c *walletauth.Config) { c.OTP.Length, c.OTP.Alphabet = 20, "ABC" })
+	if _, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	code := e.outbox.last(t).Code
+	if len(code) != 12 || strings.Trim(code, "ABC") != "" {
+		t.Fatalf("code %q, want 12 characters of ABC", code)
+	}
+}
+
+func TestSandboxOTP(t *testing.T) {
+	e := newEnv(t, func(c *walletauth.Config) { c.Sandbox, c.Sender = true, nil })
+	m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := newKey(t)
+	bad, _ := key.SealOTP(m.OTPEncryptionTargetBundle, e.svc.SigningPublicKey(), "123456", nil)
+	_, _, err = e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: bad}, call("POST", "/v", "{}"))
+	wantErr(t, err, apierror.Unauthorized, "Invalid OTP code")
+	good, _ := key.SealOTP(m.OTPEncryptionTargetBundle, e.svc.SigningPublicKey(), "000000", nil)
+	e.verify(t, e.email.ID, storage.EmailOTP, good, key)
+	if len(e.outbox.sent) != 0 {
+		t.Fatal("sandbox delivered a code")
+	}
+}
