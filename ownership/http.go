@@ -1,0 +1,53 @@
+package ownership
+
+import (
+	"net/http"
+
+	"github.com/walletgate/walletgate/apierror"
+)
+
+// Handler serves the ownership endpoints of both path trees:
+//
+//	POST /customers/external-accounts/{id}/challenge   201 challenge
+//	POST /customers/external-accounts/{id}/verify      200 account
+//	POST /platform/external-accounts/{id}/challenge    201 challenge
+//	POST /platform/external-accounts/{id}/verify       200 account
+//
+// Customer-tree calls find only accounts with a customer, platform-tree
+// calls only accounts without one. Mount it under the host's base path with
+// http.StripPrefix; platform authentication is the host's. Errors are written
+// with apierror.Write.
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for prefix, tree := range map[string]Tree{"/customers": CustomerTree, "/platform": PlatformTree} {
+		mux.HandleFunc("POST "+prefix+"/external-accounts/{id}/challenge", func(w http.ResponseWriter, r *http.Request) {
+			var req struct {
+				Method string `json:"method"`
+			}
+			if err := apierror.Decode(r, &req); err != nil {
+				apierror.Write(w, err)
+				return
+			}
+			c, err := s.StartChallenge(r.Context(), r.PathValue("id"), req.Method, tree)
+			if err != nil {
+				apierror.Write(w, err)
+				return
+			}
+			apierror.WriteJSON(w, http.StatusCreated, c)
+		})
+		mux.HandleFunc("POST "+prefix+"/external-accounts/{id}/verify", func(w http.ResponseWriter, r *http.Request) {
+			var req VerifyRequest
+			if err := apierror.Decode(r, &req); err != nil {
+				apierror.Write(w, err)
+				return
+			}
+			a, err := s.Verify(r.Context(), r.PathValue("id"), req, tree)
+			if err != nil {
+				apierror.Write(w, err)
+				return
+			}
+			apierror.WriteJSON(w, http.StatusOK, a)
+		})
+	}
+	return mux
+}

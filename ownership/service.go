@@ -1,0 +1,445 @@
+package ownership
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage"
+)
+
+// DefaultChallengeTTL is how long a challenge stays valid by default.
+const DefaultChallengeTTL = 30 * time.Minute
+
+// Challenge methods.
+const (
+	MethodWalletSignature = "WALLET_SIGNATURE"
+	MethodLiveness        = "LIVENESS"
+)
+
+// EventStatusUpdated is the type of the event written on every status change.
+const EventStatusUpdated = "EXTERNAL_ACCOUNT.STATUS_UPDATED"
+
+// Liveness starts a hosted liveness check; the host implements it with its
+// provider. The outcome arrives later through [Service.CompleteLiveness].
+type Liveness interface {
+	// Start opens a session for the account and returns where the user
+	// completes it. Token is optional (for providers with an SDK).
+	Start(ctx context.Context, account storage.ExternalAccount, expiresAt time.Time) (LivenessSession, error)
+}
+
+// LivenessSession is what a liveness provider returns.
+type LivenessSession struct {
+	VerificationLink string
+	Token            string
+}
+
+// Config configures a [Service].
+type Config struct {
+	// Store holds the accounts, challenges and the event outbox. Required.
+	Store storage.Store
+	// Verifiers selects the signature verifier per account type; nil means
+	// DefaultVerifiers(). An account type is eligible for WALLET_SIGNATURE
+	// challenges exactly when it has a verifier here.
+	Verifiers Verifiers
+	// Liveness starts LIVENESS challenges; without it they answer 400.
+	Liveness Liveness
+	// Service names the service in messageToSign, e.g. "payments.example.com".
+	// It must be printable ASCII; empty means "walletgate".
+	Service string
+	// Network is the network the service runs on (Bitcoin and Spark
+	// addresses must belong to it).
+	Network Network
+	// ChallengeTTL is the lifetime of a challenge; zero means
+	// DefaultChallengeTTL.
+	ChallengeTTL time.Duration
+	// Clock returns the current time; nil means time.Now.
+	Clock func() time.Time
+	// Rand supplies nonces and ids; nil means crypto/rand.
+	Rand io.Reader
+	// Render turns an account into the JSON clients receive (the 200 of
+	// verify and the data of events); nil means [AccountJSON].
+	Render func(storage.ExternalAccount) any
+}
+
+// Service runs the ownership challenge lifecycle of external accounts. It
+// holds no state of its own and is safe for concurrent use.
+type Service struct {
+	store     storage.Store
+	verifiers Verifiers
+	liveness  Liveness
+	service   string
+	network   Network
+	ttl       time.Duration
+	clock     func() time.Time
+	rand      io.Reader
+	render    func(storage.ExternalAccount) any
+}
+
+// New returns a service for cfg.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("ownership: Config.Store is required")
+	}
+	s := &Service{store: cfg.Store, verifiers: cfg.Verifiers, liveness: cfg.Liveness, service: cfg.Service,
+		network: cfg.Network, ttl: cfg.ChallengeTTL, clock: cfg.Clock, rand: cfg.Rand, render: cfg.Render}
+	if s.verifiers == nil {
+		s.verifiers = DefaultVerifiers()
+	}
+	if s.service == "" {
+		s.service = "walletgate"
+	}
+	for _, r := range s.service {
+		if r < 0x20 || r > 0x7e {
+			return nil, fmt.Errorf("ownership: Config.Service must be printable ASCII, got %q", s.service)
+		}
+	}
+	if s.ttl <= 0 {
+		s.ttl = DefaultChallengeTTL
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	if s.rand == nil {
+		s.rand = rand.Reader
+	}
+	if s.render == nil {
+		s.render = func(a storage.ExternalAccount) any { return AccountJSON(a) }
+	}
+	return s, nil
+}
+
+// Account is the default client view of an external account.
+type Account struct {
+	ID                string          `json:"id"`
+	CustomerID        string          `json:"customerId,omitempty"`
+	Status            string          `json:"status"`
+	PlatformAccountID string          `json:"platformAccountId,omitempty"`
+	OwnershipType     string          `json:"ownershipType,omitempty"`
+	Currency          string          `json:"currency"`
+	AccountInfo       json.RawMessage `json:"accountInfo,omitempty"`
+}
+
+// AccountJSON is the default rendering of an account: its stored fields, with
+// Info as accountInfo.
+func AccountJSON(a storage.ExternalAccount) Account {
+	out := Account{ID: a.ID, CustomerID: a.CustomerID, Status: string(a.Status), PlatformAccountID: a.PlatformAccountID,
+		OwnershipType: a.OwnershipType, Currency: a.Currency}
+	if json.Valid(a.Info) {
+		out.AccountInfo = a.Info
+	}
+	return out
+}
+
+// Tree says which path tree a call came through: customer accounts have a
+// customer, platform accounts have none. An account called through the other
+// tree is not found there.
+type Tree int
+
+// Path trees.
+const (
+	// AnyTree skips the check, for hosts that route both trees alike.
+	AnyTree Tree = iota
+	CustomerTree
+	PlatformTree
+)
+
+func (t Tree) holds(a *storage.ExternalAccount) bool {
+	switch t {
+	case CustomerTree:
+		return a.CustomerID != ""
+	case PlatformTree:
+		return a.CustomerID == ""
+	}
+	return true
+}
+
+// Challenge is the 201 body of a challenge.
+type Challenge struct {
+	Method           string    `json:"method"`
+	MessageToSign    string    `json:"messageToSign,omitempty"`
+	VerificationLink string    `json:"verificationLink,omitempty"`
+	Token            string    `json:"token,omitempty"`
+	ExpiresAt        time.Time `json:"expiresAt"`
+}
+
+// load reads the account as seen through tree: 404 REFERENCE_NOT_FOUND when
+// it does not exist there.
+func load(ctx context.Context, tx storage.Tx, id string, tree Tree) (storage.ExternalAccount, error) {
+	a, err := tx.ExternalAccounts().Get(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) || err == nil && !tree.holds(&a) {
+		return storage.ExternalAccount{}, apierror.New(apierror.ReferenceNotFound, "external account %s not found", id)
+	}
+	return a, err
+}
+
+// eligible reports why the account cannot be challenged with method, or nil.
+func (s *Service) eligible(a *storage.ExternalAccount, method string) error {
+	conflict := func(reason string) error {
+		return apierror.New(apierror.Conflict, "ownership verification does not apply: %s", reason).WithDetail("reason", reason)
+	}
+	switch {
+	case a.VaspName != "":
+		return conflict("the wallet is custodial (vaspName is set)")
+	case a.OwnershipType != "FIRST_PARTY":
+		return conflict("the account is not FIRST_PARTY")
+	case a.Status == storage.StatusActive:
+		return conflict("the account is already verified")
+	case a.Status != storage.StatusPendingOwnershipVerification && a.Status != storage.StatusUnverified:
+		return conflict("the account is " + string(a.Status))
+	}
+	if _, err := s.verifiers.Lookup(a.AccountType); err != nil {
+		if apierror.CodeOf(err) == apierror.Conflict {
+			return err // Lightning: no signing key
+		}
+		return conflict("the account is not a self-custody wallet with a supported signature")
+	}
+	return nil
+}
+
+// StartChallenge issues a challenge of method (WALLET_SIGNATURE or LIVENESS)
+// for an eligible account: first party, self custody (no vaspName), a wallet
+// type with a verifier, status PENDING_OWNERSHIP_VERIFICATION or UNVERIFIED.
+// It supersedes any outstanding challenge and moves UNVERIFIED back to
+// PENDING_OWNERSHIP_VERIFICATION (with its event), in one transaction.
+//
+// Errors: 400 INVALID_INPUT (method; LIVENESS without a provider), 404
+// REFERENCE_NOT_FOUND, 409 CONFLICT with details.reason (not eligible).
+func (s *Service) StartChallenge(ctx context.Context, accountID, method string, tree Tree) (*Challenge, error) {
+	if method != MethodWalletSignature && method != MethodLiveness {
+		return nil, apierror.InvalidField("method", apierror.OneOf(MethodWalletSignature, MethodLiveness), "unknown verification method")
+	}
+	if method == MethodLiveness && s.liveness == nil {
+		return nil, apierror.InvalidField("method", apierror.OneOf(MethodWalletSignature), "LIVENESS is not enabled on this service")
+	}
+	var acct storage.ExternalAccount
+	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		if acct, err = load(ctx, tx, accountID, tree); err != nil {
+			return err
+		}
+		return s.eligible(&acct, method)
+	})
+	if err != nil {
+		return nil, apiErr(err)
+	}
+
+	now := s.clock().UTC()
+	ch := storage.OwnershipChallenge{AccountID: accountID, Method: method, IssuedAt: now, ExpiresAt: now.Add(s.ttl)}
+	if ch.ID, err = storage.NewID(s.rand, "Challenge"); err != nil {
+		return nil, apierror.Internal(err)
+	}
+	if method == MethodWalletSignature {
+		if ch.Nonce, err = nonce(s.rand); err != nil {
+			return nil, apierror.Internal(err)
+		}
+		ch.Message = s.message(&acct, ch.Nonce, ch.IssuedAt, ch.ExpiresAt)
+	} else {
+		sess, err := s.liveness.Start(ctx, acct, ch.ExpiresAt)
+		if err != nil {
+			return nil, apiErr(err)
+		}
+		ch.VerificationLink, ch.Token = sess.VerificationLink, sess.Token
+	}
+
+	err = s.store.Atomic(ctx, func(tx storage.Tx) error {
+		a, err := load(ctx, tx, accountID, tree)
+		if err != nil {
+			return err
+		}
+		if err := s.eligible(&a, method); err != nil {
+			return err
+		}
+		if err := tx.Challenges().Put(ctx, &ch); err != nil {
+			return err
+		}
+		if a.Status == storage.StatusUnverified {
+			return s.transition(ctx, tx, &a, storage.StatusPendingOwnershipVerification, now)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	return &Challenge{Method: method, MessageToSign: ch.Message, VerificationLink: ch.VerificationLink,
+		Token: ch.Token, ExpiresAt: ch.ExpiresAt}, nil
+}
+
+// VerifyRequest is the body of the verify endpoint.
+type VerifyRequest struct {
+	Signature       string `json:"signature"`
+	SignatureScheme string `json:"signatureScheme,omitempty"`
+}
+
+// Verify completes the outstanding WALLET_SIGNATURE challenge of an account.
+// A valid signature submitted before expiresAt makes the account ACTIVE and
+// returns it (rendered). An invalid or late signature makes it UNVERIFIED and
+// returns 400 INVALID_INPUT with details.reason: the state change commits
+// although the call fails, and a new challenge is needed. The challenge is
+// consumed either way, exactly once: of concurrent verifies, one decides and
+// the others answer 409.
+//
+// Errors: 400 INVALID_INPUT (missing signature, unknown scheme, invalid or
+// expired signature), 404 REFERENCE_NOT_FOUND, 409 CONFLICT (no outstanding
+// WALLET_SIGNATURE challenge).
+func (s *Service) Verify(ctx context.Context, accountID string, req VerifyRequest, tree Tree) (any, error) {
+	received := s.clock()
+	if req.Signature == "" {
+		return nil, apierror.InvalidField("signature", apierror.Length(1, -1), "is required")
+	}
+	var acct storage.ExternalAccount
+	var ch storage.OwnershipChallenge
+	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		if acct, err = load(ctx, tx, accountID, tree); err != nil {
+			return err
+		}
+		ch, err = tx.Challenges().Get(ctx, accountID)
+		if errors.Is(err, storage.ErrNotFound) || err == nil && ch.Method != MethodWalletSignature {
+			return noChallenge()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	if acct.AccountType == AccountBitcoin {
+		switch req.SignatureScheme {
+		case "", SchemeBIP137, SchemeElectrum, SchemeBIP322:
+		default:
+			return nil, apierror.InvalidField("signatureScheme", apierror.OneOf(SchemeBIP137, SchemeElectrum, SchemeBIP322), "unknown signature scheme")
+		}
+	}
+
+	var failure error
+	if !received.Before(ch.ExpiresAt) {
+		failure = apierror.New(apierror.InvalidInput, "the challenge expired; start a new one").WithDetail("reason", "challenge expired")
+	} else {
+		failure = s.verifiers.Verify(ctx, Wallet{AccountType: acct.AccountType, Address: acct.Address, Network: s.network},
+			[]byte(ch.Message), Signature{Value: req.Signature, Scheme: req.SignatureScheme})
+		if failure != nil && apierror.CodeOf(failure) != apierror.InvalidInput {
+			return nil, apiErr(failure) // the verifier failed, not the signature: nothing changes
+		}
+	}
+
+	var out storage.ExternalAccount
+	err = s.store.Atomic(ctx, func(tx storage.Tx) error {
+		if _, err := tx.Challenges().Consume(ctx, accountID, ch.ID); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				return noChallenge()
+			}
+			return err
+		}
+		a, err := load(ctx, tx, accountID, tree)
+		if err != nil {
+			return err
+		}
+		if a.Status != storage.StatusPendingOwnershipVerification {
+			return apierror.New(apierror.Conflict, "the account is %s, not PENDING_OWNERSHIP_VERIFICATION", a.Status)
+		}
+		to := storage.StatusActive
+		if failure != nil {
+			to = storage.StatusUnverified
+		}
+		if err := s.transition(ctx, tx, &a, to, s.clock().UTC()); err != nil {
+			return err
+		}
+		out = a
+		return nil
+	})
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	if failure != nil {
+		return nil, failure
+	}
+	return s.render(out), nil
+}
+
+// CompleteLiveness applies the provider's outcome of the account's
+// outstanding LIVENESS challenge: passed makes it ACTIVE, failed UNVERIFIED.
+// The challenge is consumed. It returns the updated account (rendered).
+// An outcome that arrives after expiresAt counts as failed.
+//
+// Errors: 404 REFERENCE_NOT_FOUND, 409 CONFLICT (no outstanding LIVENESS
+// challenge, or the account is no longer pending).
+func (s *Service) CompleteLiveness(ctx context.Context, accountID string, passed bool) (any, error) {
+	now := s.clock()
+	var out storage.ExternalAccount
+	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+		ch, err := tx.Challenges().Get(ctx, accountID)
+		if errors.Is(err, storage.ErrNotFound) || err == nil && ch.Method != MethodLiveness {
+			return apierror.New(apierror.Conflict, "no LIVENESS challenge is outstanding for the account")
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Challenges().Consume(ctx, accountID, ch.ID); err != nil {
+			return err
+		}
+		a, err := load(ctx, tx, accountID, AnyTree)
+		if err != nil {
+			return err
+		}
+		if a.Status != storage.StatusPendingOwnershipVerification {
+			return apierror.New(apierror.Conflict, "the account is %s, not PENDING_OWNERSHIP_VERIFICATION", a.Status)
+		}
+		to := storage.StatusUnverified
+		if passed && now.Before(ch.ExpiresAt) {
+			to = storage.StatusActive
+		}
+		if err := s.transition(ctx, tx, &a, to, now.UTC()); err != nil {
+			return err
+		}
+		out = a
+		return nil
+	})
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	return s.render(out), nil
+}
+
+// transition changes the account's status by compare-and-set and writes the
+// EXTERNAL_ACCOUNT.STATUS_UPDATED event in the same transaction.
+func (s *Service) transition(ctx context.Context, tx storage.Tx, a *storage.ExternalAccount, to storage.AccountStatus, now time.Time) error {
+	a.Status, a.UpdatedAt = to, now
+	if err := tx.ExternalAccounts().Update(ctx, a); err != nil {
+		return err
+	}
+	id, err := storage.NewID(s.rand, "Webhook")
+	if err != nil {
+		return err
+	}
+	payload, err := json.Marshal(struct {
+		ID        string    `json:"id"`
+		Type      string    `json:"type"`
+		Timestamp time.Time `json:"timestamp"`
+		Data      any       `json:"data"`
+	}{id, EventStatusUpdated, now, s.render(*a)})
+	if err != nil {
+		return err
+	}
+	return tx.Outbox().Append(ctx, &storage.Event{ID: id, Type: EventStatusUpdated, AccountID: a.ID, Payload: payload, CreatedAt: now})
+}
+
+func noChallenge() error {
+	return apierror.New(apierror.Conflict, "no WALLET_SIGNATURE challenge is outstanding for the account; start one")
+}
+
+// apiErr passes typed errors through and turns anything else into 500.
+func apiErr(err error) error {
+	var e *apierror.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if errors.Is(err, storage.ErrConflict) {
+		return apierror.New(apierror.Conflict, "the account changed concurrently; retry").WithCause(err)
+	}
+	return apierror.Internal(err)
+}
