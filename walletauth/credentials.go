@@ -10,6 +10,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
 func base64URL(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
@@ -66,17 +67,9 @@ type AddCredentialRequest struct {
 	// OIDCToken is the OpenID Connect ID token (OAUTH).
 	OIDCToken string `json:"oidcToken,omitempty"`
 	// Nickname, Challenge and Attestation register a passkey (PASSKEY).
-	Nickname    string              `json:"nickname,omitempty"`
-	Challenge   string              `json:"challenge,omitempty"`
-	Attestation *PasskeyAttestation `json:"attestation,omitempty"`
-}
-
-// PasskeyAttestation is the browser's registration response.
-type PasskeyAttestation struct {
-	CredentialID      string   `json:"credentialId"`
-	ClientDataJSON    string   `json:"clientDataJson"`
-	AttestationObject string   `json:"attestationObject"`
-	Transports        []string `json:"transports,omitempty"`
+	Nickname    string               `json:"nickname,omitempty"`
+	Challenge   string               `json:"challenge,omitempty"`
+	Attestation *passkey.Attestation `json:"attestation,omitempty"`
 }
 
 var credentialTypes = []string{string(storage.EmailOTP), string(storage.SMSOTP), string(storage.Passkey), string(storage.OAuth)}
@@ -111,15 +104,16 @@ func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, c
 		if err != nil {
 			return err
 		}
-		cred, err := s.prepareCredential(ctx, tx, &acct, &req)
-		if err != nil {
-			return err
-		}
 		existing, err := tx.Credentials().ListByAccount(ctx, acct.ID)
 		if err != nil {
 			return err
 		}
-		if len(existing) == 0 {
+		final := len(existing) == 0
+		cred, err := s.prepareCredential(ctx, tx, &acct, &req, final)
+		if err != nil {
+			return err
+		}
+		if final {
 			if err := createCredential(ctx, tx, cred); err != nil {
 				return err
 			}
@@ -155,7 +149,7 @@ func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, c
 		if a.AccountID != acct.ID {
 			return apierror.Unauthenticated("request id is bound to another account")
 		}
-		cred, err := s.prepareCredential(ctx, tx, &acct, &req)
+		cred, err := s.prepareCredential(ctx, tx, &acct, &req, true)
 		if err != nil {
 			return err
 		}
@@ -174,8 +168,10 @@ func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, c
 
 // prepareCredential checks the request against the account and builds the
 // credential to create. Uniqueness is checked here for a clear error and
-// again by the store on create.
-func (s *Service) prepareCredential(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, req *AddCredentialRequest) (*storage.Credential, error) {
+// again by the store on create. final is set in the transaction that creates
+// the credential: only then is a passkey registration verified, since that
+// consumes its registration challenge.
+func (s *Service) prepareCredential(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, req *AddCredentialRequest, final bool) (*storage.Credential, error) {
 	id, err := s.newID("AuthMethod")
 	if err != nil {
 		return nil, err
@@ -197,9 +193,21 @@ func (s *Service) prepareCredential(ctx context.Context, tx storage.Tx, acct *st
 			return nil, apierror.New(apierror.MissingMandatoryUserInfo, "the customer has no phone number")
 		}
 		c.Phone, c.Nickname = acct.Phone, acct.Phone
-	default:
-		return nil, apierror.InvalidField("type", apierror.OneOf(string(storage.EmailOTP), string(storage.SMSOTP)),
-			"credential type "+string(req.Type)+" is not enabled on this service")
+	case storage.Passkey:
+		if err := s.preparePasskey(ctx, tx, c, req, final); err != nil {
+			return nil, err
+		}
+		return c, nil
+	case storage.OAuth:
+		if err := s.prepareOAuth(ctx, c, req); err != nil {
+			return nil, err
+		}
+		for _, o := range existing {
+			if o.Type == storage.OAuth && o.OAuth != nil && *o.OAuth == *c.OAuth {
+				return nil, duplicateCredential(c.Type)
+			}
+		}
+		return c, nil
 	}
 	for _, o := range existing {
 		if o.Type == c.Type {
@@ -218,7 +226,7 @@ func duplicateCredential(t storage.CredentialType) *apierror.Error {
 	case storage.Passkey:
 		return apierror.New(apierror.PasskeyCredentialAlreadyExists, "this passkey is already registered")
 	default:
-		return apierror.New(apierror.Conflict, "the account already has this credential")
+		return apierror.New(apierror.Conflict, "the account already has a credential for this identity")
 	}
 }
 

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"math/big"
+	"time"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth/envelope"
+	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
 // ChallengeRequest is the body of POST /auth/credentials/{id}/challenge.
@@ -25,11 +27,13 @@ type ChallengeRequest struct {
 // SMS_OTP it issues a fresh code (superseding the previous one), delivers it
 // through the Sender and returns the credential with the
 // otpEncryptionTargetBundle the client seals the code to. Issuing is
-// rate-limited per credential: 429 RATE_LIMITED with Retry-After.
+// rate-limited per credential: 429 RATE_LIMITED with Retry-After. For PASSKEY
+// it binds req.ClientPublicKey into a WebAuthn challenge and returns it with
+// the Request-Id the verify call must carry. OAUTH takes no challenge.
 //
-// Errors: 404 REFERENCE_NOT_FOUND, 400 INVALID_INPUT for a credential type
-// that takes no challenge, 429 RATE_LIMITED.
-func (s *Service) Challenge(ctx context.Context, credentialID string, req ChallengeRequest) (*AuthMethod, error) {
+// Errors: 404 REFERENCE_NOT_FOUND, 400 INVALID_INPUT (OAUTH, a bad
+// clientPublicKey), 429 RATE_LIMITED.
+func (s *Service) Challenge(ctx context.Context, credentialID string, req ChallengeRequest) (*ChallengeResponse, error) {
 	var c storage.Credential
 	err := s.atomic(ctx, func(tx storage.Tx) error {
 		var err error
@@ -44,8 +48,10 @@ func (s *Service) Challenge(ctx context.Context, credentialID string, req Challe
 	}
 	switch c.Type {
 	case storage.EmailOTP, storage.SMSOTP:
+	case storage.Passkey:
+		return s.passkeyChallenge(ctx, &c, req)
 	default:
-		return nil, apierror.New(apierror.InvalidInput, "%s credentials take no challenge on this service", c.Type)
+		return nil, apierror.New(apierror.InvalidInput, "%s credentials take no challenge: verify them directly", c.Type)
 	}
 	bundle, err := s.issueCode(ctx, &c, true)
 	if err != nil {
@@ -53,7 +59,19 @@ func (s *Service) Challenge(ctx context.Context, credentialID string, req Challe
 	}
 	m := authMethod(&c)
 	m.OTPEncryptionTargetBundle = bundle
-	return m, nil
+	return &ChallengeResponse{AuthMethod: *m}, nil
+}
+
+// ChallengeResponse is the answer to a challenge: the credential, with the
+// OTP target bundle for one-time codes, or with the WebAuthn challenge, its
+// Request-Id and expiry for passkeys.
+type ChallengeResponse struct {
+	AuthMethod
+	// Challenge is the lowercase hex challenge of a passkey; the browser
+	// signs its UTF-8 bytes.
+	Challenge string     `json:"challenge,omitempty"`
+	RequestID string     `json:"requestId,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
 // issueCode stores a new code for the credential, sends it and returns the
@@ -128,17 +146,9 @@ type VerifyRequest struct {
 	// OIDCToken and ClientPublicKey verify an OAUTH credential.
 	OIDCToken       string `json:"oidcToken,omitempty"`
 	ClientPublicKey string `json:"clientPublicKey,omitempty"`
-	// Assertion verifies a passkey.
-	Assertion *PasskeyAssertion `json:"assertion,omitempty"`
-}
-
-// PasskeyAssertion is the browser's authentication response.
-type PasskeyAssertion struct {
-	CredentialID      string `json:"credentialId"`
-	ClientDataJSON    string `json:"clientDataJson"`
-	AuthenticatorData string `json:"authenticatorData"`
-	Signature         string `json:"signature"`
-	UserHandle        string `json:"userHandle,omitempty"`
+	// Assertion verifies a passkey; the Request-Id of its challenge travels
+	// in the call's RequestID.
+	Assertion *passkey.Assertion `json:"assertion,omitempty"`
 }
 
 // Verify verifies a credential and, on success, returns a new session.
@@ -165,9 +175,12 @@ func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyReq
 		}
 		ch, err := s.verifyOTPLeg1(ctx, credentialID, req, call)
 		return nil, ch, err
-	case storage.OAuth, storage.Passkey:
-		return nil, nil, apierror.InvalidField("type", apierror.OneOf(string(storage.EmailOTP), string(storage.SMSOTP)),
-			"credential type "+string(req.Type)+" is not enabled on this service")
+	case storage.OAuth:
+		sess, err := s.verifyOAuth(ctx, credentialID, req)
+		return sess, nil, err
+	case storage.Passkey:
+		sess, err := s.verifyPasskey(ctx, credentialID, req, call)
+		return sess, nil, err
 	default:
 		return nil, nil, apierror.InvalidField("type", apierror.OneOf(credentialTypes...), "unknown credential type")
 	}

@@ -33,6 +33,8 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/oidc"
+	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
 // Defaults of [Config].
@@ -124,6 +126,13 @@ type Config struct {
 	// client-held mode does. By default the server generates the session key
 	// and seals it to clientPublicKey.
 	ClientHeldKeys bool
+	// Passkeys verifies PASSKEY registrations and assertions; nil disables
+	// the PASSKEY type (400 INVALID_INPUT). Its own sandbox option decides
+	// whether the legacy assertion literal is accepted.
+	Passkeys *passkey.Verifier
+	// OIDC verifies OpenID Connect ID tokens; nil disables the OAUTH type.
+	// Its own sandbox option decides whether dummy signatures are accepted.
+	OIDC *oidc.Verifier
 	// Sandbox switches on the sandbox rules: every code is SandboxOTPCode and
 	// nothing is delivered (HPKE and signatures still run), and the legacy
 	// wallet signature literal is accepted. Never set it in production.
@@ -132,17 +141,20 @@ type Config struct {
 
 // Service is the embedded-wallet authentication service.
 type Service struct {
-	store   storage.Store
-	retry   *signedretry.Manager
-	sender  Sender
-	clock   func() time.Time
-	rand    io.Reader
-	signer  *ecdsa.PrivateKey
-	org     string
-	ttl     time.Duration
-	otp     OTPConfig
-	held    bool
-	sandbox bool
+	store    storage.Store
+	retry    *signedretry.Manager
+	sender   Sender
+	clock    func() time.Time
+	rand     io.Reader
+	signer   *ecdsa.PrivateKey
+	org      string
+	ttl      time.Duration
+	otp      OTPConfig
+	held     bool
+	sandbox  bool
+	passkey  *passkey.Verifier
+	oidc     *oidc.Verifier
+	retryTTL time.Duration
 }
 
 // New returns a service for cfg.
@@ -154,7 +166,8 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("walletauth: Config.Sender is required outside sandbox mode")
 	}
 	s := &Service{store: cfg.Store, sender: cfg.Sender, clock: cfg.Clock, rand: cfg.Rand, signer: cfg.SigningKey,
-		org: cfg.OrganizationID, ttl: cfg.SessionTTL, otp: cfg.OTP, held: cfg.ClientHeldKeys, sandbox: cfg.Sandbox}
+		org: cfg.OrganizationID, ttl: cfg.SessionTTL, otp: cfg.OTP, held: cfg.ClientHeldKeys, sandbox: cfg.Sandbox,
+		passkey: cfg.Passkeys, oidc: cfg.OIDC, retryTTL: cfg.RetryTTL}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -163,6 +176,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if s.ttl <= 0 {
 		s.ttl = DefaultSessionTTL
+	}
+	if s.retryTTL <= 0 {
+		s.retryTTL = signedretry.DefaultTTL
 	}
 	if s.signer == nil {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), s.rand)

@@ -1,0 +1,95 @@
+package walletauth
+
+import (
+	"context"
+	"errors"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/oidc"
+)
+
+func (s *Service) oidcVerifier() (*oidc.Verifier, error) {
+	if s.oidc == nil {
+		return nil, apierror.InvalidField("type", apierror.OneOf(string(storage.EmailOTP), string(storage.SMSOTP)),
+			"credential type OAUTH is not enabled on this service")
+	}
+	return s.oidc, nil
+}
+
+// prepareOAuth fills an OAUTH credential from the ID token of an add request:
+// the token's (iss, aud, sub) become the credential's identity and its email
+// claim the nickname. The token is checked on both legs of the signed retry.
+func (s *Service) prepareOAuth(ctx context.Context, c *storage.Credential, req *AddCredentialRequest) error {
+	v, err := s.oidcVerifier()
+	if err != nil {
+		return err
+	}
+	if req.OIDCToken == "" {
+		return apierror.InvalidField("oidcToken", apierror.Length(1, -1), "is required for OAUTH")
+	}
+	id, err := v.Verify(ctx, req.OIDCToken, oidc.Expect{})
+	if err != nil {
+		return err
+	}
+	c.OAuth = &storage.OAuthIdentity{Issuer: id.Issuer, Audience: id.Audience, Subject: id.Subject}
+	c.Nickname = id.Email
+	return nil
+}
+
+// verifyOAuth checks a fresh ID token against the credential's identity and
+// the nonce bound to clientPublicKey, and creates a session whose key is
+// sealed to clientPublicKey.
+func (s *Service) verifyOAuth(ctx context.Context, credentialID string, req VerifyRequest) (*AuthSession, error) {
+	v, err := s.oidcVerifier()
+	if err != nil {
+		return nil, err
+	}
+	var vErr apierror.Validation
+	vErr.Check(req.OIDCToken != "", "oidcToken", apierror.Length(1, -1), "is required for OAUTH")
+	vErr.Check(req.ClientPublicKey != "", "clientPublicKey", apierror.Length(66, 130), "is required for OAUTH")
+	if err := vErr.Err(); err != nil {
+		return nil, err
+	}
+	var cred storage.Credential
+	err = s.atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		cred, err = tx.Credentials().Get(ctx, credentialID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return notFound("credential", credentialID)
+		}
+		if err == nil && (cred.Type != storage.OAuth || cred.OAuth == nil) {
+			return apierror.InvalidField("type", apierror.OneOf(string(cred.Type)), "does not match the credential's type "+string(cred.Type))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	pub, essk, err := s.sessionKey(req.ClientPublicKey)
+	if err != nil {
+		return nil, err
+	}
+	expect := oidc.Expect{Identity: &oidc.Identity{Issuer: cred.OAuth.Issuer, Audience: cred.OAuth.Audience, Subject: cred.OAuth.Subject},
+		Nonce: oidc.NonceFor(req.ClientPublicKey)}
+	if _, err := v.Verify(ctx, req.OIDCToken, expect); err != nil {
+		return nil, err
+	}
+	var out *AuthSession
+	err = s.atomic(ctx, func(tx storage.Tx) error {
+		c, err := tx.Credentials().Get(ctx, credentialID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return notFound("credential", credentialID)
+		}
+		if err != nil {
+			return err
+		}
+		out, err = s.createSession(ctx, tx, &c, pub)
+		return err
+	})
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	out.EncryptedSessionSigningKey = essk
+	return out, nil
+}

@@ -1,0 +1,212 @@
+package walletauth
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/passkey"
+)
+
+// kindPasskeySession is the pending-request kind of a passkey authentication
+// challenge.
+const kindPasskeySession = "PASSKEY_SESSION"
+
+func (s *Service) passkeys() (*passkey.Verifier, error) {
+	if s.passkey == nil {
+		return nil, apierror.InvalidField("type", apierror.OneOf(string(storage.EmailOTP), string(storage.SMSOTP)),
+			"credential type PASSKEY is not enabled on this service")
+	}
+	return s.passkey, nil
+}
+
+// PasskeyRegistrationChallenge issues a single-use WebAuthn registration
+// challenge for an account, for the platform backend to put in the browser's
+// creation options; the registration (AddCredential with type PASSKEY) must
+// echo it. Errors: 400 INVALID_INPUT (PASSKEY not enabled, bad account id),
+// 404 REFERENCE_NOT_FOUND.
+func (s *Service) PasskeyRegistrationChallenge(ctx context.Context, accountID string) (*passkey.RegistrationChallenge, error) {
+	v, err := s.passkeys()
+	if err != nil {
+		return nil, err
+	}
+	if !storage.ValidID(accountID, "InternalAccount") {
+		return nil, apierror.InvalidField("accountId", apierror.Pattern(`^InternalAccount:[0-9a-fA-F-]{36}$`), "must be an InternalAccount id")
+	}
+	var rc *passkey.RegistrationChallenge
+	err = s.atomic(ctx, func(tx storage.Tx) error {
+		if _, err := tx.InternalAccounts().Get(ctx, accountID); errors.Is(err, storage.ErrNotFound) {
+			return notFound("internal account", accountID)
+		} else if err != nil {
+			return err
+		}
+		rc, err = v.IssueRegistrationChallenge(ctx, tx, accountID, s.clock().UTC())
+		return err
+	})
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	return rc, nil
+}
+
+// preparePasskey fills a PASSKEY credential from a registration request. The
+// attestation is verified, and its challenge consumed, only when final.
+func (s *Service) preparePasskey(ctx context.Context, tx storage.Tx, c *storage.Credential, req *AddCredentialRequest, final bool) error {
+	v, err := s.passkeys()
+	if err != nil {
+		return err
+	}
+	if req.Attestation == nil {
+		return apierror.InvalidField("attestation", nil, "is required for PASSKEY")
+	}
+	nickname, err := passkey.NormalizeNickname(req.Nickname)
+	if err != nil {
+		return err
+	}
+	c.Nickname = nickname
+	if !final {
+		if raw, err := base64.RawURLEncoding.DecodeString(req.Attestation.CredentialID); err == nil {
+			if _, err := tx.Credentials().FindByWebAuthnID(ctx, raw); err == nil {
+				return duplicateCredential(storage.Passkey)
+			}
+		}
+		return nil
+	}
+	reg, err := v.VerifyRegistration(ctx, tx, passkey.RegistrationRequest{AccountID: c.AccountID, Nickname: req.Nickname,
+		Challenge: req.Challenge, Attestation: *req.Attestation}, s.clock().UTC())
+	if err != nil {
+		return err
+	}
+	c.Nickname, c.WebAuthn = reg.Nickname, reg.Credential
+	return nil
+}
+
+type passkeySession struct {
+	CredentialID    string `json:"credentialId"`
+	ClientPublicKey string `json:"clientPublicKey"`
+	Challenge       string `json:"challenge"`
+}
+
+// passkeyChallenge binds clientPublicKey into a WebAuthn challenge stored as a
+// single-use pending request.
+func (s *Service) passkeyChallenge(ctx context.Context, c *storage.Credential, req ChallengeRequest) (*ChallengeResponse, error) {
+	v, err := s.passkeys()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := signedretry.ParsePublicKey(req.ClientPublicKey); err != nil {
+		return nil, apierror.InvalidField("clientPublicKey", apierror.Pattern(`^(0[23][0-9a-fA-F]{64}|04[0-9a-fA-F]{128})$`), apierror.As(err).Message)
+	}
+	if c.WebAuthn == nil {
+		return nil, apierror.Internal(errors.New("walletauth: PASSKEY credential without a WebAuthn record"))
+	}
+	id, err := s.newID("Request")
+	if err != nil {
+		return nil, err
+	}
+	m := authMethod(c)
+	challenge := v.AssertionChallenge(req.ClientPublicKey, m.CredentialID, id)
+	data, err := json.Marshal(passkeySession{CredentialID: c.ID, ClientPublicKey: req.ClientPublicKey, Challenge: challenge})
+	if err != nil {
+		return nil, apierror.Internal(err)
+	}
+	now := s.clock().UTC()
+	p := storage.PendingRequest{ID: id, Kind: kindPasskeySession, AccountID: c.AccountID,
+		Payload: v.AssertionPayload(req.ClientPublicKey, m.CredentialID, id), Data: data,
+		CreatedAt: now, ExpiresAt: now.Add(s.retryTTL)}
+	if err := s.atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) }); err != nil {
+		return nil, storeErr(err)
+	}
+	return &ChallengeResponse{AuthMethod: *m, Challenge: challenge, RequestID: id, ExpiresAt: &p.ExpiresAt}, nil
+}
+
+// verifyPasskey checks an assertion against the challenge named by the
+// Request-Id and, in one transaction, consumes the challenge, stores the
+// advanced sign counter and flags (compare-and-set, so a replayed assertion
+// racing the original loses) and creates the session.
+func (s *Service) verifyPasskey(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Retry) (*AuthSession, error) {
+	v, err := s.passkeys()
+	if err != nil {
+		return nil, err
+	}
+	if req.Assertion == nil {
+		return nil, apierror.InvalidField("assertion", nil, "is required for PASSKEY")
+	}
+	if call.RequestID == "" {
+		return nil, apierror.New(apierror.RequestIDMissing, "the Request-Id header of the passkey challenge is required")
+	}
+	var p storage.PendingRequest
+	var cred storage.Credential
+	var data passkeySession
+	now := s.clock()
+	err = s.atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		p, err = tx.PendingRequests().Get(ctx, call.RequestID)
+		switch {
+		case errors.Is(err, storage.ErrNotFound) || err == nil && p.Kind != kindPasskeySession:
+			return apierror.Unauthenticated("unknown request id")
+		case err != nil:
+			return err
+		case !p.ConsumedAt.IsZero():
+			return apierror.Unauthenticated("request id already used")
+		case !now.Before(p.ExpiresAt):
+			return apierror.Unauthenticated("request id expired")
+		}
+		if err := json.Unmarshal(p.Data, &data); err != nil {
+			return apierror.Internal(err)
+		}
+		if data.CredentialID != credentialID {
+			return apierror.Unauthenticated("request id was issued for another credential")
+		}
+		cred, err = tx.Credentials().Get(ctx, credentialID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return notFound("credential", credentialID)
+		}
+		if err == nil && (cred.Type != storage.Passkey || cred.WebAuthn == nil) {
+			return apierror.InvalidField("type", apierror.OneOf(string(cred.Type)), "does not match the credential's type "+string(cred.Type))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	updated, err := v.VerifyAssertion(cred.WebAuthn, data.Challenge, *req.Assertion)
+	if err != nil {
+		return nil, err
+	}
+	pub, essk, err := s.sessionKey(data.ClientPublicKey)
+	if err != nil {
+		return nil, err
+	}
+	var out *AuthSession
+	err = s.atomic(ctx, func(tx storage.Tx) error {
+		if _, err := tx.PendingRequests().Consume(ctx, p.ID, now); err != nil {
+			switch {
+			case errors.Is(err, storage.ErrConsumed):
+				return apierror.Unauthenticated("request id already used")
+			case errors.Is(err, storage.ErrExpired):
+				return apierror.Unauthenticated("request id expired")
+			}
+			return err
+		}
+		c := cred
+		c.WebAuthn, c.UpdatedAt = updated, s.clock().UTC()
+		if err := tx.Credentials().Update(ctx, &c); err != nil {
+			if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
+				return apierror.Unauthenticated("the credential changed during verification; authenticate again")
+			}
+			return err
+		}
+		out, err = s.createSession(ctx, tx, &c, pub)
+		return err
+	})
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	out.EncryptedSessionSigningKey = essk
+	return out, nil
+}
