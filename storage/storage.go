@@ -63,9 +63,12 @@ type Store interface {
 	Atomic(ctx context.Context, fn func(tx Tx) error) error
 
 	// Sweep deletes at most limit records that expired before cutoff: pending
-	// requests, OTP issuances, ownership challenges and rate-limit windows,
-	// consumed or not. It returns how many it deleted; a result equal to
-	// limit means more may remain. It does not scan live records.
+	// requests, OTP issuances, ownership challenges, sessions and rate-limit
+	// windows, consumed or not, and events delivered before cutoff. It
+	// returns how many it deleted; a result equal to limit means more may
+	// remain. It does not scan live records. Choose cutoff with a margin
+	// (for example now minus an hour) so that a client retrying just after
+	// an expiry still hears "expired" rather than "unknown".
 	Sweep(ctx context.Context, cutoff time.Time, limit int) (int, error)
 }
 

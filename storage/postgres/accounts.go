@@ -1,0 +1,209 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/walletgate/walletgate/storage"
+)
+
+const extColumns = `id, customer_id, platform_account_id, status, ownership_type, currency, account_type,
+	address, network, vasp_name, info, created_at, updated_at, version`
+
+const (
+	extInsertSQL = `INSERT INTO {s}.external_accounts (` + extColumns + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1)
+	ON CONFLICT DO NOTHING`
+	extGetSQL    = `SELECT ` + extColumns + ` FROM {s}.external_accounts WHERE id = $1`
+	extUpdateSQL = `UPDATE {s}.external_accounts SET customer_id = $2, platform_account_id = $3, status = $4,
+	ownership_type = $5, currency = $6, account_type = $7, address = $8, network = $9, vasp_name = $10,
+	info = $11, created_at = $12, updated_at = $13, version = version + 1
+	WHERE id = $1 AND version = $14 RETURNING version`
+	extExistsSQL = `SELECT 1 FROM {s}.external_accounts WHERE id = $1`
+	extListSQL   = `SELECT ` + extColumns + ` FROM {s}.external_accounts WHERE customer_id = $1 ORDER BY seq`
+)
+
+type extRepo struct{ t *tx }
+
+func extFields(t *tx, a *storage.ExternalAccount) error {
+	return t.valid("external account", key("ID", a.ID), key("CustomerID", a.CustomerID),
+		text("PlatformAccountID", a.PlatformAccountID), text("Status", string(a.Status)),
+		text("OwnershipType", a.OwnershipType), text("Currency", a.Currency), text("AccountType", a.AccountType),
+		text("Address", a.Address), text("Network", a.Network), text("VaspName", a.VaspName))
+}
+
+func extArgs(a *storage.ExternalAccount) []any {
+	return []any{a.ID, a.CustomerID, a.PlatformAccountID, string(a.Status), a.OwnershipType, a.Currency,
+		a.AccountType, a.Address, a.Network, a.VaspName, []byte(a.Info), a.CreatedAt, a.UpdatedAt}
+}
+
+func scanExt(row pgx.Row, a *storage.ExternalAccount) error {
+	var status string
+	var info []byte
+	err := row.Scan(&a.ID, &a.CustomerID, &a.PlatformAccountID, &status, &a.OwnershipType, &a.Currency,
+		&a.AccountType, &a.Address, &a.Network, &a.VaspName, &info, utc(&a.CreatedAt), utc(&a.UpdatedAt), &a.Version)
+	a.Status, a.Info = storage.AccountStatus(status), json.RawMessage(info)
+	return err
+}
+
+func (r extRepo) Create(ctx context.Context, a *storage.ExternalAccount) error {
+	if err := extFields(r.t, a); err != nil {
+		return err
+	}
+	tag, err := r.t.exec(ctx, r.t.s.q.extInsert, extArgs(a)...)
+	if err != nil {
+		return wrap("create external account", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return storage.ErrDuplicate
+	}
+	a.Version = 1
+	return nil
+}
+
+func (r extRepo) Get(ctx context.Context, id string) (storage.ExternalAccount, error) {
+	var a storage.ExternalAccount
+	if !storableKey(id) {
+		return a, notFoundOrDone(r.t)
+	}
+	found, err := r.t.queryRow(ctx, r.t.s.q.extGet, []any{id}, func(row pgx.Row) error { return scanExt(row, &a) })
+	switch {
+	case err != nil:
+		return storage.ExternalAccount{}, wrap("get external account", err)
+	case !found:
+		return a, storage.ErrNotFound
+	}
+	return a, nil
+}
+
+func (r extRepo) Update(ctx context.Context, a *storage.ExternalAccount) error {
+	if err := extFields(r.t, a); err != nil {
+		return err
+	}
+	var v int64
+	found, err := r.t.queryRow(ctx, r.t.s.q.extUpdate, append(extArgs(a), a.Version),
+		func(row pgx.Row) error { return row.Scan(&v) })
+	if err != nil {
+		return wrap("update external account", err)
+	}
+	if !found {
+		return r.t.casMiss(ctx, r.t.s.q.extExists, a.ID, "external account")
+	}
+	a.Version = v
+	return nil
+}
+
+func (r extRepo) ListByCustomer(ctx context.Context, customerID string) ([]storage.ExternalAccount, error) {
+	if !storableKey(customerID) {
+		return nil, r.t.check()
+	}
+	var out []storage.ExternalAccount
+	err := r.t.query(ctx, r.t.s.q.extList, []any{customerID}, func(rows pgx.Rows) error {
+		var a storage.ExternalAccount
+		if err := scanExt(rows, &a); err != nil {
+			return err
+		}
+		out = append(out, a)
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("list external accounts", err)
+	}
+	return out, nil
+}
+
+const walletColumns = `id, customer_id, email, phone, created_at, updated_at, version`
+
+const (
+	walletInsertSQL = `INSERT INTO {s}.internal_accounts (` + walletColumns + `)
+	VALUES ($1, $2, $3, $4, $5, $6, 1) ON CONFLICT DO NOTHING`
+	walletGetSQL    = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts WHERE id = $1`
+	walletUpdateSQL = `UPDATE {s}.internal_accounts SET customer_id = $2, email = $3, phone = $4,
+	created_at = $5, updated_at = $6, version = version + 1
+	WHERE id = $1 AND version = $7 RETURNING version`
+	walletExistsSQL = `SELECT 1 FROM {s}.internal_accounts WHERE id = $1`
+	walletListSQL   = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts WHERE customer_id = $1 ORDER BY seq`
+)
+
+type walletRepo struct{ t *tx }
+
+func walletFields(t *tx, a *storage.InternalAccount) error {
+	return t.valid("internal account", key("ID", a.ID), key("CustomerID", a.CustomerID),
+		text("Email", a.Email), text("Phone", a.Phone))
+}
+
+func walletArgs(a *storage.InternalAccount) []any {
+	return []any{a.ID, a.CustomerID, a.Email, a.Phone, a.CreatedAt, a.UpdatedAt}
+}
+
+func scanWallet(row pgx.Row, a *storage.InternalAccount) error {
+	return row.Scan(&a.ID, &a.CustomerID, &a.Email, &a.Phone, utc(&a.CreatedAt), utc(&a.UpdatedAt), &a.Version)
+}
+
+func (r walletRepo) Create(ctx context.Context, a *storage.InternalAccount) error {
+	if err := walletFields(r.t, a); err != nil {
+		return err
+	}
+	tag, err := r.t.exec(ctx, r.t.s.q.walletInsert, walletArgs(a)...)
+	if err != nil {
+		return wrap("create internal account", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return storage.ErrDuplicate
+	}
+	a.Version = 1
+	return nil
+}
+
+func (r walletRepo) Get(ctx context.Context, id string) (storage.InternalAccount, error) {
+	var a storage.InternalAccount
+	if !storableKey(id) {
+		return a, notFoundOrDone(r.t)
+	}
+	found, err := r.t.queryRow(ctx, r.t.s.q.walletGet, []any{id}, func(row pgx.Row) error { return scanWallet(row, &a) })
+	switch {
+	case err != nil:
+		return storage.InternalAccount{}, wrap("get internal account", err)
+	case !found:
+		return a, storage.ErrNotFound
+	}
+	return a, nil
+}
+
+func (r walletRepo) Update(ctx context.Context, a *storage.InternalAccount) error {
+	if err := walletFields(r.t, a); err != nil {
+		return err
+	}
+	var v int64
+	found, err := r.t.queryRow(ctx, r.t.s.q.walletUpdate, append(walletArgs(a), a.Version),
+		func(row pgx.Row) error { return row.Scan(&v) })
+	if err != nil {
+		return wrap("update internal account", err)
+	}
+	if !found {
+		return r.t.casMiss(ctx, r.t.s.q.walletExists, a.ID, "internal account")
+	}
+	a.Version = v
+	return nil
+}
+
+func (r walletRepo) ListByCustomer(ctx context.Context, customerID string) ([]storage.InternalAccount, error) {
+	if !storableKey(customerID) {
+		return nil, r.t.check()
+	}
+	var out []storage.InternalAccount
+	err := r.t.query(ctx, r.t.s.q.walletList, []any{customerID}, func(rows pgx.Rows) error {
+		var a storage.InternalAccount
+		if err := scanWallet(rows, &a); err != nil {
+			return err
+		}
+		out = append(out, a)
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("list internal accounts", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,260 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/walletgate/walletgate/storage"
+)
+
+const credColumns = `id, account_id, type, nickname, email, phone,
+	oauth_issuer, oauth_audience, oauth_subject, oauth_identity_sha256,
+	webauthn_credential_id, webauthn_public_key, webauthn_attestation_type, webauthn_aaguid,
+	webauthn_sign_count, webauthn_transports, webauthn_user_present, webauthn_user_verified,
+	webauthn_backup_eligible, webauthn_backup_state, webauthn_clone_warning,
+	created_at, updated_at, version`
+
+const (
+	// credInsertSQL reports a clash with any unique index (id, one EMAIL_OTP
+	// or SMS_OTP per account, WebAuthn id, OAuth identity per account) as
+	// zero rows instead of an error that would abort the transaction.
+	credInsertSQL = `INSERT INTO {s}.credentials (` + credColumns + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, 1)
+	ON CONFLICT DO NOTHING`
+	credGetSQL    = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE id = $1`
+	credUpdateSQL = `UPDATE {s}.credentials SET account_id = $2, type = $3, nickname = $4, email = $5, phone = $6,
+	oauth_issuer = $7, oauth_audience = $8, oauth_subject = $9, oauth_identity_sha256 = $10,
+	webauthn_credential_id = $11, webauthn_public_key = $12, webauthn_attestation_type = $13, webauthn_aaguid = $14,
+	webauthn_sign_count = $15, webauthn_transports = $16, webauthn_user_present = $17, webauthn_user_verified = $18,
+	webauthn_backup_eligible = $19, webauthn_backup_state = $20, webauthn_clone_warning = $21,
+	created_at = $22, updated_at = $23, version = version + 1
+	WHERE id = $1 AND version = $24 RETURNING version`
+	credExistsSQL     = `SELECT 1 FROM {s}.credentials WHERE id = $1`
+	credDeleteSQL     = `DELETE FROM {s}.credentials WHERE id = $1`
+	credListSQL       = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE account_id = $1 ORDER BY seq`
+	credByWebAuthnSQL = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE type = 'PASSKEY' AND webauthn_credential_id = $1`
+	credByEmailSQL    = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE type = 'EMAIL_OTP' AND email = $1 ORDER BY created_at, seq`
+	savepointSQL      = `SAVEPOINT walletgate_stmt`
+	releaseSQL        = `RELEASE SAVEPOINT walletgate_stmt`
+	rollbackToSQL     = `ROLLBACK TO SAVEPOINT walletgate_stmt`
+)
+
+type credRepo struct{ t *tx }
+
+func credFields(t *tx, c *storage.Credential) error {
+	fs := []field{key("ID", c.ID), key("AccountID", c.AccountID), text("Type", string(c.Type)),
+		text("Nickname", c.Nickname), key("Email", c.Email), text("Phone", c.Phone)}
+	if c.OAuth != nil {
+		fs = append(fs, text("OAuth.Issuer", c.OAuth.Issuer), text("OAuth.Audience", c.OAuth.Audience),
+			text("OAuth.Subject", c.OAuth.Subject))
+	}
+	if c.WebAuthn != nil {
+		fs = append(fs, text("WebAuthn.AttestationType", c.WebAuthn.AttestationType))
+		for _, tr := range c.WebAuthn.Transports {
+			fs = append(fs, text("WebAuthn.Transports", tr))
+		}
+	}
+	if err := t.valid("credential", fs...); err != nil {
+		return err
+	}
+	if c.WebAuthn != nil && len(c.WebAuthn.CredentialID) > MaxWebAuthnIDBytes {
+		return fmt.Errorf("%w: credential WebAuthn.CredentialID is %d bytes, WebAuthn allows %d",
+			ErrUnstorable, len(c.WebAuthn.CredentialID), MaxWebAuthnIDBytes)
+	}
+	return nil
+}
+
+// oauthKey is the SHA-256 of the length-prefixed issuer, audience and
+// subject, so that no two distinct identities share a key.
+func oauthKey(o *storage.OAuthIdentity) []byte {
+	h := sha256.New()
+	for _, s := range []string{o.Issuer, o.Audience, o.Subject} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	return h.Sum(nil)
+}
+
+// credArgs returns the 23 column values of c, id first.
+func credArgs(c *storage.Credential) []any {
+	args := make([]any, 0, 24)
+	args = append(args, c.ID, c.AccountID, string(c.Type), c.Nickname, c.Email, c.Phone)
+	if o := c.OAuth; o != nil {
+		args = append(args, o.Issuer, o.Audience, o.Subject, oauthKey(o))
+	} else {
+		args = append(args, nil, nil, nil, nil)
+	}
+	if w := c.WebAuthn; w != nil {
+		id := w.CredentialID
+		if id == nil {
+			id = []byte{} // NULL would mean "no WebAuthn record"
+		}
+		args = append(args, id, w.PublicKey, w.AttestationType, w.AAGUID, int64(w.SignCount), w.Transports,
+			w.UserPresent, w.UserVerified, w.BackupEligible, w.BackupState, w.CloneWarning)
+	} else {
+		args = append(args, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil)
+	}
+	return append(args, c.CreatedAt, c.UpdatedAt)
+}
+
+func scanCred(row pgx.Row, c *storage.Credential) error {
+	var (
+		typ                     string
+		iss, aud, sub           pgtype.Text
+		oauthSum                []byte
+		wid, pub, aaguid        []byte
+		att                     pgtype.Text
+		count                   pgtype.Int8
+		transports              []string
+		up, uv, be, bs, cloneWn pgtype.Bool
+	)
+	err := row.Scan(&c.ID, &c.AccountID, &typ, &c.Nickname, &c.Email, &c.Phone,
+		&iss, &aud, &sub, &oauthSum, &wid, &pub, &att, &aaguid, &count, &transports, &up, &uv, &be, &bs, &cloneWn,
+		utc(&c.CreatedAt), utc(&c.UpdatedAt), &c.Version)
+	if err != nil {
+		return err
+	}
+	c.Type = storage.CredentialType(typ)
+	if iss.Valid {
+		c.OAuth = &storage.OAuthIdentity{Issuer: iss.String, Audience: aud.String, Subject: sub.String}
+	}
+	if wid != nil {
+		c.WebAuthn = &storage.WebAuthnCredential{CredentialID: wid, PublicKey: pub, AttestationType: att.String,
+			AAGUID: aaguid, SignCount: uint32(count.Int64), Transports: transports,
+			UserPresent: up.Bool, UserVerified: uv.Bool, BackupEligible: be.Bool, BackupState: bs.Bool, CloneWarning: cloneWn.Bool}
+	}
+	return nil
+}
+
+func (r credRepo) Create(ctx context.Context, c *storage.Credential) error {
+	if err := credFields(r.t, c); err != nil {
+		return err
+	}
+	tag, err := r.t.exec(ctx, r.t.s.q.credInsert, credArgs(c)...)
+	if err != nil {
+		return wrap("create credential", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return storage.ErrDuplicate
+	}
+	c.Version = 1
+	return nil
+}
+
+func (r credRepo) Get(ctx context.Context, id string) (storage.Credential, error) {
+	if !storableKey(id) {
+		return storage.Credential{}, notFoundOrDone(r.t)
+	}
+	return r.one(ctx, "get credential", r.t.s.q.credGet, id)
+}
+
+func (r credRepo) one(ctx context.Context, op, sql string, arg any) (storage.Credential, error) {
+	var c storage.Credential
+	found, err := r.t.queryRow(ctx, sql, []any{arg}, func(row pgx.Row) error { return scanCred(row, &c) })
+	switch {
+	case err != nil:
+		return storage.Credential{}, wrap(op, err)
+	case !found:
+		return storage.Credential{}, storage.ErrNotFound
+	}
+	return c, nil
+}
+
+// Update is compare-and-set on Version. A uniqueness clash can only be
+// detected by the unique indexes, whose violation would abort the
+// transaction, so the UPDATE runs inside a savepoint that is rolled back on
+// a violation; the savepoint, the UPDATE and its release travel in one round
+// trip.
+func (r credRepo) Update(ctx context.Context, c *storage.Credential) error {
+	if err := credFields(r.t, c); err != nil {
+		return err
+	}
+	var v int64
+	found := false
+	b := &pgx.Batch{}
+	b.Queue(savepointSQL)
+	b.Queue(r.t.s.q.credUpdate, append(credArgs(c), c.Version)...).Query(func(rows pgx.Rows) error {
+		if rows.Next() {
+			found = true
+			return rows.Scan(&v)
+		}
+		return nil
+	})
+	b.Queue(releaseSQL)
+	err := r.t.send(ctx, b)
+	if pgCode(err) == codeUniqueViolation {
+		if _, rerr := r.t.exec(ctx, rollbackToSQL); rerr != nil {
+			return wrap("update credential", rerr)
+		}
+		return wrap("update credential", err)
+	}
+	if err != nil {
+		return wrap("update credential", err)
+	}
+	if !found {
+		return r.t.casMiss(ctx, r.t.s.q.credExists, c.ID, "credential")
+	}
+	c.Version = v
+	return nil
+}
+
+func (r credRepo) Delete(ctx context.Context, id string) error {
+	if !storableKey(id) {
+		return notFoundOrDone(r.t)
+	}
+	tag, err := r.t.exec(ctx, r.t.s.q.credDelete, id)
+	switch {
+	case err != nil:
+		return wrap("delete credential", err)
+	case tag.RowsAffected() == 0:
+		return storage.ErrNotFound
+	}
+	return nil
+}
+
+func (r credRepo) list(ctx context.Context, op, sql string, arg any) ([]storage.Credential, error) {
+	var out []storage.Credential
+	err := r.t.query(ctx, sql, []any{arg}, func(rows pgx.Rows) error {
+		var c storage.Credential
+		if err := scanCred(rows, &c); err != nil {
+			return err
+		}
+		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	return out, nil
+}
+
+func (r credRepo) ListByAccount(ctx context.Context, accountID string) ([]storage.Credential, error) {
+	if !storableKey(accountID) {
+		return nil, r.t.check()
+	}
+	return r.list(ctx, "list credentials", r.t.s.q.credList, accountID)
+}
+
+func (r credRepo) FindByWebAuthnID(ctx context.Context, credentialID []byte) (storage.Credential, error) {
+	if len(credentialID) > MaxWebAuthnIDBytes {
+		return storage.Credential{}, notFoundOrDone(r.t)
+	}
+	if credentialID == nil {
+		credentialID = []byte{} // an empty id is stored as empty, not NULL
+	}
+	return r.one(ctx, "find credential by WebAuthn id", r.t.s.q.credByWebAuthn, credentialID)
+}
+
+func (r credRepo) ListEmailOTPByEmail(ctx context.Context, email string) ([]storage.Credential, error) {
+	if !storableKey(email) {
+		return nil, r.t.check()
+	}
+	return r.list(ctx, "list EMAIL_OTP credentials by email", r.t.s.q.credByEmail, email)
+}

@@ -1,0 +1,60 @@
+// Package postgres is the PostgreSQL [storage.Store] of walletgate, for
+// services that run several replicas against one database.
+//
+// The host owns the connection pool (a [pgxpool.Pool] from
+// github.com/jackc/pgx/v5) and passes it to [New]. The schema is created and
+// upgraded by [Migrate], which every replica may run at start-up: it takes an
+// advisory lock, applies the embedded migrations that are missing in one
+// transaction and records them in the schema_migrations table.
+//
+// # Schema
+//
+// Every table lives in one schema ([DefaultSchema] unless [WithSchema] names
+// another). Statements name their tables schema-qualified; search_path is
+// never consulted, so one pool can serve stores of several schemas. Times are
+// timestamptz, stored at microsecond precision (finer digits are truncated)
+// and returned in UTC. The opaque JSON fields (ExternalAccount.Info,
+// PendingRequest.Data, Event.Payload) and every byte field are bytea, so they
+// come back byte for byte: no key reordering, no whitespace changes, no
+// validation. A DBA reads them with convert_from(col, 'UTF8')::json.
+//
+// # Transactions
+//
+// [Store.Atomic] is one PostgreSQL transaction at READ COMMITTED on one
+// pooled connection. Its BEGIN travels with its first statement, so a
+// transaction costs one round trip more than its statements (the COMMIT).
+// Serialization failures and deadlocks are rerun a bounded number of times
+// ([WithMaxRetries]). A cancelled context rolls back: with pgx's default
+// settings a statement in flight is interrupted by closing its connection
+// after a cancel request, so the server stops it and aborts the transaction
+// promptly.
+// The Tx serializes its statements, so fn may hand it to goroutines, but
+// statements never overlap.
+//
+// # Exactly once across replicas
+//
+// Single-use records are consumed by one UPDATE (or DELETE) whose WHERE clause
+// is the precondition (consumed_at IS NULL AND expires_at > now, or
+// version = expected), so two replicas racing on one row serialize on its row
+// lock and the second finds the precondition false; only then does a read
+// decide which sentinel error it gets. Uniqueness rules are unique indexes,
+// and inserts use ON CONFLICT DO NOTHING, so a duplicate is reported as
+// [storage.ErrDuplicate] without aborting the transaction. Credential updates,
+// whose uniqueness clash only an index can detect, run inside a savepoint for
+// the same reason. Two upserts are the exception: OwnershipChallenges.Put and
+// OTPIssuances.Put replace the row of the account (credential) in one
+// statement, and an id that is already another account's (credential's)
+// aborts the transaction with an error wrapping [storage.ErrDuplicate].
+//
+// Outbox appends take a transaction-level advisory lock of the schema before
+// drawing Seq, so Seq increases in commit order; appending transactions
+// therefore serialize from their first Append to their end.
+//
+// # Limits of PostgreSQL text
+//
+// PostgreSQL text holds neither NUL bytes nor invalid UTF-8, and a btree
+// index entry has a size limit. Strings that cannot be stored are refused with
+// an error wrapping [ErrUnstorable] before any statement is sent, so the
+// transaction stays usable; lookups by such a key answer
+// [storage.ErrNotFound], since no stored record can have it.
+package postgres

@@ -1,0 +1,69 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/postgres"
+)
+
+// Example wires the store into a service: the host opens the pool, every
+// replica runs Migrate at start-up, and each operation is one Atomic call.
+// It needs a database, so it has no checked output.
+func Example() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("WALLETGATE_POSTGRES_DSN"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := postgres.Migrate(ctx, pool); err != nil { // idempotent; replicas may race
+		log.Fatal(err)
+	}
+	store, err := postgres.New(pool)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	id, err := storage.NewID(nil, "Request")
+	if err != nil {
+		log.Fatal(err)
+	}
+	now := time.Now()
+	req := storage.PendingRequest{ID: id, Kind: "REVOKE_SESSION", AccountID: "InternalAccount:1",
+		Method: "DELETE", Path: "/auth/sessions/Session:1", CreatedAt: now, ExpiresAt: now.Add(5 * time.Minute)}
+	if err := store.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &req) }); err != nil {
+		log.Fatal(err)
+	}
+	consume := func() error {
+		return store.Atomic(ctx, func(tx storage.Tx) error {
+			_, err := tx.PendingRequests().Consume(ctx, id, time.Now())
+			return err
+		})
+	}
+	fmt.Println(consume())                                 // <nil>
+	fmt.Println(errors.Is(consume(), storage.ErrConsumed)) // true, on whichever replica it runs
+}
+
+// ExampleNew configures a store for its own schema. New does no I/O, and
+// pgxpool connects lazily, so this runs without a database.
+func ExampleNew() {
+	pool, err := pgxpool.New(context.Background(), "postgres://app@db.internal:5432/payments")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	store, err := postgres.New(pool, postgres.WithSchema("wallet_auth"), postgres.WithMaxRetries(3))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(store.Schema())
+	// Output: wallet_auth
+}

@@ -1,0 +1,22 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/walletgate/walletgate/storage"
+)
+
+// WithBackoff exposes the retry delay option to the tests.
+var WithBackoff = withBackoff
+
+// ExecIn runs sql inside the transaction behind tx.
+func ExecIn(ctx context.Context, t storage.Tx, sql string, args ...any) error {
+	_, err := t.(*tx).exec(ctx, sql, args...)
+	return err
+}
+
+// BackendPID returns the server process id of the connection behind tx.
+func BackendPID(t storage.Tx) uint32 { return t.(*tx).conn.Conn().PgConn().PID() }
+
+// SweepSQL returns the sweep statements of s, one per table.
+func SweepSQL(s *Store) []string { return s.q.sweep[:] }

@@ -1,0 +1,101 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/walletgate/walletgate/storage"
+)
+
+const otpColumns = `id, credential_id, account_id, code, target_key, issued_at, expires_at, attempts, consumed_at`
+
+const (
+	// otpPutSQL supersedes the credential's issuance in one statement: the
+	// credential's row is replaced in place, id included, so a consumer of
+	// the superseded id matches nothing afterwards.
+	otpPutSQL = `INSERT INTO {s}.otp_issuances (` + otpColumns + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+	ON CONFLICT (credential_id) DO UPDATE SET id = EXCLUDED.id, account_id = EXCLUDED.account_id,
+	code = EXCLUDED.code, target_key = EXCLUDED.target_key, issued_at = EXCLUDED.issued_at,
+	expires_at = EXCLUDED.expires_at, attempts = EXCLUDED.attempts, consumed_at = EXCLUDED.consumed_at`
+	otpGetSQL     = `SELECT ` + otpColumns + ` FROM {s}.otp_issuances WHERE credential_id = $1`
+	otpFailureSQL = `UPDATE {s}.otp_issuances SET attempts = attempts + 1 WHERE id = $1 RETURNING attempts`
+	// otpConsumeSQL is the single-use compare-and-set: of concurrent
+	// consumers one updates the row, the others wait for its lock, re-check
+	// the WHERE clause on the committed row and match nothing.
+	otpConsumeSQL = `UPDATE {s}.otp_issuances SET consumed_at = $2
+	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING ` + otpColumns
+	otpStateSQL = `SELECT consumed_at, expires_at FROM {s}.otp_issuances WHERE id = $1`
+)
+
+type otpRepo struct{ t *tx }
+
+func scanOTP(row pgx.Row, o *storage.OTPIssuance) error {
+	return row.Scan(&o.ID, &o.CredentialID, &o.AccountID, &o.Code, &o.TargetKey, utc(&o.IssuedAt), utc(&o.ExpiresAt),
+		&o.Attempts, utc(&o.ConsumedAt))
+}
+
+// Put stores o as the credential's live issuance. When o.ID is already the
+// id of another credential's issuance the statement fails with an error
+// wrapping storage.ErrDuplicate, and the transaction is aborted.
+func (r otpRepo) Put(ctx context.Context, o *storage.OTPIssuance) error {
+	err := r.t.valid("OTP issuance", key("ID", o.ID), key("CredentialID", o.CredentialID), key("AccountID", o.AccountID),
+		text("Code", o.Code))
+	if err != nil {
+		return err
+	}
+	if o.Attempts < 0 || int64(o.Attempts) > 1<<31-1 {
+		return fmt.Errorf("%w: OTP issuance Attempts %d is out of range", ErrUnstorable, o.Attempts)
+	}
+	_, err = r.t.exec(ctx, r.t.s.q.otpPut, o.ID, o.CredentialID, o.AccountID, o.Code, o.TargetKey, o.IssuedAt,
+		o.ExpiresAt, int32(o.Attempts), nullTime(o.ConsumedAt))
+	return wrap("put OTP issuance", err)
+}
+
+func (r otpRepo) GetByCredential(ctx context.Context, credentialID string) (storage.OTPIssuance, error) {
+	var o storage.OTPIssuance
+	if !storableKey(credentialID) {
+		return o, notFoundOrDone(r.t)
+	}
+	found, err := r.t.queryRow(ctx, r.t.s.q.otpGet, []any{credentialID}, func(row pgx.Row) error { return scanOTP(row, &o) })
+	switch {
+	case err != nil:
+		return storage.OTPIssuance{}, wrap("get OTP issuance", err)
+	case !found:
+		return storage.OTPIssuance{}, storage.ErrNotFound
+	}
+	return o, nil
+}
+
+func (r otpRepo) RecordFailure(ctx context.Context, id string) (int, error) {
+	if !storableKey(id) {
+		return 0, notFoundOrDone(r.t)
+	}
+	var n int32
+	found, err := r.t.queryRow(ctx, r.t.s.q.otpFailure, []any{id}, func(row pgx.Row) error { return row.Scan(&n) })
+	switch {
+	case err != nil:
+		return 0, wrap("record OTP failure", err)
+	case !found:
+		return 0, storage.ErrNotFound
+	}
+	return int(n), nil
+}
+
+func (r otpRepo) Consume(ctx context.Context, id string, now time.Time) (storage.OTPIssuance, error) {
+	var o storage.OTPIssuance
+	if !storableKey(id) {
+		return o, notFoundOrDone(r.t)
+	}
+	found, err := r.t.queryRow(ctx, r.t.s.q.otpConsume, []any{id, now}, func(row pgx.Row) error { return scanOTP(row, &o) })
+	switch {
+	case err != nil:
+		return storage.OTPIssuance{}, wrap("consume OTP issuance", err)
+	case found:
+		return o, nil
+	}
+	return storage.OTPIssuance{}, r.t.consumeMiss(ctx, r.t.s.q.otpState, id, now, "OTP issuance")
+}

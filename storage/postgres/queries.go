@@ -1,0 +1,49 @@
+package postgres
+
+import (
+	"fmt"
+	"strings"
+)
+
+// queries holds every statement with the store's quoted schema in place of
+// {s}. Each store renders its own at New, so statements of different
+// schemas never share a prepared statement.
+type queries struct {
+	extInsert, extGet, extUpdate, extExists, extList                                               string
+	walletInsert, walletGet, walletUpdate, walletExists, walletList                                string
+	challengePut, challengeGet, challengeConsume                                                   string
+	credInsert, credGet, credUpdate, credExists, credDelete, credList, credByWebAuthn, credByEmail string
+	otpPut, otpGet, otpFailure, otpConsume, otpState                                               string
+	sessionInsert, sessionGet, sessionActive, sessionRevoke, sessionExists, sessionRevokeAll       string
+	pendingInsert, pendingGet, pendingConsume, pendingState                                        string
+	outboxInsert, outboxUndelivered, outboxMark, outboxList                                        string
+	limitHit, limitOpen, limitEnd                                                                  string
+	sweep                                                                                          [sweepTables]string
+}
+
+func renderQueries(quotedSchema string) queries {
+	r := strings.NewReplacer("{s}", quotedSchema)
+	q := queries{
+		extInsert: r.Replace(extInsertSQL), extGet: r.Replace(extGetSQL), extUpdate: r.Replace(extUpdateSQL),
+		extExists: r.Replace(extExistsSQL), extList: r.Replace(extListSQL),
+		walletInsert: r.Replace(walletInsertSQL), walletGet: r.Replace(walletGetSQL), walletUpdate: r.Replace(walletUpdateSQL),
+		walletExists: r.Replace(walletExistsSQL), walletList: r.Replace(walletListSQL),
+		challengePut: r.Replace(challengePutSQL), challengeGet: r.Replace(challengeGetSQL), challengeConsume: r.Replace(challengeConsumeSQL),
+		credInsert: r.Replace(credInsertSQL), credGet: r.Replace(credGetSQL), credUpdate: r.Replace(credUpdateSQL),
+		credExists: r.Replace(credExistsSQL), credDelete: r.Replace(credDeleteSQL), credList: r.Replace(credListSQL),
+		credByWebAuthn: r.Replace(credByWebAuthnSQL), credByEmail: r.Replace(credByEmailSQL),
+		otpPut: r.Replace(otpPutSQL), otpGet: r.Replace(otpGetSQL), otpFailure: r.Replace(otpFailureSQL),
+		otpConsume: r.Replace(otpConsumeSQL), otpState: r.Replace(otpStateSQL),
+		sessionInsert: r.Replace(sessionInsertSQL), sessionGet: r.Replace(sessionGetSQL), sessionActive: r.Replace(sessionActiveSQL),
+		sessionRevoke: r.Replace(sessionRevokeSQL), sessionExists: r.Replace(sessionExistsSQL), sessionRevokeAll: r.Replace(sessionRevokeAllSQL),
+		pendingInsert: r.Replace(pendingInsertSQL), pendingGet: r.Replace(pendingGetSQL),
+		pendingConsume: r.Replace(pendingConsumeSQL), pendingState: r.Replace(pendingStateSQL),
+		outboxInsert: r.Replace(outboxInsertSQL), outboxUndelivered: r.Replace(outboxUndeliveredSQL),
+		outboxMark: r.Replace(outboxMarkSQL), outboxList: r.Replace(outboxListSQL),
+		limitHit: r.Replace(limitHitSQL), limitOpen: r.Replace(limitOpenSQL), limitEnd: r.Replace(limitEndSQL),
+	}
+	for i, t := range sweepTargets() {
+		q.sweep[i] = r.Replace(fmt.Sprintf(sweepSQL, t.table, t.column))
+	}
+	return q
+}

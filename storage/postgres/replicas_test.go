@@ -1,0 +1,185 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/postgres"
+)
+
+const (
+	replicas          = 4
+	workersPerReplica = 16
+)
+
+// race runs fn from workersPerReplica goroutines on each replica, all
+// released at once, and returns the errors (nil for a success).
+func race(t *testing.T, stores []*postgres.Store, fn func(ctx context.Context, s *postgres.Store) error) []error {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		errs  []error
+		start = make(chan struct{})
+	)
+	for _, s := range stores {
+		for range workersPerReplica {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				err := fn(c, s)
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}()
+		}
+	}
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	if c.Err() != nil {
+		t.Fatalf("the race did not finish within its deadline (%v): a deadlock or a lost wake-up", time.Since(began))
+	}
+	return errs
+}
+
+// oneWinner checks that exactly one attempt succeeded and every other one
+// failed with a typed error that loser accepts.
+func oneWinner(t *testing.T, what string, errs []error, loser func(error) bool) {
+	t.Helper()
+	if len(errs) != replicas*workersPerReplica {
+		t.Fatalf("%s: %d results, want %d", what, len(errs), replicas*workersPerReplica)
+	}
+	wins := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			wins++
+		case !loser(err):
+			t.Fatalf("%s: losing attempt failed with %v (%T)", what, err, err)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%s: %d attempts succeeded, want exactly 1", what, wins)
+	}
+}
+
+// TestReplicasConsumeOnce stands up four replicas (four pools on one schema),
+// and has 16 goroutines on each complete the same signed retry and consume
+// the same pending request, OTP issuance and ownership challenge.
+func TestReplicasConsumeOnce(t *testing.T) {
+	first := newStore(t, newPool(t, 4))
+	stores := []*postgres.Store{first}
+	for range replicas - 1 {
+		stores = append(stores, sameSchema(t, first, newPool(t, 4)))
+	}
+
+	t.Run("SignedRetry", func(t *testing.T) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		acct := newID(t, "InternalAccount")
+		sess := storage.Session{ID: newID(t, "Session"), AccountID: acct, CredentialID: newID(t, "AuthMethod"),
+			PublicKey: elliptic.MarshalCompressed(elliptic.P256(), key.X, key.Y), CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute)}
+		mustAtomic(t, first, func(tx storage.Tx) error { return tx.Sessions().Create(ctx, &sess) })
+
+		body := []byte(`{"credentialId":"AuthMethod:1"}`)
+		op := signedretry.Operation{Type: "REVOKE_CREDENTIAL", AccountID: acct, Method: "DELETE",
+			Path: "/auth/credentials/AuthMethod:1", Body: body, Signer: signedretry.Signer{Rule: signedretry.AnySession}}
+		ch, err := signedretry.NewManager(signedretry.Config{Store: first}).Issue(ctx, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stamp, err := signedretry.NewStamp(key, []byte(ch.PayloadToSign))
+		if err != nil {
+			t.Fatal(err)
+		}
+		retry := signedretry.Retry{Signature: stamp, RequestID: ch.RequestID, Type: op.Type, Method: op.Method,
+			Path: op.Path, Body: body}
+		managers := map[*postgres.Store]*signedretry.Manager{}
+		for _, s := range stores {
+			managers[s] = signedretry.NewManager(signedretry.Config{Store: s})
+		}
+		errs := race(t, stores, func(c context.Context, s *postgres.Store) error {
+			_, err := managers[s].Complete(c, retry, func(tx storage.Tx, a *signedretry.Authorization) error {
+				// The effect writes: exactly one write may commit.
+				id, err := storage.NewID(nil, "Webhook")
+				if err != nil {
+					return err
+				}
+				ev := storage.Event{ID: id, Type: "AUTH_METHOD.REVOKED", AccountID: acct, Payload: []byte(`{}`), CreatedAt: now}
+				return tx.Outbox().Append(c, &ev)
+			})
+			return err
+		})
+		oneWinner(t, "signed retry", errs, func(err error) bool {
+			e := apierror.As(err)
+			return apierror.CodeOf(err) == apierror.Unauthorized && e != nil && e.Reason() == "request id already used"
+		})
+		mustAtomic(t, first, func(tx storage.Tx) error {
+			evs, err := tx.Outbox().ListByAccount(ctx, acct)
+			if err != nil {
+				return err
+			}
+			if len(evs) != 1 {
+				t.Fatalf("the effect committed %d times, want once", len(evs))
+			}
+			return nil
+		})
+	})
+
+	now := time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
+	t.Run("PendingRequest", func(t *testing.T) {
+		p := storage.PendingRequest{ID: newID(t, "Request"), Kind: "REVOKE_SESSION", AccountID: newID(t, "InternalAccount"),
+			Method: "DELETE", Path: "/auth/sessions/x", Payload: []byte(`{"type":"REVOKE_SESSION"}`),
+			CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
+		mustAtomic(t, first, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) })
+		errs := race(t, stores, func(c context.Context, s *postgres.Store) error {
+			return s.Atomic(c, func(tx storage.Tx) error {
+				_, err := tx.PendingRequests().Consume(c, p.ID, now)
+				return err
+			})
+		})
+		oneWinner(t, "pending request", errs, func(err error) bool { return errors.Is(err, storage.ErrConsumed) })
+	})
+
+	t.Run("OTPIssuance", func(t *testing.T) {
+		o := storage.OTPIssuance{ID: newID(t, "OTP"), CredentialID: newID(t, "AuthMethod"), AccountID: newID(t, "InternalAccount"),
+			Code: "123456", TargetKey: []byte{1, 2, 3}, IssuedAt: now, ExpiresAt: now.Add(5 * time.Minute)}
+		mustAtomic(t, first, func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
+		errs := race(t, stores, func(c context.Context, s *postgres.Store) error {
+			return s.Atomic(c, func(tx storage.Tx) error {
+				_, err := tx.OTPIssuances().Consume(c, o.ID, now)
+				return err
+			})
+		})
+		oneWinner(t, "OTP issuance", errs, func(err error) bool { return errors.Is(err, storage.ErrConsumed) })
+	})
+
+	t.Run("OwnershipChallenge", func(t *testing.T) {
+		c := storage.OwnershipChallenge{ID: newID(t, "Challenge"), AccountID: newID(t, "ExternalAccount"),
+			Method: "WALLET_SIGNATURE", Message: "sign this", Nonce: "n", IssuedAt: now, ExpiresAt: now.Add(30 * time.Minute)}
+		mustAtomic(t, first, func(tx storage.Tx) error { return tx.Challenges().Put(ctx, &c) })
+		errs := race(t, stores, func(cx context.Context, s *postgres.Store) error {
+			return s.Atomic(cx, func(tx storage.Tx) error {
+				_, err := tx.Challenges().Consume(cx, c.AccountID, c.ID)
+				return err
+			})
+		})
+		oneWinner(t, "ownership challenge", errs, func(err error) bool { return errors.Is(err, storage.ErrNotFound) })
+	})
+}

@@ -1,0 +1,112 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/walletgate/walletgate/storage"
+)
+
+const sessionColumns = `id, account_id, credential_id, public_key, created_at, expires_at, revoked_at`
+
+const (
+	sessionInsertSQL = `INSERT INTO {s}.sessions (` + sessionColumns + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`
+	sessionGetSQL    = `SELECT ` + sessionColumns + ` FROM {s}.sessions WHERE id = $1`
+	sessionActiveSQL = `SELECT ` + sessionColumns + ` FROM {s}.sessions
+	WHERE account_id = $1 AND revoked_at IS NULL AND expires_at > $2 ORDER BY seq`
+	sessionRevokeSQL    = `UPDATE {s}.sessions SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL`
+	sessionExistsSQL    = `SELECT 1 FROM {s}.sessions WHERE id = $1`
+	sessionRevokeAllSQL = `UPDATE {s}.sessions SET revoked_at = $2 WHERE credential_id = $1 AND revoked_at IS NULL`
+)
+
+type sessionRepo struct{ t *tx }
+
+func scanSession(row pgx.Row, s *storage.Session) error {
+	return row.Scan(&s.ID, &s.AccountID, &s.CredentialID, &s.PublicKey, utc(&s.CreatedAt), utc(&s.ExpiresAt), utc(&s.RevokedAt))
+}
+
+func (r sessionRepo) Create(ctx context.Context, s *storage.Session) error {
+	err := r.t.valid("session", key("ID", s.ID), key("AccountID", s.AccountID), key("CredentialID", s.CredentialID))
+	if err != nil {
+		return err
+	}
+	tag, err := r.t.exec(ctx, r.t.s.q.sessionInsert, s.ID, s.AccountID, s.CredentialID, s.PublicKey,
+		s.CreatedAt, s.ExpiresAt, nullTime(s.RevokedAt))
+	if err != nil {
+		return wrap("create session", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return storage.ErrDuplicate
+	}
+	return nil
+}
+
+func (r sessionRepo) Get(ctx context.Context, id string) (storage.Session, error) {
+	var s storage.Session
+	if !storableKey(id) {
+		return s, notFoundOrDone(r.t)
+	}
+	found, err := r.t.queryRow(ctx, r.t.s.q.sessionGet, []any{id}, func(row pgx.Row) error { return scanSession(row, &s) })
+	switch {
+	case err != nil:
+		return storage.Session{}, wrap("get session", err)
+	case !found:
+		return storage.Session{}, storage.ErrNotFound
+	}
+	return s, nil
+}
+
+func (r sessionRepo) ListActive(ctx context.Context, accountID string, now time.Time) ([]storage.Session, error) {
+	if !storableKey(accountID) {
+		return nil, r.t.check()
+	}
+	var out []storage.Session
+	err := r.t.query(ctx, r.t.s.q.sessionActive, []any{accountID, now}, func(rows pgx.Rows) error {
+		var s storage.Session
+		if err := scanSession(rows, &s); err != nil {
+			return err
+		}
+		out = append(out, s)
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("list active sessions", err)
+	}
+	return out, nil
+}
+
+func (r sessionRepo) Revoke(ctx context.Context, id string, at time.Time) error {
+	if !storableKey(id) {
+		return notFoundOrDone(r.t)
+	}
+	tag, err := r.t.exec(ctx, r.t.s.q.sessionRevoke, id, nullTime(at))
+	switch {
+	case err != nil:
+		return wrap("revoke session", err)
+	case tag.RowsAffected() == 1:
+		return nil
+	}
+	found, err := r.t.queryRow(ctx, r.t.s.q.sessionExists, []any{id}, func(row pgx.Row) error { return row.Scan(new(int)) })
+	switch {
+	case err != nil:
+		return wrap("revoke session", err)
+	case !found:
+		return storage.ErrNotFound
+	}
+	return fmt.Errorf("postgres: revoke session %s: %w (already revoked)", id, storage.ErrConflict)
+}
+
+func (r sessionRepo) RevokeByCredential(ctx context.Context, credentialID string, at time.Time) (int, error) {
+	if !storableKey(credentialID) {
+		return 0, r.t.check()
+	}
+	tag, err := r.t.exec(ctx, r.t.s.q.sessionRevokeAll, credentialID, nullTime(at))
+	if err != nil {
+		return 0, wrap("revoke sessions of credential", err)
+	}
+	return int(tag.RowsAffected()), nil
+}

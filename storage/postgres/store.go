@@ -1,0 +1,57 @@
+package postgres
+
+import (
+	"errors"
+	"hash/fnv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/walletgate/walletgate/storage"
+)
+
+// Store is the PostgreSQL store. It is safe for concurrent use, and any
+// number of Stores (in one process or in several replicas) may share one
+// schema. Create it with [New]; the schema must have been migrated with
+// [Migrate].
+type Store struct {
+	pool *pgxpool.Pool
+	cfg  config
+	q    queries
+	// outboxLock is the transaction-level advisory lock key that orders
+	// outbox appends (see outboxRepo.Append).
+	outboxLock int64
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// New returns a store on pool using the tables of the configured schema
+// ([DefaultSchema] unless [WithSchema] is given). It does no I/O; run
+// [Migrate] (once per deployment or at every start) before using the store.
+// It fails only for a nil pool or an option out of range.
+func New(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("postgres: pool is nil")
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{
+		pool:       pool,
+		cfg:        cfg,
+		q:          renderQueries(pgx.Identifier{cfg.schema}.Sanitize()),
+		outboxLock: lockKey("outbox", cfg.schema),
+	}, nil
+}
+
+// Schema returns the schema the store's tables live in.
+func (s *Store) Schema() string { return s.cfg.schema }
+
+// lockKey derives the advisory lock key of purpose in schema, so that stores
+// of different schemas in one database never wait on each other.
+func lockKey(purpose, schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("walletgate/" + purpose + "\x00" + schema))
+	return int64(h.Sum64())
+}

@@ -1,0 +1,234 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/walletgate/walletgate/storage"
+)
+
+// beginOptions gives the isolation of every transaction: READ COMMITTED. Each
+// invariant of the contract is kept by a single statement whose WHERE clause
+// is re-evaluated on the latest row version after a lock wait (single-use
+// consumption, compare-and-set on version) or by a unique index, so a
+// stronger level adds nothing to correctness; under REPEATABLE READ or
+// SERIALIZABLE every lost race would instead abort with a serialization
+// failure and be rerun, multiplying work exactly when replicas contend.
+func beginOptions() pgx.TxOptions { return pgx.TxOptions{IsoLevel: pgx.ReadCommitted} }
+
+// finishTimeout bounds the rollback that runs after the caller's context was
+// cancelled.
+const finishTimeout = 5 * time.Second
+
+// tx is one attempt of an Atomic call: a pooled connection on which the
+// transaction begins lazily, pipelined with its first statement. mu
+// serializes statements (a connection runs one at a time) and guards done.
+type tx struct {
+	s    *Store
+	mu   sync.Mutex
+	conn *pgxpool.Conn
+	pg   pgx.Tx // nil until the first statement ran
+	// broken is set when the transaction could not begin; later statements
+	// report it.
+	broken error
+	done   bool
+}
+
+var _ storage.Tx = (*tx)(nil)
+
+func (t *tx) ExternalAccounts() storage.ExternalAccounts { return extRepo{t} }
+func (t *tx) Challenges() storage.OwnershipChallenges    { return challengeRepo{t} }
+func (t *tx) InternalAccounts() storage.InternalAccounts { return walletRepo{t} }
+func (t *tx) Credentials() storage.Credentials           { return credRepo{t} }
+func (t *tx) OTPIssuances() storage.OTPIssuances         { return otpRepo{t} }
+func (t *tx) Sessions() storage.Sessions                 { return sessionRepo{t} }
+func (t *tx) PendingRequests() storage.PendingRequests   { return pendingRepo{t} }
+func (t *tx) Outbox() storage.Outbox                     { return outboxRepo{t} }
+func (t *tx) RateLimits() storage.RateLimits             { return limitRepo{t} }
+
+// Atomic runs fn in one PostgreSQL transaction at READ COMMITTED (see
+// beginOptions for why). It keeps the [storage.Store] contract:
+//
+//   - fn returning nil commits; an error or a panic rolls back (a panic is
+//     re-raised after the rollback, which runs even when ctx is done);
+//   - a transaction that fails with a serialization failure (40001) or a
+//     deadlock (40P01), or whose connection failed before anything was sent,
+//     is rerun up to the configured number of retries with jittered
+//     exponential backoff, so fn may run more than once;
+//   - a context cancelled before or while fn runs rolls back, and the error
+//     satisfies errors.Is(err, context.Canceled) (or DeadlineExceeded);
+//   - a Tx kept past the return answers [storage.ErrTxDone].
+//
+// As with any database, a connection lost (or a context cancelled) while the
+// COMMIT is in flight leaves the outcome unknown to the caller: Atomic
+// returns an error although the transaction may have committed. Single-use
+// records make the usual recovery, retrying the operation, safe: a retry of a
+// committed consumption answers storage.ErrConsumed.
+//
+// A transaction whose fn issued no statement costs no round trip; the BEGIN
+// travels in one round trip with the first statement.
+func (s *Store) Atomic(ctx context.Context, fn func(storage.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := s.attempt(ctx, fn)
+		if err == nil {
+			return nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			if errors.Is(err, cerr) {
+				return err
+			}
+			return fmt.Errorf("%w (transaction rolled back: %w)", cerr, err)
+		}
+		if attempt >= s.cfg.maxRetries || !retryable(err) {
+			return err
+		}
+		if err := sleep(ctx, backoff(s.cfg.backoff, attempt)); err != nil {
+			return err
+		}
+	}
+}
+
+// attempt runs fn once in a fresh transaction.
+func (s *Store) attempt(ctx context.Context, fn func(storage.Tx) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: acquiring a connection: %w", err)
+	}
+	t := &tx{s: s, conn: conn}
+	defer t.finish(ctx)
+	if err := fn(t); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("postgres: transaction rolled back: %w", err)
+	}
+	return t.commit(ctx)
+}
+
+// commit commits what the transaction wrote.
+func (t *tx) commit(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.broken != nil {
+		return fmt.Errorf("postgres: commit: %w", t.broken)
+	}
+	if t.pg == nil {
+		return nil // no statement ran: nothing to commit
+	}
+	pg := t.pg
+	t.pg = nil
+	if err := pg.Commit(ctx); err != nil {
+		if errors.Is(err, pgx.ErrTxCommitRollback) {
+			return errors.New("postgres: commit: the transaction was rolled back because a statement in it failed")
+		}
+		return fmt.Errorf("postgres: commit: %w", err)
+	}
+	return nil
+}
+
+// finish marks the Tx done, rolls back whatever did not commit and returns
+// the connection to the pool (which discards it when it is broken or still
+// inside a transaction).
+func (t *tx) finish(ctx context.Context) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done = true
+	if t.pg != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+		_ = t.pg.Rollback(rctx) // a failed rollback closes the connection; the server then aborts the transaction
+		cancel()
+		t.pg = nil
+	}
+	t.conn.Release()
+}
+
+// send runs the statements of b in one round trip, beginning the
+// transaction first when no statement has run yet. Result callbacks set on the
+// queued statements run before send returns; they must not return errors
+// for expected outcomes such as no rows (a failed batch invalidates the
+// connection's cached statements).
+func (t *tx) send(ctx context.Context, b *pgx.Batch) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.done:
+		return storage.ErrTxDone
+	case t.broken != nil:
+		return t.broken
+	case t.pg != nil:
+		return t.conn.SendBatch(ctx, b).Close()
+	}
+	first := &pgx.Batch{}
+	first.BeginTx(beginOptions())
+	first.QueuedQueries = append(first.QueuedQueries, b.QueuedQueries...)
+	br := t.conn.SendBatch(ctx, first)
+	err := br.Close()
+	if t.conn.Conn().PgConn().TxStatus() == 'I' {
+		// BEGIN never took effect: nothing ran in a transaction.
+		if err == nil {
+			err = errors.New("postgres: BEGIN did not start a transaction")
+		}
+		t.broken = fmt.Errorf("postgres: beginning the transaction: %w", err)
+		return t.broken
+	}
+	t.pg = br.Tx()
+	return err
+}
+
+// queryRow runs one statement expected to return at most one row; scan is
+// called only when there is one. It reports whether there was.
+func (t *tx) queryRow(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) (bool, error) {
+	found := false
+	b := &pgx.Batch{}
+	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return nil
+		}
+		found = true
+		return scan(rows)
+	})
+	return found, t.send(ctx, b)
+}
+
+// query runs one statement and calls each for every row.
+func (t *tx) query(ctx context.Context, sql string, args []any, each func(pgx.Rows) error) error {
+	b := &pgx.Batch{}
+	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := each(rows); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return t.send(ctx, b)
+}
+
+// exec runs one statement and returns its command tag.
+func (t *tx) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	var tag pgconn.CommandTag
+	b := &pgx.Batch{}
+	b.Queue(sql, args...).Exec(func(ct pgconn.CommandTag) error { tag = ct; return nil })
+	return tag, t.send(ctx, b)
+}
+
+// check reports ErrTxDone for a finished Tx without a round trip, for methods
+// that answer without asking the database.
+func (t *tx) check() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return storage.ErrTxDone
+	}
+	return nil
+}
