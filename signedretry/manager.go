@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -74,6 +75,7 @@ type Config struct {
 // Manager issues signed-retry challenges and completes their retries. It is
 // safe for concurrent use; all state lives in the store.
 type Manager struct {
+	keys    keyCache
 	store   storage.Store
 	clock   func() time.Time
 	rand    io.Reader
@@ -281,7 +283,7 @@ func (m *Manager) Complete(ctx context.Context, r Retry, effect Effect) (*Author
 	var stamp *Stamp
 	if !sandbox {
 		var err error
-		if stamp, err = ParseStamp(r.Signature); err != nil {
+		if stamp, err = parseStamp(r.Signature, m.keys.parse); err != nil {
 			return nil, err
 		}
 	}
@@ -415,4 +417,36 @@ func requestError(err error) error {
 	default:
 		return apierror.Internal(err)
 	}
+}
+
+// keyCacheSize bounds the parsed public keys a manager remembers.
+const keyCacheSize = 4096
+
+// keyCache remembers parsed session public keys by their hex form, since the
+// same session signs many retries and decompressing a point is a large part
+// of parsing a stamp. Only keys that parsed are cached; a full cache is
+// emptied rather than managed, which keeps it simple and bounded.
+type keyCache struct {
+	mu   sync.Mutex
+	keys map[string]*ecdsa.PublicKey
+}
+
+func (c *keyCache) parse(hexKey string) (*ecdsa.PublicKey, string) {
+	c.mu.Lock()
+	pub, ok := c.keys[hexKey]
+	c.mu.Unlock()
+	if ok {
+		return pub, ""
+	}
+	pub, problem := parsePublicKey(hexKey)
+	if problem != "" {
+		return nil, problem
+	}
+	c.mu.Lock()
+	if c.keys == nil || len(c.keys) >= keyCacheSize {
+		c.keys = make(map[string]*ecdsa.PublicKey)
+	}
+	c.keys[hexKey] = pub
+	c.mu.Unlock()
+	return pub, ""
 }

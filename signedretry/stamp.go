@@ -9,7 +9,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/asn1"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +16,9 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+
+	"golang.org/x/crypto/cryptobyte"
+	casn1 "golang.org/x/crypto/cryptobyte/asn1"
 
 	"github.com/walletgate/walletgate/apierror"
 )
@@ -96,6 +98,12 @@ func NewStamp(key *ecdsa.PrivateKey, payload []byte) (string, error) {
 // signature that is not DER or whose r or s is outside [1, n-1]. The sandbox
 // literal "sandbox-valid-signature" is not a stamp and is rejected here too.
 func ParseStamp(header string) (*Stamp, error) {
+	return parseStamp(header, parsePublicKey)
+}
+
+// parseStamp is ParseStamp with the public key parser supplied, so a caller
+// may put a cache in front of it.
+func parseStamp(header string, parseKey func(string) (*ecdsa.PublicKey, string)) (*Stamp, error) {
 	if header == "" {
 		return nil, malformed("header value is empty")
 	}
@@ -113,7 +121,7 @@ func ParseStamp(header string) (*Stamp, error) {
 	if w.Scheme != SchemeP256 {
 		return nil, malformed("scheme is not " + SchemeP256)
 	}
-	pub, problem := parsePublicKey(w.PublicKey)
+	pub, problem := parseKey(w.PublicKey)
 	if problem != "" {
 		return nil, malformed("publicKey " + problem)
 	}
@@ -263,7 +271,7 @@ func decodeStampJSON(raw []byte) (stampWire, error) {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return w, malformed("decoded header is not a JSON object")
 	}
-	seen := map[string]bool{}
+	seen := make(map[string]bool, 3)
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -324,17 +332,15 @@ func parseDERSignature(s string) ([]byte, error) {
 	if err != nil {
 		return nil, malformed("signature is not valid hex")
 	}
-	var rs struct{ R, S *big.Int }
-	rest, err := asn1.Unmarshal(der, &rs)
-	if err != nil || len(rest) != 0 {
+	// cryptobyte reads strict DER (minimal lengths and integers, nothing
+	// trailing), the form crypto/ecdsa itself parses.
+	var r, sv big.Int
+	input, inner := cryptobyte.String(der), cryptobyte.String(nil)
+	if !input.ReadASN1(&inner, casn1.SEQUENCE) || !input.Empty() ||
+		!inner.ReadASN1Integer(&r) || !inner.ReadASN1Integer(&sv) || !inner.Empty() {
 		return nil, malformed("signature is not a DER ECDSA signature")
 	}
-	// encoding/asn1 tolerates some non-canonical forms (for example trailing
-	// elements inside the SEQUENCE); re-encoding pins the unique DER form.
-	again, err := asn1.Marshal(rs)
-	if err != nil || !bytes.Equal(again, der) {
-		return nil, malformed("signature is not a DER ECDSA signature")
-	}
+	rs := struct{ R, S *big.Int }{&r, &sv}
 	n := elliptic.P256().Params().N
 	if rs.R.Sign() <= 0 || rs.R.Cmp(n) >= 0 {
 		return nil, malformed("signature r is outside [1, n-1]")
