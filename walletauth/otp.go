@@ -2,7 +2,6 @@ package walletauth
 
 import (
 	"context"
-	"crypto/ecdh"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -222,11 +221,7 @@ func (s *Service) verifyOTPLeg1(ctx context.Context, credentialID string, req Ve
 		case iss.Attempts >= s.otp.MaxAttempts:
 			return apierror.Unauthenticated("too many failed attempts; request a new code")
 		}
-		target, err := ecdh.P256().NewPrivateKey(iss.TargetKey)
-		if err != nil {
-			return apierror.Internal(err)
-		}
-		attempt, err := envelope.OpenOTP(target, req.EncryptedOTPBundle)
+		attempt, err := envelope.OpenOTP(iss.TargetKey, req.EncryptedOTPBundle)
 		if apierror.CodeOf(err) == apierror.Unauthorized {
 			// Sealed to another key: a failed attempt like a wrong code.
 			failure = err

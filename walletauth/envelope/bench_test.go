@@ -31,7 +31,7 @@ func BenchmarkOpenOTP(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := OpenOTP(target, bundle); err != nil {
+		if _, err := OpenOTP(target.Bytes(), bundle); err != nil {
 			b.Fatal(err)
 		}
 	}

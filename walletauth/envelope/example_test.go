@@ -30,7 +30,7 @@ func Example_otpRoundTrip() {
 	}
 
 	// Server: open the attempt with this issuance's target key.
-	attempt, err := envelope.OpenOTP(target, encrypted)
+	attempt, err := envelope.OpenOTP(target.Bytes(), encrypted)
 	if err != nil {
 		panic(err)
 	}
@@ -39,7 +39,7 @@ func Example_otpRoundTrip() {
 
 	// An attempt sealed to another issuance's target is an authentication failure.
 	_, other, _ := envelope.NewTargetBundle(signer, "org-1", "AuthMethod:1", nil)
-	_, err = envelope.OpenOTP(other, encrypted)
+	_, err = envelope.OpenOTP(other.Bytes(), encrypted)
 	fmt.Println(err)
 	// Output:
 	// code: 123456

@@ -30,7 +30,7 @@ func FuzzOpenOTP(f *testing.F) {
 		f.Add(o.Bundle)
 	}
 	f.Fuzz(func(t *testing.T, bundle string) {
-		att, err := OpenOTP(target, bundle)
+		att, err := OpenOTP(target.Bytes(), bundle)
 		checkTyped(t, err)
 		if err != nil {
 			return

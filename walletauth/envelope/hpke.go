@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/cloudflare/circl/hpke"
+	"github.com/cloudflare/circl/kem"
 	"github.com/walletgate/walletgate/apierror"
 )
 
@@ -104,9 +105,27 @@ func Open(recipient *ecdh.PrivateKey, enc, ciphertext []byte) ([]byte, error) {
 // open runs the profile's receiver side. It returns errNotSealedToKey when
 // the tag does not verify and an *apierror.Error for internal faults.
 func open(recipient *ecdh.PrivateKey, enc *ecdh.PublicKey, ciphertext []byte) ([]byte, error) {
-	skR, err := hpke.KEM_P256_HKDF_SHA256.Scheme().UnmarshalBinaryPrivateKey(recipient.Bytes())
+	skR, err := recipientKey(recipient.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	return openWith(skR, enc, ciphertext)
+}
+
+// recipientKey loads a 32-byte P-256 scalar as an HPKE recipient key.
+func recipientKey(scalar []byte) (kem.PrivateKey, error) {
+	skR, err := hpke.KEM_P256_HKDF_SHA256.Scheme().UnmarshalBinaryPrivateKey(scalar)
 	if err != nil {
 		return nil, internal("loading the HPKE recipient key", err)
+	}
+	return skR, nil
+}
+
+// openWith is open with the recipient key already loaded.
+func openWith(skR kem.PrivateKey, enc *ecdh.PublicKey, ciphertext []byte) ([]byte, error) {
+	pkR, err := skR.Public().MarshalBinary()
+	if err != nil {
+		return nil, internal("encoding the HPKE recipient key", err)
 	}
 	receiver, err := suite().NewReceiver(skR, []byte(HPKEInfo))
 	if err != nil {
@@ -118,7 +137,7 @@ func open(recipient *ecdh.PrivateKey, enc *ecdh.PublicKey, ciphertext []byte) ([
 		// enc is a validated point, so decapsulation cannot fail on it.
 		return nil, internal("HPKE decapsulation", err)
 	}
-	pt, err := opener.Open(ciphertext, aad(encm, recipient.PublicKey().Bytes()))
+	pt, err := opener.Open(ciphertext, aad(encm, pkR))
 	if err != nil {
 		return nil, errNotSealedToKey
 	}

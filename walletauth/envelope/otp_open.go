@@ -10,7 +10,10 @@ import (
 )
 
 // OpenOTP decrypts an encryptedOtpBundle with the private target key of the
-// issuance it answers (the key [NewTargetBundle] returned).
+// issuance it answers, given as its 32-byte scalar: the Bytes of the key
+// [NewTargetBundle] returned, which is what a server stores. Taking the
+// scalar lets the key be loaded once, where rebuilding an *ecdh.PrivateKey
+// first would cost a second scalar multiplication on every attempt.
 //
 // It guarantees on success: the bundle is a JSON object whose encappedPublic
 // is hex of a 65-byte uncompressed P-256 point and whose ciphertext is hex
@@ -25,16 +28,18 @@ import (
 // whose tag does not verify under target is 401 UNAUTHORIZED with reason
 // "encryptedOtpBundle was not sealed to this challenge's target key": it was
 // sealed to another issuance's target or altered, and it should count as a
-// failed attempt. A nil target is 500 INTERNAL_ERROR.
-func OpenOTP(target *ecdh.PrivateKey, encryptedOtpBundle string) (OTPAttempt, error) {
-	if target == nil || target.Curve() != ecdh.P256() {
-		return OTPAttempt{}, internal("OpenOTP needs a P-256 target key", nil)
+// failed attempt. A target that is not a valid P-256 scalar is 500
+// INTERNAL_ERROR.
+func OpenOTP(targetKey []byte, encryptedOtpBundle string) (OTPAttempt, error) {
+	skR, err := recipientKey(targetKey)
+	if err != nil {
+		return OTPAttempt{}, err
 	}
 	enc, ct, err := parseClientMessage(encryptedOtpBundle)
 	if err != nil {
 		return OTPAttempt{}, err
 	}
-	pt, err := open(target, enc, ct)
+	pt, err := openWith(skR, enc, ct)
 	if errors.Is(err, errNotSealedToKey) {
 		return OTPAttempt{}, apierror.Unauthenticated(reasonOTPNotSealedToTarget)
 	}

@@ -17,7 +17,7 @@ func TestOTPRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		att, err := OpenOTP(target, bundle)
+		att, err := OpenOTP(target.Bytes(), bundle)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestSealOTPForBundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	att, err := OpenOTP(target, sealed)
+	att, err := OpenOTP(target.Bytes(), sealed)
 	if err != nil || att.Code != "777777" {
 		t.Fatalf("opened %+v, %v", att, err)
 	}
@@ -158,7 +158,7 @@ func TestOpenOTPErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := OpenOTP(c.key, c.bundle)
+			_, err := OpenOTP(c.key.Bytes(), c.bundle)
 			field := ""
 			if c.code == bad {
 				field = "encryptedOtpBundle"
@@ -168,7 +168,7 @@ func TestOpenOTPErrors(t *testing.T) {
 	}
 	_, err = OpenOTP(nil, good)
 	wantErr(t, err, apierror.InternalError, "", "")
-	_, err = OpenOTP(mustX25519(t), good)
+	_, err = OpenOTP(make([]byte, 31), good)
 	wantErr(t, err, apierror.InternalError, "", "")
 }
 
@@ -179,7 +179,7 @@ func TestOpenOTPIgnoresUnknownMembers(t *testing.T) {
 	pub := compressedHex(t, testKey(t, "otp/session"))
 	bundle := sealRaw(t, target.PublicKey(), `{"otp_code":"1","otp_code":"2","public_key":"`+pub+`","extra":[1]}`)
 	bundle = strings.Replace(bundle, `{`, `{"version":"x",`, 1)
-	att, err := OpenOTP(target, bundle)
+	att, err := OpenOTP(target.Bytes(), bundle)
 	if err != nil || att.Code != "2" {
 		t.Fatalf("opened %+v, %v", att, err)
 	}

@@ -198,7 +198,7 @@ func TestGoVectors(t *testing.T) {
 		}
 	}
 	for _, o := range v.EncryptedOtpBundles {
-		att, err := OpenOTP(mustTarget(t, o.TargetPrivate), o.Bundle)
+		att, err := OpenOTP(mustTarget(t, o.TargetPrivate).Bytes(), o.Bundle)
 		if err != nil {
 			t.Fatalf("%s: %v", o.Name, err)
 		}
@@ -260,7 +260,7 @@ func TestJSVectors(t *testing.T) {
 	}
 	for _, o := range js.EncryptedOtpBundles {
 		t.Run("otp/"+o.Name, func(t *testing.T) {
-			att, err := OpenOTP(mustTarget(t, o.TargetPrivate), o.Bundle)
+			att, err := OpenOTP(mustTarget(t, o.TargetPrivate).Bytes(), o.Bundle)
 			if o.Expect != "ok" {
 				code, ok := apierror.LookupCode(o.Expect)
 				if !ok {
