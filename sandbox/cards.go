@@ -1,0 +1,167 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+)
+
+// Card states (SPEC section 3.2).
+const (
+	CardActive = "ACTIVE"
+	CardFrozen = "FROZEN"
+	CardClosed = "CLOSED"
+)
+
+// CardRequest is the body of POST /cards.
+type CardRequest struct {
+	CustomerID string `json:"customerId"`
+	// InternalAccountID is the funding wallet; it defaults to the
+	// customer's embedded wallet and must be it when given.
+	InternalAccountID string `json:"internalAccountId,omitempty"`
+	Nickname          string `json:"nickname,omitempty"`
+}
+
+// CardUpdate is the body of PATCH /cards/{id}: a state move, a new
+// nickname, or both.
+type CardUpdate struct {
+	State    string `json:"state,omitempty"`
+	Nickname string `json:"nickname,omitempty"`
+}
+
+// Card is a card record.
+type Card struct {
+	ID                string    `json:"id"`
+	CustomerID        string    `json:"customerId"`
+	InternalAccountID string    `json:"internalAccountId"`
+	State             string    `json:"state"`
+	Brand             string    `json:"brand"`
+	Form              string    `json:"form"`
+	Last4             string    `json:"last4"`
+	ExpMonth          int       `json:"expMonth"`
+	ExpYear           int       `json:"expYear"`
+	Nickname          string    `json:"nickname,omitempty"`
+	CreatedAt         time.Time `json:"createdAt"`
+	UpdatedAt         time.Time `json:"updatedAt"`
+}
+
+type card struct{ rec Card }
+
+// CreateCard issues an ACTIVE virtual card to a customer whose KYC (or KYB)
+// is APPROVED. Errors: 400 INVALID_INPUT, 400 CARDHOLDER_KYC_NOT_APPROVED,
+// 404 USER_NOT_FOUND.
+func (s *Simulator) CreateCard(_ context.Context, req CardRequest) (*Card, error) {
+	var v apierror.Validation
+	v.Check(req.CustomerID != "", "customerId", nil, "is required")
+	v.Check(len(req.Nickname) <= 100, "nickname", apierror.Length(-1, 100), "is too long")
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	id, err := s.newID("Card")
+	if err != nil {
+		return nil, err
+	}
+	var n [2]byte
+	if _, err := io.ReadFull(s.rand, n[:]); err != nil {
+		return nil, apierror.Internal(err)
+	}
+	var out *Card
+	err = s.locked(func(st *state, now time.Time) error {
+		c, err := st.customer(req.CustomerID)
+		if err != nil {
+			return err
+		}
+		if status := c.rec.KYCStatus + c.rec.KYBStatus; status != StatusApproved {
+			return apierror.New(apierror.CardholderKYCNotApproved, "customer %s is %s, not APPROVED: run POST /verifications first", c.rec.ID, status)
+		}
+		if req.InternalAccountID != "" && req.InternalAccountID != c.walletID {
+			return apierror.InvalidField("internalAccountId", nil, "is not the customer's embedded wallet")
+		}
+		k := &card{rec: Card{ID: id, CustomerID: c.rec.ID, InternalAccountID: c.walletID, State: CardActive, Brand: "VISA",
+			Form: "VIRTUAL", Last4: fmt.Sprintf("%04d", binary.BigEndian.Uint16(n[:])%10000), ExpMonth: int(now.Month()),
+			ExpYear: now.Year() + 3, Nickname: req.Nickname, CreatedAt: now, UpdatedAt: now}}
+		st.cards[id] = k
+		r := k.rec
+		out = &r
+		return nil
+	})
+	return out, err
+}
+
+// GetCard returns a card: 404 REFERENCE_NOT_FOUND when there is none.
+func (s *Simulator) GetCard(_ context.Context, id string) (*Card, error) {
+	var out *Card
+	err := s.locked(func(st *state, _ time.Time) error {
+		k := st.cards[id]
+		if k == nil {
+			return apierror.New(apierror.ReferenceNotFound, "card %q not found", id)
+		}
+		r := k.rec
+		out = &r
+		return nil
+	})
+	return out, err
+}
+
+// UpdateCard applies the card state machine: ACTIVE to FROZEN, FROZEN to
+// ACTIVE, ACTIVE or FROZEN to CLOSED.
+//
+// Errors: 400 INVALID_INPUT (no change given, unknown state), 404
+// REFERENCE_NOT_FOUND, 409 CARD_ALREADY_CLOSED (CLOSED requested for a
+// closed card), 409 CARD_NOT_MUTABLE (any other change to a closed card),
+// 409 INVALID_STATE_TRANSITION (any other move, including to the current
+// state).
+func (s *Simulator) UpdateCard(_ context.Context, id string, req CardUpdate) (*Card, error) {
+	var v apierror.Validation
+	v.Check(req.State == "" || req.State == CardActive || req.State == CardFrozen || req.State == CardClosed, "state",
+		apierror.OneOf(CardActive, CardFrozen, CardClosed), "is not one of the allowed values")
+	v.Check(len(req.Nickname) <= 100, "nickname", apierror.Length(-1, 100), "is too long")
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	if req.State == "" && req.Nickname == "" {
+		return nil, apierror.New(apierror.InvalidInput, "the request changes nothing: give state or nickname")
+	}
+	var out *Card
+	err := s.locked(func(st *state, now time.Time) error {
+		k := st.cards[id]
+		if k == nil {
+			return apierror.New(apierror.ReferenceNotFound, "card %q not found", id)
+		}
+		r := &k.rec
+		switch {
+		case r.State == CardClosed && req.State == CardClosed:
+			return apierror.New(apierror.CardAlreadyClosed, "card %s is already closed", id)
+		case r.State == CardClosed:
+			return apierror.New(apierror.CardNotMutable, "card %s is closed and cannot change", id)
+		case req.State != "" && !cardMove(r.State, req.State):
+			return apierror.New(apierror.InvalidStateTransition, "a card cannot move from %s to %s", r.State, req.State)
+		}
+		if req.State != "" {
+			r.State = req.State
+		}
+		if req.Nickname != "" {
+			r.Nickname = req.Nickname
+		}
+		r.UpdatedAt = now
+		c := *r
+		out = &c
+		return nil
+	})
+	return out, err
+}
+
+// cardMove reports whether SPEC 3.2 allows the move.
+func cardMove(from, to string) bool {
+	switch from {
+	case CardActive:
+		return to == CardFrozen || to == CardClosed
+	case CardFrozen:
+		return to == CardActive || to == CardClosed
+	}
+	return false
+}

@@ -1,0 +1,268 @@
+package sandbox
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth"
+)
+
+// Customer verification statuses (SPEC section 3.4), plus UNVERIFIED for a
+// customer no verification has run for yet.
+const (
+	StatusUnverified = "UNVERIFIED"
+	StatusPending    = "PENDING"
+	StatusRejected   = "REJECTED"
+	StatusApproved   = "APPROVED"
+)
+
+// Customer is a customer record.
+type Customer struct {
+	ID                 string            `json:"id"`
+	PlatformCustomerID string            `json:"platformCustomerId,omitempty"`
+	CustomerType       string            `json:"customerType"`
+	UMAAddress         string            `json:"umaAddress"`
+	Email              string            `json:"email"`
+	PhoneNumber        string            `json:"phoneNumber,omitempty"`
+	FullName           string            `json:"fullName,omitempty"`
+	BirthDate          string            `json:"birthDate,omitempty"`
+	Nationality        string            `json:"nationality,omitempty"`
+	Address            *Address          `json:"address,omitempty"`
+	BusinessInfo       *BusinessInfo     `json:"businessInfo,omitempty"`
+	BeneficialOwners   []BeneficialOwner `json:"beneficialOwners,omitempty"`
+	EDD
+	// KYCStatus is set for INDIVIDUAL customers, KYBStatus for businesses.
+	KYCStatus string    `json:"kycStatus,omitempty"`
+	KYBStatus string    `json:"kybStatus,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// customer is the stored customer with the id of its embedded wallet.
+type customer struct {
+	rec      Customer
+	walletID string
+}
+
+// clone returns a copy sharing no memory with c.
+func (c *Customer) clone() *Customer {
+	out := *c
+	if c.Address != nil {
+		a := *c.Address
+		out.Address = &a
+	}
+	if c.BusinessInfo != nil {
+		b := *c.BusinessInfo
+		out.BusinessInfo = &b
+	}
+	out.BeneficialOwners = slices.Clone(c.BeneficialOwners)
+	out.SourceOfWealthCategories = slices.Clone(c.SourceOfWealthCategories)
+	return &out
+}
+
+// CreateCustomer validates req as POST /customers does, then creates the
+// customer and provisions its embedded wallet (an internal account with an
+// EMAIL_OTP credential tied to the email).
+//
+// Errors: 400 INVALID_INPUT listing every invalid field; 409 CONFLICT when
+// platformCustomerId belongs to an existing customer; 409 UMA_ADDRESS_EXISTS;
+// 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS when the email is tied to another
+// wallet's EMAIL_OTP credential.
+func (s *Simulator) CreateCustomer(ctx context.Context, req CustomerCreate) (*Customer, error) {
+	body, err := marshalBody(req)
+	if err != nil {
+		return nil, err
+	}
+	if req, err = ParseCustomerCreate(body, s.now()); err != nil {
+		return nil, err
+	}
+	return s.createCustomer(ctx, req)
+}
+
+func (s *Simulator) createCustomer(ctx context.Context, req CustomerCreate) (*Customer, error) {
+	id, err := s.newID("Customer")
+	if err != nil {
+		return nil, err
+	}
+	uma := strings.ToLower(req.UMAAddress)
+	if uma == "" {
+		uma = "$customer." + strings.TrimPrefix(id, "Customer:")[:13] + "@" + s.cfg.UMADomain
+	}
+	// The mutex is held across the wallet's creation so that the uniqueness
+	// checks and the insert are one step. The store never calls back into
+	// the simulator, so this cannot deadlock.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.state
+	if req.PlatformCustomerID != "" && st.byPlatformID[req.PlatformCustomerID] != "" {
+		return nil, apierror.New(apierror.Conflict, "platformCustomerId %q belongs to customer %s", req.PlatformCustomerID,
+			st.byPlatformID[req.PlatformCustomerID]).WithDetail("field", "platformCustomerId")
+	}
+	if st.byUMA[uma] != "" {
+		return nil, apierror.New(apierror.UMAAddressExists, "UMA address %s already exists", uma)
+	}
+	var tied []storage.Credential
+	err = s.store.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		tied, err = tx.Credentials().ListEmailOTPByEmail(ctx, req.Email)
+		return err
+	})
+	if err != nil {
+		return nil, apierror.As(err)
+	}
+	if len(tied) > 0 {
+		return nil, apierror.New(apierror.EmailOTPEmailAlreadyExists, "the email address is already tied to another EMAIL_OTP credential")
+	}
+	acct, _, err := s.auth.CreateWallet(ctx, walletauth.NewWallet{CustomerID: id, Email: req.Email, Phone: req.PhoneNumber})
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	c := Customer{ID: id, PlatformCustomerID: req.PlatformCustomerID, CustomerType: req.CustomerType, UMAAddress: uma,
+		Email: req.Email, PhoneNumber: req.PhoneNumber, FullName: req.FullName, BirthDate: req.BirthDate,
+		Nationality: req.Nationality, Address: req.Address, BusinessInfo: req.BusinessInfo,
+		BeneficialOwners: req.BeneficialOwners, EDD: req.EDD, CreatedAt: now, UpdatedAt: now}
+	if c.CustomerType == CustomerBusiness {
+		c.KYBStatus = StatusUnverified
+		for i := range c.BeneficialOwners {
+			c.BeneficialOwners[i].KYCStatus = StatusUnverified
+		}
+	} else {
+		c.KYCStatus = StatusUnverified
+	}
+	st.customers[id] = &customer{rec: c, walletID: acct.ID}
+	st.wallet(acct.ID)
+	st.byUMA[uma] = id
+	if c.PlatformCustomerID != "" {
+		st.byPlatformID[c.PlatformCustomerID] = id
+	}
+	return c.clone(), nil
+}
+
+// GetCustomer returns a customer: 404 USER_NOT_FOUND when there is none.
+func (s *Simulator) GetCustomer(_ context.Context, id string) (*Customer, error) {
+	var out *Customer
+	err := s.locked(func(st *state, _ time.Time) error {
+		c, err := st.customer(id)
+		if err == nil {
+			out = c.rec.clone()
+		}
+		return err
+	})
+	return out, err
+}
+
+func (st *state) customer(id string) (*customer, error) {
+	c := st.customers[id]
+	if c == nil {
+		return nil, apierror.New(apierror.UserNotFound, "customer %q not found", id)
+	}
+	return c, nil
+}
+
+// UpdateCustomer applies a PATCH /customers/{id}. A change of email goes
+// through walletauth's signed retry when an EMAIL_OTP credential is tied to
+// the customer's wallet: the first call answers a challenge and changes
+// nothing; the retry (same body, stamped by an active session of the wallet)
+// changes the wallet, the credential and the customer together with the rest
+// of the body. Without an email change the update applies at once.
+//
+// call carries the request's method, path, raw body and signed-retry
+// headers; a zero Method, Path or Body is filled from id and req, which is
+// what a Go caller normally wants.
+//
+// Errors: 400 INVALID_INPUT (every invalid field; a changed customerType),
+// 404 USER_NOT_FOUND, 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS,
+// 409 EMAIL_OTP_CREDENTIAL_SET_CHANGED, the 401s of signedretry.
+func (s *Simulator) UpdateCustomer(ctx context.Context, id string, req CustomerUpdate, call signedretry.Retry) (*Customer, *signedretry.Challenge, error) {
+	body, err := marshalBody(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if req, err = ParseCustomerUpdate(body, s.now()); err != nil {
+		return nil, nil, err
+	}
+	if call.Method == "" {
+		call.Method = http.MethodPatch
+	}
+	if call.Path == "" {
+		call.Path = s.cfg.BasePath + "/customers/" + id
+	}
+	if call.Body == nil {
+		call.Body = body
+	}
+	return s.updateCustomer(ctx, id, req, call)
+}
+
+func (s *Simulator) updateCustomer(ctx context.Context, id string, req CustomerUpdate, call signedretry.Retry) (*Customer, *signedretry.Challenge, error) {
+	var current Customer
+	err := s.locked(func(st *state, _ time.Time) error {
+		c, err := st.customer(id)
+		if err == nil {
+			current = c.rec
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var v apierror.Validation
+	v.Check(req.CustomerType == "" || req.CustomerType == current.CustomerType, "customerType", apierror.OneOf(current.CustomerType),
+		"a customer's type cannot change")
+	v.Check(req.BusinessInfo == nil || current.CustomerType == CustomerBusiness, "businessInfo", nil, "only business customers have businessInfo")
+	if err := v.Err(); err != nil {
+		return nil, nil, err
+	}
+	email := ""
+	if req.Email != "" && req.Email != current.Email {
+		change, challenge, err := s.auth.UpdateEmail(ctx, id, req.Email, call)
+		if err != nil || challenge != nil {
+			return nil, challenge, err
+		}
+		email = change.Email
+	} else if call.Signature != "" || call.RequestID != "" {
+		return nil, nil, apierror.Unauthenticated("this update needs no signed retry")
+	}
+	var out *Customer
+	err = s.locked(func(st *state, now time.Time) error {
+		c, err := st.customer(id)
+		if err != nil {
+			return err
+		}
+		r := &c.rec
+		if email != "" {
+			r.Email = email
+		}
+		set(&r.PhoneNumber, req.PhoneNumber)
+		set(&r.FullName, req.FullName)
+		set(&r.BirthDate, req.BirthDate)
+		set(&r.Nationality, req.Nationality)
+		set(&r.PurposeOfAccount, req.PurposeOfAccount)
+		set(&r.AnnualIncomeRange, req.AnnualIncomeRange)
+		if req.Address != nil {
+			r.Address = req.Address
+		}
+		if req.BusinessInfo != nil {
+			r.BusinessInfo = req.BusinessInfo
+		}
+		if req.SourceOfWealthCategories != nil {
+			r.SourceOfWealthCategories = req.SourceOfWealthCategories
+		}
+		r.UpdatedAt = now
+		out = r.clone()
+		return nil
+	})
+	return out, nil, err
+}
+
+func set(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}

@@ -1,0 +1,54 @@
+// Package sandbox is the payments service's sandbox as an embeddable
+// simulator: a Go API and an [http.Handler] (for httptest.NewServer) that
+// behave as the service's sandbox does, so a platform's test suite runs
+// against it in process.
+//
+// A [Simulator] holds customers, verifications, embedded-wallet balances,
+// quotes, transactions, cards and trusted beneficiaries, and shares one
+// storage.Store with the real walletauth service (in sandbox mode: the
+// one-time code is 000000, real HPKE and stamps still run, the legacy
+// signature literal is accepted) and its signed-retry manager. External
+// accounts are stored as storage.ExternalAccount so that the ownership
+// package verifies them on the same store.
+//
+// # Magic values (SPEC section 4.9)
+//
+// The scenario is chosen by the last three characters of a field ([Suffix];
+// an identifier with a domain part counts its user part):
+//
+//	POST /verifications, individual fullName   001 IN_PROGRESS/PENDING, 002 REJECTED/REJECTED,
+//	                                           003 RESOLVE_ERRORS (MISSING_FIELD on edd.*; PATCH, then retry approves),
+//	                                           other IN_PROGRESS/APPROVED
+//	business registrationNumber                001 PENDING, 002 REJECTED, other APPROVED (kybStatus)
+//	beneficial owner lastName                  001 PENDING, 002 REJECTED, other APPROVED (kycStatus)
+//	fiat account identifier, name verification 102 NOT_MATCHED, 103 PARTIAL_MATCH, 104 PENDING,
+//	                                           105 400 INVALID_BANK_ACCOUNT, 106 UNSUPPORTED,
+//	                                           107 CHECKED_BY_RECEIVING_FI, other MATCHED
+//	transfer-in / transfer-out account         002 insufficient funds, 003 account closed, 004 bank rejected
+//	                                           (FAILED at once), 005 PENDING 30 s then FAILED, other COMPLETED
+//	quote destination account                  002 execution failed, 003 completes after 6 min,
+//	                                           004 counterparty delivery failed, 005 completed then returned
+//	                                           after 1 min, 006 user cancellation, 007 payout and refund failed
+//	                                           (no refund), other COMPLETED
+//
+// The sandbox UMA addresses are [UMASuccessUSD], [UMASuccessEUR],
+// [UMASuccessMXN] (success), [UMALongPendingUSD] (pending for a day) and
+// [UMAComplianceFailUSD] (compliance failure), as quote destinations and as
+// senders of POST /sandbox/uma/receive.
+//
+// # Time
+//
+// Nothing sleeps. A timed outcome is a timeline of steps; every call first
+// applies the steps whose time has come on the injected clock (balances
+// included, each step exactly once), so a test advances its clock and reads
+// the record again.
+//
+// # Signed retries
+//
+// Wallet export, wallet privacy, quote execution and a change of a tied
+// email are signed retries: the first call answers 202 with a
+// payloadToSign, the same request stamped by an active session of the
+// wallet (Service-Wallet-Signature and Request-Id) completes it exactly
+// once. The Go methods take a signedretry.Retry describing the request;
+// its zero Method, Path and Body are filled in from the arguments.
+package sandbox

@@ -1,0 +1,258 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage"
+)
+
+// ExternalAccount is an external account record (SPEC section 2.1).
+type ExternalAccount struct {
+	ID                            string          `json:"id"`
+	CustomerID                    string          `json:"customerId,omitempty"`
+	Status                        string          `json:"status"`
+	PlatformAccountID             string          `json:"platformAccountId,omitempty"`
+	OwnershipType                 string          `json:"ownershipType,omitempty"`
+	Currency                      string          `json:"currency"`
+	DefaultUMADepositAccount      bool            `json:"defaultUmaDepositAccount"`
+	BeneficiaryVerificationStatus string          `json:"beneficiaryVerificationStatus,omitempty"`
+	BeneficiaryVerifiedData       *VerifiedData   `json:"beneficiaryVerifiedData,omitempty"`
+	AccountInfo                   json.RawMessage `json:"accountInfo"`
+	CreatedAt                     time.Time       `json:"createdAt"`
+	UpdatedAt                     time.Time       `json:"updatedAt"`
+}
+
+// VerifiedData is what the payment rail reports about the account holder.
+type VerifiedData struct {
+	FullName string `json:"fullName"`
+}
+
+// extMeta is what the simulator keeps about an external account beside the
+// stored record.
+type extMeta struct {
+	customerID string
+	defaultUMA bool
+	status     string // beneficiaryVerificationStatus
+	verified   *VerifiedData
+	trusted    bool
+	deleted    bool
+}
+
+// ExternalAccountCreate is the body of POST /customers/external-accounts.
+type ExternalAccountCreate struct {
+	CustomerID               string          `json:"customerId"`
+	Currency                 string          `json:"currency"`
+	PlatformAccountID        string          `json:"platformAccountId,omitempty"`
+	OwnershipType            string          `json:"ownershipType,omitempty"`
+	DefaultUMADepositAccount bool            `json:"defaultUmaDepositAccount,omitempty"`
+	AccountInfo              json.RawMessage `json:"accountInfo"`
+}
+
+// parsedExternal is a validated ExternalAccountCreate.
+type parsedExternal struct {
+	customerID, currency, platformAccountID, ownershipType string
+	defaultUMA                                             bool
+	info                                                   accountInfo
+}
+
+// parseExternalCreate decodes and validates a create body, listing every
+// invalid field.
+func parseExternalCreate(body []byte) (parsedExternal, error) {
+	var raw map[string]any
+	if err := apierror.DecodeBytes(body, &raw); err != nil {
+		return parsedExternal{}, err
+	}
+	if raw == nil {
+		return parsedExternal{}, apierror.New(apierror.InvalidInput, "request body must be a JSON object")
+	}
+	var v apierror.Validation
+	o := newObject(raw, "", &v)
+	p := parsedExternal{
+		customerID:        o.str("customerId", true),
+		currency:          o.match("currency", true, currencyRe, apierror.Pattern(currencyRe.String()), "must be a currency code"),
+		platformAccountID: o.text("platformAccountId", false, 255),
+		ownershipType:     o.enum("ownershipType", false, FirstParty, ThirdParty),
+		info:              o.parseAccountInfo(),
+	}
+	p.defaultUMA, _ = o.boolean("defaultUmaDepositAccount")
+	in := &p.info
+	if in.currency != "" && p.currency != "" && p.currency != in.currency {
+		v.Add("currency", apierror.OneOf(in.currency), in.accountType+" accounts hold "+in.currency)
+	}
+	if in.keyWallet && in.accountType != "" {
+		v.Check(p.ownershipType != "", "ownershipType", apierror.OneOf(FirstParty, ThirdParty), "is required for self-custody wallets")
+		v.Check(p.ownershipType != ThirdParty || in.beneficiary != "", "accountInfo.beneficiary", nil,
+			"is required for a THIRD_PARTY self-custody wallet")
+	}
+	if err := v.Err(); err != nil {
+		return parsedExternal{}, err
+	}
+	return p, nil
+}
+
+// CreateExternalAccount validates req as POST /customers/external-accounts
+// does and creates the account in the store (AccountType, Address = the
+// wallet address or account identifier, Info = the normalized accountInfo).
+// A FIRST_PARTY self-custody wallet that holds a key (a wallet type other
+// than Lightning, without vaspName) starts PENDING_OWNERSHIP_VERIFICATION;
+// every other account starts ACTIVE. Fiat accounts get a beneficiary name
+// verification chosen by the identifier's suffix (102 NOT_MATCHED, 103
+// PARTIAL_MATCH, 104 PENDING, 106 UNSUPPORTED, 107 CHECKED_BY_RECEIVING_FI,
+// otherwise MATCHED).
+//
+// Errors: 400 INVALID_INPUT listing every invalid field, 400
+// INVALID_BANK_ACCOUNT (identifier suffix 105), 404 USER_NOT_FOUND, 409
+// CONFLICT (the customer already has a defaultUmaDepositAccount).
+func (s *Simulator) CreateExternalAccount(ctx context.Context, req ExternalAccountCreate) (*ExternalAccount, error) {
+	body, err := marshalBody(req)
+	if err != nil {
+		return nil, err
+	}
+	p, err := parseExternalCreate(body)
+	if err != nil {
+		return nil, err
+	}
+	return s.createExternal(ctx, p)
+}
+
+func (s *Simulator) createExternal(ctx context.Context, p parsedExternal) (*ExternalAccount, error) {
+	meta := &extMeta{customerID: p.customerID, defaultUMA: p.defaultUMA}
+	if p.info.fiat {
+		st, ok := nameVerification(p.info.identifier)
+		if !ok {
+			return nil, apierror.New(apierror.InvalidBankAccount, "the bank reports account %s as invalid", p.info.identifier).
+				WithDetail("field", "accountInfo")
+		}
+		meta.status, meta.verified = st, verifiedName(st, p.info.beneficiary)
+	}
+	info, err := json.Marshal(p.info.info)
+	if err != nil {
+		return nil, apierror.Internal(err)
+	}
+	id, err := s.newID("ExternalAccount")
+	if err != nil {
+		return nil, err
+	}
+	status := storage.StatusActive
+	if p.info.keyWallet && p.ownershipType == FirstParty {
+		status = storage.StatusPendingOwnershipVerification
+	}
+	now := s.now()
+	rec := storage.ExternalAccount{ID: id, CustomerID: p.customerID, PlatformAccountID: p.platformAccountID, Status: status,
+		OwnershipType: p.ownershipType, Currency: p.currency, AccountType: p.info.accountType, Address: p.info.identifier,
+		VaspName: p.info.vaspName, Info: info, CreatedAt: now, UpdatedAt: now}
+	// Held across the store write so the default-deposit rule is one step.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.state
+	st.settle(now)
+	if _, err := st.customer(p.customerID); err != nil {
+		return nil, err
+	}
+	if p.defaultUMA {
+		if other := st.defaultUMA(p.customerID); other != "" {
+			return nil, apierror.New(apierror.Conflict, "customer %s already has a default UMA deposit account (%s)", p.customerID, other).
+				WithDetail("field", "defaultUmaDepositAccount")
+		}
+	}
+	err = s.store.Atomic(ctx, func(tx storage.Tx) error { return tx.ExternalAccounts().Create(ctx, &rec) })
+	if err != nil {
+		return nil, apierror.As(err)
+	}
+	st.extMeta[id] = meta
+	return externalView(&rec, meta), nil
+}
+
+// defaultUMA returns the customer's default UMA deposit account, or "".
+func (st *state) defaultUMA(customerID string) string {
+	for id, m := range st.extMeta {
+		if m.defaultUMA && !m.deleted && m.customerID == customerID {
+			return id
+		}
+	}
+	return ""
+}
+
+// verifiedName is the holder name the rail reports for a verification
+// status.
+func verifiedName(status, name string) *VerifiedData {
+	switch status {
+	case BeneficiaryMatched:
+		return &VerifiedData{FullName: name}
+	case BeneficiaryPartialMatch:
+		if first, rest, ok := strings.Cut(name, " "); ok && first != "" {
+			return &VerifiedData{FullName: first[:1] + ". " + rest}
+		}
+		return &VerifiedData{FullName: name + " Jr"}
+	case BeneficiaryNotMatched:
+		return &VerifiedData{FullName: "Sandbox Account Holder"}
+	}
+	return nil
+}
+
+func externalView(rec *storage.ExternalAccount, m *extMeta) *ExternalAccount {
+	out := &ExternalAccount{ID: rec.ID, CustomerID: rec.CustomerID, Status: string(rec.Status), PlatformAccountID: rec.PlatformAccountID,
+		OwnershipType: rec.OwnershipType, Currency: rec.Currency, AccountInfo: append(json.RawMessage(nil), rec.Info...),
+		CreatedAt: rec.CreatedAt.UTC(), UpdatedAt: rec.UpdatedAt.UTC()}
+	if m != nil {
+		out.DefaultUMADepositAccount = m.defaultUMA
+		out.BeneficiaryVerificationStatus = m.status
+		if m.verified != nil {
+			v := *m.verified
+			out.BeneficiaryVerifiedData = &v
+		}
+	}
+	return out
+}
+
+// GetExternalAccount returns an external account as stored (its status
+// reflects ownership verification done by other packages on the same
+// store): 404 REFERENCE_NOT_FOUND when there is none or it was deleted.
+func (s *Simulator) GetExternalAccount(ctx context.Context, id string) (*ExternalAccount, error) {
+	rec, err := s.externalAccount(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return externalView(&rec, s.state.extMeta[id]), nil
+}
+
+// DeleteExternalAccount deletes an external account (its stored status
+// becomes INACTIVE and it is no longer found). A trusted beneficiary cannot
+// be deleted: 409 BENEFICIARY_TRUSTED until it was untrusted and confirmed.
+// Errors: 404 REFERENCE_NOT_FOUND, 409 BENEFICIARY_TRUSTED.
+func (s *Simulator) DeleteExternalAccount(ctx context.Context, id string) error {
+	rec, err := s.externalAccount(ctx, id)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.state.extMeta[id]
+	if m == nil {
+		m = &extMeta{}
+		s.state.extMeta[id] = m
+	}
+	if m.deleted {
+		return apierror.New(apierror.ReferenceNotFound, "external account %s not found", id)
+	}
+	if m.trusted {
+		return apierror.New(apierror.BeneficiaryTrusted, "external account %s is a trusted beneficiary; untrust it (untrust, then untrust/confirm) before deleting it", id)
+	}
+	rec.Status, rec.UpdatedAt = storage.StatusInactive, s.now()
+	err = s.store.Atomic(ctx, func(tx storage.Tx) error { return tx.ExternalAccounts().Update(ctx, &rec) })
+	if errors.Is(err, storage.ErrConflict) {
+		return apierror.New(apierror.Conflict, "external account %s changed while it was being deleted; retry", id)
+	}
+	if err != nil {
+		return apierror.As(err)
+	}
+	m.deleted = true
+	return nil
+}

@@ -1,0 +1,224 @@
+package sandbox
+
+import (
+	"net/http"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+)
+
+// headerIdempotencyKey is the header money-movement requests may carry.
+const headerIdempotencyKey = "Idempotency-Key"
+
+func (s *Simulator) hCreateCustomer(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r, nil, true)
+	if !ok {
+		return
+	}
+	req, err := ParseCustomerCreate(body, s.now())
+	if err != nil {
+		apierror.Write(w, err)
+		return
+	}
+	c, err := s.createCustomer(r.Context(), req)
+	reply(w, http.StatusCreated, c, nil, err)
+}
+
+func (s *Simulator) hGetCustomer(w http.ResponseWriter, r *http.Request) {
+	c, err := s.GetCustomer(r.Context(), r.PathValue("id"))
+	reply(w, http.StatusOK, c, nil, err)
+}
+
+func (s *Simulator) hUpdateCustomer(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r, nil, true)
+	if !ok {
+		return
+	}
+	req, err := ParseCustomerUpdate(body, s.now())
+	if err != nil {
+		apierror.Write(w, err)
+		return
+	}
+	c, ch, err := s.updateCustomer(r.Context(), r.PathValue("id"), req, signedretry.RetryFrom(r, "", body))
+	reply(w, http.StatusOK, c, ch, err)
+}
+
+func (s *Simulator) hListInternal(w http.ResponseWriter, r *http.Request) {
+	accts, err := s.ListInternalAccounts(r.Context(), r.URL.Query().Get("customerId"))
+	reply(w, http.StatusOK, list[InternalAccount]{Data: accts, TotalCount: len(accts)}, nil, err)
+}
+
+func (s *Simulator) hGetInternal(w http.ResponseWriter, r *http.Request) {
+	a, err := s.GetInternalAccount(r.Context(), r.PathValue("id"))
+	reply(w, http.StatusOK, a, nil, err)
+}
+
+func (s *Simulator) hUpdateWallet(w http.ResponseWriter, r *http.Request) {
+	var req UpdateWalletRequest
+	body, ok := readBody(w, r, &req, true)
+	if !ok {
+		return
+	}
+	a, ch, err := s.UpdateWallet(r.Context(), r.PathValue("id"), req, signedretry.RetryFrom(r, "", body))
+	reply(w, http.StatusOK, a, ch, err)
+}
+
+func (s *Simulator) hExport(w http.ResponseWriter, r *http.Request) {
+	var req ExportRequest
+	body, ok := readBody(w, r, &req, true)
+	if !ok {
+		return
+	}
+	e, ch, err := s.ExportWallet(r.Context(), r.PathValue("id"), req, signedretry.RetryFrom(r, "", body))
+	reply(w, http.StatusOK, e, ch, err)
+}
+
+func (s *Simulator) hVerify(w http.ResponseWriter, r *http.Request) {
+	var req VerificationRequest
+	if _, ok := readBody(w, r, &req, true); !ok {
+		return
+	}
+	v, err := s.VerifyCustomer(r.Context(), req)
+	reply(w, http.StatusOK, v, nil, err)
+}
+
+func (s *Simulator) hCreateExternal(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r, nil, true)
+	if !ok {
+		return
+	}
+	p, err := parseExternalCreate(body)
+	if err != nil {
+		apierror.Write(w, err)
+		return
+	}
+	a, err := s.createExternal(r.Context(), p)
+	reply(w, http.StatusCreated, a, nil, err)
+}
+
+func (s *Simulator) hGetExternal(w http.ResponseWriter, r *http.Request) {
+	a, err := s.GetExternalAccount(r.Context(), r.PathValue("id"))
+	reply(w, http.StatusOK, a, nil, err)
+}
+
+func (s *Simulator) hDeleteExternal(w http.ResponseWriter, r *http.Request) {
+	reply(w, 0, nil, nil, s.DeleteExternalAccount(r.Context(), r.PathValue("id")))
+}
+
+func (s *Simulator) hTrust(trust bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := readBody(w, r, nil, false); !ok {
+			return
+		}
+		t, err := s.StartTrust(r.Context(), r.PathValue("id"), trust)
+		reply(w, http.StatusOK, t, nil, err)
+	}
+}
+
+func (s *Simulator) hConfirm(trust bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req TrustConfirmRequest
+		if _, ok := readBody(w, r, &req, true); !ok {
+			return
+		}
+		t, err := s.ConfirmTrust(r.Context(), r.PathValue("id"), trust, req)
+		reply(w, http.StatusOK, t, nil, err)
+	}
+}
+
+func (s *Simulator) hTransfer(in bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req TransferRequest
+		if _, ok := readBody(w, r, &req, true); !ok {
+			return
+		}
+		req.IdempotencyKey = r.Header.Get(headerIdempotencyKey)
+		var tx *Transaction
+		var err error
+		if in {
+			tx, err = s.TransferIn(r.Context(), req)
+		} else {
+			tx, err = s.TransferOut(r.Context(), req)
+		}
+		reply(w, http.StatusCreated, tx, nil, err)
+	}
+}
+
+func (s *Simulator) hCreateQuote(w http.ResponseWriter, r *http.Request) {
+	var req QuoteRequest
+	if _, ok := readBody(w, r, &req, true); !ok {
+		return
+	}
+	req.IdempotencyKey = r.Header.Get(headerIdempotencyKey)
+	q, err := s.CreateQuote(r.Context(), req)
+	reply(w, http.StatusCreated, q, nil, err)
+}
+
+func (s *Simulator) hGetQuote(w http.ResponseWriter, r *http.Request) {
+	q, err := s.GetQuote(r.Context(), r.PathValue("id"))
+	reply(w, http.StatusOK, q, nil, err)
+}
+
+func (s *Simulator) hExecute(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r, &struct{}{}, false)
+	if !ok {
+		return
+	}
+	q, ch, err := s.ExecuteQuote(r.Context(), r.PathValue("id"), r.Header.Get(headerIdempotencyKey), signedretry.RetryFrom(r, "", body))
+	reply(w, http.StatusOK, q, ch, err)
+}
+
+func (s *Simulator) hGetTransaction(w http.ResponseWriter, r *http.Request) {
+	tx, err := s.GetTransaction(r.Context(), r.PathValue("id"))
+	reply(w, http.StatusOK, tx, nil, err)
+}
+
+func (s *Simulator) hCreateCard(w http.ResponseWriter, r *http.Request) {
+	var req CardRequest
+	if _, ok := readBody(w, r, &req, true); !ok {
+		return
+	}
+	c, err := s.CreateCard(r.Context(), req)
+	reply(w, http.StatusCreated, c, nil, err)
+}
+
+func (s *Simulator) hGetCard(w http.ResponseWriter, r *http.Request) {
+	c, err := s.GetCard(r.Context(), r.PathValue("id"))
+	reply(w, http.StatusOK, c, nil, err)
+}
+
+func (s *Simulator) hUpdateCard(w http.ResponseWriter, r *http.Request) {
+	var req CardUpdate
+	if _, ok := readBody(w, r, &req, true); !ok {
+		return
+	}
+	c, err := s.UpdateCard(r.Context(), r.PathValue("id"), req)
+	reply(w, http.StatusOK, c, nil, err)
+}
+
+func (s *Simulator) hFund(w http.ResponseWriter, r *http.Request) {
+	var req FundRequest
+	if _, ok := readBody(w, r, &req, true); !ok {
+		return
+	}
+	a, err := s.Fund(r.Context(), r.PathValue("accountId"), req)
+	reply(w, http.StatusOK, a, nil, err)
+}
+
+func (s *Simulator) hSend(w http.ResponseWriter, r *http.Request) {
+	var req SendRequest
+	if _, ok := readBody(w, r, &req, true); !ok {
+		return
+	}
+	tx, err := s.Send(r.Context(), req)
+	reply(w, http.StatusOK, tx, nil, err)
+}
+
+func (s *Simulator) hReceive(w http.ResponseWriter, r *http.Request) {
+	var req ReceiveRequest
+	if _, ok := readBody(w, r, &req, true); !ok {
+		return
+	}
+	tx, err := s.Receive(r.Context(), req)
+	reply(w, http.StatusOK, tx, nil, err)
+}

@@ -1,0 +1,438 @@
+package sandbox
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+)
+
+// Quote statuses.
+const (
+	QuotePending    = "PENDING"
+	QuoteProcessing = "PROCESSING"
+	QuoteCompleted  = "COMPLETED"
+	QuoteFailed     = "FAILED"
+	QuoteExpired    = "EXPIRED"
+)
+
+// Quote source and destination types.
+const (
+	SourceAccount         = "ACCOUNT"
+	SourceRealtimeFunding = "REALTIME_FUNDING"
+	DestinationAccount    = "ACCOUNT"
+	DestinationUMAAddress = "UMA_ADDRESS"
+)
+
+// Locked currency sides.
+const (
+	LockSending   = "SENDING"
+	LockReceiving = "RECEIVING"
+)
+
+func quoteStatusOf(txStatus string) string {
+	switch txStatus {
+	case TxCompleted:
+		return QuoteCompleted
+	case TxFailed:
+		return QuoteFailed
+	default:
+		return QuoteProcessing
+	}
+}
+
+// QuoteSource is where a quote's money comes from: an embedded wallet
+// (ACCOUNT, accountId) or a payment the customer makes in real time
+// (REALTIME_FUNDING, customerId and currency).
+type QuoteSource struct {
+	SourceType string `json:"sourceType,omitempty"`
+	AccountID  string `json:"accountId,omitempty"`
+	CustomerID string `json:"customerId,omitempty"`
+	// Currency is required for REALTIME_FUNDING and defaults to the wallet
+	// currency for ACCOUNT.
+	Currency string `json:"currency,omitempty"`
+}
+
+// QuoteDestination is where a quote's money goes: an external account
+// (ACCOUNT) or a UMA address (UMA_ADDRESS, with its currency).
+type QuoteDestination struct {
+	DestinationType string `json:"destinationType,omitempty"`
+	AccountID       string `json:"accountId,omitempty"`
+	UMAAddress      string `json:"umaAddress,omitempty"`
+	Currency        string `json:"currency,omitempty"`
+}
+
+// QuoteRequest is the body of POST /quotes.
+type QuoteRequest struct {
+	Source               QuoteSource      `json:"source"`
+	Destination          QuoteDestination `json:"destination"`
+	LockedCurrencySide   string           `json:"lockedCurrencySide"`
+	LockedCurrencyAmount int64            `json:"lockedCurrencyAmount"`
+	Description          string           `json:"description,omitempty"`
+	// IdempotencyKey is the Idempotency-Key header.
+	IdempotencyKey string `json:"-"`
+}
+
+// PaymentInstruction tells the customer how to fund a real-time quote.
+type PaymentInstruction struct {
+	Reference         string         `json:"reference"`
+	InstructionsNotes string         `json:"instructionsNotes"`
+	AccountOrWallet   map[string]any `json:"accountOrWalletInfo"`
+}
+
+// Quote is a quote record; its status is evaluated at the simulator's
+// clock (a PENDING quote past ExpiresAt reads EXPIRED).
+type Quote struct {
+	ID                   string               `json:"id"`
+	Status               string               `json:"status"`
+	Source               QuoteSource          `json:"source"`
+	Destination          QuoteDestination     `json:"destination"`
+	SendingCurrency      string               `json:"sendingCurrency"`
+	ReceivingCurrency    string               `json:"receivingCurrency"`
+	TotalSendingAmount   int64                `json:"totalSendingAmount"`
+	TotalReceivingAmount int64                `json:"totalReceivingAmount"`
+	ExchangeRate         float64              `json:"exchangeRate"`
+	Fees                 int64                `json:"fees"`
+	Description          string               `json:"description,omitempty"`
+	PaymentInstructions  []PaymentInstruction `json:"paymentInstructions,omitempty"`
+	TransactionID        string               `json:"transactionId,omitempty"`
+	CreatedAt            time.Time            `json:"createdAt"`
+	UpdatedAt            time.Time            `json:"updatedAt"`
+	ExpiresAt            time.Time            `json:"expiresAt"`
+}
+
+// quote is a stored quote with what executing it needs.
+type quote struct {
+	rec        Quote
+	customerID string
+	identifier string       // destination account identifier (suffix outcomes)
+	uma        *umaScenario // set for a sandbox UMA destination
+}
+
+func (q *quote) view(now time.Time) *Quote {
+	out := q.rec
+	if out.Status == QuotePending && !now.Before(out.ExpiresAt) {
+		out.Status = QuoteExpired
+	}
+	out.PaymentInstructions = append([]PaymentInstruction(nil), q.rec.PaymentInstructions...)
+	return &out
+}
+
+// CreateQuote prices a payment at the sandbox's fixed rates (no fees).
+//
+// Errors: 400 INVALID_INPUT (every invalid field), 400 INVALID_AMOUNT /
+// AMOUNT_OUT_OF_RANGE / INVALID_CURRENCY, 400 INVALID_UMA_ADDRESS, 400
+// EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED, 404 REFERENCE_NOT_FOUND (an
+// account), 404 USER_NOT_FOUND (a customer), 404 UMA_NOT_FOUND (a UMA
+// address at the sandbox domain that is not one of the sandbox addresses,
+// or at any other domain), 409 CONFLICT (Idempotency-Key).
+func (s *Simulator) CreateQuote(ctx context.Context, req QuoteRequest) (*Quote, error) {
+	return idempotent(s, "quotes", req.IdempotencyKey, req, func() (*Quote, error) { return s.createQuote(ctx, req) })
+}
+
+func (s *Simulator) createQuote(ctx context.Context, req QuoteRequest) (*Quote, error) {
+	src, dst := req.Source, req.Destination
+	if src.SourceType == "" {
+		src.SourceType = SourceAccount
+		if src.AccountID == "" && src.CustomerID != "" {
+			src.SourceType = SourceRealtimeFunding
+		}
+	}
+	if dst.DestinationType == "" {
+		dst.DestinationType = DestinationAccount
+		if dst.AccountID == "" && dst.UMAAddress != "" {
+			dst.DestinationType = DestinationUMAAddress
+		}
+	}
+	var v apierror.Validation
+	v.Check(src.SourceType == SourceAccount || src.SourceType == SourceRealtimeFunding, "source.sourceType",
+		apierror.OneOf(SourceAccount, SourceRealtimeFunding), "is not one of the allowed values")
+	v.Check(src.SourceType != SourceAccount || src.AccountID != "", "source.accountId", nil, "is required")
+	v.Check(src.SourceType != SourceRealtimeFunding || src.CustomerID != "", "source.customerId", nil, "is required")
+	v.Check(src.SourceType != SourceRealtimeFunding || src.Currency != "", "source.currency", nil, "is required")
+	v.Check(dst.DestinationType == DestinationAccount || dst.DestinationType == DestinationUMAAddress, "destination.destinationType",
+		apierror.OneOf(DestinationAccount, DestinationUMAAddress), "is not one of the allowed values")
+	v.Check(dst.DestinationType != DestinationAccount || dst.AccountID != "", "destination.accountId", nil, "is required")
+	v.Check(dst.DestinationType != DestinationUMAAddress || dst.UMAAddress != "", "destination.umaAddress", nil, "is required")
+	v.Check(req.LockedCurrencySide == LockSending || req.LockedCurrencySide == LockReceiving, "lockedCurrencySide",
+		apierror.OneOf(LockSending, LockReceiving), "is not one of the allowed values")
+	v.Check(len(req.Description) <= 255, "description", apierror.Length(-1, 255), "is too long")
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	q := &quote{}
+	var dstExt *storage.ExternalAccount
+
+	// Source.
+	switch src.SourceType {
+	case SourceAccount:
+		acct, err := s.internalAccount(ctx, src.AccountID)
+		if err != nil {
+			return nil, err
+		}
+		q.customerID = acct.CustomerID
+		if src.Currency == "" {
+			src.Currency = s.cfg.WalletCurrency
+		}
+		src.CustomerID = ""
+	default:
+		if _, err := s.GetCustomer(ctx, src.CustomerID); err != nil {
+			return nil, err
+		}
+		q.customerID = src.CustomerID
+		src.AccountID = ""
+	}
+	// Destination.
+	switch dst.DestinationType {
+	case DestinationAccount:
+		ext, err := s.externalAccount(ctx, dst.AccountID)
+		if err != nil {
+			return nil, err
+		}
+		dstExt, q.identifier = &ext, ext.Address
+		dst.Currency, dst.UMAAddress = ext.Currency, ""
+	default:
+		addr := strings.ToLower(strings.TrimSpace(dst.UMAAddress))
+		if !umaRe.MatchString(addr) {
+			return nil, apierror.New(apierror.InvalidUMAAddress, "%q is not a UMA address such as $alice@example.com", dst.UMAAddress)
+		}
+		sc, ok := umaScenarios[addr]
+		if !ok {
+			return nil, apierror.New(apierror.UMANotFound, "no receiver at %s (sandbox counterparties: %s, %s, %s, %s, %s)", addr,
+				UMASuccessUSD, UMASuccessEUR, UMASuccessMXN, UMALongPendingUSD, UMAComplianceFailUSD)
+		}
+		if dst.Currency == "" {
+			dst.Currency = sc.currency
+		}
+		if dst.Currency != sc.currency {
+			return nil, apierror.New(apierror.InvalidCurrency, "%s receives %s only", addr, sc.currency).WithDetail("field", "destination.currency")
+		}
+		dst.UMAAddress, dst.AccountID, q.uma = addr, "", &sc
+	}
+	send, recv, err := price(req.LockedCurrencySide, req.LockedCurrencyAmount, src.Currency, dst.Currency)
+	if err != nil {
+		return nil, err
+	}
+	if dstExt != nil {
+		if err := s.checkVerified(dstExt, recv, "destination.accountId"); err != nil {
+			return nil, err
+		}
+	}
+	id, err := s.newID("Quote")
+	if err != nil {
+		return nil, err
+	}
+	var out *Quote
+	err = s.locked(func(st *state, now time.Time) error {
+		q.rec = Quote{ID: id, Status: QuotePending, Source: src, Destination: dst, SendingCurrency: src.Currency,
+			ReceivingCurrency: dst.Currency, TotalSendingAmount: send, TotalReceivingAmount: recv,
+			ExchangeRate: rateFloat(src.Currency, dst.Currency), Description: req.Description,
+			CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(s.cfg.QuoteTTL)}
+		if src.SourceType == SourceRealtimeFunding {
+			q.rec.PaymentInstructions = []PaymentInstruction{{
+				Reference:         "SANDBOX-" + strings.ToUpper(strings.TrimPrefix(id, "Quote:")[:8]),
+				InstructionsNotes: "sandbox: simulate this payment with POST /sandbox/send {quoteId, currencyCode}",
+				AccountOrWallet:   map[string]any{"accountType": "SANDBOX_FUNDING", "currency": src.Currency},
+			}}
+		}
+		st.quotes[id] = q
+		out = q.view(now)
+		return nil
+	})
+	return out, err
+}
+
+// price returns the sending and receiving amounts of a quote.
+func price(side string, amount int64, from, to string) (send, recv int64, err error) {
+	lockedCur := from
+	if side == LockReceiving {
+		lockedCur = to
+	}
+	if err := checkAmount("lockedCurrencyAmount", amount, lockedCur); err != nil {
+		return 0, 0, err
+	}
+	if _, ok := currencies[from]; !ok {
+		return 0, 0, apierror.New(apierror.InvalidCurrency, "currency %q is not supported in the sandbox", from).WithDetail("field", "source.currency")
+	}
+	var ok bool
+	if side == LockSending {
+		send = amount
+		recv, ok = convert(amount, from, to, false)
+	} else {
+		recv = amount
+		send, ok = convert(amount, to, from, true)
+	}
+	if !ok || send <= 0 || recv <= 0 || send > MaxAmount || recv > MaxAmount {
+		return 0, 0, apierror.New(apierror.AmountOutOfRange, "the converted amount is outside the sandbox range").WithDetail("field", "lockedCurrencyAmount")
+	}
+	return send, recv, nil
+}
+
+// GetQuote returns a quote as of now: 404 QUOTE_NOT_FOUND when there is
+// none.
+func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
+	var out *Quote
+	err := s.locked(func(st *state, now time.Time) error {
+		q := st.quotes[id]
+		if q == nil {
+			return apierror.New(apierror.QuoteNotFound, "quote %q not found", id)
+		}
+		out = q.view(now)
+		return nil
+	})
+	return out, err
+}
+
+// ExecuteQuote executes a quote funded from an embedded wallet. As every
+// embedded-wallet payment, it needs the signed retry: the first call
+// answers a challenge, the retry (same body, stamped by an active session of
+// the source wallet) debits the wallet and starts the payout, whose outcome
+// follows the destination's suffix (SPEC 4.9: 002 execution failed, 003
+// completes after LongPaymentAfter, 004 counterparty delivery failed, 005
+// completed then returned after ReturnedAfter, 006 user cancellation, 007
+// payout and refund failed, anything else completed) or the sandbox UMA
+// address. Failed payouts refund the wallet, except 007. With
+// idempotencyKey, a repeat after success returns the first result.
+//
+// Errors: 400 INVALID_AMOUNT (balance too low), 404 QUOTE_NOT_FOUND, 409
+// CONFLICT (not pending, expired, funded in real time, or the
+// Idempotency-Key conflicts), the 401s of signedretry.
+func (s *Simulator) ExecuteQuote(ctx context.Context, quoteID, idempotencyKey string, call signedretry.Retry) (*Quote, *signedretry.Challenge, error) {
+	call, err := s.defaults(call, http.MethodPost, "/quotes/"+quoteID+"/execute", nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var challenge *signedretry.Challenge
+	out, err := idempotent(s, "execute", idempotencyKey, struct{ Quote string }{quoteID}, func() (*Quote, error) {
+		q, ch, err := s.executeQuote(ctx, quoteID, call)
+		challenge = ch
+		return q, err
+	})
+	return out, challenge, err
+}
+
+func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signedretry.Retry) (*Quote, *signedretry.Challenge, error) {
+	var src QuoteSource
+	var amount int64
+	check := func(st *state, now time.Time) (*quote, error) {
+		q := st.quotes[quoteID]
+		switch {
+		case q == nil:
+			return nil, apierror.New(apierror.QuoteNotFound, "quote %q not found", quoteID)
+		case q.rec.Source.SourceType == SourceRealtimeFunding:
+			return nil, apierror.New(apierror.Conflict, "quote %s is funded in real time: pay its paymentInstructions (sandbox: POST /sandbox/send)", quoteID)
+		case q.rec.Status != QuotePending:
+			return nil, apierror.New(apierror.Conflict, "quote %s was already executed (status %s)", quoteID, q.rec.Status)
+		case !now.Before(q.rec.ExpiresAt):
+			return nil, apierror.New(apierror.Conflict, "quote %s expired at %s; request a new quote", quoteID, q.rec.ExpiresAt.Format(time.RFC3339))
+		case st.wallet(q.rec.Source.AccountID).balances[q.rec.SendingCurrency] < q.rec.TotalSendingAmount:
+			return nil, apierror.New(apierror.InvalidAmount, "the wallet holds less than %d %s", q.rec.TotalSendingAmount, q.rec.SendingCurrency)
+		}
+		return q, nil
+	}
+	err := s.locked(func(st *state, now time.Time) error {
+		q, err := check(st, now)
+		if err == nil {
+			src, amount = q.rec.Source, q.rec.TotalSendingAmount
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	op := signedretry.Operation{Type: OpExecuteQuote, AccountID: src.AccountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+		Parameters: map[string]any{"quoteId": quoteID, "amount": amount, "currency": src.Currency}}
+	a, ch, err := s.signed(ctx, op, call)
+	if a == nil {
+		return nil, ch, err
+	}
+	txID, err := s.newID("Transaction")
+	if err != nil {
+		return nil, nil, err
+	}
+	var out *Quote
+	err = s.locked(func(st *state, now time.Time) error {
+		q, err := check(st, now)
+		if err != nil {
+			return err
+		}
+		debit := []move{{src.AccountID, src.Currency, -amount}}
+		refund := []move{{src.AccountID, src.Currency, amount}}
+		st.startPayout(q, txID, now, debit, refund)
+		out = q.view(now)
+		return nil
+	})
+	return out, nil, err
+}
+
+// startPayout creates the transaction of an executed quote and schedules
+// its timeline.
+func (st *state) startPayout(q *quote, txID string, now time.Time, debit, refund []move) *transaction {
+	r := &q.rec
+	tx := &transaction{rec: Transaction{ID: txID, Type: Outgoing, CustomerID: q.customerID, QuoteID: r.ID,
+		Source:      Endpoint{AccountID: r.Source.AccountID, CustomerID: r.Source.CustomerID, Currency: r.SendingCurrency},
+		Destination: Endpoint{AccountID: r.Destination.AccountID, UMAAddress: r.Destination.UMAAddress, Currency: r.ReceivingCurrency},
+		SentAmount:  &Money{r.TotalSendingAmount, r.SendingCurrency}, ReceivedAmount: &Money{r.TotalReceivingAmount, r.ReceivingCurrency},
+		ExchangeRate: r.ExchangeRate, CreatedAt: now, UpdatedAt: now}}
+	if q.uma != nil {
+		tx.steps = umaSteps(*q.uma, now, debit, nil, refund)
+	} else {
+		tx.steps = payoutSteps(q.identifier, now, debit, refund)
+	}
+	r.TransactionID, r.Status, r.UpdatedAt = txID, QuoteProcessing, now
+	st.schedule(tx, now)
+	return tx
+}
+
+// SendRequest is the body of POST /sandbox/send.
+type SendRequest struct {
+	QuoteID      string `json:"quoteId"`
+	CurrencyCode string `json:"currencyCode"`
+	// CurrencyAmount defaults to the quote's totalSendingAmount and must
+	// equal it when given.
+	CurrencyAmount int64 `json:"currencyAmount,omitempty"`
+}
+
+// Send simulates the customer paying a real-time funded quote's payment
+// instructions: the quote executes with the destination outcomes of
+// [Simulator.ExecuteQuote] (nothing is debited or refunded) and the
+// transaction is returned.
+//
+// Errors: 400 INVALID_INPUT (quoteId missing, or the quote has no real-time
+// funding instructions), 400 INVALID_CURRENCY (not the quote's sending
+// currency), 400 INVALID_AMOUNT (not the quote's amount), 404
+// QUOTE_NOT_FOUND, 409 CONFLICT (not pending or expired).
+func (s *Simulator) Send(_ context.Context, req SendRequest) (*Transaction, error) {
+	if req.QuoteID == "" {
+		return nil, apierror.InvalidField("quoteId", nil, "is required")
+	}
+	txID, err := s.newID("Transaction")
+	if err != nil {
+		return nil, err
+	}
+	var out *Transaction
+	err = s.locked(func(st *state, now time.Time) error {
+		q := st.quotes[req.QuoteID]
+		switch {
+		case q == nil:
+			return apierror.New(apierror.QuoteNotFound, "quote %q not found", req.QuoteID)
+		case q.rec.Source.SourceType != SourceRealtimeFunding:
+			return apierror.InvalidField("quoteId", nil, "the quote is funded from an account and has no real-time payment instructions; execute it instead")
+		case req.CurrencyCode != q.rec.SendingCurrency:
+			return apierror.New(apierror.InvalidCurrency, "the quote is funded in %s, not %q", q.rec.SendingCurrency, req.CurrencyCode).WithDetail("field", "currencyCode")
+		case req.CurrencyAmount != 0 && req.CurrencyAmount != q.rec.TotalSendingAmount:
+			return apierror.New(apierror.InvalidAmount, "the quote expects exactly %d %s", q.rec.TotalSendingAmount, q.rec.SendingCurrency).WithDetail("field", "currencyAmount")
+		case q.rec.Status != QuotePending:
+			return apierror.New(apierror.Conflict, "quote %s was already paid (status %s)", req.QuoteID, q.rec.Status)
+		case !now.Before(q.rec.ExpiresAt):
+			return apierror.New(apierror.Conflict, "quote %s expired at %s", req.QuoteID, q.rec.ExpiresAt.Format(time.RFC3339))
+		}
+		out = st.startPayout(q, txID, now, nil, nil).view()
+		return nil
+	})
+	return out, err
+}

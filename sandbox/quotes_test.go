@@ -1,0 +1,283 @@
+package sandbox_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/sandbox"
+	"github.com/walletgate/walletgate/walletauth"
+)
+
+// payer is a customer with a funded, logged-in wallet.
+type payer struct {
+	customer sandbox.Customer
+	wallet   string
+	key      *walletauth.ClientKey
+}
+
+func (e *env) payer(usdb int64) payer {
+	e.t.Helper()
+	c, w := e.customer("Pay Er")
+	e.do("POST", "/sandbox/internal-accounts/"+w+"/fund", map[string]any{"amount": usdb}).ok(e.t, 200, nil)
+	return payer{c, w, e.login(w)}
+}
+
+// quote creates a SENDING-locked quote from p's wallet to dest.
+func (e *env) quote(p payer, dest map[string]any, amount int64) sandbox.Quote {
+	e.t.Helper()
+	var q sandbox.Quote
+	e.do("POST", "/quotes", map[string]any{"source": map[string]any{"accountId": p.wallet}, "destination": dest,
+		"lockedCurrencySide": "SENDING", "lockedCurrencyAmount": amount}).ok(e.t, 201, &q)
+	return q
+}
+
+func (e *env) execute(p payer, quoteID string, headers ...string) resp {
+	e.t.Helper()
+	return e.signed(p.key, "POST", "/quotes/"+quoteID+"/execute", nil, headers...)
+}
+
+func (e *env) getQuote(id string) sandbox.Quote {
+	e.t.Helper()
+	var q sandbox.Quote
+	e.do("GET", "/quotes/"+id, nil).ok(e.t, 200, &q)
+	return q
+}
+
+func TestQuoteDestinationSuffixes(t *testing.T) {
+	for _, tc := range []struct {
+		suffix, status, reason string
+		refunded               bool
+	}{
+		{"002", "FAILED", "QUOTE_EXECUTION_FAILED", true},
+		{"003", "PROCESSING", "", false},
+		{"004", "FAILED", "COUNTERPARTY_DELIVERY_FAILED", true},
+		{"005", "COMPLETED", "", false},
+		{"006", "FAILED", "USER_CANCELLED", true},
+		{"007", "FAILED", "PAYOUT_AND_REFUND_FAILED", false},
+		{"001", "COMPLETED", "", false},
+	} {
+		e := newEnv(t)
+		p := e.payer(100_000_000) // 100 USDB
+		ext := e.external(p.customer.ID, usdAccount("5555555"+tc.suffix))
+		q := e.quote(p, map[string]any{"accountId": ext.ID}, 10_000_000) // 10 USDB -> 10.00 USD
+		if q.Status != "PENDING" || q.SendingCurrency != "USDB" || q.ReceivingCurrency != "USD" || q.TotalReceivingAmount != 1_000 ||
+			q.ExchangeRate != 1 || len(q.PaymentInstructions) != 0 {
+			t.Fatalf("%s: quote %+v", tc.suffix, q)
+		}
+		var got sandbox.Quote
+		e.execute(p, q.ID).ok(t, 200, &got)
+		tx := e.tx(got.TransactionID)
+		wantBalance := int64(90_000_000)
+		if tc.refunded {
+			wantBalance = 100_000_000
+		}
+		if got.Status != tc.status || tx.Status != tc.status || tx.FailureReason != tc.reason || tx.QuoteID != q.ID ||
+			e.balance(p.wallet, "USDB") != wantBalance || tx.ReceivedAmount.Amount != 1_000 {
+			t.Errorf("%s: quote %s tx %+v balance %d", tc.suffix, got.Status, tx, e.balance(p.wallet, "USDB"))
+		}
+		switch tc.suffix {
+		case "003": // completes after about 6 minutes
+			e.clock.Advance(sandbox.LongPaymentAfter - time.Second)
+			if s := e.tx(tx.ID).Status; s != "PROCESSING" {
+				t.Errorf("003 early: %s", s)
+			}
+			e.clock.Advance(time.Second)
+			if s, qs := e.tx(tx.ID).Status, e.getQuote(q.ID).Status; s != "COMPLETED" || qs != "COMPLETED" {
+				t.Errorf("003 late: %s %s", s, qs)
+			}
+		case "005": // completes, then the receiving bank returns it
+			e.clock.Advance(sandbox.ReturnedAfter)
+			late := e.tx(tx.ID)
+			if late.Status != "FAILED" || late.FailureReason != "PAYMENT_RETURNED" || e.balance(p.wallet, "USDB") != 100_000_000 ||
+				e.getQuote(q.ID).Status != "FAILED" {
+				t.Errorf("005 late: %+v balance %d", late, e.balance(p.wallet, "USDB"))
+			}
+		}
+	}
+}
+
+func TestQuoteToUMAAddresses(t *testing.T) {
+	e := newEnv(t)
+	p := e.payer(1_000_000_000)
+	for _, tc := range []struct {
+		addr, currency, status, reason string
+		received                       int64
+	}{
+		{sandbox.UMASuccessUSD, "USD", "COMPLETED", "", 1_000},
+		{sandbox.UMASuccessEUR, "EUR", "COMPLETED", "", 920},
+		{sandbox.UMASuccessMXN, "MXN", "COMPLETED", "", 17_500},
+		{sandbox.UMALongPendingUSD, "USD", "PENDING", "", 1_000},
+		{sandbox.UMAComplianceFailUSD, "USD", "FAILED", "COMPLIANCE_CHECK_FAILED", 1_000},
+	} {
+		before := e.balance(p.wallet, "USDB")
+		q := e.quote(p, map[string]any{"umaAddress": tc.addr}, 10_000_000)
+		if q.ReceivingCurrency != tc.currency || q.TotalReceivingAmount != tc.received || q.Destination.DestinationType != "UMA_ADDRESS" {
+			t.Fatalf("%s: quote %+v", tc.addr, q)
+		}
+		var got sandbox.Quote
+		e.execute(p, q.ID).ok(t, 200, &got)
+		tx := e.tx(got.TransactionID)
+		spent := before - e.balance(p.wallet, "USDB")
+		if tx.Status != tc.status || tx.FailureReason != tc.reason || tx.Destination.UMAAddress != tc.addr ||
+			(tc.status == "FAILED") != (spent == 0) {
+			t.Errorf("%s: %+v spent %d", tc.addr, tx, spent)
+		}
+		if tc.addr == sandbox.UMALongPendingUSD {
+			e.clock.Advance(sandbox.LongPendingUMAAfter)
+			if s := e.tx(tx.ID).Status; s != "COMPLETED" {
+				t.Errorf("long pending after a day: %s", s)
+			}
+			p.key = e.login(p.wallet) // the session expired meanwhile
+		}
+	}
+	dest := func(addr string) map[string]any {
+		return map[string]any{"source": map[string]any{"accountId": p.wallet}, "destination": map[string]any{"umaAddress": addr},
+			"lockedCurrencySide": "SENDING", "lockedCurrencyAmount": 100}
+	}
+	e.do("POST", "/quotes", dest("not-an-address")).fails(t, 400, apierror.InvalidUMAAddress)
+	e.do("POST", "/quotes", dest("$nobody@sandbox.uma.money")).fails(t, 404, apierror.UMANotFound)
+	e.do("POST", "/quotes", dest("$bob@elsewhere.example")).fails(t, 404, apierror.UMANotFound)
+	body := dest(sandbox.UMASuccessEUR)
+	body["destination"].(map[string]any)["currency"] = "USD"
+	e.do("POST", "/quotes", body).fails(t, 400, apierror.InvalidCurrency)
+}
+
+func TestExecuteQuoteErrors(t *testing.T) {
+	e := newEnv(t)
+	p := e.payer(5_000_000)
+	ext := e.external(p.customer.ID, usdAccount("66666601"))
+	e.do("POST", "/quotes/Quote:nope/execute", nil).fails(t, 404, apierror.QuoteNotFound)
+	e.do("GET", "/quotes/Quote:nope", nil).fails(t, 404, apierror.QuoteNotFound)
+
+	// More than the wallet holds.
+	big := e.quote(p, map[string]any{"accountId": ext.ID}, 6_000_000)
+	e.do("POST", "/quotes/"+big.ID+"/execute", nil).fails(t, 400, apierror.InvalidAmount)
+
+	// A challenge must be signed by a session of the source wallet.
+	q := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
+	ch := e.challenge("POST", "/quotes/"+q.ID+"/execute", nil)
+	stranger, _ := walletauth.NewClientKey()
+	e.retry(stranger, ch, "POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 401, apierror.WalletSignatureInvalid)
+	if e.getQuote(q.ID).Status != "PENDING" || e.balance(p.wallet, "USDB") != 5_000_000 {
+		t.Fatal("a refused retry changed the quote")
+	}
+	e.retry(p.key, ch, "POST", "/quotes/"+q.ID+"/execute", nil).ok(t, 200, nil)
+	e.do("POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
+	e.retry(p.key, ch, "POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
+
+	// Expired quotes.
+	old := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
+	e.clock.Advance(sandbox.DefaultQuoteTTL)
+	if s := e.getQuote(old.ID).Status; s != "EXPIRED" {
+		t.Fatalf("expired quote reads %s", s)
+	}
+	e.do("POST", "/quotes/"+old.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
+
+	// A challenge issued before the quote executed elsewhere.
+	q2 := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
+	ch1 := e.challenge("POST", "/quotes/"+q2.ID+"/execute", nil)
+	e.execute(p, q2.ID).ok(t, 200, nil)
+	e.retry(p.key, ch1, "POST", "/quotes/"+q2.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
+	if got := e.balance(p.wallet, "USDB"); got != 3_000_000 {
+		t.Fatalf("balance %d after two executions", got)
+	}
+}
+
+func TestExecuteQuoteIdempotencyKey(t *testing.T) {
+	e := newEnv(t)
+	p := e.payer(5_000_000)
+	ext := e.external(p.customer.ID, usdAccount("66666602"))
+	q := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
+	key := []string{"Idempotency-Key", "5b0d6a7e-5f38-4e0f-8b0b-0e7c0c0f2a10"}
+	var first, again sandbox.Quote
+	e.execute(p, q.ID, key...).ok(t, 200, &first)
+	// The same key answers the first result, with or without a signature.
+	e.do("POST", "/quotes/"+q.ID+"/execute", nil, key...).ok(t, 200, &again)
+	if again.TransactionID != first.TransactionID || e.balance(p.wallet, "USDB") != 4_000_000 {
+		t.Fatalf("replay %+v vs %+v", again, first)
+	}
+	// The key on another quote conflicts.
+	q2 := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
+	e.do("POST", "/quotes/"+q2.ID+"/execute", nil, key...).fails(t, 409, apierror.Conflict)
+}
+
+func TestQuoteValidation(t *testing.T) {
+	e := newEnv(t)
+	p := e.payer(1)
+	err := e.do("POST", "/quotes", map[string]any{"source": map[string]any{"sourceType": "CARD"},
+		"destination": map[string]any{"destinationType": "ACCOUNT"}, "lockedCurrencySide": "BOTH"}).fails(t, 400, apierror.InvalidInput)
+	if got := fields(err); !slices.Equal(got, []string{"source.sourceType", "destination.accountId", "lockedCurrencySide"}) {
+		t.Fatalf("fields %v", got)
+	}
+	base := func(amount int64, cur string) map[string]any {
+		return map[string]any{"source": map[string]any{"accountId": p.wallet, "currency": cur},
+			"destination": map[string]any{"umaAddress": sandbox.UMASuccessUSD}, "lockedCurrencySide": "SENDING", "lockedCurrencyAmount": amount}
+	}
+	e.do("POST", "/quotes", base(0, "USDB")).fails(t, 400, apierror.InvalidAmount)
+	e.do("POST", "/quotes", base(sandbox.MaxAmount+1, "USDB")).fails(t, 400, apierror.AmountOutOfRange)
+	e.do("POST", "/quotes", base(1, "XYZ")).fails(t, 400, apierror.InvalidCurrency)
+	e.do("POST", "/quotes", base(1, "USDB")).fails(t, 400, apierror.AmountOutOfRange) // 1 micro-USDB is less than a cent
+	body := base(100, "USDB")
+	body["source"] = map[string]any{"accountId": "InternalAccount:00000000-0000-4000-8000-000000000000"}
+	e.do("POST", "/quotes", body).fails(t, 404, apierror.ReferenceNotFound)
+	body["source"] = map[string]any{"customerId": "Customer:nobody", "currency": "USD"}
+	e.do("POST", "/quotes", body).fails(t, 404, apierror.UserNotFound)
+	body = base(10_000_000, "USDB")
+	body["destination"] = map[string]any{"accountId": "ExternalAccount:00000000-0000-4000-8000-000000000000"}
+	e.do("POST", "/quotes", body).fails(t, 404, apierror.ReferenceNotFound)
+	// A RECEIVING-locked quote rounds the sending side up.
+	body = base(1_001, "USDB")
+	body["lockedCurrencySide"] = "RECEIVING"
+	body["destination"] = map[string]any{"umaAddress": sandbox.UMASuccessEUR}
+	var q sandbox.Quote
+	e.do("POST", "/quotes", body).ok(t, 201, &q)
+	if q.TotalReceivingAmount != 1_001 || q.TotalSendingAmount != 10_880_435 {
+		t.Fatalf("receiving-locked %+v", q)
+	}
+	// The ownership threshold applies to quotes too.
+	ext := e.external(p.customer.ID, evmWallet("0a1"))
+	body = base(2_000_000_000, "USDB")
+	body["destination"] = map[string]any{"accountId": ext.ID}
+	e.do("POST", "/quotes", body).fails(t, 400, apierror.ExternalAccountVerificationRequired)
+}
+
+func TestRealtimeFundingAndSend(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.customer("Real Time")
+	ext := e.external(c.ID, map[string]any{"currency": "MXN", "accountInfo": map[string]any{"accountType": "MXN_ACCOUNT",
+		"clabeNumber": "002010077777777003", "beneficiary": map[string]any{"beneficiaryType": "INDIVIDUAL", "fullName": "Ana Ruiz"}}})
+	var q sandbox.Quote
+	e.do("POST", "/quotes", map[string]any{"source": map[string]any{"customerId": c.ID, "currency": "USD"},
+		"destination": map[string]any{"accountId": ext.ID}, "lockedCurrencySide": "SENDING", "lockedCurrencyAmount": 10_000}).ok(t, 201, &q)
+	if q.Source.SourceType != "REALTIME_FUNDING" || len(q.PaymentInstructions) != 1 || q.TotalReceivingAmount != 175_000 {
+		t.Fatalf("quote %+v", q)
+	}
+	e.do("POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
+	e.do("POST", "/sandbox/send", map[string]any{"quoteId": q.ID, "currencyCode": "EUR"}).fails(t, 400, apierror.InvalidCurrency)
+	e.do("POST", "/sandbox/send", map[string]any{"quoteId": q.ID, "currencyCode": "USD", "currencyAmount": 9}).fails(t, 400, apierror.InvalidAmount)
+	e.do("POST", "/sandbox/send", map[string]any{"quoteId": "Quote:nope", "currencyCode": "USD"}).fails(t, 404, apierror.QuoteNotFound)
+	e.do("POST", "/sandbox/send", map[string]any{"currencyCode": "USD"}).fails(t, 400, apierror.InvalidInput)
+	var tx sandbox.Transaction
+	e.do("POST", "/sandbox/send", map[string]any{"quoteId": q.ID, "currencyCode": "USD"}).ok(t, 200, &tx)
+	// The destination ends in 003: the long payment.
+	if tx.Status != "PROCESSING" || tx.QuoteID != q.ID || tx.Source.CustomerID != c.ID {
+		t.Fatalf("send %+v", tx)
+	}
+	e.clock.Advance(sandbox.LongPaymentAfter)
+	if s := e.tx(tx.ID).Status; s != "COMPLETED" {
+		t.Fatalf("after 6 minutes: %s", s)
+	}
+	e.do("POST", "/sandbox/send", map[string]any{"quoteId": q.ID, "currencyCode": "USD"}).fails(t, 409, apierror.Conflict)
+
+	// Send needs a real-time quote; an expired one conflicts.
+	p := e.payer(10_000_000)
+	aq := e.quote(p, map[string]any{"umaAddress": sandbox.UMASuccessUSD}, 1_000_000)
+	e.do("POST", "/sandbox/send", map[string]any{"quoteId": aq.ID, "currencyCode": "USDB"}).fails(t, 400, apierror.InvalidInput)
+	var rq sandbox.Quote
+	e.do("POST", "/quotes", map[string]any{"source": map[string]any{"customerId": c.ID, "currency": "USD"},
+		"destination": map[string]any{"accountId": ext.ID}, "lockedCurrencySide": "SENDING", "lockedCurrencyAmount": 100}).ok(t, 201, &rq)
+	e.clock.Advance(sandbox.DefaultQuoteTTL)
+	e.do("POST", "/sandbox/send", map[string]any{"quoteId": rq.ID, "currencyCode": "USD"}).fails(t, 409, apierror.Conflict)
+}

@@ -1,0 +1,269 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/oidc"
+	"github.com/walletgate/walletgate/walletauth/passkey"
+)
+
+// Defaults of [Config].
+const (
+	// DefaultBasePath is the version segment every route is served under.
+	DefaultBasePath = "/2025-10-13"
+	// DefaultClientID and DefaultClientSecret are the HTTP Basic platform
+	// credentials of a simulator configured without its own.
+	DefaultClientID     = "sandbox-client-id"
+	DefaultClientSecret = "sandbox-client-secret"
+	// DefaultWalletCurrency is the currency of every embedded wallet.
+	DefaultWalletCurrency = "USDB"
+	// DefaultUMADomain is the domain of the UMA addresses given to customers.
+	DefaultUMADomain = "sandbox.walletgate.dev"
+	// DefaultVerificationThreshold is the amount, in major units of the
+	// transfer's currency, from which a destination wallet still pending
+	// ownership verification blocks a transfer.
+	DefaultVerificationThreshold = 1000
+	// DefaultQuoteTTL is how long a quote can be executed.
+	DefaultQuoteTTL = 5 * time.Minute
+	// MaxAmount is the largest amount, in smallest units, any money-movement
+	// request accepts.
+	MaxAmount int64 = 100_000_000_000
+)
+
+// Config configures a [Simulator]. The zero value is usable.
+type Config struct {
+	// Store holds external accounts, embedded wallets, credentials, sessions
+	// and signed-retry requests; nil means a fresh memory store.
+	Store storage.Store
+	// Clock returns the current time; nil means time.Now. Every timed
+	// outcome is computed from it when a record is read, so tests advance
+	// this clock instead of sleeping.
+	Clock func() time.Time
+	// Rand supplies ids and keys; nil means crypto/rand.
+	Rand io.Reader
+	// BasePath prefixes every route; empty means DefaultBasePath. It is
+	// cleaned to start with "/" and not end with one.
+	BasePath string
+	// ClientID and ClientSecret are the platform's HTTP Basic credentials;
+	// empty means DefaultClientID and DefaultClientSecret.
+	ClientID     string
+	ClientSecret string
+	// WalletCurrency is the currency the fund endpoint credits by default;
+	// empty means DefaultWalletCurrency.
+	WalletCurrency string
+	// UMADomain is the domain of generated customer UMA addresses; empty
+	// means DefaultUMADomain.
+	UMADomain string
+	// VerificationThreshold is DefaultVerificationThreshold when zero.
+	VerificationThreshold int64
+	// QuoteTTL is DefaultQuoteTTL when zero.
+	QuoteTTL time.Duration
+	// RelyingParty configures passkeys; the zero value means RP id
+	// DefaultRPID with the origins http://localhost and
+	// http://localhost:8089. The legacy assertion literal
+	// "sandbox-valid-passkey-signature" is accepted.
+	RelyingParty passkey.RelyingParty
+	// OIDCIssuers are the OpenID issuers OAUTH credentials may come from;
+	// empty means Google and Apple with audience DefaultOIDCAudience. ID
+	// tokens may carry a dummy signature; every claim is still checked.
+	OIDCIssuers []oidc.Issuer
+	// Network is the network Bitcoin and Spark wallet addresses must belong
+	// to in ownership proofs; the zero value is mainnet.
+	Network ownership.Network
+}
+
+// Simulator is the service's sandbox in process: customers, verifications,
+// embedded wallets and their balances, external accounts, transfers, quotes,
+// transactions and cards, with the sandbox magic values of SPEC section 4.9.
+//
+// Records the storage contract covers (external accounts, internal accounts,
+// credentials, sessions, signed-retry requests) live in the Store; the rest
+// lives in the simulator under one mutex. The mutex is held across a store
+// call only where a uniqueness check must be one step with the write
+// (creating a customer or an external account, deleting an external
+// account); no store transaction ever takes the mutex, so the two cannot
+// deadlock. A Simulator is safe for concurrent use.
+type Simulator struct {
+	cfg   Config
+	store storage.Store
+	clock func() time.Time
+	rand  io.Reader
+	auth  *walletauth.Service
+	own   *ownership.Service
+	pk    *passkey.Verifier
+	oidc  *oidc.Verifier
+
+	mu    sync.Mutex
+	state *state
+
+	mux     *http.ServeMux
+	handler http.Handler
+}
+
+// New returns a simulator for cfg, with a walletauth service in sandbox mode
+// on the same store.
+func New(cfg Config) (*Simulator, error) {
+	if cfg.Store == nil {
+		cfg.Store = memory.New()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	cfg.BasePath = cleanBase(cfg.BasePath)
+	if cfg.ClientID == "" {
+		cfg.ClientID = DefaultClientID
+	}
+	if cfg.ClientSecret == "" {
+		cfg.ClientSecret = DefaultClientSecret
+	}
+	if cfg.WalletCurrency == "" {
+		cfg.WalletCurrency = DefaultWalletCurrency
+	}
+	if _, ok := currencies[cfg.WalletCurrency]; !ok {
+		return nil, errors.New("sandbox: Config.WalletCurrency " + cfg.WalletCurrency + " is not a sandbox currency")
+	}
+	if cfg.UMADomain == "" {
+		cfg.UMADomain = DefaultUMADomain
+	}
+	if cfg.VerificationThreshold <= 0 {
+		cfg.VerificationThreshold = DefaultVerificationThreshold
+	}
+	if cfg.QuoteTTL <= 0 {
+		cfg.QuoteTTL = DefaultQuoteTTL
+	}
+	pk, ov, err := newWalletServices(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	auth, err := walletauth.New(walletauth.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand, Sandbox: true,
+		Passkeys: pk, OIDC: ov})
+	if err != nil {
+		ov.Close()
+		return nil, err
+	}
+	s := &Simulator{cfg: cfg, store: cfg.Store, clock: cfg.Clock, rand: cfg.Rand, auth: auth, pk: pk, oidc: ov, state: newState()}
+	if s.own, err = s.newOwnership(); err != nil {
+		ov.Close()
+		return nil, err
+	}
+	s.routes()
+	return s, nil
+}
+
+func cleanBase(p string) string {
+	if p == "" {
+		p = DefaultBasePath
+	}
+	p = "/" + strings.Trim(p, "/")
+	if p == "/" {
+		return ""
+	}
+	return p
+}
+
+// Close releases the OpenID verifier's background work. The simulator must
+// not be used afterwards.
+func (s *Simulator) Close() { s.oidc.Close() }
+
+// Passkeys returns the passkey verifier, for the registration challenge and
+// the browser options of a page under test.
+func (s *Simulator) Passkeys() *passkey.Verifier { return s.pk }
+
+// Auth returns the embedded-wallet authentication service (sandbox mode)
+// the simulator provisions wallets with and serves under /auth/.
+func (s *Simulator) Auth() *walletauth.Service { return s.auth }
+
+// Store returns the store the simulator and its auth service share.
+func (s *Simulator) Store() storage.Store { return s.store }
+
+// BasePath returns the cleaned base path every route is served under.
+func (s *Simulator) BasePath() string { return s.cfg.BasePath }
+
+// now returns the injected clock's time in UTC.
+func (s *Simulator) now() time.Time { return s.clock().UTC() }
+
+// newID returns a fresh "<prefix>:<uuid>".
+func (s *Simulator) newID(prefix string) (string, error) {
+	id, err := storage.NewID(s.rand, prefix)
+	if err != nil {
+		return "", apierror.Internal(err)
+	}
+	return id, nil
+}
+
+// locked runs fn under the state mutex after bringing every timed outcome up
+// to now, so fn sees the state as of now.
+func (s *Simulator) locked(fn func(st *state, now time.Time) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.state.settle(now)
+	return fn(s.state, now)
+}
+
+// internalAccount reads an embedded wallet from the store: 404
+// REFERENCE_NOT_FOUND when there is none.
+func (s *Simulator) internalAccount(ctx context.Context, id string) (storage.InternalAccount, error) {
+	var a storage.InternalAccount
+	if !storage.ValidID(id, "InternalAccount") {
+		return a, apierror.New(apierror.ReferenceNotFound, "internal account %q not found", id)
+	}
+	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		a, err = tx.InternalAccounts().Get(ctx, id)
+		return err
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return a, apierror.New(apierror.ReferenceNotFound, "internal account %s not found", id)
+	}
+	if err != nil {
+		return a, apierror.As(err)
+	}
+	return a, nil
+}
+
+// externalAccount reads an external account from the store: 404
+// REFERENCE_NOT_FOUND when there is none or it was deleted.
+func (s *Simulator) externalAccount(ctx context.Context, id string) (storage.ExternalAccount, error) {
+	var a storage.ExternalAccount
+	notFound := apierror.New(apierror.ReferenceNotFound, "external account %q not found", id)
+	if !storage.ValidID(id, "ExternalAccount") {
+		return a, notFound
+	}
+	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		a, err = tx.ExternalAccounts().Get(ctx, id)
+		return err
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return a, notFound
+	}
+	if err != nil {
+		return a, apierror.As(err)
+	}
+	deleted := false
+	s.mu.Lock()
+	if m := s.state.extMeta[id]; m != nil {
+		deleted = m.deleted
+	}
+	s.mu.Unlock()
+	if deleted {
+		return a, notFound
+	}
+	return a, nil
+}

@@ -1,0 +1,312 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage"
+)
+
+// Transaction statuses.
+const (
+	TxPending    = "PENDING"
+	TxProcessing = "PROCESSING"
+	TxCompleted  = "COMPLETED"
+	TxFailed     = "FAILED"
+)
+
+// Transaction directions.
+const (
+	Incoming = "INCOMING"
+	Outgoing = "OUTGOING"
+)
+
+// Transaction is a transaction record. Its status is the timeline of its
+// outcome evaluated at the simulator's clock.
+type Transaction struct {
+	ID             string     `json:"id"`
+	Status         string     `json:"status"`
+	Type           string     `json:"type"`
+	CustomerID     string     `json:"customerId,omitempty"`
+	Source         Endpoint   `json:"source"`
+	Destination    Endpoint   `json:"destination"`
+	SentAmount     *Money     `json:"sentAmount,omitempty"`
+	ReceivedAmount *Money     `json:"receivedAmount,omitempty"`
+	ExchangeRate   float64    `json:"exchangeRate,omitempty"`
+	QuoteID        string     `json:"quoteId,omitempty"`
+	FailureReason  string     `json:"failureReason,omitempty"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	UpdatedAt      time.Time  `json:"updatedAt"`
+	SettledAt      *time.Time `json:"settledAt,omitempty"`
+}
+
+// Endpoint is one side of a transaction or quote: an account, a UMA address
+// or (for real-time funding) a customer and currency.
+type Endpoint struct {
+	AccountID  string `json:"accountId,omitempty"`
+	UMAAddress string `json:"umaAddress,omitempty"`
+	CustomerID string `json:"customerId,omitempty"`
+	Currency   string `json:"currency,omitempty"`
+}
+
+// transaction is a stored transaction and its timeline.
+type transaction struct {
+	rec     Transaction
+	steps   []step
+	applied int
+}
+
+func (t *transaction) view() *Transaction {
+	out := t.rec
+	if t.rec.SentAmount != nil {
+		m := *t.rec.SentAmount
+		out.SentAmount = &m
+	}
+	if t.rec.ReceivedAmount != nil {
+		m := *t.rec.ReceivedAmount
+		out.ReceivedAmount = &m
+	}
+	if t.rec.SettledAt != nil {
+		at := *t.rec.SettledAt
+		out.SettledAt = &at
+	}
+	return &out
+}
+
+// GetTransaction returns a transaction as of now: 404 TRANSACTION_NOT_FOUND
+// when there is none.
+func (s *Simulator) GetTransaction(_ context.Context, id string) (*Transaction, error) {
+	var out *Transaction
+	err := s.locked(func(st *state, _ time.Time) error {
+		tx := st.txs[id]
+		if tx == nil {
+			return apierror.New(apierror.TransactionNotFound, "transaction %q not found", id)
+		}
+		out = tx.view()
+		return nil
+	})
+	return out, err
+}
+
+// FundRequest is the body of POST /sandbox/internal-accounts/{id}/fund.
+type FundRequest struct {
+	// Amount is in the smallest unit, 1..MaxAmount.
+	Amount int64 `json:"amount"`
+	// Currency defaults to the wallet currency (Config.WalletCurrency).
+	Currency string `json:"currency,omitempty"`
+}
+
+// Fund credits an embedded wallet at once and returns it. Errors: 400
+// INVALID_AMOUNT, 400 AMOUNT_OUT_OF_RANGE, 400 INVALID_CURRENCY, 404
+// REFERENCE_NOT_FOUND.
+func (s *Simulator) Fund(ctx context.Context, accountID string, req FundRequest) (*InternalAccount, error) {
+	cur := req.Currency
+	if cur == "" {
+		cur = s.cfg.WalletCurrency
+	}
+	if err := checkAmount("amount", req.Amount, cur); err != nil {
+		return nil, err
+	}
+	acct, err := s.internalAccount(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	var out InternalAccount
+	err = s.locked(func(st *state, _ time.Time) error {
+		w := st.wallet(accountID)
+		if w.balances[cur] > MaxAmount*10-req.Amount {
+			return apierror.New(apierror.AmountOutOfRange, "the balance would exceed the sandbox maximum")
+		}
+		w.balances[cur] += req.Amount
+		out = s.view(st, &acct)
+		return nil
+	})
+	return &out, err
+}
+
+// checkAmount checks an amount and its currency.
+func checkAmount(field string, amount int64, cur string) error {
+	if _, ok := currencies[cur]; !ok {
+		return apierror.New(apierror.InvalidCurrency, "currency %q is not supported in the sandbox", cur).WithDetail("field", "currency")
+	}
+	if amount <= 0 {
+		return apierror.New(apierror.InvalidAmount, "%s must be a positive integer in the smallest currency unit", field).WithDetail("field", field)
+	}
+	if amount > MaxAmount {
+		return apierror.New(apierror.AmountOutOfRange, "%s must be at most %d", field, MaxAmount).WithDetail("field", field)
+	}
+	return nil
+}
+
+// AccountRef names an account in a transfer.
+type AccountRef struct {
+	AccountID string `json:"accountId"`
+}
+
+// TransferRequest is the body of POST /transfer-in (source an external
+// account, destination an internal one) and POST /transfer-out (the
+// reverse). Amount is in the smallest unit of the external account's
+// currency.
+type TransferRequest struct {
+	Source      AccountRef `json:"source"`
+	Destination AccountRef `json:"destination"`
+	Amount      int64      `json:"amount"`
+	// IdempotencyKey, when set, makes a repeat of the request return the
+	// first result (HTTP: the Idempotency-Key header).
+	IdempotencyKey string `json:"-"`
+}
+
+// TransferIn pulls money from a customer's external account into their
+// embedded wallet. The outcome follows the external account identifier's
+// suffix (SPEC 4.9): 002 insufficient funds, 003 account closed, 004
+// rejected by the bank (all FAILED at once), 005 PENDING for
+// DelayedFailureAfter then FAILED, anything else COMPLETED at once (the
+// wallet is credited then).
+//
+// Errors: 400 INVALID_INPUT (accounts of different customers), 400
+// INVALID_AMOUNT / AMOUNT_OUT_OF_RANGE / INVALID_CURRENCY, 404
+// REFERENCE_NOT_FOUND, 409 CONFLICT (Idempotency-Key reused for another
+// request or still in flight).
+func (s *Simulator) TransferIn(ctx context.Context, req TransferRequest) (*Transaction, error) {
+	return idempotent(s, "transfer-in", req.IdempotencyKey, req, func() (*Transaction, error) {
+		return s.transfer(ctx, req.Source.AccountID, req.Destination.AccountID, req.Amount, true)
+	})
+}
+
+// TransferOut pushes money from a customer's embedded wallet to their
+// external account, in the external account's currency, with the suffix
+// outcomes of [Simulator.TransferIn]. The wallet is debited at once and
+// refunded when the transfer fails.
+//
+// Errors: those of TransferIn, 400 INVALID_AMOUNT (balance too low), 400
+// EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED (the destination is a wallet still
+// pending ownership verification and the amount reaches
+// Config.VerificationThreshold).
+func (s *Simulator) TransferOut(ctx context.Context, req TransferRequest) (*Transaction, error) {
+	return idempotent(s, "transfer-out", req.IdempotencyKey, req, func() (*Transaction, error) {
+		return s.transfer(ctx, req.Destination.AccountID, req.Source.AccountID, req.Amount, false)
+	})
+}
+
+func (s *Simulator) transfer(ctx context.Context, extID, walletID string, amount int64, in bool) (*Transaction, error) {
+	extField, walletField := "destination.accountId", "source.accountId"
+	if in {
+		extField, walletField = walletField, extField
+	}
+	var v apierror.Validation
+	v.Check(storage.ValidID(extID, "ExternalAccount"), extField, apierror.Pattern(`^ExternalAccount:[0-9a-fA-F-]{36}$`), "must be an ExternalAccount id")
+	v.Check(storage.ValidID(walletID, "InternalAccount"), walletField, apierror.Pattern(`^InternalAccount:[0-9a-fA-F-]{36}$`), "must be an InternalAccount id")
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	ext, err := s.externalAccount(ctx, extID)
+	if err != nil {
+		return nil, err
+	}
+	wal, err := s.internalAccount(ctx, walletID)
+	if err != nil {
+		return nil, err
+	}
+	if ext.CustomerID != wal.CustomerID {
+		return nil, apierror.New(apierror.InvalidInput, "the external account and the internal account belong to different customers")
+	}
+	cur := ext.Currency
+	if err := checkAmount("amount", amount, cur); err != nil {
+		return nil, err
+	}
+	if !in {
+		if err := s.checkVerified(&ext, amount, "destination.accountId"); err != nil {
+			return nil, err
+		}
+	}
+	id, err := s.newID("Transaction")
+	if err != nil {
+		return nil, err
+	}
+	var out *Transaction
+	err = s.locked(func(st *state, now time.Time) error {
+		tx := &transaction{rec: Transaction{ID: id, CustomerID: wal.CustomerID, CreatedAt: now, UpdatedAt: now}}
+		m := Money{amount, cur}
+		tx.rec.SentAmount, tx.rec.ReceivedAmount = &m, &m
+		var hold, release, credit []move
+		if in {
+			tx.rec.Type = Incoming
+			tx.rec.Source, tx.rec.Destination = Endpoint{AccountID: extID, Currency: cur}, Endpoint{AccountID: walletID, Currency: cur}
+			credit = []move{{walletID, cur, amount}}
+		} else {
+			if st.wallet(walletID).balances[cur] < amount {
+				return apierror.New(apierror.InvalidAmount, "the wallet holds less than %d %s", amount, cur).WithDetail("field", "amount")
+			}
+			tx.rec.Type = Outgoing
+			tx.rec.Source, tx.rec.Destination = Endpoint{AccountID: walletID, Currency: cur}, Endpoint{AccountID: extID, Currency: cur}
+			hold, release = []move{{walletID, cur, -amount}}, []move{{walletID, cur, amount}}
+		}
+		tx.steps = transferSteps(ext.Address, now, hold, release, credit)
+		st.schedule(tx, now)
+		out = tx.view()
+		return nil
+	})
+	return out, err
+}
+
+// checkVerified applies the ownership rule to a payment to ext: a wallet
+// still pending ownership verification (or whose last verification failed)
+// receives only amounts below the threshold.
+func (s *Simulator) checkVerified(ext *storage.ExternalAccount, amount int64, field string) error {
+	if ext.Status != storage.StatusPendingOwnershipVerification && ext.Status != storage.StatusUnverified {
+		return nil
+	}
+	if _, ok := currencies[ext.Currency]; !ok || amount < majorUnits(s.cfg.VerificationThreshold, ext.Currency) {
+		return nil
+	}
+	return apierror.New(apierror.ExternalAccountVerificationRequired,
+		"the destination account's ownership must be verified before a transfer of this size").WithDetail("field", field)
+}
+
+// idempotent runs fn once per Idempotency-Key and scope: a repeat of the
+// same request returns the first result; the key with a different request,
+// or while the first is still running, is 409 CONFLICT. Failures are not
+// remembered, so a failed request may be retried with the same key. An empty
+// key runs fn every time.
+func idempotent[T any](s *Simulator, scope, key string, req any, fn func() (*T, error)) (*T, error) {
+	if key == "" {
+		return fn()
+	}
+	if len(key) > 255 {
+		return nil, apierror.New(apierror.InvalidInput, "Idempotency-Key must be at most 255 characters").WithDetail("field", "Idempotency-Key")
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, apierror.Internal(err)
+	}
+	digest := sha256.Sum256(b)
+	k := scope + "\x00" + key
+	s.mu.Lock()
+	e, seen := s.state.idem[k]
+	if !seen {
+		s.state.idem[k] = idemEntry{digest: digest}
+	}
+	s.mu.Unlock()
+	if seen {
+		switch r, done := e.result.(*T); {
+		case e.digest != digest:
+			return nil, apierror.New(apierror.Conflict, "the Idempotency-Key was used for a different request")
+		case !done || r == nil:
+			return nil, apierror.New(apierror.Conflict, "a request with this Idempotency-Key is still in progress")
+		default:
+			return r, nil
+		}
+	}
+	out, err := fn()
+	s.mu.Lock()
+	if err != nil || out == nil {
+		delete(s.state.idem, k)
+	} else {
+		s.state.idem[k] = idemEntry{digest: digest, result: out}
+	}
+	s.mu.Unlock()
+	return out, err
+}

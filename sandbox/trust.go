@@ -1,0 +1,137 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/subtle"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+)
+
+// SandboxSCACode is the strong-customer-authentication code every sandbox
+// trust and untrust confirmation accepts.
+const SandboxSCACode = "123456"
+
+// scaTTL is how long a trust or untrust challenge can be confirmed.
+const scaTTL = 5 * time.Minute
+
+// Trust purposes.
+const (
+	purposeTrust   = "TRUST_BENEFICIARY"
+	purposeUntrust = "UNTRUST_BENEFICIARY"
+)
+
+// scaChallenge is an outstanding trust or untrust of one account.
+type scaChallenge struct {
+	id        string
+	purpose   string
+	expiresAt time.Time
+}
+
+// TrustStart is the 200 body of POST .../trust and .../untrust.
+type TrustStart struct {
+	SCAChallenge *SCAChallenge `json:"scaChallenge,omitempty"`
+}
+
+// SCAChallenge asks the customer for a second factor.
+type SCAChallenge struct {
+	ID               string    `json:"id"`
+	ExpiresAt        time.Time `json:"expiresAt"`
+	Factor           string    `json:"factor"`
+	AvailableFactors []string  `json:"availableFactors"`
+	Purpose          string    `json:"purpose"`
+}
+
+// TrustConfirmRequest is the body of POST .../trust/confirm and
+// .../untrust/confirm.
+type TrustConfirmRequest struct {
+	ChallengeID string `json:"challengeId,omitempty"`
+	Code        string `json:"code"`
+}
+
+// TrustConfirm is the 200 body of a confirmation.
+type TrustConfirm struct {
+	Trusted bool `json:"trusted"`
+}
+
+// StartTrust starts making an external account a trusted beneficiary (trust
+// true) or undoing it (trust false): the answer is an SCA challenge that
+// [Simulator.ConfirmTrust] completes with [SandboxSCACode]. A new start
+// supersedes an earlier one. Errors: 404 REFERENCE_NOT_FOUND, 409 CONFLICT
+// (already trusted, or not trusted when untrusting).
+func (s *Simulator) StartTrust(ctx context.Context, accountID string, trust bool) (*TrustStart, error) {
+	if _, err := s.externalAccount(ctx, accountID); err != nil {
+		return nil, err
+	}
+	id, err := s.newID("ScaChallenge")
+	if err != nil {
+		return nil, err
+	}
+	var out *TrustStart
+	err = s.locked(func(st *state, now time.Time) error {
+		m := st.meta(accountID)
+		if m.trusted == trust {
+			if trust {
+				return apierror.New(apierror.Conflict, "external account %s is already a trusted beneficiary", accountID)
+			}
+			return apierror.New(apierror.Conflict, "external account %s is not a trusted beneficiary", accountID)
+		}
+		purpose := purposeUntrust
+		if trust {
+			purpose = purposeTrust
+		}
+		c := &scaChallenge{id: id, purpose: purpose, expiresAt: now.Add(scaTTL)}
+		st.sca[accountID] = c
+		out = &TrustStart{SCAChallenge: &SCAChallenge{ID: id, ExpiresAt: c.expiresAt, Factor: "SMS_OTP",
+			AvailableFactors: []string{"SMS_OTP", "TOTP"}, Purpose: purpose}}
+		return nil
+	})
+	return out, err
+}
+
+// ConfirmTrust completes the outstanding trust (trust true) or untrust
+// challenge of an account. Errors: 400 INVALID_INPUT (wrong or expired code,
+// or a challengeId that is not the outstanding one), 404
+// REFERENCE_NOT_FOUND, 409 CONFLICT (no such challenge outstanding).
+func (s *Simulator) ConfirmTrust(ctx context.Context, accountID string, trust bool, req TrustConfirmRequest) (*TrustConfirm, error) {
+	if _, err := s.externalAccount(ctx, accountID); err != nil {
+		return nil, err
+	}
+	var out *TrustConfirm
+	err := s.locked(func(st *state, now time.Time) error {
+		want := purposeUntrust
+		if trust {
+			want = purposeTrust
+		}
+		c := st.sca[accountID]
+		if c == nil || c.purpose != want {
+			return apierror.New(apierror.Conflict, "no %s challenge is outstanding for external account %s", want, accountID)
+		}
+		if req.ChallengeID != "" && req.ChallengeID != c.id {
+			return apierror.InvalidField("challengeId", nil, "is not the outstanding challenge")
+		}
+		if !now.Before(c.expiresAt) {
+			delete(st.sca, accountID)
+			return apierror.InvalidField("code", nil, "the challenge expired; start again")
+		}
+		if subtle.ConstantTimeCompare([]byte(req.Code), []byte(SandboxSCACode)) != 1 {
+			return apierror.InvalidField("code", nil, "invalid code (the sandbox code is "+SandboxSCACode+")")
+		}
+		delete(st.sca, accountID)
+		st.meta(accountID).trusted = trust
+		out = &TrustConfirm{Trusted: trust}
+		return nil
+	})
+	return out, err
+}
+
+// meta returns the simulator's record of an external account, creating an
+// empty one for accounts made outside the simulator.
+func (st *state) meta(id string) *extMeta {
+	m := st.extMeta[id]
+	if m == nil {
+		m = &extMeta{}
+		st.extMeta[id] = m
+	}
+	return m
+}

@@ -1,0 +1,166 @@
+package sandbox
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/oidc"
+	"github.com/walletgate/walletgate/walletauth/passkey"
+)
+
+// Defaults of the embedded-wallet and ownership configuration.
+const (
+	// DefaultRPID is the passkey relying party id when Config.RelyingParty
+	// is zero; browsers accept it for pages served from localhost.
+	DefaultRPID = "localhost"
+	// DefaultOIDCAudience is the audience the default Google and Apple
+	// issuers accept in sandbox ID tokens.
+	DefaultOIDCAudience = "sandbox-client"
+	// LivenessLinkPrefix starts the verificationLink of sandbox LIVENESS
+	// challenges; POST /sandbox/external-accounts/{id}/liveness delivers the
+	// outcome.
+	LivenessLinkPrefix = "https://liveness.sandbox.invalid/session/"
+)
+
+// defaultRelyingParty serves passkeys to pages on http://localhost (any port
+// the browser reports must be listed; the default covers the bare origin and
+// the examples server's default port).
+func defaultRelyingParty() passkey.RelyingParty {
+	return passkey.RelyingParty{ID: DefaultRPID, Name: "walletgate sandbox",
+		Origins: []string{"http://localhost", "http://localhost:8089"}}
+}
+
+// newWalletServices builds the passkey and OpenID verifiers of cfg: real
+// WebAuthn with the legacy sandbox literal accepted, and ID tokens whose
+// signature may be a dummy while every claim is checked.
+func newWalletServices(cfg *Config) (*passkey.Verifier, *oidc.Verifier, error) {
+	rp := cfg.RelyingParty
+	if rp.ID == "" {
+		rp = defaultRelyingParty()
+	}
+	pk, err := passkey.New(rp, passkey.WithSandbox(true), passkey.WithRand(cfg.Rand))
+	if err != nil {
+		return nil, nil, err
+	}
+	issuers := cfg.OIDCIssuers
+	if len(issuers) == 0 {
+		issuers = []oidc.Issuer{oidc.Google(DefaultOIDCAudience), oidc.Apple(DefaultOIDCAudience)}
+	}
+	ov, err := oidc.New(context.Background(), oidc.Config{Issuers: issuers, Clock: cfg.Clock, Sandbox: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	return pk, ov, nil
+}
+
+// sandboxLiveness is the LIVENESS provider of the sandbox: a link that leads
+// nowhere; the test delivers the outcome through the sandbox endpoint.
+type sandboxLiveness struct{}
+
+func (sandboxLiveness) Start(_ context.Context, a storage.ExternalAccount, _ time.Time) (ownership.LivenessSession, error) {
+	return ownership.LivenessSession{VerificationLink: LivenessLinkPrefix + a.ID}, nil
+}
+
+func (s *Simulator) newOwnership() (*ownership.Service, error) {
+	return ownership.New(ownership.Config{Store: s.store, Clock: s.clock, Rand: s.rand, Liveness: sandboxLiveness{},
+		Service: "walletgate sandbox", Network: s.cfg.Network,
+		// The store transaction that writes an event must not take the
+		// simulator's mutex, so events carry the stored fields only.
+		Render: func(a storage.ExternalAccount) any { return externalView(&a, nil) }})
+}
+
+// Ownership returns the ownership service the simulator serves.
+func (s *Simulator) Ownership() *ownership.Service { return s.own }
+
+// StartOwnershipChallenge starts a WALLET_SIGNATURE or LIVENESS challenge for
+// an external account of a customer (see ownership.Service.StartChallenge).
+func (s *Simulator) StartOwnershipChallenge(ctx context.Context, id, method string) (*ownership.Challenge, error) {
+	if _, err := s.GetExternalAccount(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.own.StartChallenge(ctx, id, method, ownership.CustomerTree)
+}
+
+// VerifyOwnership completes a WALLET_SIGNATURE challenge and returns the
+// account (see ownership.Service.Verify).
+func (s *Simulator) VerifyOwnership(ctx context.Context, id string, req ownership.VerifyRequest) (*ExternalAccount, error) {
+	if _, err := s.GetExternalAccount(ctx, id); err != nil {
+		return nil, err
+	}
+	if _, err := s.own.Verify(ctx, id, req, ownership.CustomerTree); err != nil {
+		return nil, err
+	}
+	return s.GetExternalAccount(ctx, id)
+}
+
+// CompleteLiveness delivers the outcome of an account's LIVENESS challenge,
+// as the provider's callback would.
+func (s *Simulator) CompleteLiveness(ctx context.Context, id string, passed bool) (*ExternalAccount, error) {
+	if _, err := s.GetExternalAccount(ctx, id); err != nil {
+		return nil, err
+	}
+	if _, err := s.own.CompleteLiveness(ctx, id, passed); err != nil {
+		return nil, err
+	}
+	return s.GetExternalAccount(ctx, id)
+}
+
+// ownershipRoutes adds the ownership endpoints: the customer tree through
+// the simulator (deleted accounts are not found), the platform tree straight
+// to the ownership adapter.
+func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) {
+	r("POST /customers/external-accounts/{id}/challenge", func(w http.ResponseWriter, req *http.Request) {
+		var body struct {
+			Method string `json:"method"`
+		}
+		if _, ok := readBody(w, req, &body, true); !ok {
+			return
+		}
+		c, err := s.StartOwnershipChallenge(req.Context(), req.PathValue("id"), body.Method)
+		reply(w, http.StatusCreated, c, nil, err)
+	})
+	r("POST /customers/external-accounts/{id}/verify", func(w http.ResponseWriter, req *http.Request) {
+		var body ownership.VerifyRequest
+		if _, ok := readBody(w, req, &body, true); !ok {
+			return
+		}
+		a, err := s.VerifyOwnership(req.Context(), req.PathValue("id"), body)
+		reply(w, http.StatusOK, a, nil, err)
+	})
+	platform := http.StripPrefix(s.cfg.BasePath, s.own.Handler())
+	r("POST /platform/external-accounts/{id}/challenge", platform.ServeHTTP)
+	r("POST /platform/external-accounts/{id}/verify", platform.ServeHTTP)
+	r("POST /sandbox/passkeys/registration-challenge", func(w http.ResponseWriter, req *http.Request) {
+		var body struct {
+			AccountID string `json:"accountId"`
+		}
+		if _, ok := readBody(w, req, &body, true); !ok {
+			return
+		}
+		rc, err := s.auth.PasskeyRegistrationChallenge(req.Context(), body.AccountID)
+		if err != nil {
+			apierror.Write(w, err)
+			return
+		}
+		reply(w, http.StatusCreated, map[string]any{"challenge": rc.Challenge, "accountId": rc.AccountID,
+			"expiresAt": rc.ExpiresAt, "rpId": s.pk.RelyingParty().ID}, nil, nil)
+	})
+	r("POST /sandbox/external-accounts/{id}/liveness", func(w http.ResponseWriter, req *http.Request) {
+		var body struct {
+			Passed *bool `json:"passed"`
+		}
+		if _, ok := readBody(w, req, &body, true); !ok {
+			return
+		}
+		if body.Passed == nil {
+			apierror.Write(w, apierror.InvalidField("passed", nil, "is required (true or false)"))
+			return
+		}
+		a, err := s.CompleteLiveness(req.Context(), req.PathValue("id"), *body.Passed)
+		reply(w, http.StatusOK, a, nil, err)
+	})
+}
