@@ -1,0 +1,275 @@
+// Command quickstart runs, in process and in a few seconds, every main flow a
+// platform performs against the walletgate sandbox, printing each step:
+//
+//	go run ./examples/quickstart
+//
+// It starts the sandbox simulator on a local test server and talks to it over
+// HTTP with examples/client, as a platform backend would talk to the service:
+// a customer with an embedded wallet, an EMAIL_OTP login with real HPKE and
+// signatures, adding a passkey and an OAuth credential through signed
+// retries, revoking a credential, a signed wallet export, and ownership
+// verification of an Ethereum and a Solana wallet.
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/accounts"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/mr-tron/base58"
+
+	"github.com/walletgate/walletgate/examples/client"
+	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/sandbox"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/envelope"
+	"github.com/walletgate/walletgate/walletauth/oidc"
+)
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "quickstart failed:", err)
+		os.Exit(1)
+	}
+}
+
+// step prints one line of the transcript.
+func step(format string, args ...any) { fmt.Printf("• "+format+"\n", args...) }
+
+func run(ctx context.Context) error {
+	sim, err := sandbox.New(sandbox.Config{})
+	if err != nil {
+		return err
+	}
+	defer sim.Close()
+	srv := httptest.NewServer(sim.Handler())
+	defer srv.Close()
+	c := client.New(srv.URL+sim.BasePath(), sandbox.DefaultClientID, sandbox.DefaultClientSecret)
+	start := time.Now()
+	fmt.Printf("walletgate sandbox at %s%s\n\n", srv.URL, sim.BasePath())
+
+	// 1. A customer; the sandbox provisions its embedded wallet with an
+	// EMAIL_OTP credential tied to the customer's email.
+	var cust sandbox.Customer
+	if _, err := c.Do(ctx, "POST", "/customers", map[string]any{"customerType": "INDIVIDUAL", "fullName": "Ada Lovelace",
+		"email": "ada@example.com", "birthDate": "1990-12-10", "nationality": "GB"}, nil, &cust); err != nil {
+		return fmt.Errorf("create customer: %w", err)
+	}
+	var wallets struct{ Data []sandbox.InternalAccount }
+	if _, err := c.Do(ctx, "GET", "/internal-accounts?customerId="+cust.ID, nil, nil, &wallets); err != nil {
+		return err
+	}
+	wallet := wallets.Data[0].ID
+	step("customer %s created with embedded wallet %s", cust.ID, wallet)
+
+	var creds struct{ Data []walletauth.AuthMethod }
+	if _, err := c.Do(ctx, "GET", "/auth/credentials?accountId="+wallet, nil, nil, &creds); err != nil {
+		return err
+	}
+	emailCred := creds.Data[0]
+	step("the wallet starts with one credential: %s %s (%s)", emailCred.Type, emailCred.ID, emailCred.Nickname)
+
+	// 2. EMAIL_OTP login: the code is sealed to the server's HPKE target,
+	// leg 1 answers a payload, the device key stamps it and becomes the
+	// session key.
+	sess, sessionKey, err := c.LoginOTP(ctx, emailCred.ID, storage.EmailOTP, walletauth.SandboxOTPCode)
+	if err != nil {
+		return fmt.Errorf("EMAIL_OTP login: %w", err)
+	}
+	step("EMAIL_OTP login: session %s, key %s…, expires %s", sess.ID, sessionKey.PublicKeyHex()[:16], sess.ExpiresAt.Format(time.RFC3339))
+
+	// 3. Add a passkey: the platform issues a registration challenge, the
+	// authenticator attests, and the session key signs the retry.
+	pk, err := client.NewSoftwarePasskey(sandbox.DefaultRPID, "http://localhost")
+	if err != nil {
+		return err
+	}
+	var rc struct{ Challenge string }
+	if _, err := c.Do(ctx, "POST", "/sandbox/passkeys/registration-challenge", map[string]string{"accountId": wallet}, nil, &rc); err != nil {
+		return err
+	}
+	att, err := pk.Attest(rc.Challenge)
+	if err != nil {
+		return err
+	}
+	var passkeyCred walletauth.AuthMethod
+	if _, err := c.Signed(ctx, "POST", "/auth/credentials", map[string]any{"type": "PASSKEY", "accountId": wallet,
+		"nickname": "Ada's laptop", "challenge": rc.Challenge, "attestation": att}, sessionKey, &passkeyCred); err != nil {
+		return fmt.Errorf("add passkey: %w", err)
+	}
+	step("passkey %q added (%s) through a signed retry", passkeyCred.Nickname, passkeyCred.ID)
+
+	// ... and log in with it: the challenge binds a fresh client key, the
+	// assertion is verified with WebAuthn, the session key comes back sealed.
+	device, err := walletauth.NewClientKey()
+	if err != nil {
+		return err
+	}
+	var pch walletauth.ChallengeResponse
+	if _, err := c.Do(ctx, "POST", "/auth/credentials/"+passkeyCred.ID+"/challenge",
+		map[string]string{"clientPublicKey": device.PublicKeyHex()}, nil, &pch); err != nil {
+		return err
+	}
+	as, err := pk.Assert(pch.Challenge)
+	if err != nil {
+		return err
+	}
+	var psess walletauth.AuthSession
+	if _, err := c.Do(ctx, "POST", "/auth/credentials/"+passkeyCred.ID+"/verify", map[string]any{"type": "PASSKEY", "assertion": as},
+		map[string]string{"Request-Id": pch.RequestID}, &psess); err != nil {
+		return fmt.Errorf("passkey login: %w", err)
+	}
+	if _, err := device.OpenSessionKey(psess.EncryptedSessionSigningKey); err != nil {
+		return err
+	}
+	step("passkey login: session %s, session key decrypted from encryptedSessionSigningKey", psess.ID)
+
+	// 4. Add an OAuth credential from an OpenID Connect ID token. In the
+	// sandbox its signature may be a dummy; every claim is still checked.
+	token := sandboxIDToken(map[string]any{"iss": "https://accounts.google.com", "aud": sandbox.DefaultOIDCAudience,
+		"sub": "108723981", "email": "ada.lovelace@gmail.example", "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()})
+	var oauthCred walletauth.AuthMethod
+	if _, err := c.Signed(ctx, "POST", "/auth/credentials", map[string]any{"type": "OAUTH", "accountId": wallet, "oidcToken": token},
+		sessionKey, &oauthCred); err != nil {
+		return fmt.Errorf("add OAuth: %w", err)
+	}
+	step("OAuth credential %s added for %s", oauthCred.ID, oauthCred.Nickname)
+	login := sandboxIDToken(map[string]any{"iss": "https://accounts.google.com", "aud": sandbox.DefaultOIDCAudience,
+		"sub": "108723981", "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix(), "nonce": oidc.NonceFor(device.PublicKeyHex())})
+	var osess walletauth.AuthSession
+	if _, err := c.Do(ctx, "POST", "/auth/credentials/"+oauthCred.ID+"/verify", map[string]any{"type": "OAUTH", "oidcToken": login,
+		"clientPublicKey": device.PublicKeyHex()}, nil, &osess); err != nil {
+		return fmt.Errorf("OAuth login: %w", err)
+	}
+	step("OAuth login with a nonce bound to the client key: session %s", osess.ID)
+
+	// 5. Revoke the OAuth credential: a session of another credential signs.
+	if _, err := c.Signed(ctx, "DELETE", "/auth/credentials/"+oauthCred.ID, nil, sessionKey, nil); err != nil {
+		return fmt.Errorf("revoke: %w", err)
+	}
+	if _, err := c.Do(ctx, "GET", "/auth/credentials?accountId="+wallet, nil, nil, &creds); err != nil {
+		return err
+	}
+	step("OAuth credential revoked (and its sessions with it); %d credentials left", len(creds.Data))
+
+	// 6. A signed wallet export, sealed to the client's key.
+	exportKey, err := walletauth.NewClientKey()
+	if err != nil {
+		return err
+	}
+	uncompressed := hex.EncodeToString(must(exportKey.PrivateKey().PublicKey.Bytes()))
+	var export sandbox.WalletExport
+	if _, err := c.Signed(ctx, "POST", "/internal-accounts/"+wallet+"/export", map[string]string{"clientPublicKey": uncompressed},
+		sessionKey, &export); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	words, err := openExport(exportKey, export.EncryptedWalletCredentials)
+	if err != nil {
+		return err
+	}
+	step("wallet exported through a signed retry; the mnemonic decrypts to %d words", len(strings.Fields(words)))
+
+	// 7. Ownership of an Ethereum wallet (EIP-191) and a Solana wallet
+	// (Ed25519).
+	evmKey, err := crypto.GenerateKey()
+	if err != nil {
+		return err
+	}
+	eth, err := proveOwnership(ctx, c, cust.ID, "ETHEREUM_WALLET", crypto.PubkeyToAddress(evmKey.PublicKey).Hex(), func(msg string) string {
+		sig, _ := crypto.Sign(accounts.TextHash([]byte(msg)), evmKey)
+		sig[64] += 27
+		return "0x" + hex.EncodeToString(sig)
+	})
+	if err != nil {
+		return fmt.Errorf("ethereum ownership: %w", err)
+	}
+	step("Ethereum wallet %s proven with personal_sign: status %s", eth.ID, eth.Status)
+	solPub, solKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	sol, err := proveOwnership(ctx, c, cust.ID, "SOLANA_WALLET", base58.Encode(solPub), func(msg string) string {
+		return base58.Encode(ed25519.Sign(solKey, []byte(msg)))
+	})
+	if err != nil {
+		return fmt.Errorf("solana ownership: %w", err)
+	}
+	step("Solana wallet %s proven with signMessage: status %s", sol.ID, sol.Status)
+
+	fmt.Printf("\nall flows done in %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// proveOwnership registers a self-custody wallet, asks for a challenge, signs
+// the message with sign and verifies it.
+func proveOwnership(ctx context.Context, c *client.Client, customerID, accountType, address string, sign func(string) string) (*sandbox.ExternalAccount, error) {
+	var acct sandbox.ExternalAccount
+	if _, err := c.Do(ctx, "POST", "/customers/external-accounts", map[string]any{"customerId": customerID, "currency": "USDC",
+		"ownershipType": "FIRST_PARTY", "accountInfo": map[string]any{"accountType": accountType, "address": address}}, nil, &acct); err != nil {
+		return nil, err
+	}
+	var ch ownership.Challenge
+	path := "/customers/external-accounts/" + acct.ID
+	if _, err := c.Do(ctx, "POST", path+"/challenge", map[string]string{"method": "WALLET_SIGNATURE"}, nil, &ch); err != nil {
+		return nil, err
+	}
+	if _, err := c.Do(ctx, "POST", path+"/verify", map[string]string{"signature": sign(ch.MessageToSign)}, nil, &acct); err != nil {
+		return nil, err
+	}
+	return &acct, nil
+}
+
+// sandboxIDToken builds a JWT-shaped ID token with a dummy signature, as the
+// sandbox accepts.
+func sandboxIDToken(claims map[string]any) string {
+	enc := func(v any) string { return base64.RawURLEncoding.EncodeToString(must(json.Marshal(v))) }
+	return enc(map[string]string{"alg": "RS256", "kid": "sandbox", "typ": "JWT"}) + "." + enc(claims) + ".ZHVtbXk"
+}
+
+// openExport decrypts encryptedWalletCredentials with the client key.
+func openExport(k *walletauth.ClientKey, envelopeJSON string) (string, error) {
+	var env struct{ Data string }
+	if err := json.Unmarshal([]byte(envelopeJSON), &env); err != nil {
+		return "", err
+	}
+	raw, err := hex.DecodeString(env.Data)
+	if err != nil {
+		return "", err
+	}
+	var data struct{ EncappedPublic, Ciphertext string }
+	if err := json.Unmarshal(raw, &data); err != nil {
+		return "", err
+	}
+	enc, err := hex.DecodeString(data.EncappedPublic)
+	if err != nil {
+		return "", err
+	}
+	ct, err := hex.DecodeString(data.Ciphertext)
+	if err != nil {
+		return "", err
+	}
+	priv, err := k.PrivateKey().ECDH()
+	if err != nil {
+		return "", err
+	}
+	pt, err := envelope.Open(priv, enc, ct)
+	return string(pt), err
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

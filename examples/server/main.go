@@ -1,0 +1,137 @@
+// Command server serves the walletgate sandbox on a port, for manual testing
+// with curl or a browser and for test suites in other languages:
+//
+//	go run ./examples/server -addr 127.0.0.1:8089
+//
+// Every route is under the base path (/2025-10-13) behind HTTP Basic platform
+// credentials (-client-id, -client-secret). Passkeys are served for -rp-id
+// and -origin (by default localhost and http://localhost:<port>), and the
+// association files at /.well-known/. With -postgres the storage records
+// (wallets, credentials, sessions, signed-retry requests, external accounts)
+// live in PostgreSQL, migrated on start; the simulator's own records
+// (customers, balances, quotes, cards) stay in memory and are lost on exit.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/walletgate/walletgate/sandbox"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/walletauth/passkey"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "server:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses args, serves until ctx ends or SIGINT/SIGTERM arrives, and
+// prints the address once it is ready.
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8089", "address to listen on")
+	clientID := fs.String("client-id", sandbox.DefaultClientID, "platform client id (HTTP Basic user)")
+	secret := fs.String("client-secret", sandbox.DefaultClientSecret, "platform client secret (HTTP Basic password)")
+	rpID := fs.String("rp-id", sandbox.DefaultRPID, "passkey relying party id")
+	origin := fs.String("origin", "", "passkey web origin (default http://<rp-id>:<port>)")
+	dsn := fs.String("postgres", "", "PostgreSQL DSN; empty keeps state in memory")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(out, nil))
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	if *origin == "" {
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		*origin = "http://" + *rpID + ":" + port
+	}
+
+	var store storage.Store
+	if *dsn != "" {
+		pool, err := pgxpool.New(ctx, *dsn)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		if _, err := postgres.Migrate(ctx, pool); err != nil {
+			return fmt.Errorf("migrating: %w", err)
+		}
+		if store, err = postgres.New(pool); err != nil {
+			return err
+		}
+	}
+	sim, err := sandbox.New(sandbox.Config{Store: store, ClientID: *clientID, ClientSecret: *secret,
+		RelyingParty: passkey.RelyingParty{ID: *rpID, Name: "walletgate sandbox", Origins: []string{*origin}}})
+	if err != nil {
+		return err
+	}
+	defer sim.Close()
+
+	srv := &http.Server{Handler: logRequests(log, sim.Handler()), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	storeName := "memory"
+	if *dsn != "" {
+		storeName = "postgres"
+	}
+	log.Info("serving the walletgate sandbox", "url", "http://"+ln.Addr().String()+sim.BasePath(),
+		"client_id", *clientID, "rp_id", *rpID, "origin", *origin, "store", storeName)
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// logRequests logs each request with its status and duration.
+func logRequests(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start).Round(time.Microsecond))
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
