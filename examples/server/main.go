@@ -45,6 +45,7 @@ func main() {
 // prints the address once it is ready.
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(out)
 	addr := fs.String("addr", "127.0.0.1:8089", "address to listen on")
 	clientID := fs.String("client-id", sandbox.DefaultClientID, "platform client id (HTTP Basic user)")
 	secret := fs.String("client-secret", sandbox.DefaultClientSecret, "platform client secret (HTTP Basic password)")

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -77,7 +78,9 @@ func TestServerPostgres(t *testing.T) {
 		t.Skip("set WALLETGATE_POSTGRES_DSN to run the server on PostgreSQL (CI sets it)")
 	}
 	base := serve(t, "-postgres", dsn)
-	req, _ := http.NewRequest("POST", base+"/customers", strings.NewReader(`{"customerType":"INDIVIDUAL","fullName":"Grace Hopper","email":"grace@example.com"}`))
+	// The database outlives the test: a fresh email keeps runs independent.
+	email := fmt.Sprintf("grace+%d@example.com", time.Now().UnixNano())
+	req, _ := http.NewRequest("POST", base+"/customers", strings.NewReader(`{"customerType":"INDIVIDUAL","fullName":"Grace Hopper","email":"`+email+`"}`))
 	req.SetBasicAuth("sandbox-client-id", "sandbox-client-secret")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
