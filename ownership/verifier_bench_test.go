@@ -10,6 +10,7 @@ import (
 
 	"github.com/btcsuite/btcd/btcec/v2"
 	"github.com/btcsuite/btcd/btcec/v2/ecdsa"
+	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/ethereum/go-ethereum/accounts"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/mr-tron/base58"
@@ -170,6 +171,39 @@ func BenchmarkLightningRecoverCompact(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, _, err := ecdsa.RecoverCompact(sig, digest); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBitcoinBIP322ScriptRun is the primitive a BIP-322 verification
+// wraps: one run of the script engine over the prebuilt to_sign transaction
+// (sighashes included), for the P2WPKH vector of BenchmarkBitcoinBIP322P2WPKHVerify.
+func BenchmarkBitcoinBIP322ScriptRun(b *testing.B) {
+	vec := benchVector(b, "btc-bip322-mainnet-p2wpkh")
+	addr, err := parseBitcoinAddress(vec.Address, vectorNetwork(vec.Network))
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(vec.Signature)
+	witness, err := parseWitness(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pkScript, err := txscript.PayToAddrScript(addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	toSign := bip322ToSign(pkScript, []byte(vec.Message), nil, witness)
+	fetcher := txscript.NewCannedPrevOutputFetcher(pkScript, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		vm, err := txscript.NewEngine(pkScript, toSign, 0, txscript.StandardVerifyFlags, nil,
+			txscript.NewTxSigHashes(toSign, fetcher), 0, fetcher)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := vm.Execute(); err != nil {
 			b.Fatal(err)
 		}
 	}
