@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/walletgate/walletgate/apierror"
-	"github.com/walletgate/walletgate/signedretry"
 )
 
 // Handler returns the simulator's HTTP handler, for httptest.NewServer or
@@ -203,20 +202,6 @@ func readBody(w http.ResponseWriter, r *http.Request, dst any, required bool) ([
 		return nil, false
 	}
 	return body, true
-}
-
-// reply writes v with status, the error, or the challenge (202).
-func reply(w http.ResponseWriter, status int, v any, challenge *signedretry.Challenge, err error) {
-	switch {
-	case err != nil:
-		apierror.Write(w, err)
-	case challenge != nil:
-		signedretry.WriteChallenge(w, challenge)
-	case v == nil:
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		apierror.WriteJSON(w, status, v)
-	}
 }
 
 // list is the body of a list response.

@@ -21,12 +21,12 @@ func (s *Simulator) hCreateCustomer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := s.createCustomer(r.Context(), req)
-	reply(w, http.StatusCreated, c, nil, err)
+	signedretry.WriteResult(w, http.StatusCreated, c, nil, err)
 }
 
 func (s *Simulator) hGetCustomer(w http.ResponseWriter, r *http.Request) {
 	c, err := s.GetCustomer(r.Context(), r.PathValue("id"))
-	reply(w, http.StatusOK, c, nil, err)
+	signedretry.WriteResult(w, http.StatusOK, c, nil, err)
 }
 
 func (s *Simulator) hUpdateCustomer(w http.ResponseWriter, r *http.Request) {
@@ -40,17 +40,17 @@ func (s *Simulator) hUpdateCustomer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, ch, err := s.updateCustomer(r.Context(), r.PathValue("id"), req, signedretry.RetryFrom(r, "", body))
-	reply(w, http.StatusOK, c, ch, err)
+	signedretry.WriteResult(w, http.StatusOK, c, ch, err)
 }
 
 func (s *Simulator) hListInternal(w http.ResponseWriter, r *http.Request) {
 	accts, err := s.ListInternalAccounts(r.Context(), r.URL.Query().Get("customerId"))
-	reply(w, http.StatusOK, list[InternalAccount]{Data: accts, TotalCount: len(accts)}, nil, err)
+	signedretry.WriteResult(w, http.StatusOK, list[InternalAccount]{Data: accts, TotalCount: len(accts)}, nil, err)
 }
 
 func (s *Simulator) hGetInternal(w http.ResponseWriter, r *http.Request) {
 	a, err := s.GetInternalAccount(r.Context(), r.PathValue("id"))
-	reply(w, http.StatusOK, a, nil, err)
+	signedretry.WriteResult(w, http.StatusOK, a, nil, err)
 }
 
 func (s *Simulator) hUpdateWallet(w http.ResponseWriter, r *http.Request) {
@@ -60,7 +60,7 @@ func (s *Simulator) hUpdateWallet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, ch, err := s.UpdateWallet(r.Context(), r.PathValue("id"), req, signedretry.RetryFrom(r, "", body))
-	reply(w, http.StatusOK, a, ch, err)
+	signedretry.WriteResult(w, http.StatusOK, a, ch, err)
 }
 
 func (s *Simulator) hExport(w http.ResponseWriter, r *http.Request) {
@@ -70,7 +70,7 @@ func (s *Simulator) hExport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e, ch, err := s.ExportWallet(r.Context(), r.PathValue("id"), req, signedretry.RetryFrom(r, "", body))
-	reply(w, http.StatusOK, e, ch, err)
+	signedretry.WriteResult(w, http.StatusOK, e, ch, err)
 }
 
 func (s *Simulator) hVerify(w http.ResponseWriter, r *http.Request) {
@@ -79,7 +79,7 @@ func (s *Simulator) hVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := s.VerifyCustomer(r.Context(), req)
-	reply(w, http.StatusOK, v, nil, err)
+	signedretry.WriteResult(w, http.StatusOK, v, nil, err)
 }
 
 func (s *Simulator) hCreateExternal(w http.ResponseWriter, r *http.Request) {
@@ -93,16 +93,16 @@ func (s *Simulator) hCreateExternal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, err := s.createExternal(r.Context(), p)
-	reply(w, http.StatusCreated, a, nil, err)
+	signedretry.WriteResult(w, http.StatusCreated, a, nil, err)
 }
 
 func (s *Simulator) hGetExternal(w http.ResponseWriter, r *http.Request) {
 	a, err := s.GetExternalAccount(r.Context(), r.PathValue("id"))
-	reply(w, http.StatusOK, a, nil, err)
+	signedretry.WriteResult(w, http.StatusOK, a, nil, err)
 }
 
 func (s *Simulator) hDeleteExternal(w http.ResponseWriter, r *http.Request) {
-	reply(w, 0, nil, nil, s.DeleteExternalAccount(r.Context(), r.PathValue("id")))
+	signedretry.WriteResult(w, 0, nil, nil, s.DeleteExternalAccount(r.Context(), r.PathValue("id")))
 }
 
 func (s *Simulator) hTrust(trust bool) http.HandlerFunc {
@@ -111,7 +111,7 @@ func (s *Simulator) hTrust(trust bool) http.HandlerFunc {
 			return
 		}
 		t, err := s.StartTrust(r.Context(), r.PathValue("id"), trust)
-		reply(w, http.StatusOK, t, nil, err)
+		signedretry.WriteResult(w, http.StatusOK, t, nil, err)
 	}
 }
 
@@ -122,7 +122,7 @@ func (s *Simulator) hConfirm(trust bool) http.HandlerFunc {
 			return
 		}
 		t, err := s.ConfirmTrust(r.Context(), r.PathValue("id"), trust, req)
-		reply(w, http.StatusOK, t, nil, err)
+		signedretry.WriteResult(w, http.StatusOK, t, nil, err)
 	}
 }
 
@@ -140,7 +140,7 @@ func (s *Simulator) hTransfer(in bool) http.HandlerFunc {
 		} else {
 			tx, err = s.TransferOut(r.Context(), req)
 		}
-		reply(w, http.StatusCreated, tx, nil, err)
+		signedretry.WriteResult(w, http.StatusCreated, tx, nil, err)
 	}
 }
 
@@ -151,12 +151,12 @@ func (s *Simulator) hCreateQuote(w http.ResponseWriter, r *http.Request) {
 	}
 	req.IdempotencyKey = r.Header.Get(headerIdempotencyKey)
 	q, err := s.CreateQuote(r.Context(), req)
-	reply(w, http.StatusCreated, q, nil, err)
+	signedretry.WriteResult(w, http.StatusCreated, q, nil, err)
 }
 
 func (s *Simulator) hGetQuote(w http.ResponseWriter, r *http.Request) {
 	q, err := s.GetQuote(r.Context(), r.PathValue("id"))
-	reply(w, http.StatusOK, q, nil, err)
+	signedretry.WriteResult(w, http.StatusOK, q, nil, err)
 }
 
 func (s *Simulator) hExecute(w http.ResponseWriter, r *http.Request) {
@@ -165,12 +165,12 @@ func (s *Simulator) hExecute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q, ch, err := s.ExecuteQuote(r.Context(), r.PathValue("id"), r.Header.Get(headerIdempotencyKey), signedretry.RetryFrom(r, "", body))
-	reply(w, http.StatusOK, q, ch, err)
+	signedretry.WriteResult(w, http.StatusOK, q, ch, err)
 }
 
 func (s *Simulator) hGetTransaction(w http.ResponseWriter, r *http.Request) {
 	tx, err := s.GetTransaction(r.Context(), r.PathValue("id"))
-	reply(w, http.StatusOK, tx, nil, err)
+	signedretry.WriteResult(w, http.StatusOK, tx, nil, err)
 }
 
 func (s *Simulator) hCreateCard(w http.ResponseWriter, r *http.Request) {
@@ -179,12 +179,12 @@ func (s *Simulator) hCreateCard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := s.CreateCard(r.Context(), req)
-	reply(w, http.StatusCreated, c, nil, err)
+	signedretry.WriteResult(w, http.StatusCreated, c, nil, err)
 }
 
 func (s *Simulator) hGetCard(w http.ResponseWriter, r *http.Request) {
 	c, err := s.GetCard(r.Context(), r.PathValue("id"))
-	reply(w, http.StatusOK, c, nil, err)
+	signedretry.WriteResult(w, http.StatusOK, c, nil, err)
 }
 
 func (s *Simulator) hUpdateCard(w http.ResponseWriter, r *http.Request) {
@@ -193,7 +193,7 @@ func (s *Simulator) hUpdateCard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := s.UpdateCard(r.Context(), r.PathValue("id"), req)
-	reply(w, http.StatusOK, c, nil, err)
+	signedretry.WriteResult(w, http.StatusOK, c, nil, err)
 }
 
 func (s *Simulator) hFund(w http.ResponseWriter, r *http.Request) {
@@ -202,7 +202,7 @@ func (s *Simulator) hFund(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, err := s.Fund(r.Context(), r.PathValue("accountId"), req)
-	reply(w, http.StatusOK, a, nil, err)
+	signedretry.WriteResult(w, http.StatusOK, a, nil, err)
 }
 
 func (s *Simulator) hSend(w http.ResponseWriter, r *http.Request) {
@@ -211,7 +211,7 @@ func (s *Simulator) hSend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tx, err := s.Send(r.Context(), req)
-	reply(w, http.StatusOK, tx, nil, err)
+	signedretry.WriteResult(w, http.StatusOK, tx, nil, err)
 }
 
 func (s *Simulator) hReceive(w http.ResponseWriter, r *http.Request) {
@@ -220,5 +220,5 @@ func (s *Simulator) hReceive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tx, err := s.Receive(r.Context(), req)
-	reply(w, http.StatusOK, tx, nil, err)
+	signedretry.WriteResult(w, http.StatusOK, tx, nil, err)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/passkey"
@@ -121,7 +122,7 @@ func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) {
 			return
 		}
 		c, err := s.StartOwnershipChallenge(req.Context(), req.PathValue("id"), body.Method)
-		reply(w, http.StatusCreated, c, nil, err)
+		signedretry.WriteResult(w, http.StatusCreated, c, nil, err)
 	})
 	r("POST /customers/external-accounts/{id}/verify", func(w http.ResponseWriter, req *http.Request) {
 		var body ownership.VerifyRequest
@@ -129,7 +130,7 @@ func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) {
 			return
 		}
 		a, err := s.VerifyOwnership(req.Context(), req.PathValue("id"), body)
-		reply(w, http.StatusOK, a, nil, err)
+		signedretry.WriteResult(w, http.StatusOK, a, nil, err)
 	})
 	platform := http.StripPrefix(s.cfg.BasePath, s.own.Handler())
 	r("POST /platform/external-accounts/{id}/challenge", platform.ServeHTTP)
@@ -146,7 +147,7 @@ func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) {
 			apierror.Write(w, err)
 			return
 		}
-		reply(w, http.StatusCreated, map[string]any{"challenge": rc.Challenge, "accountId": rc.AccountID,
+		signedretry.WriteResult(w, http.StatusCreated, map[string]any{"challenge": rc.Challenge, "accountId": rc.AccountID,
 			"expiresAt": rc.ExpiresAt, "rpId": s.pk.RelyingParty().ID}, nil, nil)
 	})
 	r("POST /sandbox/external-accounts/{id}/liveness", func(w http.ResponseWriter, req *http.Request) {
@@ -161,6 +162,6 @@ func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) {
 			return
 		}
 		a, err := s.CompleteLiveness(req.Context(), req.PathValue("id"), *body.Passed)
-		reply(w, http.StatusOK, a, nil, err)
+		signedretry.WriteResult(w, http.StatusOK, a, nil, err)
 	})
 }

@@ -43,3 +43,20 @@ func OperationFrom(r *http.Request, op Operation, body []byte) Operation {
 func WriteChallenge(w http.ResponseWriter, c *Challenge) {
 	apierror.WriteJSON(w, http.StatusAccepted, c)
 }
+
+// WriteResult writes the outcome of an operation that may take a signed
+// retry: err when it is not nil, otherwise the 202 challenge when there is
+// one, otherwise v with status, or 204 No Content when v is nil. Pass a nil
+// v, not a typed nil pointer, for "no content".
+func WriteResult(w http.ResponseWriter, status int, v any, c *Challenge, err error) {
+	switch {
+	case err != nil:
+		apierror.Write(w, err)
+	case c != nil:
+		WriteChallenge(w, c)
+	case v == nil:
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		apierror.WriteJSON(w, status, v)
+	}
+}

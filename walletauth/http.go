@@ -49,21 +49,6 @@ func read(w http.ResponseWriter, r *http.Request, dst any, optional bool) (signe
 	return signedretry.RetryFrom(r, "", body), true
 }
 
-// respond writes the result of a signed-retry operation: the challenge (202)
-// when there is one, otherwise v with status, or 204 when v is nil.
-func respond(w http.ResponseWriter, err error, challenge *signedretry.Challenge, status int, v any) {
-	switch {
-	case err != nil:
-		apierror.Write(w, err)
-	case challenge != nil:
-		signedretry.WriteChallenge(w, challenge)
-	case v == nil:
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		apierror.WriteJSON(w, status, v)
-	}
-}
-
 type list[T any] struct {
 	Data []T `json:"data"`
 }
@@ -76,10 +61,10 @@ func (s *Service) handleAdd(w http.ResponseWriter, r *http.Request) {
 	}
 	m, ch, err := s.AddCredential(r.Context(), req, call)
 	if m == nil {
-		respond(w, err, ch, 0, nil)
+		signedretry.WriteResult(w, 0, nil, ch, err)
 		return
 	}
-	respond(w, err, ch, http.StatusCreated, m)
+	signedretry.WriteResult(w, http.StatusCreated, m, ch, err)
 }
 
 func (s *Service) handleListCredentials(w http.ResponseWriter, r *http.Request) {
@@ -100,7 +85,7 @@ func (s *Service) handleRevokeCredential(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	ch, err := s.RevokeCredential(r.Context(), r.PathValue("id"), call)
-	respond(w, err, ch, 0, nil)
+	signedretry.WriteResult(w, 0, nil, ch, err)
 }
 
 func (s *Service) handleChallenge(w http.ResponseWriter, r *http.Request) {
@@ -124,10 +109,10 @@ func (s *Service) handleVerify(w http.ResponseWriter, r *http.Request) {
 	}
 	sess, ch, err := s.Verify(r.Context(), r.PathValue("id"), req, call)
 	if sess == nil {
-		respond(w, err, ch, 0, nil)
+		signedretry.WriteResult(w, 0, nil, ch, err)
 		return
 	}
-	respond(w, err, ch, http.StatusOK, sess)
+	signedretry.WriteResult(w, http.StatusOK, sess, ch, err)
 }
 
 func (s *Service) handleListSessions(w http.ResponseWriter, r *http.Request) {
@@ -148,7 +133,7 @@ func (s *Service) handleRevokeSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ch, err := s.RevokeSession(r.Context(), r.PathValue("id"), call)
-	respond(w, err, ch, 0, nil)
+	signedretry.WriteResult(w, 0, nil, ch, err)
 }
 
 func (s *Service) handleRefresh(w http.ResponseWriter, r *http.Request) {
@@ -159,8 +144,8 @@ func (s *Service) handleRefresh(w http.ResponseWriter, r *http.Request) {
 	}
 	sess, ch, err := s.RefreshSession(r.Context(), r.PathValue("id"), req, call)
 	if sess == nil {
-		respond(w, err, ch, 0, nil)
+		signedretry.WriteResult(w, 0, nil, ch, err)
 		return
 	}
-	respond(w, err, ch, http.StatusCreated, sess)
+	signedretry.WriteResult(w, http.StatusCreated, sess, ch, err)
 }
