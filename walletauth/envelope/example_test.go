@@ -5,6 +5,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"fmt"
+	"github.com/walletgate/walletgate/signedretry"
 
 	"github.com/walletgate/walletgate/walletauth/envelope"
 )
@@ -23,7 +24,7 @@ func Example_otpRoundTrip() {
 
 	// Client: a fresh session key, then the encryptedOtpBundle.
 	session, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	sessionHex, _ := envelope.CompressedPublicKeyHex(&session.PublicKey)
+	sessionHex, _ := signedretry.CompressedHex(&session.PublicKey)
 	encrypted, err := envelope.SealOTPForBundle(bundle, &signer.PublicKey, "123456", sessionHex, nil)
 	if err != nil {
 		panic(err)
@@ -51,7 +52,7 @@ func Example_otpRoundTrip() {
 // client's key; the client opens it and holds the signing key.
 func ExampleSealSessionKey() {
 	client, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	clientHex, _ := envelope.CompressedPublicKeyHex(&client.PublicKey)
+	clientHex, _ := signedretry.CompressedHex(&client.PublicKey)
 
 	essk, sessionPublic, err := envelope.SealSessionKey(clientHex, nil)
 	if err != nil {

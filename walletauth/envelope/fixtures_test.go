@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
 )
 
 // seeded returns a deterministic byte stream named by label.
@@ -56,7 +57,7 @@ func testECDH(t testing.TB, label string) *ecdh.PrivateKey {
 // compressedHex returns the compressed hex of k's public key.
 func compressedHex(t testing.TB, k *ecdsa.PrivateKey) string {
 	t.Helper()
-	s, err := CompressedPublicKeyHex(&k.PublicKey)
+	s, err := signedretry.CompressedHex(&k.PublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,35 +21,6 @@ const (
 // 1 - 2^-32, so a reader that fails this many times in a row is broken.
 const maxKeyCandidates = 64
 
-// ParsePublicKeyHex parses a hex P-256 public key in either SEC 1 encoding:
-// 33 bytes compressed (02|03 || X, 66 hex characters) or 65 bytes
-// uncompressed (04 || X || Y, 130 hex characters). Upper- and lower-case hex
-// are accepted. It guarantees the returned key is a point on P-256 other than
-// the point at infinity. A failure is 400 INVALID_INPUT naming the failed
-// check.
-func ParsePublicKeyHex(s string) (*ecdsa.PublicKey, error) {
-	pub, problem := parsePublicKeyHex(s)
-	if problem != "" {
-		return nil, invalid(fieldPublicKey, fieldPublicKey+" "+problem)
-	}
-	return pub, nil
-}
-
-// CompressedPublicKeyHex returns the 66-character lowercase hex of pub's
-// compressed SEC 1 encoding, the form clients put in public_key and
-// clientPublicKey. It fails with 500 INTERNAL_ERROR when pub is nil or not a
-// valid P-256 key.
-func CompressedPublicKeyHex(pub *ecdsa.PublicKey) (string, error) {
-	if pub == nil || pub.Curve != elliptic.P256() {
-		return "", internal("CompressedPublicKeyHex needs a P-256 public key", nil)
-	}
-	raw, err := pub.Bytes()
-	if err != nil {
-		return "", internal("encoding a P-256 public key", err)
-	}
-	return hex.EncodeToString(compressPoint(raw)), nil
-}
-
 // parsePublicKeyHex returns the key, or a problem phrase ("is not hex", ...)
 // that the caller prefixes with the field name.
 func parsePublicKeyHex(s string) (*ecdsa.PublicKey, string) {

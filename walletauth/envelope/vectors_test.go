@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
 )
 
 // The interop vectors live in testdata/turnkey: go-vectors.json is written
@@ -184,7 +185,7 @@ func TestGoVectors(t *testing.T) {
 	if err := json.Unmarshal(got, &v); err != nil {
 		t.Fatal(err)
 	}
-	signer, err := ParsePublicKeyHex(v.Signer.Public)
+	signer, err := signedretry.ParsePublicKey(v.Signer.Public)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestJSVectors(t *testing.T) {
 			if att.Code != o.OTPCode || att.PublicKeyHex != o.PublicKey {
 				t.Fatalf("opened %+v, want code %q key %q", att, o.OTPCode, o.PublicKey)
 			}
-			want, err := ParsePublicKeyHex(o.PublicKey)
+			want, err := signedretry.ParsePublicKey(o.PublicKey)
 			if err != nil || !att.PublicKey.Equal(want) {
 				t.Fatalf("public key mismatch (%v)", err)
 			}
