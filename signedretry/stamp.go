@@ -1,6 +1,3 @@
-// Package signedretry authorizes sensitive requests with a session key in two
-// legs: the first call is answered 202 with a payload to sign, and the retry
-// carries a wallet signature (a stamp) over that payload.
 package signedretry
 
 import (

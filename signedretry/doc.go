@@ -1,0 +1,34 @@
+// Package signedretry authorizes sensitive requests with a session key, in two
+// legs.
+//
+// The first call of an operation (revoke a credential, export a wallet, ...)
+// does nothing but answer 202 with a challenge:
+//
+//	{"payloadToSign": "{\"type\":\"REVOKE_CREDENTIAL\",...}", "requestId": "Request:<uuid>", "expiresAt": "..."}
+//
+// The client signs payloadToSign byte for byte with its session key and
+// repeats the same request with two headers: Service-Wallet-Signature (the
+// stamp: base64url JSON of the public key, the scheme and a DER ECDSA P-256
+// signature, as @turnkey/api-key-stamper makes it) and Request-Id. The retry
+// is accepted once, before expiresAt, when:
+//
+//   - its method, path and operation are those the challenge was issued for;
+//   - its body is the first call's body as a JSON value (key order and
+//     whitespace may differ; any changed value is a mismatch);
+//   - the stamp verifies over the stored payload;
+//   - the key is allowed to sign under the operation's [Rule], checked
+//     against the sessions in storage when the retry arrives.
+//
+// [Manager.Complete] consumes the request and runs the operation's effect in
+// one store transaction: either both happen or neither does, and a failed
+// retry leaves the request usable. Failures are the 401s of the service:
+// WALLET_SIGNATURE_MISSING, REQUEST_ID_MISSING, WALLET_SIGNATURE_MALFORMED,
+// WALLET_SIGNATURE_BODY_MISMATCH, WALLET_SIGNATURE_INVALID, and UNAUTHORIZED
+// with details.reason for a Request-Id that is unknown, expired, already used
+// or bound to another operation.
+//
+// The stamp itself ([NewStamp], [ParseStamp], [Stamp.Verify]) and the body
+// canonicalization ([Canonicalize], [BodyDigest]) are usable on their own;
+// http.go has the few lines a net/http route needs ([IsRetry],
+// [OperationFrom], [RetryFrom], [WriteResult]).
+package signedretry
