@@ -109,8 +109,9 @@ type Config struct {
 	// Rand supplies ids, codes and keys; nil means crypto/rand.
 	Rand io.Reader
 	// SigningKey signs OTP target bundles (their enclaveQuorumPublic); nil
-	// generates one. Clients that check bundles need its public half:
-	// [Service.SigningPublicKey].
+	// generates one per process. Clients that check bundles pin its public
+	// half ([Service.SigningPublicKey]), so replicas of one service must
+	// share it.
 	SigningKey *ecdsa.PrivateKey
 	// OrganizationID is written into target bundles.
 	OrganizationID string
