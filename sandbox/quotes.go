@@ -334,6 +334,9 @@ func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signe
 		}
 		return q, nil
 	}
+	if call.Signature != "" || call.RequestID != "" {
+		return s.executeQuoteRetry(ctx, quoteID, call, check)
+	}
 	err := s.locked(func(st *state, now time.Time) error {
 		q, err := check(st, now)
 		if err == nil {
@@ -344,29 +347,42 @@ func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signe
 	if err != nil {
 		return nil, nil, err
 	}
-	op := signedretry.Operation{Type: OpExecuteQuote, AccountID: src.AccountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+	_, ch, err := s.signed(ctx, quoteOperation(quoteID, src, amount), call)
+	return nil, ch, err
+}
+
+func quoteOperation(quoteID string, src QuoteSource, amount int64) signedretry.Operation {
+	return signedretry.Operation{Type: OpExecuteQuote, AccountID: src.AccountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
 		Parameters: map[string]any{"quoteId": quoteID, "amount": amount, "currency": src.Currency}}
-	a, ch, err := s.signed(ctx, op, call)
-	if a == nil {
-		return nil, ch, err
-	}
+}
+
+// executeQuoteRetry completes the signed retry of an execution. The
+// simulator's lock is held from the checks through the consumption of the
+// request to the payout, so a retry that passes the checks cannot fail
+// after consuming its request, and one that fails leaves it usable. (The
+// lock is taken before the store, as everywhere in the simulator.)
+func (s *Simulator) executeQuoteRetry(ctx context.Context, quoteID string, call signedretry.Retry,
+	check func(*state, time.Time) (*quote, error)) (*Quote, *signedretry.Challenge, error) {
 	txID, err := s.newID("Transaction")
 	if err != nil {
 		return nil, nil, err
 	}
-	var out *Quote
-	err = s.locked(func(st *state, now time.Time) error {
-		q, err := check(st, now)
-		if err != nil {
-			return err
-		}
-		debit := []move{{src.AccountID, src.Currency, -amount}}
-		refund := []move{{src.AccountID, src.Currency, amount}}
-		st.startPayout(q, txID, now, debit, refund)
-		out = q.view(now)
-		return nil
-	})
-	return out, nil, err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.state.settle(now)
+	q, err := check(s.state, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, amount := q.rec.Source, q.rec.TotalSendingAmount
+	if _, _, err := s.signed(ctx, quoteOperation(quoteID, src, amount), call); err != nil {
+		return nil, nil, err
+	}
+	debit := []move{{src.AccountID, src.Currency, -amount}}
+	refund := []move{{src.AccountID, src.Currency, amount}}
+	s.state.startPayout(q, txID, now, debit, refund)
+	return q.view(now), nil, nil
 }
 
 // startPayout creates the transaction of an executed quote and schedules

@@ -281,3 +281,29 @@ func TestRealtimeFundingAndSend(t *testing.T) {
 	e.clock.Advance(sandbox.DefaultQuoteTTL)
 	e.do("POST", "/sandbox/send", map[string]any{"quoteId": rq.ID, "currencyCode": "USD"}).fails(t, 409, apierror.Conflict)
 }
+
+// TestExecuteRetryKeepsRequestWhenRefused: a retry whose quote can no longer
+// be paid is refused without consuming its Request-Id, so the same signed
+// retry succeeds once the wallet is funded again.
+func TestExecuteRetryKeepsRequestWhenRefused(t *testing.T) {
+	e := newEnv(t)
+	p := e.payer(5_000_000)
+	ext := e.external(p.customer.ID, usdAccount("66666602"))
+	q := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
+	ch := e.challenge("POST", "/quotes/"+q.ID+"/execute", nil)
+
+	// Another payment drains the wallet between the challenge and the retry.
+	drain := e.quote(p, map[string]any{"accountId": ext.ID}, 4_500_000)
+	e.execute(p, drain.ID).ok(t, 200, nil)
+	e.retry(p.key, ch, "POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 400, apierror.InvalidAmount)
+	if e.getQuote(q.ID).Status != "PENDING" {
+		t.Fatal("a refused retry changed the quote")
+	}
+
+	e.do("POST", "/sandbox/internal-accounts/"+p.wallet+"/fund", map[string]any{"amount": 1_000_000}).ok(t, 200, nil)
+	e.retry(p.key, ch, "POST", "/quotes/"+q.ID+"/execute", nil).ok(t, 200, nil)
+	if got := e.balance(p.wallet, "USDB"); got != 500_000 {
+		t.Fatalf("balance %d, want 500000 after both payments and the top-up", got)
+	}
+	e.retry(p.key, ch, "POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
+}
