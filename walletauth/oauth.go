@@ -54,13 +54,7 @@ func (s *Service) verifyOAuth(ctx context.Context, credentialID string, req Veri
 	var cred storage.Credential
 	err = s.atomic(ctx, func(tx storage.Tx) error {
 		var err error
-		cred, err = tx.Credentials().Get(ctx, credentialID)
-		if errors.Is(err, storage.ErrNotFound) {
-			return notFound("credential", credentialID)
-		}
-		if err == nil && (cred.Type != storage.OAuth || cred.OAuth == nil) {
-			return apierror.InvalidField("type", apierror.OneOf(string(cred.Type)), "does not match the credential's type "+string(cred.Type))
-		}
+		cred, err = credentialOfType(ctx, tx, credentialID, storage.OAuth)
 		return err
 	})
 	if err != nil {

@@ -195,15 +195,9 @@ func (s *Service) verifyOTPLeg1(ctx context.Context, credentialID string, req Ve
 	var failure error // a wrong code: the attempt is counted and committed
 	err := s.atomic(ctx, func(tx storage.Tx) error {
 		failure = nil
-		c, err := tx.Credentials().Get(ctx, credentialID)
-		if errors.Is(err, storage.ErrNotFound) {
-			return notFound("credential", credentialID)
-		}
+		c, err := credentialOfType(ctx, tx, credentialID, req.Type)
 		if err != nil {
 			return err
-		}
-		if c.Type != req.Type {
-			return apierror.InvalidField("type", apierror.OneOf(string(c.Type)), "does not match the credential's type "+string(c.Type))
 		}
 		iss, err := tx.OTPIssuances().GetByCredential(ctx, c.ID)
 		if errors.Is(err, storage.ErrNotFound) {

@@ -298,3 +298,20 @@ func (s *Service) newID(prefix string) (string, error) {
 
 // isRetry reports whether the call carries either signed-retry header.
 func isRetry(call signedretry.Retry) bool { return call.Signature != "" || call.RequestID != "" }
+
+// credentialOfType reads a credential for a verification of type typ: 404
+// REFERENCE_NOT_FOUND when it does not exist, 400 INVALID_INPUT on the type
+// field when it is of another type (or lacks the record of its type).
+func credentialOfType(ctx context.Context, tx storage.Tx, id string, typ storage.CredentialType) (storage.Credential, error) {
+	c, err := tx.Credentials().Get(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return c, notFound("credential", id)
+	}
+	if err != nil {
+		return c, err
+	}
+	if c.Type != typ || typ == storage.OAuth && c.OAuth == nil || typ == storage.Passkey && c.WebAuthn == nil {
+		return c, apierror.InvalidField("type", apierror.OneOf(string(c.Type)), "does not match the credential's type "+string(c.Type))
+	}
+	return c, nil
+}

@@ -162,13 +162,7 @@ func (s *Service) verifyPasskey(ctx context.Context, credentialID string, req Ve
 		if data.CredentialID != credentialID {
 			return apierror.Unauthenticated("request id was issued for another credential")
 		}
-		cred, err = tx.Credentials().Get(ctx, credentialID)
-		if errors.Is(err, storage.ErrNotFound) {
-			return notFound("credential", credentialID)
-		}
-		if err == nil && (cred.Type != storage.Passkey || cred.WebAuthn == nil) {
-			return apierror.InvalidField("type", apierror.OneOf(string(cred.Type)), "does not match the credential's type "+string(cred.Type))
-		}
+		cred, err = credentialOfType(ctx, tx, credentialID, storage.Passkey)
 		return err
 	})
 	if err != nil {
