@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -157,9 +158,10 @@ func TestOAuthAndPasskeyOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != 200 && res.StatusCode != 404 {
-		t.Fatalf("/.well-known/webauthn: %d", res.StatusCode)
+	if res.StatusCode != 200 || !strings.Contains(string(body), `"http://localhost"`) {
+		t.Fatalf("/.well-known/webauthn: %d %s", res.StatusCode, body)
 	}
 	if e.sim.Passkeys() == nil || e.sim.Ownership() == nil {
 		t.Fatal("services not exposed")

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
-	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
 )
@@ -326,5 +325,4 @@ func TestUpdateEmail(t *testing.T) {
 		_, _, err = e.svc.UpdateEmail(ctx, "Customer:404", "a@b.example", call("PATCH", "/c", `{}`))
 		wantErr(t, err, apierror.UserNotFound, "")
 	})
-	_ = signedretry.DefaultTTL
 }
