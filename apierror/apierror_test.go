@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -355,11 +356,11 @@ func TestDecode(t *testing.T) {
 	}{
 		{"empty", "", "request body is required", ""},
 		{"whitespace", " \n\t", "request body is required", ""},
-		{"malformed", `{"fullName":}`, "malformed JSON at offset", ""},
+		{"malformed", `{"fullName":}`, "not acceptable JSON: unexpected character '}' at offset 12", ""},
 		{"truncated", `{"fullName":"Ada"`, "unexpected end of input", ""},
-		{"trailing value", `{"fullName":"Ada"} {"x":1}`, "unexpected data after the JSON value", ""},
-		{"trailing bracket", `{"fullName":"Ada"}]`, "unexpected data after the JSON value", ""},
-		{"trailing garbage", `{"fullName":"Ada"}garbage`, "unexpected data after the JSON value", ""},
+		{"trailing value", `{"fullName":"Ada"} {"x":1}`, "data after the JSON value at offset", ""},
+		{"trailing bracket", `{"fullName":"Ada"}]`, "data after the JSON value at offset", ""},
+		{"trailing garbage", `{"fullName":"Ada"}garbage`, "data after the JSON value at offset", ""},
 		{"wrong type", `{"fullName":42}`, "must be a string, not number", "fullName"},
 		{"wrong nested type", `{"address":{"line1":true}}`, "must be a string, not bool", "address.line1"},
 		{"wrong int", `{"age":"36"}`, "must be an integer, not string", "age"},
@@ -470,10 +471,18 @@ func FuzzDecode(f *testing.F) {
 		`{"tags":["a",1]}`, `[]`, `"x"`, `{"a":1}{`, "\xff", `{"fullName":"\ud800"}`, `{"age":-0}`} {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte(`{"fullName":"A","FullName":"B"}`))
+	f.Add([]byte(`{"FULLNAME":"B","address":{"Line1":"x"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var dst createCustomer
 		err := apierror.DecodeBytes(body, &dst)
 		if err == nil {
+			// One reading: the canonical form decodes to the same value.
+			canon, cerr := apierror.Canonicalize(body)
+			var again createCustomer
+			if cerr != nil || apierror.DecodeBytes(canon, &again) != nil || !reflect.DeepEqual(dst, again) {
+				t.Fatalf("%q and its canonical form %q decode differently: %+v, %+v (%v)", body, canon, dst, again, cerr)
+			}
 			return
 		}
 		var e *apierror.Error

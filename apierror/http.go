@@ -1,12 +1,12 @@
 package apierror
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 )
 
@@ -51,11 +51,13 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // Decoder reads JSON request bodies for the HTTP adapters.
 //
-// A body must hold exactly one JSON value, at most MaxBytes long. Unknown
-// fields are ignored (clients may be newer than the server). Every failure is
-// 400 INVALID_INPUT: an empty body, malformed JSON (with its byte offset), a
-// value of the wrong type (naming the field), trailing data after the value,
-// and a body over the limit.
+// A body must hold exactly one JSON value, at most MaxBytes long, and is read
+// as [DecodeBytes] reads it: strictly, one way, member names case-sensitive.
+// Unknown fields are ignored (clients may be newer than the server). Every
+// failure is 400 INVALID_INPUT: an empty body, malformed JSON (with its byte
+// offset), duplicate or case-colliding member names, a value of the wrong
+// type (naming the field), trailing data after the value, and a body over the
+// limit.
 type Decoder struct {
 	// MaxBytes limits the body size; zero means DefaultMaxBodyBytes.
 	MaxBytes int64
@@ -100,40 +102,50 @@ func (d Decoder) ReadBody(r *http.Request) ([]byte, error) {
 }
 
 // DecodeBytes decodes one JSON value from body into dst with the rules of
-// [Decoder], except for the size limit.
+// [Decoder], except for the size limit. It is the one reading of a request
+// body in walletgate, and it is strict where encoding/json is lenient:
+//
+//   - The body must be acceptable to [Canonicalize]: valid UTF-8, no
+//     duplicate member names, no two names that differ only in case, no
+//     unpaired surrogate escapes, bounded nesting and numbers. Anything else
+//     is 400 INVALID_INPUT naming the problem and its offset.
+//   - dst is filled from the canonical form of body, not from body itself,
+//     so two bodies with the same canonical form (the same bodySha256 of a
+//     signed retry) always decode to the same value: escapes, member order,
+//     whitespace and the spelling of numbers (1, 1.0, 1e0) cannot change
+//     what is decoded.
+//   - Member names are matched case-sensitively: a member whose name equals
+//     a field's only under case folding ("ClientPublicKey" for
+//     "clientPublicKey") is 400 INVALID_INPUT naming it, where encoding/json
+//     would have filled the field.
+//
+// Unknown members are ignored.
 func DecodeBytes(body []byte, dst any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+	canon, err := Canonicalize(body)
+	if err != nil {
+		return err
+	}
+	if len(canon) == 0 {
 		return New(InvalidInput, "request body is required")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(dst); err != nil {
+	if err := checkMemberNames(canon, reflect.TypeOf(dst)); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(canon, dst); err != nil {
 		return decodeError(err)
-	}
-	if dec.More() {
-		return New(InvalidInput, "malformed JSON: unexpected data after the JSON value at offset %d", dec.InputOffset())
-	}
-	// More reports false for a lone closing bracket; look for any non-space.
-	rest := bytes.TrimSpace(body[dec.InputOffset():])
-	if len(rest) > 0 {
-		return New(InvalidInput, "malformed JSON: unexpected data after the JSON value at offset %d", dec.InputOffset())
 	}
 	return nil
 }
 
 func decodeError(err error) *Error {
-	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
-	case errors.As(err, &syn):
-		return New(InvalidInput, "malformed JSON at offset %d: %s", syn.Offset, syn.Error())
 	case errors.As(err, &typ):
 		field := typ.Field
 		if field == "" {
 			return New(InvalidInput, "request body must be a JSON %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)
 		}
 		return InvalidField(field, nil, fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value))
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return New(InvalidInput, "malformed JSON: unexpected end of input")
 	default:
 		// Errors returned by a field's UnmarshalJSON, for example an *Error
 		// from a domain type, pass through when they are already typed.

@@ -28,7 +28,8 @@
 // or bound to another operation.
 //
 // The stamp itself ([NewStamp], [ParseStamp], [Stamp.Verify]) and the body
-// canonicalization ([Canonicalize], [BodyDigest]) are usable on their own;
+// digest ([BodyDigest], over the canonical form of
+// [apierror.Canonicalize]) are usable on their own;
 // http.go has the few lines a net/http route needs ([IsRetry],
 // [OperationFrom], [RetryFrom], [WriteResult]).
 package signedretry

@@ -1,14 +1,12 @@
-package signedretry
+package apierror
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"slices"
 	"strconv"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/walletgate/walletgate/apierror"
 )
 
 // Limits of [Canonicalize]. They bound its cost and the cost of whatever later
@@ -55,7 +53,8 @@ const (
 // Rejected with 400 INVALID_INPUT, whose message and details.reason name the
 // problem and details.offset its byte offset: malformed JSON, invalid UTF-8,
 // an escaped surrogate that is not part of a pair (it has no UTF-8 form), an
-// object with two members of the same name, nesting deeper than
+// object with two members of the same name or with two names that differ only
+// in case ("a" and "A", "k" and the Kelvin sign), nesting deeper than
 // [MaxCanonicalDepth], a number literal longer than [MaxNumberLength] bytes,
 // and a number whose magnitude is outside the range [MaxNumberExponent] sets.
 // The output of Canonicalize is always accepted by it again, unchanged. Cost
@@ -81,26 +80,15 @@ func Canonicalize(body []byte) ([]byte, error) {
 	return c.out, nil
 }
 
-// BodyDigest returns SHA-256 of the canonical form of body (see
-// [Canonicalize]); an empty body digests the empty string. Errors are those of
-// Canonicalize.
-func BodyDigest(body []byte) ([32]byte, error) {
-	canon, err := Canonicalize(body)
-	if err != nil {
-		return [32]byte{}, err
-	}
-	return sha256.Sum256(canon), nil
-}
-
 // canonicalError returns 400 INVALID_INPUT whose details.reason is the fixed
 // phrase reason, details.offset the byte offset, and whose message adds what
 // was found, when given.
-func canonicalError(offset int, reason string, found ...string) *apierror.Error {
+func canonicalError(offset int, reason string, found ...string) *Error {
 	msg := reason
 	if len(found) > 0 {
 		msg += " " + found[0]
 	}
-	return apierror.New(apierror.InvalidInput, "request body is not acceptable JSON: %s at offset %d", msg, offset).
+	return New(InvalidInput, "request body is not acceptable JSON: %s at offset %d", msg, offset).
 		WithDetail("reason", reason).
 		WithDetail("offset", offset)
 }
@@ -293,8 +281,66 @@ func (c *canonicalizer) object(depth int) error {
 			return err
 		}
 	}
+	if err := caseCollision(members); err != nil {
+		return err
+	}
 	c.out = append(c.out, '}')
 	return nil
+}
+
+// caseCollision rejects an object two of whose member names are equal under
+// Unicode case folding (as [strings.EqualFold] compares them) without being
+// equal: encoding/json matches a member to a field case-insensitively, so
+// such an object has no single reading. Exact duplicates are rejected before.
+func caseCollision(members []member) error {
+	report := func(a, b member) error {
+		if a.offset > b.offset {
+			a, b = b, a
+		}
+		return canonicalError(b.offset, "member names differ only in case",
+			strconv.Quote(string(a.name))+" and "+strconv.Quote(string(b.name)))
+	}
+	if len(members) <= 8 {
+		for i := range members {
+			for j := i + 1; j < len(members); j++ {
+				if bytes.EqualFold(members[i].name, members[j].name) {
+					return report(members[i], members[j])
+				}
+			}
+		}
+		return nil
+	}
+	seen := make(map[string]int, len(members))
+	var key []byte
+	for i, m := range members {
+		key = appendFolded(key[:0], m.name)
+		if j, ok := seen[string(key)]; ok {
+			return report(members[j], m)
+		}
+		seen[string(key)] = i
+	}
+	return nil
+}
+
+// appendFolded appends name with every character replaced by the smallest
+// member of its case-folding orbit, so that two names are equal under
+// strings.EqualFold exactly when their folded forms are equal.
+func appendFolded(out, name []byte) []byte {
+	for _, r := range string(name) {
+		if r < utf8.RuneSelf {
+			if 'a' <= r && r <= 'z' {
+				r -= 'a' - 'A'
+			}
+			out = append(out, byte(r))
+			continue
+		}
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		out = utf8.AppendRune(out, least)
+	}
+	return out
 }
 
 // reorder rewrites the members of the object just written (the tail of out,

@@ -1,8 +1,7 @@
-package signedretry_test
+package apierror_test
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -10,12 +9,11 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
-	"github.com/walletgate/walletgate/signedretry"
 )
 
 func mustCanonicalize(tb testing.TB, body string) string {
 	tb.Helper()
-	out, err := signedretry.Canonicalize([]byte(body))
+	out, err := apierror.Canonicalize([]byte(body))
 	if err != nil {
 		tb.Fatalf("Canonicalize(%q): %v", body, err)
 	}
@@ -132,14 +130,10 @@ func TestCanonicalizeDifferentValue(t *testing.T) {
 
 func TestCanonicalizeEmpty(t *testing.T) {
 	for _, body := range []string{"", " ", "\n\r\t "} {
-		out, err := signedretry.Canonicalize([]byte(body))
+		out, err := apierror.Canonicalize([]byte(body))
 		if err != nil || len(out) != 0 {
 			t.Fatalf("Canonicalize(%q) = %q, %v; want empty", body, out, err)
 		}
-	}
-	d, err := signedretry.BodyDigest(nil)
-	if err != nil || d != sha256.Sum256(nil) {
-		t.Fatalf("BodyDigest(nil) = %x, %v", d, err)
 	}
 }
 
@@ -147,7 +141,7 @@ func TestCanonicalizeRejects(t *testing.T) {
 	nested := func(n int, open, close string) string {
 		return strings.Repeat(open, n) + strings.Repeat(close, n)
 	}
-	deepObject := strings.Repeat(`{"a":`, signedretry.MaxCanonicalDepth+1) + "1" + strings.Repeat("}", signedretry.MaxCanonicalDepth+1)
+	deepObject := strings.Repeat(`{"a":`, apierror.MaxCanonicalDepth+1) + "1" + strings.Repeat("}", apierror.MaxCanonicalDepth+1)
 	cases := []struct {
 		name, body, reason string
 		offset             int
@@ -174,9 +168,9 @@ func TestCanonicalizeRejects(t *testing.T) {
 		{"duplicate name escaped", `{"a":1,"\u0061":2}`, "duplicate member name", 7},
 		{"duplicate name unsorted", `{"b":1,"a":2,"b":3}`, "duplicate member name", 13},
 		{"duplicate name nested", `[{"x":{"k":1,"j":0,"k":2}}]`, "duplicate member name", 19},
-		{"arrays too deep", nested(signedretry.MaxCanonicalDepth+1, "[", "]"), "nesting deeper than 64", signedretry.MaxCanonicalDepth},
-		{"objects too deep", deepObject, "nesting deeper than 64", 5 * signedretry.MaxCanonicalDepth},
-		{"number too long", "1" + strings.Repeat("0", signedretry.MaxNumberLength), "number longer than 512 bytes", 0},
+		{"arrays too deep", nested(apierror.MaxCanonicalDepth+1, "[", "]"), "nesting deeper than 64", apierror.MaxCanonicalDepth},
+		{"objects too deep", deepObject, "nesting deeper than 64", 5 * apierror.MaxCanonicalDepth},
+		{"number too long", "1" + strings.Repeat("0", apierror.MaxNumberLength), "number longer than 512 bytes", 0},
 		{"exponent too large", "[1e10000]", "number exponent out of range", 1},
 		{"exponent too small", "[1e-10000]", "number exponent out of range", 1},
 		{"mantissa pushes exponent out", "10e9999", "number exponent out of range", 0},
@@ -214,7 +208,7 @@ func TestCanonicalizeRejects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := signedretry.Canonicalize([]byte(tc.body))
+			out, err := apierror.Canonicalize([]byte(tc.body))
 			if out != nil {
 				t.Fatalf("output %q returned with an error", out)
 			}
@@ -231,40 +225,20 @@ func TestCanonicalizeRejects(t *testing.T) {
 			if off, _ := e.Details["offset"].(int); off != tc.offset {
 				t.Fatalf("offset %v, want %d (message %q)", e.Details["offset"], tc.offset, e.Message)
 			}
-			_, derr := signedretry.BodyDigest([]byte(tc.body))
-			wantCode(t, derr, apierror.InvalidInput)
 		})
 	}
 }
 
 func TestCanonicalizeLimitsAccepted(t *testing.T) {
-	depth := signedretry.MaxCanonicalDepth
+	depth := apierror.MaxCanonicalDepth
 	mustCanonicalize(t, strings.Repeat("[", depth)+strings.Repeat("]", depth))
 	mustCanonicalize(t, strings.Repeat(`{"a":`, depth)+"1"+strings.Repeat("}", depth))
-	mustCanonicalize(t, "1"+strings.Repeat("0", signedretry.MaxNumberLength-1))
+	mustCanonicalize(t, "1"+strings.Repeat("0", apierror.MaxNumberLength-1))
 	mustCanonicalize(t, "-1e-9999")
 	mustCanonicalize(t, "0.1e10000")
 	mustCanonicalize(t, "123e-10001")
 	mustCanonicalize(t, "0e10500")
 	mustCanonicalize(t, "1e"+strings.Repeat("0", 400)+"5")
-}
-
-func TestBodyDigest(t *testing.T) {
-	a, err := signedretry.BodyDigest([]byte(`{"b": 1, "a": "x"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := sha256.Sum256([]byte(`{"a":"x","b":1}`)); a != want {
-		t.Fatalf("BodyDigest = %x, want %x", a, want)
-	}
-	b, _ := signedretry.BodyDigest([]byte("{\"a\":\"\\u0078\",\"b\":1.0}"))
-	if a != b {
-		t.Fatal("same value, different digests")
-	}
-	c, _ := signedretry.BodyDigest([]byte(`{"a":"x","b":2}`))
-	if a == c {
-		t.Fatal("different values, same digest")
-	}
 }
 
 // TestCanonicalizeKeepsValue checks, on a corpus, the properties the fuzz
@@ -278,7 +252,7 @@ func TestCanonicalizeKeepsValue(t *testing.T) {
 // checkCanonical asserts the guarantees of Canonicalize on one input.
 func checkCanonical(t *testing.T, body []byte) {
 	t.Helper()
-	out, err := signedretry.Canonicalize(body)
+	out, err := apierror.Canonicalize(body)
 	if err != nil {
 		var e *apierror.Error
 		if !asAPIError(err, &e) || e.Code != apierror.InvalidInput || e.Reason() == "" {
@@ -298,7 +272,7 @@ func checkCanonical(t *testing.T, body []byte) {
 	if !json.Valid(out) {
 		t.Fatalf("output %q of %q is not valid JSON", out, body)
 	}
-	again, err := signedretry.Canonicalize(out)
+	again, err := apierror.Canonicalize(out)
 	if err != nil || !bytes.Equal(again, out) {
 		t.Fatalf("not idempotent: %q -> %q -> %q (%v)", body, out, again, err)
 	}
@@ -408,7 +382,7 @@ func BenchmarkCanonicalize(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := signedretry.Canonicalize(body); err != nil {
+		if _, err := apierror.Canonicalize(body); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -438,11 +412,37 @@ func TestKibBody(t *testing.T) {
 }
 
 func ExampleCanonicalize() {
-	a, _ := signedretry.Canonicalize([]byte(`{"nickname": "caf\u00e9", "amount": 12.50}`))
-	b, _ := signedretry.Canonicalize([]byte(`{"amount":1250e-2,"nickname":"café"}`))
+	a, _ := apierror.Canonicalize([]byte(`{"nickname": "caf\u00e9", "amount": 12.50}`))
+	b, _ := apierror.Canonicalize([]byte(`{"amount":1250e-2,"nickname":"café"}`))
 	fmt.Println(string(a))
 	fmt.Println(bytes.Equal(a, b))
 	// Output:
 	// {"amount":12.5,"nickname":"café"}
 	// true
+}
+
+// FuzzCanonicalize checks that Canonicalize never panics, rejects only with a
+// typed 400 INVALID_INPUT, accepts only valid JSON, and on success writes
+// compact valid JSON holding the same value (numbers compared exactly) that
+// canonicalizes to itself.
+func FuzzCanonicalize(f *testing.F) {
+	for _, s := range canonicalSeeds() {
+		f.Add([]byte(s))
+	}
+	f.Add(kibBody())
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkCanonical(t, body)
+	})
+}
+
+func wantCode(tb testing.TB, err error, want apierror.Code) *apierror.Error {
+	tb.Helper()
+	if got := apierror.CodeOf(err); got != want {
+		tb.Fatalf("error %v: code %v, want %v", err, got, want)
+	}
+	e, ok := err.(*apierror.Error)
+	if !ok {
+		tb.Fatalf("error %T is not *apierror.Error", err)
+	}
+	return e
 }

@@ -1,0 +1,117 @@
+package apierror_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/walletgate/walletgate/apierror"
+)
+
+type refresh struct {
+	ClientPublicKey string `json:"clientPublicKey"`
+	Nested          *struct {
+		Kind string `json:"kind"`
+	} `json:"nested,omitempty"`
+	List []struct {
+		Key string `json:"key"`
+	} `json:"list,omitempty"`
+	Extra map[string]any `json:"extra,omitempty"`
+	Embedded
+}
+
+type Embedded struct {
+	Amount int64 `json:"amount"`
+}
+
+// TestDecodeStrictNames covers the ways a body could hold two readings of one
+// member: each is refused with 400 INVALID_INPUT naming the member.
+func TestDecodeStrictNames(t *testing.T) {
+	tests := []struct {
+		name, body, field, msg string
+	}{
+		{"case variant of a field", `{"ClientPublicKey":"A"}`, "ClientPublicKey", "member names are case-sensitive; the field is clientPublicKey"},
+		{"case variant beside the field", `{"clientPublicKey":"U","ClientPublicKey":"A"}`, "", `member names differ only in case "clientPublicKey" and "ClientPublicKey"`},
+		{"swapped order", `{"ClientPublicKey":"A","clientPublicKey":"U"}`, "", "member names differ only in case"},
+		{"escaped case variant", `{"clientPublicKey":"U","\u0043lientPublicKey":"A"}`, "", "member names differ only in case"},
+		{"exact duplicate", `{"clientPublicKey":"U","clientPublicKey":"A"}`, "", "duplicate member name"},
+		{"escaped duplicate", `{"clientPublicKey":"U","client\u0050ublicKey":"A"}`, "", "duplicate member name"},
+		{"kelvin sign", `{"nested":{"kind":"a","\u212aind":"b"}}`, "", "member names differ only in case"},
+		{"long s", `{"list":[{"key":"a"}],"extra":{"s":1,"\u017f":2}}`, "", "member names differ only in case"},
+		{"nested case variant", `{"nested":{"Kind":"x"}}`, "nested.Kind", "the field is kind"},
+		{"case variant in an array element", `{"list":[{"key":"a"},{"KEY":"b"}]}`, "list.KEY", "the field is key"},
+		{"promoted field variant", `{"AMOUNT":5}`, "AMOUNT", "the field is amount"},
+		{"many members", `{"a0":0,"a1":1,"a2":2,"a3":3,"a4":4,"a5":5,"a6":6,"a7":7,"a8":8,"A3":9}`, "", "member names differ only in case"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var dst refresh
+			err := apierror.DecodeBytes([]byte(tt.body), &dst)
+			e := apierror.As(err)
+			if e == nil || e.Code != apierror.InvalidInput || e.Status() != 400 {
+				t.Fatalf("error %v, want 400 INVALID_INPUT", err)
+			}
+			msg := e.Message
+			if fe := e.FieldErrors(); len(fe) > 0 {
+				if fe[0].Field != tt.field {
+					t.Errorf("field %q, want %q", fe[0].Field, tt.field)
+				}
+				msg = fe[0].Message
+			} else if tt.field != "" {
+				t.Errorf("no field error, want %q", tt.field)
+			}
+			if !strings.Contains(msg, tt.msg) {
+				t.Errorf("message %q, want it to contain %q", msg, tt.msg)
+			}
+			if !reflect.DeepEqual(dst, refresh{}) {
+				t.Errorf("decoded %+v despite the error", dst)
+			}
+		})
+	}
+}
+
+// TestDecodeOneReading checks that bodies with the same canonical form decode
+// to the same value, whatever their spelling.
+func TestDecodeOneReading(t *testing.T) {
+	bodies := []string{
+		`{"clientPublicKey":"U","amount":100,"extra":{"n":1,"s":"x"},"list":[{"key":"k"}]}`,
+		`{"list":[{"key":"k"}],"extra":{"s":"x","n":1.0},"amount":1e2,"clientPublicKey":"U"}`,
+		"{\"client\\u0050ublicKey\":\"\\u0055\",\"amount\":100.000,\"extra\":{\"n\":10e-1,\"s\":\"\\u0078\"},\"list\":[{\"k\\u0065y\":\"k\"}]}",
+		" \n{ \"clientPublicKey\" : \"U\" , \"amount\" : 1000e-1 , \"extra\" : { \"s\" : \"x\" , \"n\" : 1E0 } , \"list\" : [ { \"key\" : \"k\" } ] }\n",
+	}
+	var first refresh
+	for i, body := range bodies {
+		var got refresh
+		if err := apierror.DecodeBytes([]byte(body), &got); err != nil {
+			t.Fatalf("body %d: %v", i, err)
+		}
+		if i == 0 {
+			first = got
+			continue
+		}
+		if !reflect.DeepEqual(got, first) {
+			t.Fatalf("body %d decoded to %+v, body 0 to %+v", i, got, first)
+		}
+	}
+	if first.Amount != 100 || first.Extra["n"] != float64(1) {
+		t.Fatalf("decoded %+v", first)
+	}
+}
+
+// TestDecodeMapKeysExact checks that a map keeps member names as sent and
+// that unknown members of a struct are still ignored.
+func TestDecodeMapKeysExact(t *testing.T) {
+	var dst refresh
+	err := apierror.DecodeBytes([]byte(`{"clientPublicKey":"U","extra":{"Mixed":1},"unknownMember":{"x":[1]}}`), &dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := dst.Extra["Mixed"]; !ok || dst.ClientPublicKey != "U" {
+		t.Fatalf("decoded %+v", dst)
+	}
+	var e *apierror.Error
+	if err := apierror.DecodeBytes([]byte(`{"clientPublicKey":"\ud800"}`), &dst); !errors.As(err, &e) || e.Code != apierror.InvalidInput {
+		t.Fatalf("unpaired surrogate: %v", err)
+	}
+}
