@@ -10,6 +10,19 @@
 // (wallets, credentials, sessions, signed-retry requests, external accounts)
 // live in PostgreSQL, migrated on start; the simulator's own records
 // (customers, balances, quotes, cards) stay in memory and are lost on exit.
+//
+// The server bounds how long a client can hold a connection, with or
+// without credentials: request headers must arrive within 5s and the whole
+// request, body included, within -read-timeout (10s); a response must be
+// written within -write-timeout (30s) of the end of the request headers; a
+// keep-alive connection is closed after -idle-timeout (60s) without a
+// request; and request headers larger than -max-header-bytes (16 KiB, plus
+// the 4 KiB net/http allows for buffering) are answered 431. On SIGINT or
+// SIGTERM the server stops accepting, waits up to -shutdown-timeout (5s) for
+// requests in flight and then closes the connections that remain.
+// "OPTIONS *" is routed like any other request (401 without credentials,
+// JSON 404 with them) instead of net/http's default 200, and OPTIONS on a
+// route answers the JSON 405 of a wrong method.
 package main
 
 import (
@@ -34,6 +47,27 @@ import (
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
+// Defaults of the connection limits; each but readHeaderTimeout can be
+// changed with a flag.
+const (
+	// readHeaderTimeout bounds reading the request headers; it is capped at
+	// the read timeout.
+	readHeaderTimeout = 5 * time.Second
+	// defaultReadTimeout bounds reading a whole request, body included.
+	defaultReadTimeout = 10 * time.Second
+	// defaultWriteTimeout bounds the time from the end of the request
+	// headers to the end of the response.
+	defaultWriteTimeout = 30 * time.Second
+	// defaultIdleTimeout is how long a keep-alive connection may wait for
+	// its next request.
+	defaultIdleTimeout = 60 * time.Second
+	// defaultMaxHeaderBytes caps the size of the request line and headers.
+	defaultMaxHeaderBytes = 16 << 10
+	// defaultShutdownTimeout is how long a shutdown waits for requests in
+	// flight before it closes their connections.
+	defaultShutdownTimeout = 5 * time.Second
+)
+
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
@@ -52,8 +86,24 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	rpID := fs.String("rp-id", sandbox.DefaultRPID, "passkey relying party id")
 	origin := fs.String("origin", "", "passkey web origin (default http://<rp-id>:<port>)")
 	dsn := fs.String("postgres", "", "PostgreSQL DSN; empty keeps state in memory")
+	readTimeout := fs.Duration("read-timeout", defaultReadTimeout, "maximum time to read a whole request, body included")
+	writeTimeout := fs.Duration("write-timeout", defaultWriteTimeout, "maximum time from the end of the request headers to the end of the response")
+	idleTimeout := fs.Duration("idle-timeout", defaultIdleTimeout, "maximum time a keep-alive connection waits for its next request")
+	maxHeaderBytes := fs.Int("max-header-bytes", defaultMaxHeaderBytes, "maximum size of the request line and headers")
+	shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout, "time a shutdown waits for requests in flight before closing their connections")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"read-timeout", *readTimeout}, {"write-timeout", *writeTimeout}, {"idle-timeout", *idleTimeout}, {"shutdown-timeout", *shutdownTimeout}} {
+		if f.d <= 0 {
+			return fmt.Errorf("-%s must be positive, not %v", f.name, f.d)
+		}
+	}
+	if *maxHeaderBytes <= 0 {
+		return fmt.Errorf("-max-header-bytes must be positive, not %d", *maxHeaderBytes)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -90,7 +140,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer sim.Close()
 
-	srv := &http.Server{Handler: logRequests(log, sim.Handler()), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{
+		Handler:           logRequests(log, sim.Handler()),
+		ReadHeaderTimeout: min(readHeaderTimeout, *readTimeout),
+		ReadTimeout:       *readTimeout,
+		WriteTimeout:      *writeTimeout,
+		IdleTimeout:       *idleTimeout,
+		MaxHeaderBytes:    *maxHeaderBytes,
+		// Send "OPTIONS *" through the sandbox's handler (credentials, JSON
+		// errors) rather than answering 200 for any client.
+		DisableGeneralOptionsHandler: true,
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	storeName := "memory"
@@ -106,10 +166,18 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	shutdown, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil {
-		return err
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		// Requests still in flight (or clients that stopped sending
+		// mid-request) must not keep the process alive.
+		log.Warn("shutdown timed out; closing the remaining connections", "timeout", *shutdownTimeout)
+		if err := srv.Close(); err != nil {
+			return err
+		}
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -3,51 +3,152 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// server is an instance of run serving on a loopback port.
+type server struct {
+	base    string // URL of the base path
+	addr    string // host:port the server listens on
+	cancel  context.CancelFunc
+	stopped chan struct{} // closed when run returns
+	err     error         // what run returned, set before stopped is closed
+}
+
+// start starts the server with args on a free loopback port. When the test
+// ends the server is stopped (if the test has not stopped it).
+func start(t *testing.T, args ...string) *server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &server{cancel: cancel, stopped: make(chan struct{})}
+	pr, pw := io.Pipe()
+	go func() {
+		s.err = run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), pw)
+		pw.Close()
+		close(s.stopped)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-s.stopped:
+		case <-time.After(10 * time.Second):
+			t.Error("server did not stop")
+		}
+	})
+	lines := bufio.NewScanner(pr)
+	for lines.Scan() {
+		if m := regexp.MustCompile(`url=(\S+)`).FindStringSubmatch(lines.Text()); m != nil {
+			s.base = m[1]
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if s.base == "" {
+		t.Fatal("the server printed no address")
+	}
+	u, err := url.Parse(s.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addr = u.Host
+	return s
+}
+
+// stop cancels the server's context and returns what run returned; it fails
+// the test if run does not return within limit.
+func (s *server) stop(t *testing.T, limit time.Duration) error {
+	t.Helper()
+	s.cancel()
+	select {
+	case <-s.stopped:
+		return s.err
+	case <-time.After(limit):
+		t.Fatalf("run did not return within %v of the cancellation", limit)
+		return nil
+	}
+}
 
 // serve starts the server with args and returns its base URL; the server
 // stops when the test ends and must stop cleanly.
 func serve(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), pw)
-		pw.Close()
-	}()
-	lines := bufio.NewScanner(pr)
-	var url string
-	for lines.Scan() {
-		if m := regexp.MustCompile(`url=(\S+)`).FindStringSubmatch(lines.Text()); m != nil {
-			url = m[1]
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	s := start(t, args...)
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("server stopped with %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("server did not stop")
+		if err := s.stop(t, 10*time.Second); err != nil {
+			t.Errorf("server stopped with %v", err)
 		}
 	})
-	if url == "" {
-		t.Fatal("the server printed no address")
+	return s.base
+}
+
+// dial opens a raw connection to the server at base URL. The connection
+// gives up after 5s whatever happens, so that no test can hang on it.
+func dial(t *testing.T, base string) net.Conn {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return url
+	conn, err := net.DialTimeout("tcp", u.Host, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// basicAuth is the Authorization header of the default sandbox credentials.
+const basicAuth = "Authorization: Basic c2FuZGJveC1jbGllbnQtaWQ6c2FuZGJveC1jbGllbnQtc2VjcmV0\r\n"
+
+// exchange writes the raw request on a new connection and reads one
+// response, body included.
+func exchange(t *testing.T, base, raw string) (*http.Response, []byte) {
+	t.Helper()
+	conn := dial(t, base)
+	if _, err := io.WriteString(conn, raw); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, body
+}
+
+// closedWithin reads from conn until the server closes it and fails the
+// test unless that happens within limit. It returns what was read.
+func closedWithin(t *testing.T, conn io.Reader, limit time.Duration) []byte {
+	t.Helper()
+	began := time.Now()
+	data, err := io.ReadAll(conn)
+	elapsed := time.Since(began)
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("the connection was not closed by the server after %v: %v", elapsed.Round(time.Millisecond), err)
+	}
+	if elapsed > limit {
+		t.Fatalf("the server closed the connection after %v, want within %v", elapsed.Round(time.Millisecond), limit)
+	}
+	return data
 }
 
 func TestServerMemory(t *testing.T) {
@@ -93,7 +194,158 @@ func TestServerPostgres(t *testing.T) {
 }
 
 func TestServerBadFlags(t *testing.T) {
-	if err := run(context.Background(), []string{"-nope"}, io.Discard); err == nil {
-		t.Fatal("an unknown flag was accepted")
+	for _, args := range [][]string{
+		{"-nope"},
+		{"-read-timeout", "0"},
+		{"-write-timeout", "-1s"},
+		{"-idle-timeout", "0s"},
+		{"-shutdown-timeout", "0"},
+		{"-max-header-bytes", "0"},
+	} {
+		if err := run(context.Background(), args, io.Discard); err == nil {
+			t.Errorf("%q was accepted", args)
+		}
 	}
+}
+
+// A request whose body never arrives is cut at the read timeout, with or
+// without credentials.
+func TestServerCutsStalledBody(t *testing.T) {
+	const readTimeout = 300 * time.Millisecond
+	base := serve(t, "-read-timeout", readTimeout.String())
+	for _, tc := range []struct {
+		name, auth string
+		status     string
+	}{
+		{"no credentials", "", "HTTP/1.1 401 "},
+		{"credentials", basicAuth, "HTTP/1.1 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn := dial(t, base)
+			_, err := io.WriteString(conn, "POST /2025-10-13/customers HTTP/1.1\r\nHost: sandbox\r\n"+tc.auth+
+				"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := closedWithin(t, conn, readTimeout+2*time.Second)
+			if len(got) > 0 && !strings.HasPrefix(string(got), tc.status) {
+				t.Fatalf("answer to the stalled request: %.60q, want %q...", got, tc.status)
+			}
+		})
+	}
+}
+
+// A keep-alive connection without a next request is closed at the idle
+// timeout.
+func TestServerClosesIdleConnections(t *testing.T) {
+	const idleTimeout = 300 * time.Millisecond
+	base := serve(t, "-idle-timeout", idleTimeout.String())
+	conn := dial(t, base)
+	if _, err := io.WriteString(conn, "GET /2025-10-13/customers/x HTTP/1.1\r\nHost: sandbox\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized || res.Close {
+		t.Fatalf("first request: status %d, close %v; want 401 on a kept-alive connection", res.StatusCode, res.Close)
+	}
+	if extra := closedWithin(t, br, idleTimeout+2*time.Second); len(extra) > 0 {
+		t.Fatalf("unexpected data on the idle connection: %q", extra)
+	}
+}
+
+// Request headers over the limit are answered 431; headers under it reach
+// the handler.
+func TestServerRejectsLargeHeaders(t *testing.T) {
+	base := serve(t)
+	res, _ := exchange(t, base, "GET /2025-10-13/customers/x HTTP/1.1\r\nHost: sandbox\r\nX-Filler: "+
+		strings.Repeat("a", defaultMaxHeaderBytes/2)+"\r\n\r\n")
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("headers under the limit: %d, want 401", res.StatusCode)
+	}
+
+	conn := dial(t, base)
+	// The server stops reading at the limit; write from the side so that a
+	// full socket buffer cannot block the test.
+	go func() {
+		_, _ = io.WriteString(conn, "GET /2025-10-13/customers/x HTTP/1.1\r\nHost: sandbox\r\nX-Filler: "+
+			strings.Repeat("a", 2*defaultMaxHeaderBytes)+"\r\n\r\n")
+	}()
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("headers over the limit: %d, want 431", res.StatusCode)
+	}
+}
+
+// "OPTIONS *" goes through the sandbox's handler rather than net/http's
+// default 200, and OPTIONS on a route is the JSON 405 of a wrong method.
+func TestServerOptions(t *testing.T) {
+	base := serve(t)
+	for _, tc := range []struct {
+		name, request string
+		status        int
+		code, allow   string
+	}{
+		{"asterisk without credentials", "OPTIONS * HTTP/1.1\r\nHost: sandbox\r\n\r\n", 401, "UNAUTHORIZED", ""},
+		{"asterisk", "OPTIONS * HTTP/1.1\r\nHost: sandbox\r\n" + basicAuth + "\r\n", 404, "REFERENCE_NOT_FOUND", ""},
+		{"route without credentials", "OPTIONS /2025-10-13/customers HTTP/1.1\r\nHost: sandbox\r\n\r\n", 401, "UNAUTHORIZED", ""},
+		{"route", "OPTIONS /2025-10-13/customers HTTP/1.1\r\nHost: sandbox\r\n" + basicAuth + "\r\n", 405, "METHOD_NOT_ALLOWED", "POST"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, body := exchange(t, base, tc.request)
+			var e struct{ Code string }
+			if err := json.Unmarshal(body, &e); err != nil {
+				t.Fatalf("status %d, body %q is not JSON: %v", res.StatusCode, body, err)
+			}
+			if res.StatusCode != tc.status || e.Code != tc.code || res.Header.Get("Allow") != tc.allow {
+				t.Fatalf("got %d %s (Allow %q), want %d %s (Allow %q)", res.StatusCode, e.Code, res.Header.Get("Allow"),
+					tc.status, tc.code, tc.allow)
+			}
+		})
+	}
+}
+
+// A client stuck in the middle of a request cannot keep the server from
+// exiting: after the shutdown timeout its connection is closed and run
+// returns.
+func TestServerShutdownCutsStuckConnection(t *testing.T) {
+	const shutdownTimeout = 300 * time.Millisecond
+	s := start(t, "-read-timeout", "1m", "-write-timeout", "1m", "-shutdown-timeout", shutdownTimeout.String())
+	conn := dial(t, s.base)
+	// The 100 Continue shows that the handler is reading the body, so the
+	// connection is active, not idle, when the shutdown begins.
+	_, err := io.WriteString(conn, "POST /2025-10-13/customers HTTP/1.1\r\nHost: sandbox\r\n"+basicAuth+
+		"Content-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusContinue {
+		t.Fatalf("got %d, want 100 Continue", res.StatusCode)
+	}
+	if _, err := io.WriteString(conn, `{"customerType":`); err != nil {
+		t.Fatal(err)
+	}
+
+	began := time.Now()
+	if err := s.stop(t, shutdownTimeout+3*time.Second); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if elapsed := time.Since(began); elapsed < shutdownTimeout {
+		t.Fatalf("run returned after %v, before the shutdown timeout: the request was not in flight", elapsed)
+	}
+	closedWithin(t, br, time.Second)
 }
