@@ -39,4 +39,48 @@
 // package has transport-agnostic methods (plain Go values in and out) and a
 // thin net/http adapter in its http.go; hosts with another transport skip the
 // adapter.
+//
+// # Threat model
+//
+// The attacker walletgate is built against controls the platform backend
+// that relays the end user's requests: it can send any body, any header and
+// any order of calls, replay and race them, and read what the service
+// answers. It cannot make the user's session key sign something the user's
+// wallet did not show.
+//
+// What the library guarantees:
+//
+//   - Signed is executed. A signed retry runs exactly the parameters of the
+//     payload the user stamped, read from the server's own record of the
+//     first call, never decoded again from the retry. Request bodies have one
+//     reading ([github.com/walletgate/walletgate/apierror.DecodeBytes]):
+//     member names are case-sensitive, duplicate and case-colliding names
+//     are refused, and the value is decoded from the same canonical form
+//     whose SHA-256 the payload binds.
+//   - Single use. A Request-Id, a one-time code, a passkey registration
+//     challenge and an ownership challenge are consumed at most once, on any
+//     number of replicas, and only together with the effect they authorize.
+//   - Invariants under concurrency. Every rule of the form "check, then act"
+//     (an account keeps one credential, one EMAIL_OTP and one SMS_OTP per
+//     account, at most the configured number of code comparisons per issued
+//     code, the tied credential set of an email change) is held by the store
+//     itself, with a guarded statement, a row lock or a constraint;
+//     storage/storagetest proves each on every store.
+//   - Secrets at rest. One-time codes are stored as HMACs and HPKE target
+//     private keys sealed with AES-256-GCM under host keys, so a read of the
+//     database does not complete a live login.
+//
+// What it assumes of the host: TLS in front of every route; authentication of
+// the platform (the adapters do not check HTTP Basic credentials, the sandbox
+// does); custody of its keys (the bundle signing key, the code MAC key, the
+// sealing keys, wallet secrets) and of the database; a clock that is roughly
+// right; and that it mounts the adapters as documented or calls the methods
+// with the request's raw body.
+//
+// What sandbox mode gives up: the one-time code is always 000000 and is not
+// delivered, the literals sandbox-valid-signature and
+// sandbox-valid-passkey-signature stand in for a session signature and a
+// passkey assertion, OpenID Connect token signatures are not checked (every
+// claim still is), and the sandbox generates its own keys. Never run it with
+// real users.
 package walletgate

@@ -168,10 +168,11 @@ func (st *state) customer(id string) (*customer, error) {
 
 // UpdateCustomer applies a PATCH /customers/{id}. A change of email goes
 // through walletauth's signed retry when an EMAIL_OTP credential is tied to
-// the customer's wallet: the first call answers a challenge and changes
-// nothing; the retry (same body, stamped by an active session of the wallet)
-// changes the wallet, the credential and the customer together with the rest
-// of the body. Without an email change the update applies at once.
+// the customer's wallet: the first call binds the whole update into the
+// payload, answers a challenge and changes nothing; the retry (same body,
+// stamped by an active session of the wallet) changes the wallet, the
+// credential and the customer as the payload says, the rest of the update
+// included. Without an email change the update applies at once.
 //
 // call carries the request's method, path, raw body and signed-retry
 // headers; a zero Method, Path or Body is filled from id and req, which is
@@ -220,13 +221,21 @@ func (s *Simulator) updateCustomer(ctx context.Context, id string, req CustomerU
 		return nil, nil, err
 	}
 	email := ""
+	retry := call.Signature != "" || call.RequestID != ""
 	if req.Email != "" && req.Email != current.Email {
-		change, challenge, err := s.auth.UpdateEmail(ctx, id, req.Email, call)
+		// The whole update is bound into the payload, and a retry applies
+		// the update as signed, not as its body reads again.
+		change, challenge, err := s.auth.UpdateEmail(ctx, id, req.Email, req, call)
 		if err != nil || challenge != nil {
 			return nil, challenge, err
 		}
 		email = change.Email
-	} else if call.Signature != "" || call.RequestID != "" {
+		if retry {
+			if req, err = ParseCustomerUpdate(change.Host, s.now()); err != nil {
+				return nil, nil, apierror.Internal(err)
+			}
+		}
+	} else if retry {
 		return nil, nil, apierror.Unauthenticated("this update needs no signed retry")
 	}
 	var out *Customer

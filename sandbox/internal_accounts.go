@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -108,11 +110,12 @@ const (
 )
 
 // signed runs the two legs of a signed-retry operation: a call without
-// either header issues op's challenge; a retry is completed (and its
-// request consumed) and its authorization returned, after which the caller
-// applies the effect. The request is consumed at most once, so the effect
-// runs at most once per challenge.
-func (s *Simulator) signed(ctx context.Context, op signedretry.Operation, call signedretry.Retry) (*signedretry.Authorization, *signedretry.Challenge, error) {
+// either header issues op's challenge; a retry is completed (and its request
+// consumed) and the parameters the first call bound are decoded into params,
+// after which the caller applies the effect from params alone, never from
+// the retry's body. The request is consumed at most once, so the effect runs
+// at most once per challenge.
+func (s *Simulator) signed(ctx context.Context, op signedretry.Operation, call signedretry.Retry, params any) (*signedretry.Authorization, *signedretry.Challenge, error) {
 	retries := s.auth.Retries()
 	if call.Signature == "" && call.RequestID == "" {
 		op.Method, op.Path, op.Body = call.Method, call.Path, call.Body
@@ -120,12 +123,14 @@ func (s *Simulator) signed(ctx context.Context, op signedretry.Operation, call s
 		return nil, ch, err
 	}
 	call.Type = op.Type
-	a, err := retries.Complete(ctx, call, nil)
+	a, err := retries.Complete(ctx, call, func(_ storage.Tx, a *signedretry.Authorization) error {
+		if a.AccountID != op.AccountID {
+			return apierror.Unauthenticated("request id is bound to another account")
+		}
+		return a.DecodeParameters(params)
+	})
 	if err != nil {
 		return nil, nil, err
-	}
-	if a.AccountID != op.AccountID {
-		return nil, nil, apierror.Unauthenticated("request id is bound to another account")
 	}
 	return a, nil, nil
 }
@@ -178,28 +183,43 @@ func (s *Simulator) ExportWallet(ctx context.Context, accountID string, req Expo
 		return nil, nil, err
 	}
 	key := strings.TrimSpace(req.ClientPublicKey)
-	if len(key) != 130 || !strings.HasPrefix(key, "04") {
-		return nil, nil, apierror.InvalidField("clientPublicKey", apierror.Pattern(`^04[0-9a-fA-F]{128}$`),
-			"must be an uncompressed P-256 public key (130 hex characters)")
-	}
-	pub, err := signedretry.ParsePublicKey(key)
-	if err != nil {
-		return nil, nil, apierror.InvalidField("clientPublicKey", apierror.Pattern(`^04[0-9a-fA-F]{128}$`), apierror.As(err).Message)
-	}
-	if _, err := s.internalAccount(ctx, accountID); err != nil {
-		return nil, nil, err
+	var signed ExportRequest
+	if call.Signature == "" && call.RequestID == "" {
+		if _, err := exportKey(key); err != nil {
+			return nil, nil, err
+		}
+		if _, err := s.internalAccount(ctx, accountID); err != nil {
+			return nil, nil, err
+		}
 	}
 	op := signedretry.Operation{Type: OpExportWallet, AccountID: accountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-		Parameters: map[string]string{"clientPublicKey": key}}
-	a, ch, err := s.signed(ctx, op, call)
+		Parameters: ExportRequest{ClientPublicKey: key}}
+	a, ch, err := s.signed(ctx, op, call, &signed)
 	if a == nil {
 		return nil, ch, err
+	}
+	pub, err := exportKey(signed.ClientPublicKey)
+	if err != nil {
+		return nil, nil, apierror.Internal(err)
 	}
 	env, err := exportEnvelope(pub, s.rand)
 	if err != nil {
 		return nil, nil, err
 	}
 	return &WalletExport{ID: accountID, EncryptedWalletCredentials: env}, nil, nil
+}
+
+// exportKey parses the uncompressed P-256 key an export is sealed to.
+func exportKey(key string) (*ecdsa.PublicKey, error) {
+	if len(key) != 130 || !strings.HasPrefix(key, "04") {
+		return nil, apierror.InvalidField("clientPublicKey", apierror.Pattern(`^04[0-9a-fA-F]{128}$`),
+			"must be an uncompressed P-256 public key (130 hex characters)")
+	}
+	pub, err := signedretry.ParsePublicKey(key)
+	if err != nil {
+		return nil, apierror.InvalidField("clientPublicKey", apierror.Pattern(`^04[0-9a-fA-F]{128}$`), apierror.As(err).Message)
+	}
+	return pub, nil
 }
 
 // UpdateWalletRequest is the body of PATCH /internal-accounts/{id}.
@@ -218,7 +238,8 @@ func (s *Simulator) UpdateWallet(ctx context.Context, accountID string, req Upda
 	if err != nil {
 		return nil, nil, err
 	}
-	if req.PrivateEnabled == nil {
+	retry := call.Signature != "" || call.RequestID != ""
+	if !retry && req.PrivateEnabled == nil {
 		return nil, nil, apierror.InvalidField("privateEnabled", nil, "is required")
 	}
 	acct, err := s.internalAccount(ctx, accountID)
@@ -226,15 +247,19 @@ func (s *Simulator) UpdateWallet(ctx context.Context, accountID string, req Upda
 		return nil, nil, err
 	}
 	op := signedretry.Operation{Type: OpWalletPrivacy, AccountID: accountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-		Parameters: map[string]bool{"privateEnabled": *req.PrivateEnabled}}
-	a, ch, err := s.signed(ctx, op, call)
+		Parameters: req}
+	var signed UpdateWalletRequest
+	a, ch, err := s.signed(ctx, op, call, &signed)
 	if a == nil {
 		return nil, ch, err
+	}
+	if signed.PrivateEnabled == nil {
+		return nil, nil, apierror.Internal(errors.New("sandbox: signed privacy update without privateEnabled"))
 	}
 	var out InternalAccount
 	err = s.locked(func(st *state, now time.Time) error {
 		w := st.wallet(accountID)
-		w.privateEnabled, w.updatedAt = *req.PrivateEnabled, now
+		w.privateEnabled, w.updatedAt = *signed.PrivateEnabled, now
 		out = s.view(st, &acct)
 		return nil
 	})

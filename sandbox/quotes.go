@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -347,13 +348,21 @@ func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signe
 	if err != nil {
 		return nil, nil, err
 	}
-	_, ch, err := s.signed(ctx, quoteOperation(quoteID, src, amount), call)
+	_, ch, err := s.signed(ctx, quoteOperation(quoteID, src, amount), call, nil)
 	return nil, ch, err
+}
+
+// quoteParams are the parameters of an EXECUTE_QUOTE payload: the quote and
+// the amount it takes from the wallet.
+type quoteParams struct {
+	QuoteID  string `json:"quoteId"`
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
 }
 
 func quoteOperation(quoteID string, src QuoteSource, amount int64) signedretry.Operation {
 	return signedretry.Operation{Type: OpExecuteQuote, AccountID: src.AccountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-		Parameters: map[string]any{"quoteId": quoteID, "amount": amount, "currency": src.Currency}}
+		Parameters: quoteParams{QuoteID: quoteID, Amount: amount, Currency: src.Currency}}
 }
 
 // executeQuoteRetry completes the signed retry of an execution. The
@@ -376,8 +385,15 @@ func (s *Simulator) executeQuoteRetry(ctx context.Context, quoteID string, call 
 		return nil, nil, err
 	}
 	src, amount := q.rec.Source, q.rec.TotalSendingAmount
-	if _, _, err := s.signed(ctx, quoteOperation(quoteID, src, amount), call); err != nil {
+	op := quoteOperation(quoteID, src, amount)
+	var signed quoteParams
+	if _, _, err := s.signed(ctx, op, call, &signed); err != nil {
 		return nil, nil, err
+	}
+	// What is paid is what was signed: the quote is immutable and the
+	// simulator's lock is held, so a difference is a broken invariant.
+	if signed != op.Parameters {
+		return nil, nil, apierror.Internal(fmt.Errorf("sandbox: quote %s no longer matches its signed execution", quoteID))
 	}
 	debit := []move{{src.AccountID, src.Currency, -amount}}
 	refund := []move{{src.AccountID, src.Currency, amount}}

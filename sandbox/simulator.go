@@ -17,6 +17,7 @@ import (
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/passkey"
+	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
 // Defaults of [Config].
@@ -82,6 +83,14 @@ type Config struct {
 	// Network is the network Bitcoin and Spark wallet addresses must belong
 	// to in ownership proofs; the zero value is mainnet.
 	Network ownership.Network
+	// Sealer and CodeMACKey are the at-rest keys of the walletauth service
+	// (walletauth.Config.Sealer and CodeMACKey): the sealed OTP target keys
+	// and the code MACs in the Store are made with them. Nil means keys
+	// generated for this process, which suits a memory store; simulators that
+	// share a database, or one restarted on it while logins are in progress,
+	// need the same keys (examples/server takes them from the environment).
+	Sealer     secret.Sealer
+	CodeMACKey []byte
 }
 
 // Simulator is the service's sandbox in process: customers, verifications,
@@ -151,7 +160,7 @@ func New(cfg Config) (*Simulator, error) {
 		return nil, err
 	}
 	auth, err := walletauth.New(walletauth.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand, Sandbox: true,
-		Passkeys: pk, OIDC: ov})
+		Passkeys: pk, OIDC: ov, Sealer: cfg.Sealer, CodeMACKey: cfg.CodeMACKey})
 	if err != nil {
 		ov.Close()
 		return nil, err

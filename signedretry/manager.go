@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
@@ -116,7 +117,10 @@ type Operation struct {
 	// Signer says who may sign the retry.
 	Signer Signer
 	// Parameters, when not nil, must marshal to a JSON object; it is written
-	// into the payload and handed back on completion.
+	// into the payload and handed back on completion. It must hold every
+	// value the operation's effect uses (keys, identities, types, amounts,
+	// flags; a long token by its SHA-256 and what it asserts), since the
+	// effect reads them from here and not from the retry.
 	Parameters any
 	// CredentialType, when set, is echoed as "type" in the 202 body (auth
 	// operations carry the credential type concerned).
@@ -253,9 +257,22 @@ type Authorization struct {
 	Sandbox bool
 }
 
+// DecodeParameters decodes the operation's parameters, as the first call
+// stored them, into dst. An effect reads every input from here, never from the
+// retry's own body: the parameters are what the payload showed the signer.
+// The stored bytes are the library's own, so a failure is 500 INTERNAL_ERROR.
+func (a *Authorization) DecodeParameters(dst any) error {
+	if err := apierror.DecodeBytes(a.Parameters, dst); err != nil {
+		return apierror.Internal(fmt.Errorf("signedretry: decoding stored parameters of %s: %w", a.RequestID, err))
+	}
+	return nil
+}
+
 // Effect is the work a signed retry authorizes. It runs inside the
 // transaction that consumes the request: when it returns an error, nothing it
 // wrote persists and the request stays unconsumed, so the client may retry.
+// It takes its inputs from [Authorization.DecodeParameters], never from the
+// retry's body: the body was only compared with the first call's.
 type Effect func(tx storage.Tx, a *Authorization) error
 
 // Complete checks a retry and, when it is authorized, consumes the request and

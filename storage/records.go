@@ -121,14 +121,21 @@ type OTPIssuance struct {
 	ID           string
 	CredentialID string
 	AccountID    string
-	// Code is the issued code. It is secret: never log or return it.
+	// Code is a MAC of the issued code, never the code: walletauth writes
+	// lowercase hex of an HMAC-SHA256 under a host key, bound to ID and
+	// CredentialID. It is text (at most a few hundred bytes), opaque to the
+	// store, kept and returned exactly. Do not log it: with the host key it
+	// confirms a guessed code.
 	Code string
-	// TargetKey is the private half of the HPKE target key of this issuance.
-	// It is secret and never leaves the server.
+	// TargetKey is the private half of this issuance's HPKE target key,
+	// sealed (authenticated encryption under a host key, bound to ID and
+	// CredentialID, see package walletauth/secret), never in plaintext. It is
+	// opaque to the store, arbitrary bytes kept and returned exactly.
 	TargetKey []byte
 	IssuedAt  time.Time
 	ExpiresAt time.Time
-	// Attempts counts failed verification attempts.
+	// Attempts counts verification attempts: each code compared against
+	// this issuance (see [OTPIssuances.Attempt]).
 	Attempts int
 	// ConsumedAt is set once the code was used successfully.
 	ConsumedAt time.Time

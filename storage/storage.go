@@ -22,6 +22,29 @@
 // Records that carry a Version (accounts, credentials) are updated by
 // compare-and-set on that version.
 //
+// # Check, then act
+//
+// A rule that a caller checks by reading and then keeps by writing holds only
+// when the store keeps the read true until the write commits. Every such
+// rule is kept by the store, never by the caller's Go code alone:
+//
+//   - by a guarded statement that checks and writes in one step
+//     ([OTPIssuances.Attempt] counts a verification attempt only while
+//     fewer than the limit were made);
+//   - by a uniqueness rule ([Credentials.Create]: one EMAIL_OTP and one
+//     SMS_OTP per account);
+//   - by a lock held until the transaction ends: [InternalAccounts.Lock]
+//     orders every change of an account's credential set (at least one
+//     credential is kept, a credential is added without a signature only to
+//     an account that has none), [Credentials.Lock] keeps a credential from
+//     being deleted while a session of it is created, and
+//     [Credentials.LockEmail] orders changes that tie an email address to
+//     EMAIL_OTP credentials.
+//
+// Locks are taken in this order, so transactions never wait for each other
+// in a cycle: internal accounts (several in ascending id order), then an
+// email address, then credentials.
+//
 // # Time
 //
 // Stores never read a clock. Callers pass the time (their injected clock) to
@@ -48,6 +71,8 @@ var (
 	ErrExpired = errors.New("storage: expired")
 	// ErrConsumed: the single-use record was already consumed.
 	ErrConsumed = errors.New("storage: already consumed")
+	// ErrExhausted: the record allows no more attempts.
+	ErrExhausted = errors.New("storage: attempts exhausted")
 	// ErrTxDone: a Tx was used after its Atomic call returned.
 	ErrTxDone = errors.New("storage: transaction already finished")
 )
@@ -125,6 +150,13 @@ type InternalAccounts interface {
 	Update(ctx context.Context, a *InternalAccount) error
 	// ListByCustomer returns the customer's accounts in creation order.
 	ListByCustomer(ctx context.Context, customerID string) ([]InternalAccount, error)
+	// Lock returns the account as Get does and holds it until the
+	// transaction ends: another transaction's Lock or Update of the account
+	// waits until then and sees what this one committed. Callers lock the
+	// account before they read its credentials to decide a change of them,
+	// so the decision still holds when the change commits. ErrNotFound when
+	// the account does not exist.
+	Lock(ctx context.Context, id string) (InternalAccount, error)
 }
 
 // Credentials stores the authentication methods of internal accounts.
@@ -151,6 +183,19 @@ type Credentials interface {
 	// ListEmailOTPByEmail returns the EMAIL_OTP credentials tied to email,
 	// compared exactly (callers normalise addresses before storing them).
 	ListEmailOTPByEmail(ctx context.Context, email string) ([]Credential, error)
+	// Lock returns the credential as Get does and holds it until the
+	// transaction ends: another transaction's Lock, Update or Delete of the
+	// credential waits until then. A caller that creates a session of the
+	// credential locks it first, so a concurrent Delete either commits
+	// before (Lock answers ErrNotFound) or after (and then sees the
+	// session). ErrNotFound when the credential does not exist.
+	Lock(ctx context.Context, id string) (Credential, error)
+	// LockEmail holds the address email until the transaction ends: another
+	// transaction's LockEmail of the same address waits until then. It
+	// needs no record to exist. Callers take it before they check which
+	// EMAIL_OTP credentials are tied to the address and then tie it to
+	// others, so two such changes never both pass the check.
+	LockEmail(ctx context.Context, email string) error
 }
 
 // OTPIssuances stores issued one-time codes, one live issuance per credential.
@@ -162,8 +207,20 @@ type OTPIssuances interface {
 	// expired ones included) or ErrNotFound.
 	GetByCredential(ctx context.Context, credentialID string) (OTPIssuance, error)
 	// RecordFailure increments the failed attempts of issuance id and returns
-	// the new count; ErrNotFound when it was superseded or removed.
+	// the new count; ErrNotFound when it was superseded or removed. It
+	// enforces no limit; verification uses Attempt.
 	RecordFailure(ctx context.Context, id string) (int, error)
+	// Attempt reserves one verification attempt of issuance id before the
+	// caller compares a code: when the issuance is unconsumed, now is
+	// before ExpiresAt and fewer than limit attempts were made, it
+	// increments Attempts and returns the issuance as updated. Otherwise
+	// it changes nothing and returns ErrNotFound (unknown or superseded),
+	// ErrConsumed, ErrExpired or ErrExhausted, checked in that order. The
+	// check and the increment are one step, and the issuance stays held
+	// until the transaction ends: of any number of concurrent calls, on any
+	// replica, at most limit succeed per issuance in transactions that
+	// commit, so at most limit codes are compared and answered.
+	Attempt(ctx context.Context, id string, limit int, now time.Time) (OTPIssuance, error)
 	// Consume marks issuance id used and returns it: ErrNotFound (unknown or
 	// superseded), ErrExpired (now is not before ExpiresAt) or ErrConsumed.
 	Consume(ctx context.Context, id string, now time.Time) (OTPIssuance, error)

@@ -3,7 +3,9 @@ package walletauth
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -76,18 +78,33 @@ var credentialTypes = []string{string(storage.EmailOTP), string(storage.SMSOTP),
 
 // AddCredential adds a credential to an account. When the account has no
 // credential it is created at once. Otherwise the first call (call without
-// signed-retry headers) answers a challenge (202) and the retry, stamped by
-// an active session of the account, creates it. An added EMAIL_OTP or SMS_OTP
-// credential gets a one-time code at once: the result carries its
-// otpEncryptionTargetBundle and the code is sent.
+// signed-retry headers) checks everything, binds the credential to be created
+// into the payload's parameters (see [AddParams]) and answers a challenge
+// (202); the retry, stamped by an active session of the account, creates
+// exactly that credential. An added EMAIL_OTP or SMS_OTP credential gets a
+// one-time code at once: the result carries its otpEncryptionTargetBundle
+// and the code is sent.
+//
+// On the retry req is not read: the credential comes from the parameters the
+// first call stored, never from the retry's body, so what the user signed is
+// what is added. An OAUTH token and a passkey attestation are verified on the
+// first call; the retry consumes the passkey's registration challenge.
 //
 // call carries the method, path and raw body of the request and, on the
 // retry, its two headers. Exactly one of the results is non-nil on success.
 //
-// Errors: 400 INVALID_INPUT (bad body, unsupported type, missing contact),
-// 400 EMAIL_OTP_CREDENTIAL_ALREADY_EXISTS / SMS_OTP_CREDENTIAL_ALREADY_EXISTS,
-// 404 REFERENCE_NOT_FOUND (account), the 401s of signedretry.
+// Errors: 400 INVALID_INPUT (bad body, unsupported type),
+// 400 MISSING_MANDATORY_USER_INFO (no email or phone),
+// 400 EMAIL_OTP_CREDENTIAL_ALREADY_EXISTS / SMS_OTP_CREDENTIAL_ALREADY_EXISTS /
+// PASSKEY_CREDENTIAL_ALREADY_EXISTS, 409 CONFLICT (the same OAUTH identity, or
+// the contact the credential was bound to changed before the retry), 404
+// REFERENCE_NOT_FOUND (account), the 401s of OIDC and passkey verification
+// and of signedretry.
 func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, call signedretry.Retry) (*AuthMethod, *signedretry.Challenge, error) {
+	if isRetry(call) {
+		m, err := s.completeAdd(ctx, call)
+		return m, nil, err
+	}
 	var v apierror.Validation
 	v.Check(storage.ValidID(req.AccountID, "InternalAccount"), "accountId", apierror.Pattern(`^InternalAccount:[0-9a-fA-F-]{36}$`), "must be an InternalAccount id")
 	v.Check(slices.Contains(credentialTypes, string(req.Type)), "type", apierror.OneOf(credentialTypes...), "unknown credential type")
@@ -97,7 +114,7 @@ func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, c
 	var first *storage.Credential // a credential made without a signed retry
 	var challenge *signedretry.Challenge
 	err := s.atomic(ctx, func(tx storage.Tx) error {
-		acct, err := tx.InternalAccounts().Get(ctx, req.AccountID)
+		acct, err := tx.InternalAccounts().Lock(ctx, req.AccountID)
 		if errors.Is(err, storage.ErrNotFound) {
 			return notFound("internal account", req.AccountID)
 		}
@@ -109,23 +126,20 @@ func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, c
 			return err
 		}
 		final := len(existing) == 0
-		cred, err := s.prepareCredential(ctx, tx, &acct, &req, final)
+		p, err := s.addParams(ctx, tx, &acct, &req, final)
 		if err != nil {
 			return err
 		}
 		if final {
-			if err := createCredential(ctx, tx, cred); err != nil {
-				return err
-			}
-			first = cred
-			return nil
+			first, err = s.createFromParams(ctx, tx, &acct, p, false)
+			return err
 		}
-		if isRetry(call) {
-			return nil // completed below, in the retry's own transaction
+		if err := checkUnique(existing, p); err != nil {
+			return err
 		}
 		challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpAddCredential, AccountID: acct.ID,
 			Method: call.Method, Path: call.Path, Body: call.Body, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-			Parameters: map[string]string{"type": string(req.Type)}, CredentialType: string(req.Type)})
+			Parameters: p, CredentialType: string(req.Type)})
 		return err
 	})
 	if err != nil {
@@ -134,87 +148,178 @@ func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, c
 	if challenge != nil {
 		return nil, challenge, nil
 	}
-	if first != nil {
-		m, err := s.afterCreate(ctx, first)
-		return m, nil, err
-	}
-
-	call.Type = OpAddCredential
-	var created *storage.Credential
-	_, err = s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
-		acct, err := tx.InternalAccounts().Get(ctx, req.AccountID)
-		if err != nil {
-			return notFound("internal account", req.AccountID)
-		}
-		if a.AccountID != acct.ID {
-			return apierror.Unauthenticated("request id is bound to another account")
-		}
-		cred, err := s.prepareCredential(ctx, tx, &acct, &req, true)
-		if err != nil {
-			return err
-		}
-		if err := createCredential(ctx, tx, cred); err != nil {
-			return err
-		}
-		created = cred
-		return nil
-	})
-	if err != nil {
-		return nil, nil, storeErr(err)
-	}
-	m, err := s.afterCreate(ctx, created)
+	m, err := s.afterCreate(ctx, first)
 	return m, nil, err
 }
 
-// prepareCredential checks the request against the account and builds the
-// credential to create. Uniqueness is checked here for a clear error and
-// again by the store on create. final is set in the transaction that creates
-// the credential: only then is a passkey registration verified, since that
-// consumes its registration challenge.
-func (s *Service) prepareCredential(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, req *AddCredentialRequest, final bool) (*storage.Credential, error) {
-	id, err := s.newID("AuthMethod")
+// completeAdd is the retry of an add: it creates the credential the first
+// call bound, from the stored parameters alone.
+func (s *Service) completeAdd(ctx context.Context, call signedretry.Retry) (*AuthMethod, error) {
+	call.Type = OpAddCredential
+	var created *storage.Credential
+	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
+		var p AddParams
+		if err := a.DecodeParameters(&p); err != nil {
+			return err
+		}
+		acct, err := tx.InternalAccounts().Lock(ctx, a.AccountID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return notFound("internal account", a.AccountID)
+		}
+		if err != nil {
+			return err
+		}
+		created, err = s.createFromParams(ctx, tx, &acct, &p, true)
+		return err
+	})
 	if err != nil {
-		return nil, err
+		return nil, storeErr(err)
 	}
-	now := s.clock().UTC()
-	c := &storage.Credential{ID: id, AccountID: acct.ID, Type: req.Type, CreatedAt: now, UpdatedAt: now}
-	existing, err := tx.Credentials().ListByAccount(ctx, acct.ID)
-	if err != nil {
-		return nil, err
-	}
+	return s.afterCreate(ctx, created)
+}
+
+// AddParams are the parameters of an ADD_CREDENTIAL payload: every value the
+// credential is created from, so that a wallet showing the payload shows
+// exactly what will be added.
+type AddParams struct {
+	Type     storage.CredentialType `json:"type"`
+	Nickname string                 `json:"nickname"`
+	// Email is the address an EMAIL_OTP credential is tied to.
+	Email string `json:"email,omitempty"`
+	// Phone is the number an SMS_OTP credential sends codes to.
+	Phone string `json:"phone,omitempty"`
+	// Issuer, Audience and Subject are the OpenID Connect identity of an
+	// OAUTH credential, and OIDCTokenSHA256 the lowercase hex SHA-256 of
+	// the ID token that asserted it.
+	Issuer          string `json:"issuer,omitempty"`
+	Audience        string `json:"audience,omitempty"`
+	Subject         string `json:"subject,omitempty"`
+	OIDCTokenSHA256 string `json:"oidcTokenSha256,omitempty"`
+	// Passkey is the verified WebAuthn credential of a PASSKEY credential.
+	Passkey *PasskeyParams `json:"passkey,omitempty"`
+}
+
+// PasskeyParams are the verified registration of a passkey as a payload
+// carries it; binary values are base64url without padding.
+type PasskeyParams struct {
+	// CredentialID is the WebAuthn credential id.
+	CredentialID string `json:"credentialId"`
+	// RegistrationChallenge is the challenge the attestation answered; the
+	// retry consumes it.
+	RegistrationChallenge string `json:"registrationChallenge"`
+	// PublicKey is the COSE public key.
+	PublicKey       string   `json:"publicKey"`
+	AttestationType string   `json:"attestationType"`
+	AAGUID          string   `json:"aaguid"`
+	SignCount       uint32   `json:"signCount"`
+	Transports      []string `json:"transports,omitempty"`
+	UserPresent     bool     `json:"userPresent"`
+	UserVerified    bool     `json:"userVerified"`
+	BackupEligible  bool     `json:"backupEligible"`
+	BackupState     bool     `json:"backupState"`
+}
+
+// addParams checks an add request against the account and returns what the
+// credential will be created from. An OAUTH token and a passkey attestation
+// are verified here; consume consumes the passkey's registration challenge
+// (the credential is created in this transaction), otherwise the retry will.
+func (s *Service) addParams(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, req *AddCredentialRequest, consume bool) (*AddParams, error) {
+	p := &AddParams{Type: req.Type}
 	switch req.Type {
 	case storage.EmailOTP:
 		if acct.Email == "" {
 			return nil, apierror.New(apierror.MissingMandatoryUserInfo, "the customer has no email address")
 		}
-		c.Email, c.Nickname = acct.Email, acct.Email
+		p.Email, p.Nickname = acct.Email, acct.Email
 	case storage.SMSOTP:
 		if acct.Phone == "" {
 			return nil, apierror.New(apierror.MissingMandatoryUserInfo, "the customer has no phone number")
 		}
-		c.Phone, c.Nickname = acct.Phone, acct.Phone
+		p.Phone, p.Nickname = acct.Phone, acct.Phone
 	case storage.Passkey:
-		if err := s.preparePasskey(ctx, tx, c, req, final); err != nil {
+		if err := s.passkeyParams(ctx, tx, acct.ID, p, req, consume); err != nil {
 			return nil, err
 		}
-		return c, nil
 	case storage.OAuth:
-		if err := s.prepareOAuth(ctx, c, req); err != nil {
+		if err := s.oauthParams(ctx, p, req); err != nil {
 			return nil, err
 		}
-		for _, o := range existing {
-			if o.Type == storage.OAuth && o.OAuth != nil && *o.OAuth == *c.OAuth {
-				return nil, duplicateCredential(c.Type)
+	}
+	return p, nil
+}
+
+// createFromParams creates the credential p describes on acct, which the
+// caller has locked. retry is set on the second leg of a signed retry: the
+// account must still hold the contact the payload names, and a passkey's
+// registration challenge is consumed now.
+func (s *Service) createFromParams(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, p *AddParams, retry bool) (*storage.Credential, error) {
+	id, err := s.newID("AuthMethod")
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock().UTC()
+	c := &storage.Credential{ID: id, AccountID: acct.ID, Type: p.Type, Nickname: p.Nickname, CreatedAt: now, UpdatedAt: now}
+	changed := apierror.New(apierror.Conflict, "the account's contact changed since the challenge was issued; start again")
+	switch p.Type {
+	case storage.EmailOTP:
+		if retry && acct.Email != p.Email {
+			return nil, changed
+		}
+		c.Email = p.Email
+	case storage.SMSOTP:
+		if retry && acct.Phone != p.Phone {
+			return nil, changed
+		}
+		c.Phone = p.Phone
+	case storage.OAuth:
+		c.OAuth = &storage.OAuthIdentity{Issuer: p.Issuer, Audience: p.Audience, Subject: p.Subject}
+	case storage.Passkey:
+		if p.Passkey == nil {
+			return nil, apierror.Internal(errors.New("walletauth: PASSKEY parameters without a passkey"))
+		}
+		if c.WebAuthn, err = p.Passkey.record(); err != nil {
+			return nil, err
+		}
+		if retry {
+			v, err := s.passkeys()
+			if err != nil {
+				return nil, err
+			}
+			if err := v.ConsumeRegistration(ctx, tx, p.Passkey.RegistrationChallenge, acct.ID, now); err != nil {
+				return nil, err
 			}
 		}
-		return c, nil
+	default:
+		return nil, apierror.Internal(errors.New("walletauth: stored parameters name an unknown credential type"))
 	}
-	for _, o := range existing {
-		if o.Type == c.Type {
-			return nil, duplicateCredential(c.Type)
-		}
+	existing, err := tx.Credentials().ListByAccount(ctx, acct.ID)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkUnique(existing, p); err != nil {
+		return nil, err
+	}
+	if err := createCredential(ctx, tx, c); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// checkUnique gives the clear error for a credential the account cannot
+// take; the store enforces the same rules on create.
+func checkUnique(existing []storage.Credential, p *AddParams) error {
+	for _, o := range existing {
+		switch {
+		case o.Type != p.Type:
+		case p.Type == storage.OAuth:
+			if o.OAuth != nil && *o.OAuth == (storage.OAuthIdentity{Issuer: p.Issuer, Audience: p.Audience, Subject: p.Subject}) {
+				return duplicateCredential(p.Type)
+			}
+		case p.Type != storage.Passkey:
+			return duplicateCredential(p.Type)
+		}
+	}
+	return nil
 }
 
 func duplicateCredential(t storage.CredentialType) *apierror.Error {
@@ -281,6 +386,9 @@ func (s *Service) ListCredentials(ctx context.Context, accountID string) ([]Auth
 // last answers 400 INVALID_INPUT. An unknown credential is 404
 // REFERENCE_NOT_FOUND. On success both results are nil.
 func (s *Service) RevokeCredential(ctx context.Context, credentialID string, call signedretry.Retry) (*signedretry.Challenge, error) {
+	// check locks the account before counting its credentials, so that of
+	// concurrent revokes of its credentials the count of each sees the
+	// deletes of those that committed before it.
 	check := func(tx storage.Tx) (*storage.Credential, error) {
 		c, err := tx.Credentials().Get(ctx, credentialID)
 		if errors.Is(err, storage.ErrNotFound) {
@@ -289,9 +397,17 @@ func (s *Service) RevokeCredential(ctx context.Context, credentialID string, cal
 		if err != nil {
 			return nil, err
 		}
+		if _, err := tx.InternalAccounts().Lock(ctx, c.AccountID); errors.Is(err, storage.ErrNotFound) {
+			return nil, notFound("internal account", c.AccountID)
+		} else if err != nil {
+			return nil, err
+		}
 		all, err := tx.Credentials().ListByAccount(ctx, c.AccountID)
 		if err != nil {
 			return nil, err
+		}
+		if !slices.ContainsFunc(all, func(o storage.Credential) bool { return o.ID == c.ID }) {
+			return nil, notFound("credential", credentialID)
 		}
 		if len(all) <= 1 {
 			return nil, apierror.New(apierror.InvalidInput, "an account must keep at least one credential; add another before revoking this one")
@@ -340,64 +456,88 @@ type EmailChange struct {
 	Email string
 	// CredentialIDs are the EMAIL_OTP credentials now tied to it.
 	CredentialIDs []string
+	// Host is the host's own values of the request as the first call bound
+	// them (JSON), nil when it bound none.
+	Host json.RawMessage
+}
+
+// emailParams are the parameters of an UPDATE_EMAIL payload.
+type emailParams struct {
+	CustomerID    string          `json:"customerId"`
+	Email         string          `json:"email"`
+	CredentialIDs []string        `json:"credentialIds"`
+	Host          json.RawMessage `json:"request,omitempty"`
 }
 
 // UpdateEmail changes the email of a customer's embedded wallets. When an
 // EMAIL_OTP credential is tied to the customer's wallets, the change needs a
 // signed retry stamped by an active session of the account: the first call
-// answers a challenge, the retry updates the wallet and credential emails in
-// one transaction. Without a tied credential the change applies at once.
-// The host applies the change to its own customer record after success.
+// binds the customer, the new address and the tied credentials into the
+// payload and answers a challenge; the retry updates the wallet and
+// credential emails in one transaction. Without a tied credential the change
+// applies at once. The host applies the change to its own customer record
+// after success.
+//
+// host, when not nil, holds the host's own values of the same request (for
+// example the other fields of a customer update); it must marshal to JSON. It
+// is bound into the payload as "request" and handed back in
+// [EmailChange.Host], so that a host applies on the retry what the user
+// signed. On the retry, email and host are not read: the change comes from
+// the payload's parameters.
 //
 // Errors: 400 INVALID_INPUT (not an email), 404 USER_NOT_FOUND (no wallet for
 // the customer), 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS (the address is tied to
 // another EMAIL_OTP credential), 409 EMAIL_OTP_CREDENTIAL_SET_CHANGED (the
 // tied credentials changed between the challenge and the retry), the 401s of
 // signedretry.
-func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, call signedretry.Retry) (*EmailChange, *signedretry.Challenge, error) {
-	email = normalizeEmail(email)
-	if !validEmail(email) {
-		return nil, nil, apierror.InvalidField("email", apierror.Format("email"), "must be an email address")
-	}
-	type params struct {
-		CustomerID    string   `json:"customerId"`
-		Email         string   `json:"email"`
-		CredentialIDs []string `json:"credentialIds"`
-	}
-	var change *EmailChange
-	var challenge *signedretry.Challenge
-	apply := func(tx storage.Tx, accts []storage.InternalAccount, tied []storage.Credential) error {
+func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, host any, call signedretry.Retry) (*EmailChange, *signedretry.Challenge, error) {
+	apply := func(tx storage.Tx, p *emailParams, accts []storage.InternalAccount, tied []storage.Credential) (*EmailChange, error) {
 		now := s.clock().UTC()
 		for i := range accts {
 			a := accts[i]
-			a.Email, a.UpdatedAt = email, now
+			a.Email, a.UpdatedAt = p.Email, now
 			if err := tx.InternalAccounts().Update(ctx, &a); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		change = &EmailChange{Email: email}
+		change := &EmailChange{Email: p.Email, Host: p.Host}
 		for i := range tied {
 			c := tied[i]
-			c.Email, c.Nickname, c.UpdatedAt = email, email, now
+			c.Email, c.Nickname, c.UpdatedAt = p.Email, p.Email, now
 			if err := tx.Credentials().Update(ctx, &c); err != nil {
-				return err
+				return nil, err
 			}
 			change.CredentialIDs = append(change.CredentialIDs, c.ID)
 		}
-		return nil
+		return change, nil
 	}
+	var change *EmailChange
 	if !isRetry(call) {
+		p := &emailParams{CustomerID: customerID, Email: normalizeEmail(email)}
+		if !validEmail(p.Email) {
+			return nil, nil, apierror.InvalidField("email", apierror.Format("email"), "must be an email address")
+		}
+		if host != nil {
+			b, err := json.Marshal(host)
+			if err != nil {
+				return nil, nil, apierror.Internal(fmt.Errorf("walletauth: host values of an email change: %w", err))
+			}
+			p.Host = b
+		}
+		var challenge *signedretry.Challenge
 		err := s.atomic(ctx, func(tx storage.Tx) error {
-			accts, tied, err := s.tiedCredentials(ctx, tx, customerID, email)
+			accts, tied, err := s.tiedCredentials(ctx, tx, customerID, p.Email)
 			if err != nil {
 				return err
 			}
 			if len(tied) == 0 {
-				return apply(tx, accts, nil)
+				change, err = apply(tx, p, accts, nil)
+				return err
 			}
+			p.CredentialIDs = ids(tied)
 			challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpUpdateEmail, AccountID: tied[0].AccountID,
 				Method: call.Method, Path: call.Path, Body: call.Body, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-				Parameters: params{CustomerID: customerID, Email: email, CredentialIDs: ids(tied)}, CredentialType: string(storage.EmailOTP)})
+				Parameters: p, CredentialType: string(storage.EmailOTP)})
 			return err
 		})
 		if err != nil {
@@ -407,21 +547,22 @@ func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, cal
 	}
 	call.Type = OpUpdateEmail
 	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
-		var p params
-		if err := decodeParams(a.Parameters, &p); err != nil {
+		var p emailParams
+		if err := a.DecodeParameters(&p); err != nil {
 			return err
 		}
-		if p.CustomerID != customerID || p.Email != email {
-			return apierror.Unauthenticated("request id is bound to another email change")
+		if p.CustomerID != customerID {
+			return apierror.Unauthenticated("request id is bound to another customer")
 		}
-		accts, tied, err := s.tiedCredentials(ctx, tx, customerID, email)
+		accts, tied, err := s.tiedCredentials(ctx, tx, p.CustomerID, p.Email)
 		if err != nil {
 			return err
 		}
 		if !slices.Equal(ids(tied), p.CredentialIDs) {
 			return apierror.New(apierror.EmailOTPCredentialSetChanged, "the EMAIL_OTP credentials tied to the customer changed since the challenge was issued; start again")
 		}
-		return apply(tx, accts, tied)
+		change, err = apply(tx, &p, accts, tied)
+		return err
 	})
 	if err != nil {
 		return nil, nil, storeErr(err)
@@ -439,6 +580,29 @@ func (s *Service) tiedCredentials(ctx context.Context, tx storage.Tx, customerID
 	}
 	if len(accts) == 0 {
 		return nil, nil, apierror.New(apierror.UserNotFound, "customer %s has no embedded wallet", customerID)
+	}
+	// Lock the wallets (in id order, so two changes never wait on each other
+	// in a cycle) and then the address before reading what the change is
+	// decided on: the tied set and the address's other owners stay as read
+	// until the change commits. The locked rows carry the current versions.
+	order := make([]string, len(accts))
+	for i := range accts {
+		order[i] = accts[i].ID
+	}
+	slices.Sort(order)
+	locked := make(map[string]storage.InternalAccount, len(order))
+	for _, id := range order {
+		a, err := tx.InternalAccounts().Lock(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		locked[id] = a
+	}
+	for i := range accts {
+		accts[i] = locked[accts[i].ID]
+	}
+	if err := tx.Credentials().LockEmail(ctx, email); err != nil {
+		return nil, nil, err
 	}
 	var tied []storage.Credential
 	mine := map[string]bool{}

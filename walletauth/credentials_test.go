@@ -257,11 +257,11 @@ func TestUpdateEmail(t *testing.T) {
 	_, key := e.login(t, e.email.ID, storage.EmailOTP)
 	body := `{"email":"ada@lovelace.example"}`
 	c := call("PATCH", "/customers/Customer:1", body)
-	done, ch, err := e.svc.UpdateEmail(ctx, "Customer:1", "Ada@Lovelace.example", c)
+	done, ch, err := e.svc.UpdateEmail(ctx, "Customer:1", "Ada@Lovelace.example", nil, c)
 	if err != nil || done != nil || ch == nil || ch.Type != "EMAIL_OTP" {
 		t.Fatalf("leg 1: %+v %+v %v", done, ch, err)
 	}
-	done, _, err = e.svc.UpdateEmail(ctx, "Customer:1", "ada@lovelace.example", signed(t, c, ch, key))
+	done, _, err = e.svc.UpdateEmail(ctx, "Customer:1", "ada@lovelace.example", nil, signed(t, c, ch, key))
 	if err != nil || done.Email != "ada@lovelace.example" || len(done.CredentialIDs) != 1 || done.CredentialIDs[0] != e.email.ID {
 		t.Fatalf("leg 2: %+v %v", done, err)
 	}
@@ -274,12 +274,12 @@ func TestUpdateEmail(t *testing.T) {
 		if _, _, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:2", Email: "grace@example.com"}); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := e.svc.UpdateEmail(ctx, "Customer:1", "grace@example.com", call("PATCH", "/customers/Customer:1", `{}`))
+		_, _, err := e.svc.UpdateEmail(ctx, "Customer:1", "grace@example.com", nil, call("PATCH", "/customers/Customer:1", `{}`))
 		wantErr(t, err, apierror.EmailOTPEmailAlreadyExists, "")
 	})
 	t.Run("set changed", func(t *testing.T) {
 		c := call("PATCH", "/customers/Customer:1", `{"email":"x@example.com"}`)
-		_, ch, err := e.svc.UpdateEmail(ctx, "Customer:1", "x@example.com", c)
+		_, ch, err := e.svc.UpdateEmail(ctx, "Customer:1", "x@example.com", nil, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,7 +299,7 @@ func TestUpdateEmail(t *testing.T) {
 		if _, _, err := e.svc.AddCredential(ctx, areq, signed(t, ac, ach, smsKey)); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = e.svc.UpdateEmail(ctx, "Customer:1", "x@example.com", signed(t, c, ch, smsKey))
+		_, _, err = e.svc.UpdateEmail(ctx, "Customer:1", "x@example.com", nil, signed(t, c, ch, smsKey))
 		wantErr(t, err, apierror.EmailOTPCredentialSetChanged, "")
 	})
 	t.Run("no tied credential", func(t *testing.T) {
@@ -314,15 +314,15 @@ func TestUpdateEmail(t *testing.T) {
 		if _, err := e.svc.RevokeCredential(ctx, e.email.ID, signed(t, rc, rch, smsKey)); err != nil {
 			t.Fatal(err)
 		}
-		done, ch, err := e.svc.UpdateEmail(ctx, "Customer:1", "new@example.com", call("PATCH", "/c", `{}`))
+		done, ch, err := e.svc.UpdateEmail(ctx, "Customer:1", "new@example.com", nil, call("PATCH", "/c", `{}`))
 		if err != nil || ch != nil || done.Email != "new@example.com" || len(done.CredentialIDs) != 0 {
 			t.Fatalf("direct change: %+v %+v %v", done, ch, err)
 		}
 	})
 	t.Run("errors", func(t *testing.T) {
-		_, _, err := e.svc.UpdateEmail(ctx, "Customer:1", "nope", call("PATCH", "/c", `{}`))
+		_, _, err := e.svc.UpdateEmail(ctx, "Customer:1", "nope", nil, call("PATCH", "/c", `{}`))
 		wantErr(t, err, apierror.InvalidInput, "")
-		_, _, err = e.svc.UpdateEmail(ctx, "Customer:404", "a@b.example", call("PATCH", "/c", `{}`))
+		_, _, err = e.svc.UpdateEmail(ctx, "Customer:404", "a@b.example", nil, call("PATCH", "/c", `{}`))
 		wantErr(t, err, apierror.UserNotFound, "")
 	})
 }

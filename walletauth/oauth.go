@@ -2,6 +2,8 @@ package walletauth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -17,10 +19,11 @@ func (s *Service) oidcVerifier() (*oidc.Verifier, error) {
 	return s.oidc, nil
 }
 
-// prepareOAuth fills an OAUTH credential from the ID token of an add request:
-// the token's (iss, aud, sub) become the credential's identity and its email
-// claim the nickname. The token is checked on both legs of the signed retry.
-func (s *Service) prepareOAuth(ctx context.Context, c *storage.Credential, req *AddCredentialRequest) error {
+// oauthParams verifies the ID token of an add request and records in p the
+// identity it asserts (iss, aud, sub), its email claim as the nickname and the
+// token's SHA-256. The token is verified once, on the first call; a signed
+// retry creates the credential from p.
+func (s *Service) oauthParams(ctx context.Context, p *AddParams, req *AddCredentialRequest) error {
 	v, err := s.oidcVerifier()
 	if err != nil {
 		return err
@@ -32,8 +35,9 @@ func (s *Service) prepareOAuth(ctx context.Context, c *storage.Credential, req *
 	if err != nil {
 		return err
 	}
-	c.OAuth = &storage.OAuthIdentity{Issuer: id.Issuer, Audience: id.Audience, Subject: id.Subject}
-	c.Nickname = id.Email
+	sum := sha256.Sum256([]byte(req.OIDCToken))
+	p.Issuer, p.Audience, p.Subject = id.Issuer, id.Audience, id.Subject
+	p.Nickname, p.OIDCTokenSHA256 = id.Email, hex.EncodeToString(sum[:])
 	return nil
 }
 

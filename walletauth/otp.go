@@ -2,8 +2,6 @@ package walletauth
 
 import (
 	"context"
-	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"math/big"
 	"time"
@@ -74,7 +72,8 @@ type ChallengeResponse struct {
 }
 
 // issueCode stores a new code for the credential, sends it and returns the
-// target bundle. limited applies the re-issue rate limit.
+// target bundle. limited applies the re-issue rate limit. The store gets the
+// code's MAC and the sealed target key, never either in plaintext.
 func (s *Service) issueCode(ctx context.Context, c *storage.Credential, limited bool) (string, error) {
 	code := SandboxOTPCode
 	if !s.sandbox {
@@ -91,9 +90,15 @@ func (s *Service) issueCode(ctx context.Context, c *storage.Credential, limited 
 	if err != nil {
 		return "", err
 	}
+	scalar := target.Bytes()
+	sealed, err := s.sealTargetKey(id, c.ID, scalar)
+	clear(scalar)
+	if err != nil {
+		return "", err
+	}
 	now := s.clock().UTC()
-	iss := storage.OTPIssuance{ID: id, CredentialID: c.ID, AccountID: c.AccountID, Code: code, TargetKey: target.Bytes(),
-		IssuedAt: now, ExpiresAt: now.Add(s.otp.TTL)}
+	iss := storage.OTPIssuance{ID: id, CredentialID: c.ID, AccountID: c.AccountID, Code: s.codeMAC(id, c.ID, code),
+		TargetKey: sealed, IssuedAt: now, ExpiresAt: now.Add(s.otp.TTL)}
 	err = s.atomic(ctx, func(tx storage.Tx) error {
 		if limited {
 			wait, err := tx.RateLimits().Allow(ctx, "otp-challenge:"+c.ID, now, s.otp.ReissueWindow, s.otp.ReissueLimit)
@@ -163,8 +168,10 @@ type VerifyRequest struct {
 // Errors: 404 REFERENCE_NOT_FOUND, 400 INVALID_INPUT (body, type mismatch,
 // malformed bundle), 401 UNAUTHORIZED with details.reason ("Invalid OTP
 // code", "no pending OTP for this credential", "OTP expired", "OTP already
-// used", "too many failed attempts; request a new code"), and on leg 2 the
-// 401s of signedretry.
+// used", "too many failed attempts; request a new code"), on leg 2 the
+// 401s of signedretry, and 500 INTERNAL_ERROR when the issuance's stored
+// target key does not open (sealed under a key the Sealer no longer holds,
+// or altered in the store); that charges no attempt.
 func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Retry) (*AuthSession, *signedretry.Challenge, error) {
 	switch req.Type {
 	case storage.EmailOTP, storage.SMSOTP:
@@ -215,18 +222,32 @@ func (s *Service) verifyOTPLeg1(ctx context.Context, credentialID string, req Ve
 		case iss.Attempts >= s.otp.MaxAttempts:
 			return apierror.Unauthenticated("too many failed attempts; request a new code")
 		}
-		attempt, err := envelope.OpenOTP(iss.TargetKey, req.EncryptedOTPBundle)
+		// Reserve the attempt before any code is compared: the store counts
+		// it only while fewer than MaxAttempts were made, so no burst of
+		// concurrent guesses gets more codes compared than that.
+		switch _, err := tx.OTPIssuances().Attempt(ctx, iss.ID, s.otp.MaxAttempts, now); {
+		case errors.Is(err, storage.ErrNotFound):
+			return apierror.Unauthenticated("no pending OTP for this credential")
+		case errors.Is(err, storage.ErrConsumed):
+			return apierror.Unauthenticated("OTP already used")
+		case errors.Is(err, storage.ErrExpired):
+			return apierror.Unauthenticated("OTP expired")
+		case errors.Is(err, storage.ErrExhausted):
+			return apierror.Unauthenticated("too many failed attempts; request a new code")
+		case err != nil:
+			return err
+		}
+		attempt, err := s.openOTP(&iss, req.EncryptedOTPBundle)
 		if apierror.CodeOf(err) == apierror.Unauthorized {
 			// Sealed to another key: a failed attempt like a wrong code.
 			failure = err
 		} else if err != nil {
 			return err
-		} else if subtle.ConstantTimeCompare([]byte(attempt.Code), []byte(iss.Code)) != 1 {
+		} else if !s.codeMatches(&iss, attempt.Code) {
 			failure = apierror.Unauthenticated("Invalid OTP code")
 		}
 		if failure != nil {
-			_, err := tx.OTPIssuances().RecordFailure(ctx, iss.ID)
-			return err
+			return nil // commits the reserved attempt
 		}
 		if _, err := tx.OTPIssuances().Consume(ctx, iss.ID, now); err != nil {
 			if errors.Is(err, storage.ErrConsumed) {
@@ -258,7 +279,7 @@ func (s *Service) verifyOTPLeg2(ctx context.Context, credentialID string, call s
 	var sess *AuthSession
 	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
 		var p otpParams
-		if err := decodeParams(a.Parameters, &p); err != nil {
+		if err := a.DecodeParameters(&p); err != nil {
 			return err
 		}
 		if p.CredentialID != credentialID {
@@ -282,11 +303,4 @@ func (s *Service) verifyOTPLeg2(ctx context.Context, credentialID string, call s
 		return nil, storeErr(err)
 	}
 	return sess, nil
-}
-
-func decodeParams(raw json.RawMessage, dst any) error {
-	if err := json.Unmarshal(raw, dst); err != nil {
-		return apierror.Internal(err)
-	}
-	return nil
 }

@@ -16,6 +16,11 @@
 // 202 with a payload bound to public_key; the client stamps it with that key,
 // which becomes the session key. See package envelope for the wire formats.
 //
+// Nor do they rest in plaintext: the store keeps an HMAC-SHA256 of each code
+// (under [Config].CodeMACKey, bound to its issuance) and each target private
+// key sealed by [Config].Sealer (AES-256-GCM with key rotation, see package
+// secret), so a read of the database does not let anyone complete a login.
+//
 // [Service] has transport-agnostic methods; [Service.Handler] serves them over
 // net/http. All state lives in the storage.Store; the service itself holds
 // none and is safe for concurrent use.
@@ -35,6 +40,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/passkey"
+	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
 // Defaults of [Config].
@@ -137,7 +143,31 @@ type Config struct {
 	// Sandbox switches on the sandbox rules: every code is SandboxOTPCode and
 	// nothing is delivered (HPKE and signatures still run), and the legacy
 	// wallet signature literal is accepted. Never set it in production.
+	// Missing Sealer and CodeMACKey are generated per process, as with
+	// EphemeralSecretKeys.
 	Sandbox bool
+	// Sealer seals the private key material the store keeps for a login in
+	// progress (the HPKE target key of each OTP issuance), bound to its
+	// issuance and credential ids, so the store holds only sealed bytes.
+	// [secret.Keyring] is the standard implementation: AES-256-GCM under
+	// host-provided keys that rotate without rewriting rows. Every replica
+	// sharing a store needs the keys that sealed its rows. Required, with
+	// CodeMACKey, unless Sandbox or EphemeralSecretKeys is set (New returns
+	// ErrSecretKeysRequired).
+	Sealer secret.Sealer
+	// CodeMACKey keys the HMAC-SHA256 under which one-time codes are stored:
+	// the store never sees a code, and its MACs cannot be checked against
+	// guesses without this key. At least MinCodeMACKeyLen random bytes from
+	// the host's secret manager, shared by every replica of the store; New
+	// copies it. Changing it invalidates the codes issued before (they live
+	// OTP.TTL; a client asks for a new one). Required, as Sealer is.
+	CodeMACKey []byte
+	// EphemeralSecretKeys lets New generate a missing Sealer or CodeMACKey:
+	// random keys held only in this process's memory. Nothing is stored in
+	// plaintext, but a code issued by this process cannot be verified by
+	// another replica or after a restart. It suits a single process (tests,
+	// a memory store); never set it for replicas sharing a database.
+	EphemeralSecretKeys bool
 }
 
 // Service is the embedded-wallet authentication service.
@@ -156,9 +186,15 @@ type Service struct {
 	passkey  *passkey.Verifier
 	oidc     *oidc.Verifier
 	retryTTL time.Duration
+	sealer   secret.Sealer
+	codeKey  []byte
 }
 
-// New returns a service for cfg.
+// New returns a service for cfg. It fails, returning a plain error, when
+// Store is missing, when Sender is missing outside sandbox mode, and when the
+// at-rest keys are missing (ErrSecretKeysRequired), when CodeMACKey is
+// shorter than MinCodeMACKeyLen, and when Sealer fails to seal and open a
+// test value (a nil *secret.Keyring, for instance).
 func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("walletauth: Config.Store is required")
@@ -166,9 +202,13 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Sender == nil && !cfg.Sandbox {
 		return nil, errors.New("walletauth: Config.Sender is required outside sandbox mode")
 	}
+	sealer, codeKey, err := secretKeys(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	s := &Service{store: cfg.Store, sender: cfg.Sender, clock: cfg.Clock, rand: cfg.Rand, signer: cfg.SigningKey,
 		org: cfg.OrganizationID, ttl: cfg.SessionTTL, otp: cfg.OTP, held: cfg.ClientHeldKeys, sandbox: cfg.Sandbox,
-		passkey: cfg.Passkeys, oidc: cfg.OIDC, retryTTL: cfg.RetryTTL}
+		passkey: cfg.Passkeys, oidc: cfg.OIDC, retryTTL: cfg.RetryTTL, sealer: sealer, codeKey: codeKey}
 	if s.clock == nil {
 		s.clock = time.Now
 	}

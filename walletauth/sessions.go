@@ -23,8 +23,15 @@ func randInt(r io.Reader, n *big.Int) (int, error) {
 	return int(k.Int64()), nil
 }
 
-// createSession stores a session of the credential whose key is pub.
+// createSession stores a session of the credential whose key is pub. The
+// credential is locked first, so a concurrent revoke either deleted it before
+// (404 REFERENCE_NOT_FOUND) or waits and then revokes this session too.
 func (s *Service) createSession(ctx context.Context, tx storage.Tx, c *storage.Credential, pub *ecdsa.PublicKey) (*AuthSession, error) {
+	if _, err := tx.Credentials().Lock(ctx, c.ID); errors.Is(err, storage.ErrNotFound) {
+		return nil, notFound("credential", c.ID)
+	} else if err != nil {
+		return nil, err
+	}
 	id, err := s.newID("Session")
 	if err != nil {
 		return nil, err
@@ -141,7 +148,7 @@ func (s *Service) RevokeSession(ctx context.Context, sessionID string, call sign
 			}
 			challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpRevokeSession, AccountID: sess.AccountID,
 				Method: call.Method, Path: call.Path, Body: call.Body, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-				Parameters: map[string]string{"sessionId": sess.ID}, CredentialType: credType(c)})
+				Parameters: sessionParams{SessionID: sess.ID}, CredentialType: credType(c)})
 			return err
 		})
 		if err != nil {
@@ -151,7 +158,11 @@ func (s *Service) RevokeSession(ctx context.Context, sessionID string, call sign
 	}
 	call.Type = OpRevokeSession
 	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
-		sess, _, err := s.activeSession(ctx, tx, sessionID)
+		var p sessionParams
+		if err := a.DecodeParameters(&p); err != nil {
+			return err
+		}
+		sess, _, err := s.activeSession(ctx, tx, p.SessionID)
 		if err != nil {
 			return err
 		}
@@ -167,6 +178,14 @@ func (s *Service) RevokeSession(ctx context.Context, sessionID string, call sign
 	return nil, storeErr(err)
 }
 
+// sessionParams are the parameters of REVOKE_SESSION and REFRESH_SESSION
+// payloads: the session, and for a refresh the key the new session is sealed
+// to (or, in client-held mode, becomes).
+type sessionParams struct {
+	SessionID       string `json:"sessionId"`
+	ClientPublicKey string `json:"clientPublicKey,omitempty"`
+}
+
 // RefreshRequest is the body of POST /auth/sessions/{id}/refresh, the same
 // on both legs.
 type RefreshRequest struct {
@@ -174,20 +193,22 @@ type RefreshRequest struct {
 }
 
 // RefreshSession issues a new session in place of an active one. The first
-// call answers a challenge only the session itself may stamp; the retry, with
-// the same clientPublicKey, returns the new session (201), its key sealed to
-// clientPublicKey as encryptedSessionSigningKey, or in client-held mode the
-// compressed clientPublicKey itself. The old session stays valid until it
-// expires or is revoked.
+// call binds the session and clientPublicKey into the payload and answers a
+// challenge only the session itself may stamp; the retry returns the new
+// session (201), its key sealed to the clientPublicKey of the payload as
+// encryptedSessionSigningKey, or in client-held mode that key itself. The
+// retry's body is compared with the first call's but not read: the key comes
+// from the payload. The old session stays valid until it expires or is
+// revoked.
 //
 // Errors: 400 INVALID_INPUT (clientPublicKey), 404 REFERENCE_NOT_FOUND (the
 // session is not active), the 401s of signedretry (a different
 // clientPublicKey on the retry is WALLET_SIGNATURE_BODY_MISMATCH).
 func (s *Service) RefreshSession(ctx context.Context, sessionID string, req RefreshRequest, call signedretry.Retry) (*AuthSession, *signedretry.Challenge, error) {
-	if _, err := signedretry.ParsePublicKey(req.ClientPublicKey); err != nil {
-		return nil, nil, apierror.InvalidField("clientPublicKey", apierror.Pattern(`^(0[23][0-9a-fA-F]{64}|04[0-9a-fA-F]{128})$`), apierror.As(err).Message)
-	}
 	if !isRetry(call) {
+		if _, err := signedretry.ParsePublicKey(req.ClientPublicKey); err != nil {
+			return nil, nil, apierror.InvalidField("clientPublicKey", apierror.Pattern(`^(0[23][0-9a-fA-F]{64}|04[0-9a-fA-F]{128})$`), apierror.As(err).Message)
+		}
 		var challenge *signedretry.Challenge
 		err := s.atomic(ctx, func(tx storage.Tx) error {
 			sess, _, err := s.activeSession(ctx, tx, sessionID)
@@ -196,7 +217,7 @@ func (s *Service) RefreshSession(ctx context.Context, sessionID string, req Refr
 			}
 			challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpRefreshSession, AccountID: sess.AccountID,
 				Method: call.Method, Path: call.Path, Body: call.Body, Signer: signedretry.Signer{Rule: signedretry.Session, Ref: sess.ID},
-				Parameters: map[string]string{"sessionId": sess.ID, "clientPublicKey": req.ClientPublicKey}})
+				Parameters: sessionParams{SessionID: sess.ID, ClientPublicKey: req.ClientPublicKey}})
 			return err
 		})
 		if err != nil {
@@ -204,24 +225,30 @@ func (s *Service) RefreshSession(ctx context.Context, sessionID string, req Refr
 		}
 		return nil, challenge, nil
 	}
-	pub, essk, err := s.sessionKey(req.ClientPublicKey)
-	if err != nil {
-		return nil, nil, err
-	}
 	call.Type = OpRefreshSession
 	var out *AuthSession
-	_, err = s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
-		if a.SessionID != sessionID && !a.Sandbox {
+	var essk string
+	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
+		var p sessionParams
+		if err := a.DecodeParameters(&p); err != nil {
+			return err
+		}
+		if a.SessionID != p.SessionID && !a.Sandbox {
 			return apierror.Unauthenticated("request id is bound to another session")
 		}
-		sess, c, err := s.activeSession(ctx, tx, sessionID)
+		sess, c, err := s.activeSession(ctx, tx, p.SessionID)
 		if err != nil {
 			return err
 		}
 		if c == nil {
 			return notFound("credential", sess.CredentialID)
 		}
+		pub, sealed, err := s.sessionKey(p.ClientPublicKey)
+		if err != nil {
+			return err
+		}
 		out, err = s.createSession(ctx, tx, c, pub)
+		essk = sealed
 		return err
 	})
 	if err != nil {

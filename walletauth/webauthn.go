@@ -53,9 +53,10 @@ func (s *Service) PasskeyRegistrationChallenge(ctx context.Context, accountID st
 	return rc, nil
 }
 
-// preparePasskey fills a PASSKEY credential from a registration request. The
-// attestation is verified, and its challenge consumed, only when final.
-func (s *Service) preparePasskey(ctx context.Context, tx storage.Tx, c *storage.Credential, req *AddCredentialRequest, final bool) error {
+// passkeyParams verifies a passkey registration and records it in p. With
+// consume the registration challenge is consumed in tx, otherwise it is only
+// checked and the retry that creates the credential consumes it.
+func (s *Service) passkeyParams(ctx context.Context, tx storage.Tx, accountID string, p *AddParams, req *AddCredentialRequest, consume bool) error {
 	v, err := s.passkeys()
 	if err != nil {
 		return err
@@ -63,26 +64,37 @@ func (s *Service) preparePasskey(ctx context.Context, tx storage.Tx, c *storage.
 	if req.Attestation == nil {
 		return apierror.InvalidField("attestation", nil, "is required for PASSKEY")
 	}
-	nickname, err := passkey.NormalizeNickname(req.Nickname)
-	if err != nil {
-		return err
+	verify := v.CheckRegistration
+	if consume {
+		verify = v.VerifyRegistration
 	}
-	c.Nickname = nickname
-	if !final {
-		if raw, err := base64.RawURLEncoding.DecodeString(req.Attestation.CredentialID); err == nil {
-			if _, err := tx.Credentials().FindByWebAuthnID(ctx, raw); err == nil {
-				return duplicateCredential(storage.Passkey)
-			}
-		}
-		return nil
-	}
-	reg, err := v.VerifyRegistration(ctx, tx, passkey.RegistrationRequest{AccountID: c.AccountID, Nickname: req.Nickname,
+	reg, err := verify(ctx, tx, passkey.RegistrationRequest{AccountID: accountID, Nickname: req.Nickname,
 		Challenge: req.Challenge, Attestation: *req.Attestation}, s.clock().UTC())
 	if err != nil {
 		return err
 	}
-	c.Nickname, c.WebAuthn = reg.Nickname, reg.Credential
+	w := reg.Credential
+	p.Nickname = reg.Nickname
+	p.Passkey = &PasskeyParams{CredentialID: base64URL(w.CredentialID), RegistrationChallenge: req.Challenge,
+		PublicKey: base64URL(w.PublicKey), AttestationType: w.AttestationType, AAGUID: base64URL(w.AAGUID),
+		SignCount: w.SignCount, Transports: w.Transports, UserPresent: w.UserPresent, UserVerified: w.UserVerified,
+		BackupEligible: w.BackupEligible, BackupState: w.BackupState}
 	return nil
+}
+
+// record is the stored form of the verified passkey.
+func (p *PasskeyParams) record() (*storage.WebAuthnCredential, error) {
+	var raw [3][]byte
+	for i, v := range []string{p.CredentialID, p.PublicKey, p.AAGUID} {
+		b, err := base64.RawURLEncoding.DecodeString(v)
+		if err != nil {
+			return nil, apierror.Internal(errors.New("walletauth: stored passkey parameters are not base64url"))
+		}
+		raw[i] = b
+	}
+	return &storage.WebAuthnCredential{CredentialID: raw[0], PublicKey: raw[1], AttestationType: p.AttestationType,
+		AAGUID: raw[2], SignCount: p.SignCount, Transports: p.Transports, UserPresent: p.UserPresent,
+		UserVerified: p.UserVerified, BackupEligible: p.BackupEligible, BackupState: p.BackupState}, nil
 }
 
 type passkeySession struct {

@@ -35,6 +35,7 @@ import (
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 	"github.com/walletgate/walletgate/walletauth/oidc"
+	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
 func main() {
@@ -48,7 +49,23 @@ func main() {
 func step(format string, args ...any) { fmt.Printf("• "+format+"\n", args...) }
 
 func run(ctx context.Context) error {
-	sim, err := sandbox.New(sandbox.Config{})
+	// The keys OTP issuances are stored under: the code as an HMAC-SHA256,
+	// the HPKE target private key sealed with AES-256-GCM. Generated for this
+	// run (the sandbox would generate them itself); a production service
+	// loads them from its secret manager and shares them between replicas.
+	sealKey, err := secret.GenerateKey(nil, "quickstart-1")
+	if err != nil {
+		return err
+	}
+	keys, err := secret.NewKeyring(sealKey)
+	if err != nil {
+		return err
+	}
+	codeMACKey := make([]byte, walletauth.MinCodeMACKeyLen)
+	if _, err := rand.Read(codeMACKey); err != nil {
+		return err
+	}
+	sim, err := sandbox.New(sandbox.Config{Sealer: keys, CodeMACKey: codeMACKey})
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,15 @@
 // live in PostgreSQL, migrated on start; the simulator's own records
 // (customers, balances, quotes, cards) stay in memory and are lost on exit.
 //
+// OTP issuances are stored as production stores them: the code as an
+// HMAC-SHA256 and the target private key sealed with AES-256-GCM. The keys
+// come from the environment: WALLETGATE_SEAL_KEYS (comma-separated
+// "<id>:<base64 of 32 bytes>" keys, the first sealing, all opening) and
+// WALLETGATE_CODE_MAC_KEY (base64 of at least 32 bytes); -gen-keys prints
+// fresh values and exits. Without them the server generates keys per
+// process, which is fine in memory; with -postgres, set them so that logins
+// in progress survive a restart and several servers can share the database.
+//
 // The server bounds how long a client can hold a connection, with or
 // without credentials: request headers must arrive within 5s and the whole
 // request, body included, within -read-timeout (10s); a response must be
@@ -91,7 +100,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	idleTimeout := fs.Duration("idle-timeout", defaultIdleTimeout, "maximum time a keep-alive connection waits for its next request")
 	maxHeaderBytes := fs.Int("max-header-bytes", defaultMaxHeaderBytes, "maximum size of the request line and headers")
 	shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout, "time a shutdown waits for requests in flight before closing their connections")
+	genKeys := fs.Bool("gen-keys", false, "print new values for "+envSealKeys+" and "+envCodeMACKey+", then exit")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *genKeys {
+		return printNewKeys(out)
+	}
+	sealer, codeMACKey, err := atRestKeys()
+	if err != nil {
 		return err
 	}
 	for _, f := range []struct {
@@ -121,6 +138,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 	var store storage.Store
 	if *dsn != "" {
+		if sealer == nil {
+			log.Warn("OTP at-rest keys generated for this process: codes issued before a restart will not verify; set " +
+				envSealKeys + " and " + envCodeMACKey + " (see -gen-keys)")
+		}
 		pool, err := pgxpool.New(ctx, *dsn)
 		if err != nil {
 			return err
@@ -134,7 +155,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	sim, err := sandbox.New(sandbox.Config{Store: store, ClientID: *clientID, ClientSecret: *secret,
-		RelyingParty: passkey.RelyingParty{ID: *rpID, Name: "walletgate sandbox", Origins: []string{*origin}}})
+		RelyingParty: passkey.RelyingParty{ID: *rpID, Name: "walletgate sandbox", Origins: []string{*origin}},
+		Sealer:       sealer, CodeMACKey: codeMACKey})
 	if err != nil {
 		return err
 	}

@@ -206,6 +206,12 @@ func (r walletRepo) Update(_ context.Context, a *storage.InternalAccount) error 
 	return nil
 }
 
+// Lock is Get: transactions are serialized, so the account stays as read
+// until this one ends.
+func (r walletRepo) Lock(ctx context.Context, id string) (storage.InternalAccount, error) {
+	return r.Get(ctx, id)
+}
+
 func (r walletRepo) ListByCustomer(_ context.Context, customerID string) ([]storage.InternalAccount, error) {
 	if err := r.check(); err != nil {
 		return nil, err
@@ -347,6 +353,17 @@ func (r credRepo) FindByWebAuthnID(_ context.Context, credentialID []byte) (stor
 	return *cloneCred(r.s.creds[id]), nil
 }
 
+// Lock is Get: transactions are serialized, so the credential stays as read
+// until this one ends.
+func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, error) {
+	return r.Get(ctx, id)
+}
+
+// LockEmail needs no bookkeeping: transactions are serialized.
+func (r credRepo) LockEmail(context.Context, string) error {
+	return r.check()
+}
+
 func (r credRepo) ListEmailOTPByEmail(_ context.Context, email string) ([]storage.Credential, error) {
 	if err := r.check(); err != nil {
 		return nil, err
@@ -405,6 +422,25 @@ func (r otpRepo) RecordFailure(_ context.Context, id string) (int, error) {
 	}
 	set(r.tx, &o.Attempts, o.Attempts+1)
 	return o.Attempts, nil
+}
+
+func (r otpRepo) Attempt(_ context.Context, id string, limit int, now time.Time) (storage.OTPIssuance, error) {
+	if err := r.check(); err != nil {
+		return storage.OTPIssuance{}, err
+	}
+	o, ok := r.s.otp[id]
+	switch {
+	case !ok:
+		return storage.OTPIssuance{}, storage.ErrNotFound
+	case !o.ConsumedAt.IsZero():
+		return storage.OTPIssuance{}, storage.ErrConsumed
+	case !now.Before(o.ExpiresAt):
+		return storage.OTPIssuance{}, storage.ErrExpired
+	case o.Attempts >= limit:
+		return storage.OTPIssuance{}, storage.ErrExhausted
+	}
+	set(r.tx, &o.Attempts, o.Attempts+1)
+	return *cloneOTP(o), nil
 }
 
 func (r otpRepo) Consume(_ context.Context, id string, now time.Time) (storage.OTPIssuance, error) {

@@ -125,6 +125,9 @@ const (
 	WHERE id = $1 AND version = $7 RETURNING version`
 	walletExistsSQL = `SELECT 1 FROM {s}.internal_accounts WHERE id = $1`
 	walletListSQL   = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts WHERE customer_id = $1 ORDER BY seq`
+	// walletLockSQL waits for any transaction holding the row and returns
+	// the row as that one committed it.
+	walletLockSQL = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts WHERE id = $1 FOR UPDATE`
 )
 
 type walletRepo struct{ t *tx }
@@ -187,6 +190,22 @@ func (r walletRepo) Update(ctx context.Context, a *storage.InternalAccount) erro
 	}
 	a.Version = v
 	return nil
+}
+
+// Lock reads the account with a row lock held until the transaction ends.
+func (r walletRepo) Lock(ctx context.Context, id string) (storage.InternalAccount, error) {
+	var a storage.InternalAccount
+	if !storableKey(id) {
+		return a, notFoundOrDone(r.t)
+	}
+	found, err := r.t.queryRow(ctx, r.t.s.q.walletLock, []any{id}, func(row pgx.Row) error { return scanWallet(row, &a) })
+	switch {
+	case err != nil:
+		return storage.InternalAccount{}, wrap("lock internal account", err)
+	case !found:
+		return storage.InternalAccount{}, storage.ErrNotFound
+	}
+	return a, nil
 }
 
 func (r walletRepo) ListByCustomer(ctx context.Context, customerID string) ([]storage.InternalAccount, error) {

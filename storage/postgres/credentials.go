@@ -39,9 +39,12 @@ const (
 	credListSQL       = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE account_id = $1 ORDER BY seq`
 	credByWebAuthnSQL = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE type = 'PASSKEY' AND webauthn_credential_id = $1`
 	credByEmailSQL    = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE type = 'EMAIL_OTP' AND email = $1 ORDER BY created_at, seq`
+	credLockSQL       = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE id = $1 FOR UPDATE`
 	savepointSQL      = `SAVEPOINT walletgate_stmt`
 	releaseSQL        = `RELEASE SAVEPOINT walletgate_stmt`
 	rollbackToSQL     = `ROLLBACK TO SAVEPOINT walletgate_stmt`
+	// advisoryLockSQL takes a transaction-level advisory lock (LockEmail).
+	advisoryLockSQL = `SELECT pg_advisory_xact_lock($1)`
 )
 
 type credRepo struct{ t *tx }
@@ -250,6 +253,24 @@ func (r credRepo) FindByWebAuthnID(ctx context.Context, credentialID []byte) (st
 		credentialID = []byte{} // an empty id is stored as empty, not NULL
 	}
 	return r.one(ctx, "find credential by WebAuthn id", r.t.s.q.credByWebAuthn, credentialID)
+}
+
+// Lock reads the credential with a row lock held until the transaction
+// ends; a concurrent Delete waits for it, and a Lock that waited for a Delete
+// finds nothing.
+func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, error) {
+	if !storableKey(id) {
+		return storage.Credential{}, notFoundOrDone(r.t)
+	}
+	return r.one(ctx, "lock credential", r.t.s.q.credLock, id)
+}
+
+// LockEmail takes a transaction-level advisory lock derived from the schema
+// and the address, so it needs no row and stores of other schemas never wait
+// on it.
+func (r credRepo) LockEmail(ctx context.Context, email string) error {
+	_, err := r.t.exec(ctx, advisoryLockSQL, lockKey("email/"+email, r.t.s.cfg.schema))
+	return wrap("lock email", err)
 }
 
 func (r credRepo) ListEmailOTPByEmail(ctx context.Context, email string) ([]storage.Credential, error) {

@@ -46,6 +46,13 @@
 // statement, and an id that is already another account's (credential's)
 // aborts the transaction with an error wrapping [storage.ErrDuplicate].
 //
+// OTPIssuances.Attempt is such an UPDATE too: attempts < limit is part of its
+// WHERE clause, so no more than the limit of attempts pass across replicas.
+// Rules that span rows are kept by locks held to the end of the transaction:
+// InternalAccounts.Lock and Credentials.Lock are SELECT ... FOR UPDATE of the
+// row, and Credentials.LockEmail is a transaction-level advisory lock derived
+// from the schema and the address.
+//
 // Outbox appends take a transaction-level advisory lock of the schema before
 // drawing Seq, so Seq increases in commit order; appending transactions
 // therefore serialize from their first Append to their end.

@@ -3,9 +3,11 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -29,6 +31,13 @@ const (
 	otpConsumeSQL = `UPDATE {s}.otp_issuances SET consumed_at = $2
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING ` + otpColumns
 	otpStateSQL = `SELECT consumed_at, expires_at FROM {s}.otp_issuances WHERE id = $1`
+	// otpAttemptSQL reserves an attempt: the limit is checked and the count
+	// raised in one statement. Concurrent callers queue on the row lock and
+	// re-check the WHERE clause on the row as the previous one committed it,
+	// so no more than the limit ever pass.
+	otpAttemptSQL = `UPDATE {s}.otp_issuances SET attempts = attempts + 1
+	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 AND attempts < $3 RETURNING ` + otpColumns
+	otpAttemptStateSQL = `SELECT consumed_at, expires_at, attempts FROM {s}.otp_issuances WHERE id = $1`
 )
 
 type otpRepo struct{ t *tx }
@@ -83,6 +92,43 @@ func (r otpRepo) RecordFailure(ctx context.Context, id string) (int, error) {
 		return 0, storage.ErrNotFound
 	}
 	return int(n), nil
+}
+
+func (r otpRepo) Attempt(ctx context.Context, id string, limit int, now time.Time) (storage.OTPIssuance, error) {
+	var o storage.OTPIssuance
+	if !storableKey(id) {
+		return o, notFoundOrDone(r.t)
+	}
+	limit = min(max(limit, 0), math.MaxInt32)
+	found, err := r.t.queryRow(ctx, r.t.s.q.otpAttempt, []any{id, now, int32(limit)},
+		func(row pgx.Row) error { return scanOTP(row, &o) })
+	switch {
+	case err != nil:
+		return storage.OTPIssuance{}, wrap("reserve OTP attempt", err)
+	case found:
+		return o, nil
+	}
+	// The UPDATE waited for any transaction holding the row, so this read
+	// sees the state that refused the attempt.
+	var consumed, expires pgtype.Timestamptz
+	var attempts int32
+	found, err = r.t.queryRow(ctx, r.t.s.q.otpAttemptState, []any{id},
+		func(row pgx.Row) error { return row.Scan(&consumed, &expires, &attempts) })
+	switch {
+	case err != nil:
+		return storage.OTPIssuance{}, wrap("reserve OTP attempt", err)
+	case !found:
+		return storage.OTPIssuance{}, storage.ErrNotFound
+	case consumed.Valid:
+		return storage.OTPIssuance{}, storage.ErrConsumed
+	case !now.Before(expires.Time):
+		return storage.OTPIssuance{}, storage.ErrExpired
+	case int(attempts) >= limit:
+		return storage.OTPIssuance{}, storage.ErrExhausted
+	}
+	// Live and under the limit now: the row was replaced between the two
+	// statements (a supersede reusing the id). Report the lost race.
+	return storage.OTPIssuance{}, fmt.Errorf("postgres: reserve OTP attempt %s: %w (changed concurrently)", id, storage.ErrConflict)
 }
 
 func (r otpRepo) Consume(ctx context.Context, id string, now time.Time) (storage.OTPIssuance, error) {

@@ -10,10 +10,11 @@ import (
 // schemas never share a prepared statement.
 type queries struct {
 	extInsert, extGet, extUpdate, extExists, extList                                               string
-	walletInsert, walletGet, walletUpdate, walletExists, walletList                                string
+	walletInsert, walletGet, walletUpdate, walletExists, walletList, walletLock                    string
 	challengePut, challengeGet, challengeConsume                                                   string
 	credInsert, credGet, credUpdate, credExists, credDelete, credList, credByWebAuthn, credByEmail string
-	otpPut, otpGet, otpFailure, otpConsume, otpState                                               string
+	credLock                                                                                       string
+	otpPut, otpGet, otpFailure, otpConsume, otpState, otpAttempt, otpAttemptState                  string
 	sessionInsert, sessionGet, sessionActive, sessionRevoke, sessionExists, sessionRevokeAll       string
 	pendingInsert, pendingGet, pendingConsume, pendingState                                        string
 	outboxInsert, outboxUndelivered, outboxMark, outboxList                                        string
@@ -27,13 +28,14 @@ func renderQueries(quotedSchema string) queries {
 		extInsert: r.Replace(extInsertSQL), extGet: r.Replace(extGetSQL), extUpdate: r.Replace(extUpdateSQL),
 		extExists: r.Replace(extExistsSQL), extList: r.Replace(extListSQL),
 		walletInsert: r.Replace(walletInsertSQL), walletGet: r.Replace(walletGetSQL), walletUpdate: r.Replace(walletUpdateSQL),
-		walletExists: r.Replace(walletExistsSQL), walletList: r.Replace(walletListSQL),
+		walletExists: r.Replace(walletExistsSQL), walletList: r.Replace(walletListSQL), walletLock: r.Replace(walletLockSQL),
 		challengePut: r.Replace(challengePutSQL), challengeGet: r.Replace(challengeGetSQL), challengeConsume: r.Replace(challengeConsumeSQL),
 		credInsert: r.Replace(credInsertSQL), credGet: r.Replace(credGetSQL), credUpdate: r.Replace(credUpdateSQL),
 		credExists: r.Replace(credExistsSQL), credDelete: r.Replace(credDeleteSQL), credList: r.Replace(credListSQL),
-		credByWebAuthn: r.Replace(credByWebAuthnSQL), credByEmail: r.Replace(credByEmailSQL),
+		credByWebAuthn: r.Replace(credByWebAuthnSQL), credByEmail: r.Replace(credByEmailSQL), credLock: r.Replace(credLockSQL),
 		otpPut: r.Replace(otpPutSQL), otpGet: r.Replace(otpGetSQL), otpFailure: r.Replace(otpFailureSQL),
 		otpConsume: r.Replace(otpConsumeSQL), otpState: r.Replace(otpStateSQL),
+		otpAttempt: r.Replace(otpAttemptSQL), otpAttemptState: r.Replace(otpAttemptStateSQL),
 		sessionInsert: r.Replace(sessionInsertSQL), sessionGet: r.Replace(sessionGetSQL), sessionActive: r.Replace(sessionActiveSQL),
 		sessionRevoke: r.Replace(sessionRevokeSQL), sessionExists: r.Replace(sessionExistsSQL), sessionRevokeAll: r.Replace(sessionRevokeAllSQL),
 		pendingInsert: r.Replace(pendingInsertSQL), pendingGet: r.Replace(pendingGetSQL),

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
 // TestReplicasDomainOnce runs the domain operations that must happen once
@@ -30,8 +32,11 @@ func TestReplicasDomainOnce(t *testing.T) {
 
 	t.Run("OTPVerifyLeg1", func(t *testing.T) {
 		services := map[*postgres.Store]*walletauth.Service{}
+		// Replicas share the at-rest keys, as they must.
+		atRest, _ := secret.GenerateKey(nil, "replicas")
+		keys, _ := secret.NewKeyring(atRest)
 		for _, s := range stores {
-			svc, err := walletauth.New(walletauth.Config{Store: s, Sandbox: true})
+			svc, err := walletauth.New(walletauth.Config{Store: s, Sandbox: true, Sealer: keys, CodeMACKey: bytes.Repeat([]byte{3}, 32)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,10 +17,13 @@ import (
 // beginOptions gives the isolation of every transaction: READ COMMITTED. Each
 // invariant of the contract is kept by a single statement whose WHERE clause
 // is re-evaluated on the latest row version after a lock wait (single-use
-// consumption, compare-and-set on version) or by a unique index, so a
-// stronger level adds nothing to correctness; under REPEATABLE READ or
-// SERIALIZABLE every lost race would instead abort with a serialization
-// failure and be rerun, multiplying work exactly when replicas contend.
+// consumption, compare-and-set on version, attempt limits), by a unique
+// index, or by a lock the caller takes before reading what it decides on
+// (the Lock methods: every later statement of the transaction reads a fresh
+// snapshot, taken after the lock was granted), so a stronger level adds
+// nothing to correctness; under REPEATABLE READ or SERIALIZABLE every lost
+// race would instead abort with a serialization failure and be rerun,
+// multiplying work exactly when replicas contend.
 func beginOptions() pgx.TxOptions { return pgx.TxOptions{IsoLevel: pgx.ReadCommitted} }
 
 // finishTimeout bounds the rollback that runs after the caller's context was

@@ -46,6 +46,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"RateLimits", testRateLimits},
 		{"Atomic", testAtomic},
 		{"Concurrency", testConcurrency},
+		{"Guards", testGuards},
+		{"Races", testRaces},
 		{"Sweep", testSweep},
 	}
 	for _, s := range suites {

@@ -3,6 +3,8 @@ package envelope
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/walletgate/walletgate/apierror"
 )
 
 // marshalCompact encodes v as compact JSON in struct field order, without
@@ -20,13 +22,14 @@ func marshalCompact(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// decodeObject decodes exactly one JSON object into dst (unknown members are
-// ignored, the last of duplicate members wins, as in JSON.parse). It reports
-// false for anything else, including a JSON null.
+// decodeObject decodes exactly one JSON object into dst the one way every
+// outside input is read ([apierror.DecodeBytes]: member names matched
+// case-sensitively, duplicate or case-colliding names refused, unknown members
+// ignored). It reports false for anything else, including a JSON null.
 func decodeObject(data []byte, dst any) bool {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return false
 	}
-	return json.Unmarshal(data, dst) == nil
+	return apierror.DecodeBytes(data, dst) == nil
 }

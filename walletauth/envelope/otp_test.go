@@ -172,15 +172,27 @@ func TestOpenOTPErrors(t *testing.T) {
 	wantErr(t, err, apierror.InternalError, "", "")
 }
 
-// TestOpenOTPIgnoresUnknownMembers: clients may add members; the last of a
-// duplicated member wins, as in JSON.parse.
-func TestOpenOTPIgnoresUnknownMembers(t *testing.T) {
+// TestOpenOTPMembers: clients may add members, which are ignored; a member
+// named twice, or in two cases, has no single reading and is refused.
+func TestOpenOTPMembers(t *testing.T) {
 	target := testECDH(t, "otp/target")
 	pub := compressedHex(t, testKey(t, "otp/session"))
-	bundle := sealRaw(t, target.PublicKey(), `{"otp_code":"1","otp_code":"2","public_key":"`+pub+`","extra":[1]}`)
+	bundle := sealRaw(t, target.PublicKey(), `{"otp_code":"2","public_key":"`+pub+`","extra":[1]}`)
 	bundle = strings.Replace(bundle, `{`, `{"version":"x",`, 1)
 	att, err := OpenOTP(target.Bytes(), bundle)
 	if err != nil || att.Code != "2" {
 		t.Fatalf("opened %+v, %v", att, err)
 	}
+	for _, pt := range []string{
+		`{"otp_code":"1","otp_code":"2","public_key":"` + pub + `"}`,
+		`{"otp_code":"1","OTP_code":"2","public_key":"` + pub + `"}`,
+		`{"Otp_code":"1","public_key":"` + pub + `"}`,
+	} {
+		_, err := OpenOTP(target.Bytes(), sealRaw(t, target.PublicKey(), pt))
+		wantErr(t, err, apierror.InvalidInput, fieldEncryptedOTPBundle, "")
+	}
+	outer := sealRaw(t, target.PublicKey(), `{"otp_code":"2","public_key":"`+pub+`"}`)
+	outer = strings.Replace(outer, `{`, `{"Ciphertext":"00",`, 1)
+	_, err = OpenOTP(target.Bytes(), outer)
+	wantErr(t, err, apierror.InvalidInput, fieldEncryptedOTPBundle, "")
 }

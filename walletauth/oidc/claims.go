@@ -20,9 +20,11 @@ func parseClaims(payload []byte) (claimSet, *apierror.Error) {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, notJWT("payload is not a JSON object")
 	}
+	// Read as every outside input is: a claim set naming a claim twice, or
+	// in two cases, has no single reading and is not a JWT.
 	var c claimSet
-	if err := json.Unmarshal(payload, &c); err != nil {
-		return nil, notJWT("payload is not a JSON object")
+	if err := apierror.DecodeBytes(payload, &c); err != nil {
+		return nil, notJWT("payload is not a JSON object with unique claim names")
 	}
 	return c, nil
 }

@@ -3,7 +3,6 @@ package passkey
 import (
 	"bytes"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"strings"
 
@@ -17,11 +16,13 @@ import (
 // them again together with the signature and attestation verification; it is
 // the authority, these only name its reasons.
 
-// parseClientData decodes clientDataJSON as go-webauthn does; a failure is
-// 400 INVALID_INPUT on field.
+// parseClientData decodes clientDataJSON the one way outside input is read
+// (apierror.DecodeBytes: duplicate or case-colliding member names refused),
+// which is stricter than go-webauthn's own decoding of the same bytes; a
+// failure is 400 INVALID_INPUT on field.
 func parseClientData(field string, raw []byte) (*protocol.CollectedClientData, error) {
 	var c protocol.CollectedClientData
-	if err := json.Unmarshal(raw, &c); err != nil || bytes.TrimSpace(raw)[0] != '{' {
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.TrimSpace(raw)[0] != '{' || apierror.DecodeBytes(raw, &c) != nil {
 		return nil, apierror.InvalidField(field, apierror.Format("json"), "is not a JSON client data object")
 	}
 	if tb := c.TokenBinding; tb != nil && tb.Status != protocol.Present && tb.Status != protocol.Supported && tb.Status != protocol.NotSupported {

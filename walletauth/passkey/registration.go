@@ -126,6 +126,27 @@ type Registration struct {
 // challenge, accountId, attestation.*), 400 PASSKEY_CREDENTIAL_ALREADY_EXISTS,
 // 401 UNAUTHORIZED with a Reason constant in details.reason.
 func (v *Verifier) VerifyRegistration(ctx context.Context, tx storage.Tx, req RegistrationRequest, now time.Time) (*Registration, error) {
+	return v.verifyRegistration(ctx, tx, req, now, true)
+}
+
+// CheckRegistration makes every check of [Verifier.VerifyRegistration] but
+// leaves the registration challenge unconsumed, for a registration that a
+// later transaction completes (after a signed retry): that transaction calls
+// [Verifier.ConsumeRegistration] with the same challenge and stores the
+// returned credential record, so the challenge is still used once.
+func (v *Verifier) CheckRegistration(ctx context.Context, tx storage.Tx, req RegistrationRequest, now time.Time) (*Registration, error) {
+	return v.verifyRegistration(ctx, tx, req, now, false)
+}
+
+// ConsumeRegistration consumes a registration challenge that
+// [Verifier.CheckRegistration] accepted: it must still be unused, unexpired
+// and issued for accountID. Errors: 401 UNAUTHORIZED with a Reason constant.
+func (v *Verifier) ConsumeRegistration(ctx context.Context, tx storage.Tx, challenge, accountID string, now time.Time) error {
+	_, err := v.consumeRegistration(ctx, tx, challenge, accountID, now, true)
+	return err
+}
+
+func (v *Verifier) verifyRegistration(ctx context.Context, tx storage.Tx, req RegistrationRequest, now time.Time, consume bool) (*Registration, error) {
 	var f fields
 	nickname, fe := checkNickname(req.Nickname)
 	if fe != nil {
@@ -169,7 +190,7 @@ func (v *Verifier) VerifyRegistration(ctx context.Context, tx storage.Tx, req Re
 		return nil, apierror.InvalidField("attestation.attestationObject", nil, "is not a WebAuthn attestation object with attested credential data").WithCause(err)
 	}
 
-	pending, err := v.consumeRegistration(ctx, tx, req.Challenge, req.AccountID, now)
+	pending, err := v.consumeRegistration(ctx, tx, req.Challenge, req.AccountID, now, consume)
 	if err != nil {
 		return nil, err
 	}
@@ -220,10 +241,22 @@ func (v *Verifier) VerifyRegistration(ctx context.Context, tx storage.Tx, req Re
 // as the WebAuthn specification requires.
 var signaturePolicy = protocol.SignaturePolicy{ECDSAEncoding: protocol.ECDSASignatureEncodingDER}
 
-// consumeRegistration consumes the registration challenge and checks that it
+// consumeRegistration consumes the registration challenge, or with consume
+// false only reads it and judges it as Consume would, and checks that it
 // belongs to accountID.
-func (v *Verifier) consumeRegistration(ctx context.Context, tx storage.Tx, challenge, accountID string, now time.Time) (storage.PendingRequest, error) {
-	p, err := tx.PendingRequests().Consume(ctx, registrationID(challenge), now)
+func (v *Verifier) consumeRegistration(ctx context.Context, tx storage.Tx, challenge, accountID string, now time.Time, consume bool) (storage.PendingRequest, error) {
+	var p storage.PendingRequest
+	var err error
+	if consume {
+		p, err = tx.PendingRequests().Consume(ctx, registrationID(challenge), now)
+	} else if p, err = tx.PendingRequests().Get(ctx, registrationID(challenge)); err == nil {
+		switch {
+		case !p.ConsumedAt.IsZero():
+			err = storage.ErrConsumed
+		case !now.Before(p.ExpiresAt):
+			err = storage.ErrExpired
+		}
+	}
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return p, fail(ReasonRegistrationChallengeUnknown)

@@ -1,0 +1,401 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/walletgate/walletgate/storage"
+)
+
+// Replicas returns stores that share one new, empty state, as the replicas
+// of a service share its database: what one commits, the others see. A store
+// that serves one process returns itself alone.
+type Replicas func(tb testing.TB) []storage.Store
+
+// RunRaces runs the check-then-act race cases against the stores that
+// newReplicas returns: workers goroutines per store, released at once, run
+// transactions that read, decide and then write, with a pause between the
+// decision and the write, so that a store that does not keep the rule fails
+// reliably. The rules:
+//
+//   - concurrent revokes of every credential of an account, each locking the
+//     account ([storage.InternalAccounts.Lock]) before counting, leave
+//     exactly one credential;
+//   - concurrent verification attempts on one OTP issuance
+//     ([storage.OTPIssuances.Attempt]) compare at most the limit of codes,
+//     and a right code after the limit is refused;
+//   - concurrent adds of an EMAIL_OTP (or SMS_OTP) credential to one account
+//     leave one;
+//   - concurrent ties of one address to EMAIL_OTP credentials of different
+//     accounts, each under [storage.Credentials.LockEmail], leave one;
+//   - sessions created under [storage.Credentials.Lock] while the credential
+//     is deleted are all revoked or refused.
+//
+// [Run] runs them with 64 goroutines on one store. A store meant for several
+// replicas should run them with one store per replica (for example one
+// connection pool each) sharing one database.
+func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
+	t.Helper()
+	cases := []struct {
+		name string
+		fn   func(*testing.T, []storage.Store, int)
+	}{
+		{"RevokeKeepsOne", raceRevokeKeepsOne},
+		{"AttemptLimit", raceAttemptLimit},
+		{"AttemptLimitRightCode", raceAttemptLimitRightCode},
+		{"OneEmailOTP", func(t *testing.T, s []storage.Store, w int) { raceOneOTP(t, s, w, storage.EmailOTP) }},
+		{"OneSMSOTP", func(t *testing.T, s []storage.Store, w int) { raceOneOTP(t, s, w, storage.SMSOTP) }},
+		{"EmailTiedOnce", raceEmailTiedOnce},
+		{"SessionOfDeletedCredential", raceSessionOfDeletedCredential},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			stores := newReplicas(t)
+			if len(stores) == 0 || workers < 1 {
+				t.Fatal("RunRaces needs at least one store and one worker")
+			}
+			c.fn(t, stores, workers)
+		})
+	}
+}
+
+func testRaces(t *testing.T, newStore Factory) {
+	RunRaces(t, func(tb testing.TB) []storage.Store { return []storage.Store{newStore(tb)} }, 64)
+}
+
+// raceTimeout bounds a race: running out of it means a deadlock or a lost
+// wake-up.
+const raceTimeout = time.Minute
+
+// pause widens the window between a decision and the write it allows.
+func pause() { time.Sleep(time.Millisecond) }
+
+// race runs fn from workers goroutines on each store, all released at once,
+// and returns the result of each, indexed by the worker's number (0 to
+// len(stores)*workers-1).
+func race(t *testing.T, stores []storage.Store, workers int, fn func(c context.Context, i int, s storage.Store) error) []error {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, raceTimeout)
+	defer cancel()
+	errs := make([]error, len(stores)*workers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range errs {
+		s := stores[i%len(stores)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = fn(c, i, s)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if c.Err() != nil {
+		t.Fatalf("the race did not finish within %v: a deadlock or a lost wake-up", raceTimeout)
+	}
+	return errs
+}
+
+// tally counts the successes and fails the test on any error that none of
+// allowed matches.
+func tally(t *testing.T, what string, errs []error, allowed ...error) int {
+	t.Helper()
+	wins := 0
+	for i, err := range errs {
+		if err == nil {
+			wins++
+			continue
+		}
+		if !slices.ContainsFunc(allowed, func(a error) bool { return errors.Is(err, a) }) {
+			t.Fatalf("%s: worker %d failed with %v, want one of %v", what, i, err, allowed)
+		}
+	}
+	return wins
+}
+
+func raceRevokeKeepsOne(t *testing.T, stores []storage.Store, workers int) {
+	acct := storage.InternalAccount{ID: id(t, "InternalAccount"), CustomerID: id(t, "Customer"), Email: "ada@example.com",
+		Phone: "+14155550123", CreatedAt: t0, UpdatedAt: t0}
+	sms := storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct.ID, Type: storage.SMSOTP, Nickname: acct.Phone,
+		Phone: acct.Phone, CreatedAt: t0, UpdatedAt: t0}
+	creds := []storage.Credential{emailCred(t, acct.ID, acct.Email), sms,
+		passkeyCred(t, acct.ID, []byte("revoke-1")), passkeyCred(t, acct.ID, []byte("revoke-2")),
+		oauthCred(t, acct.ID, "sub-1"), oauthCred(t, acct.ID, "sub-2")}
+	creds = creds[:min(len(creds), len(stores)*workers)]
+	run(t, stores[0], func(tx storage.Tx) error {
+		err := tx.InternalAccounts().Create(ctx, &acct)
+		for i := range creds {
+			err = errors.Join(err, tx.Credentials().Create(ctx, &creds[i]))
+		}
+		return err
+	})
+	var inside, most atomic.Int32
+	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
+		target := creds[i%len(creds)].ID
+		return s.Atomic(c, func(tx storage.Tx) error {
+			if _, err := tx.InternalAccounts().Lock(c, acct.ID); err != nil {
+				return err
+			}
+			n := inside.Add(1)
+			defer inside.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			all, err := tx.Credentials().ListByAccount(c, acct.ID)
+			if err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(all, func(o storage.Credential) bool { return o.ID == target }) {
+				return errGone
+			}
+			if len(all) <= 1 {
+				return errLast
+			}
+			pause()
+			return tx.Credentials().Delete(c, target)
+		})
+	})
+	wins := tally(t, "revoke", errs, errGone, errLast)
+	run(t, stores[0], func(tx storage.Tx) error {
+		left, err := tx.Credentials().ListByAccount(ctx, acct.ID)
+		if err != nil {
+			return err
+		}
+		if len(left) != 1 || wins != len(creds)-1 {
+			t.Fatalf("%d revokes of %d credentials committed and %d credentials are left, want %d and 1",
+				wins, len(creds), len(left), len(creds)-1)
+		}
+		return nil
+	})
+	if m := most.Load(); m != 1 {
+		t.Fatalf("%d transactions held the account lock at once", m)
+	}
+}
+
+const attemptLimit = 5
+
+func raceAttemptLimit(t *testing.T, stores []storage.Store, workers int) {
+	o := newIssuance(t)
+	run(t, stores[0], func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
+	var compared atomic.Int32
+	errs := race(t, stores, workers, func(c context.Context, _ int, s storage.Store) error {
+		return s.Atomic(c, func(tx storage.Tx) error {
+			if _, err := tx.OTPIssuances().Attempt(c, o.ID, attemptLimit, t0); err != nil {
+				return err
+			}
+			compared.Add(1)
+			pause() // comparing a wrong code; the attempt commits
+			return nil
+		})
+	})
+	wins := tally(t, "wrong guess", errs, storage.ErrExhausted)
+	want := min(attemptLimit, len(errs))
+	if wins != want || compared.Load() != int32(want) {
+		t.Fatalf("%d attempts committed and %d codes were compared, want %d of each", wins, compared.Load(), want)
+	}
+	if len(errs) < attemptLimit {
+		return
+	}
+	// The right code after the limit: refused before it is compared.
+	err := stores[len(stores)-1].Atomic(ctx, func(tx storage.Tx) error {
+		if _, err := tx.OTPIssuances().Attempt(ctx, o.ID, attemptLimit, t0); err != nil {
+			return err
+		}
+		_, err := tx.OTPIssuances().Consume(ctx, o.ID, t0)
+		return err
+	})
+	wantErr(t, "the right code after the limit", err, storage.ErrExhausted)
+	run(t, stores[0], func(tx storage.Tx) error {
+		got, err := tx.OTPIssuances().GetByCredential(ctx, o.CredentialID)
+		if err != nil {
+			return err
+		}
+		if got.Attempts != attemptLimit || !got.ConsumedAt.IsZero() {
+			t.Fatalf("issuance after the race: Attempts %d, ConsumedAt %v; want %d and unconsumed",
+				got.Attempts, got.ConsumedAt, attemptLimit)
+		}
+		return nil
+	})
+}
+
+func raceAttemptLimitRightCode(t *testing.T, stores []storage.Store, workers int) {
+	o := newIssuance(t)
+	run(t, stores[0], func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
+	var compared atomic.Int32
+	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
+		return s.Atomic(c, func(tx storage.Tx) error {
+			if _, err := tx.OTPIssuances().Attempt(c, o.ID, attemptLimit, t0); err != nil {
+				return err
+			}
+			compared.Add(1)
+			pause()
+			if i != 0 {
+				return nil // a wrong code
+			}
+			_, err := tx.OTPIssuances().Consume(c, o.ID, t0)
+			return err
+		})
+	})
+	tally(t, "guess", errs, storage.ErrExhausted, storage.ErrConsumed)
+	if n := compared.Load(); n > attemptLimit {
+		t.Fatalf("%d codes were compared, want at most %d", n, attemptLimit)
+	}
+	run(t, stores[0], func(tx storage.Tx) error {
+		got, err := tx.OTPIssuances().GetByCredential(ctx, o.CredentialID)
+		if err != nil {
+			return err
+		}
+		if got.Attempts > attemptLimit {
+			t.Fatalf("Attempts %d, want at most %d", got.Attempts, attemptLimit)
+		}
+		switch {
+		case errs[0] == nil && got.ConsumedAt.IsZero():
+			t.Fatal("the right code was accepted but the issuance is not consumed")
+		case errs[0] != nil && !errors.Is(errs[0], storage.ErrExhausted):
+			t.Fatalf("the right code failed with %v, want ErrExhausted", errs[0])
+		case errs[0] != nil && !got.ConsumedAt.IsZero():
+			t.Fatal("the right code was refused but the issuance is consumed")
+		}
+		return nil
+	})
+}
+
+func raceOneOTP(t *testing.T, stores []storage.Store, workers int, typ storage.CredentialType) {
+	acct := id(t, "InternalAccount")
+	pk := passkeyCred(t, acct, []byte("one-otp"))
+	run(t, stores[0], func(tx storage.Tx) error { return tx.Credentials().Create(ctx, &pk) })
+	creds := make([]storage.Credential, len(stores)*workers)
+	for i := range creds {
+		creds[i] = storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct, Type: typ, CreatedAt: t0, UpdatedAt: t0}
+		if typ == storage.EmailOTP {
+			creds[i].Email = fmt.Sprintf("user%d@example.com", i)
+			creds[i].Nickname = creds[i].Email
+		} else {
+			creds[i].Phone = fmt.Sprintf("+1415555%04d", i)
+			creds[i].Nickname = creds[i].Phone
+		}
+	}
+	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
+		cred := creds[i]
+		return s.Atomic(c, func(tx storage.Tx) error {
+			all, err := tx.Credentials().ListByAccount(c, acct)
+			if err != nil {
+				return err
+			}
+			if slices.ContainsFunc(all, func(o storage.Credential) bool { return o.Type == typ }) {
+				return errHas
+			}
+			pause()
+			return tx.Credentials().Create(c, &cred)
+		})
+	})
+	if wins := tally(t, "add "+string(typ), errs, errHas, storage.ErrDuplicate); wins != 1 {
+		t.Fatalf("%d adds of %s committed, want 1", wins, typ)
+	}
+	run(t, stores[0], func(tx storage.Tx) error {
+		all, err := tx.Credentials().ListByAccount(ctx, acct)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, c := range all {
+			if c.Type == typ {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("the account has %d %s credentials, want 1", n, typ)
+		}
+		return nil
+	})
+}
+
+func raceEmailTiedOnce(t *testing.T, stores []storage.Store, workers int) {
+	const email = "contested@example.com"
+	creds := make([]storage.Credential, len(stores)*workers)
+	for i := range creds {
+		creds[i] = emailCred(t, id(t, "InternalAccount"), email)
+	}
+	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
+		cred := creds[i]
+		return s.Atomic(c, func(tx storage.Tx) error {
+			if err := tx.Credentials().LockEmail(c, email); err != nil {
+				return err
+			}
+			tied, err := tx.Credentials().ListEmailOTPByEmail(c, email)
+			if err != nil {
+				return err
+			}
+			if len(tied) > 0 {
+				return errTied
+			}
+			pause()
+			return tx.Credentials().Create(c, &cred)
+		})
+	})
+	if wins := tally(t, "tie", errs, errTied); wins != 1 {
+		t.Fatalf("%d ties of one address committed, want 1", wins)
+	}
+	run(t, stores[0], func(tx storage.Tx) error {
+		tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, email)
+		if err == nil && len(tied) != 1 {
+			t.Fatalf("%d credentials are tied to the address, want 1", len(tied))
+		}
+		return err
+	})
+}
+
+func raceSessionOfDeletedCredential(t *testing.T, stores []storage.Store, workers int) {
+	acct := storage.InternalAccount{ID: id(t, "InternalAccount"), CustomerID: id(t, "Customer"), Email: "ada@example.com",
+		CreatedAt: t0, UpdatedAt: t0}
+	doomed := emailCred(t, acct.ID, acct.Email)
+	kept := passkeyCred(t, acct.ID, []byte("kept"))
+	run(t, stores[0], func(tx storage.Tx) error {
+		return errors.Join(tx.InternalAccounts().Create(ctx, &acct), tx.Credentials().Create(ctx, &doomed),
+			tx.Credentials().Create(ctx, &kept))
+	})
+	sessions := make([]storage.Session, len(stores)*workers)
+	for i := range sessions {
+		sessions[i] = storage.Session{ID: id(t, "Session"), AccountID: acct.ID, CredentialID: doomed.ID,
+			PublicKey: []byte{3, byte(i)}, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	}
+	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
+		if i == 0 { // the revoke
+			return s.Atomic(c, func(tx storage.Tx) error {
+				if _, err := tx.InternalAccounts().Lock(c, acct.ID); err != nil {
+					return err
+				}
+				if err := tx.Credentials().Delete(c, doomed.ID); err != nil {
+					return err
+				}
+				_, err := tx.Sessions().RevokeByCredential(c, doomed.ID, t0)
+				return err
+			})
+		}
+		sess := sessions[i]
+		return s.Atomic(c, func(tx storage.Tx) error {
+			if _, err := tx.Credentials().Lock(c, doomed.ID); err != nil {
+				return err
+			}
+			pause()
+			return tx.Sessions().Create(c, &sess)
+		})
+	})
+	wantErr(t, "the revoke", errs[0], nil)
+	tally(t, "session", errs[1:], storage.ErrNotFound)
+	run(t, stores[0], func(tx storage.Tx) error {
+		active, err := tx.Sessions().ListActive(ctx, acct.ID, t0)
+		for _, s := range active {
+			if s.CredentialID == doomed.ID {
+				t.Fatalf("session %s of the deleted credential is active", s.ID)
+			}
+		}
+		return err
+	})
+}

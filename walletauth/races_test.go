@@ -1,0 +1,209 @@
+package walletauth_test
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth"
+)
+
+// together runs every fn at once and returns their errors in order.
+func together(fns ...func() error) []error {
+	errs := make([]error, len(fns))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = fn()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
+
+// isAPIError reports whether err is an *apierror.Error with that status, code
+// and (when not empty) details.reason.
+func isAPIError(err error, status int, code apierror.Code, reason string) bool {
+	e := apierror.As(err)
+	return e != nil && e.Status() == status && apierror.CodeOf(err) == code && (reason == "" || e.Reason() == reason)
+}
+
+// TestRevokeCredentialCrossSigned revokes two credentials at once, each
+// retry stamped by a session of the other: exactly one revoke succeeds and
+// the account keeps one credential with its session.
+func TestRevokeCredentialCrossSigned(t *testing.T) {
+	for range 5 {
+		e := newEnv(t, nil)
+		_, emailKey := e.login(t, e.email.ID, storage.EmailOTP)
+		sms := e.addSMS(t, emailKey)
+		smsKey := newKey(t)
+		bundle, err := smsKey.SealOTP(sms.OTPEncryptionTargetBundle, e.svc.SigningPublicKey(), e.outbox.last(t).Code, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.verify(t, sms.ID, storage.SMSOTP, bundle, smsKey)
+
+		// Revoking EMAIL_OTP is signed by the SMS_OTP session and the other
+		// way round.
+		revokeEmail := call(http.MethodDelete, "/auth/credentials/"+e.email.ID, "")
+		chEmail, err := e.svc.RevokeCredential(ctx, e.email.ID, revokeEmail)
+		if err != nil {
+			t.Fatal(err)
+		}
+		revokeSMS := call(http.MethodDelete, "/auth/credentials/"+sms.ID, "")
+		chSMS, err := e.svc.RevokeCredential(ctx, sms.ID, revokeSMS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		retryEmail, retrySMS := signed(t, revokeEmail, chEmail, smsKey), signed(t, revokeSMS, chSMS, emailKey)
+		errs := together(
+			func() error { _, err := e.svc.RevokeCredential(ctx, e.email.ID, retryEmail); return err },
+			func() error { _, err := e.svc.RevokeCredential(ctx, sms.ID, retrySMS); return err },
+		)
+		checkCrossSigned(t, errs, []string{e.email.ID, sms.ID}, func() ([]walletauth.AuthMethod, []walletauth.AuthSession) {
+			creds, err := e.svc.ListCredentials(ctx, e.wallet.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sessions, err := e.svc.ListSessions(ctx, e.wallet.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return creds, sessions
+		})
+	}
+}
+
+// checkCrossSigned checks the outcome of two cross-signed revokes of ids[0]
+// and ids[1]: one succeeded, the other was refused (400 INVALID_INPUT for the
+// last credential, or 401 WALLET_SIGNATURE_INVALID when its signer's session
+// was revoked first), and the loser's credential is the one left, with one
+// active session.
+func checkCrossSigned(t *testing.T, errs []error, ids []string, state func() ([]walletauth.AuthMethod, []walletauth.AuthSession)) {
+	t.Helper()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if winner >= 0 {
+				t.Fatalf("both revokes succeeded")
+			}
+			winner = i
+		case isAPIError(err, http.StatusBadRequest, apierror.InvalidInput, ""),
+			isAPIError(err, http.StatusUnauthorized, apierror.WalletSignatureInvalid, ""):
+		default:
+			t.Fatalf("revoke of %s failed with %v, want 400 INVALID_INPUT or 401 WALLET_SIGNATURE_INVALID", ids[i], err)
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("no revoke succeeded: %v", errs)
+	}
+	creds, sessions := state()
+	if len(creds) != 1 || creds[0].ID != ids[1-winner] {
+		t.Fatalf("credentials after the revokes: %+v, want only %s", creds, ids[1-winner])
+	}
+	if len(sessions) != 1 {
+		t.Fatalf("active sessions after the revokes: %+v, want the kept credential's one", sessions)
+	}
+}
+
+// TestOTPLeg1Burst sends many leg-1 verifications of one issuance at once:
+// at most MaxAttempts codes are compared (at most that many answers are
+// "Invalid OTP code"; the rest are "too many failed attempts"), and the right
+// code fails once the limit is reached.
+func TestOTPLeg1Burst(t *testing.T) {
+	const wrongGuesses = 40
+	setup := func(t *testing.T) (*env, string, string) {
+		e := newEnv(t, nil)
+		m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, m.OTPEncryptionTargetBundle, e.outbox.last(t).Code
+	}
+	leg1 := func(t *testing.T, e *env, bundle, code string) func() error {
+		sealed, err := newKey(t).SealOTP(bundle, e.svc.SigningPublicKey(), code, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() error {
+			_, _, err := e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: sealed},
+				call(http.MethodPost, "/auth/credentials/"+e.email.ID+"/verify", `{"type":"EMAIL_OTP"}`))
+			return err
+		}
+	}
+
+	t.Run("wrong guesses, then the right code", func(t *testing.T) {
+		e, bundle, code := setup(t)
+		var fns []func() error
+		for range wrongGuesses {
+			fns = append(fns, leg1(t, e, bundle, otherCode(code)))
+		}
+		invalid, tooMany := countOTPAnswers(t, together(fns...), -1)
+		if invalid != walletauth.DefaultOTPMaxAttempts || tooMany != wrongGuesses-walletauth.DefaultOTPMaxAttempts {
+			t.Fatalf("%d answers were Invalid OTP code and %d too many failed attempts, want %d and %d",
+				invalid, tooMany, walletauth.DefaultOTPMaxAttempts, wrongGuesses-walletauth.DefaultOTPMaxAttempts)
+		}
+		err := leg1(t, e, bundle, code)()
+		if !isAPIError(err, http.StatusUnauthorized, apierror.Unauthorized, tooManyAttempts) {
+			t.Fatalf("the right code after the limit: %v, want 401 UNAUTHORIZED %q", err, tooManyAttempts)
+		}
+	})
+	t.Run("the right code inside the burst", func(t *testing.T) {
+		e, bundle, code := setup(t)
+		fns := []func() error{leg1(t, e, bundle, code)}
+		for range wrongGuesses {
+			fns = append(fns, leg1(t, e, bundle, otherCode(code)))
+		}
+		countOTPAnswers(t, together(fns...), 0)
+	})
+}
+
+const tooManyAttempts = "too many failed attempts; request a new code"
+
+// otherCode returns a six-digit code other than code.
+func otherCode(code string) string {
+	if code == "111111" {
+		return "222222"
+	}
+	return "111111"
+}
+
+// countOTPAnswers checks the answers of a burst of leg-1 calls in which the
+// call at index right (if any) carries the right code: every answer is 401
+// UNAUTHORIZED ("Invalid OTP code", too many attempts, or "OTP already used"
+// after the right code got through) except a success of the right code; at
+// most DefaultOTPMaxAttempts codes were compared; a refused right code was
+// refused for the limit. It returns the counts of the first two answers.
+func countOTPAnswers(t *testing.T, errs []error, right int) (invalid, tooMany int) {
+	t.Helper()
+	compared := 0
+	for i, err := range errs {
+		switch {
+		case err == nil && i == right:
+			compared++
+		case i == right && !isAPIError(err, http.StatusUnauthorized, apierror.Unauthorized, tooManyAttempts):
+			t.Fatalf("the right code failed with %v, want success or 401 UNAUTHORIZED %q", err, tooManyAttempts)
+		case isAPIError(err, http.StatusUnauthorized, apierror.Unauthorized, "Invalid OTP code"):
+			invalid++
+			compared++
+		case isAPIError(err, http.StatusUnauthorized, apierror.Unauthorized, tooManyAttempts):
+			tooMany++
+		case right >= 0 && errs[right] == nil && isAPIError(err, http.StatusUnauthorized, apierror.Unauthorized, "OTP already used"):
+		default:
+			t.Fatalf("call %d answered %v", i, err)
+		}
+	}
+	if compared > walletauth.DefaultOTPMaxAttempts {
+		t.Fatalf("%d codes were compared (%d answers Invalid OTP code), want at most %d",
+			compared, invalid, walletauth.DefaultOTPMaxAttempts)
+	}
+	return invalid, tooMany
+}

@@ -1,0 +1,71 @@
+package walletauth_test
+
+import (
+	"testing"
+
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth"
+)
+
+// TestRetryRunsSignedParameters gives every signed-retry method of the
+// service, on the retry, a request value that differs from the one the first
+// call bound (the body itself is the signed one, so the retry is accepted):
+// the effect must run the payload's parameters and ignore the request.
+func TestRetryRunsSignedParameters(t *testing.T) {
+	t.Run("refresh session", func(t *testing.T) {
+		e := newEnv(t, nil)
+		s, key := e.login(t, e.email.ID, storage.EmailOTP)
+		user, attacker := newKey(t), newKey(t)
+		c := call("POST", "/auth/sessions/"+s.ID+"/refresh", `{"clientPublicKey":"`+user.PublicKeyHex()+`"}`)
+		_, ch, err := e.svc.RefreshSession(ctx, s.ID, walletauth.RefreshRequest{ClientPublicKey: user.PublicKeyHex()}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, _, err := e.svc.RefreshSession(ctx, s.ID, walletauth.RefreshRequest{ClientPublicKey: attacker.PublicKeyHex()}, signed(t, c, ch, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := user.OpenSessionKey(fresh.EncryptedSessionSigningKey); err != nil {
+			t.Fatalf("not sealed to the signed key: %v", err)
+		}
+		if _, err := attacker.OpenSessionKey(fresh.EncryptedSessionSigningKey); err == nil {
+			t.Fatal("sealed to the retry's key")
+		}
+	})
+	t.Run("add credential", func(t *testing.T) {
+		e := newEnv(t, nil)
+		_, key := e.login(t, e.email.ID, storage.EmailOTP)
+		c := call("POST", "/auth/credentials", `{"type":"SMS_OTP","accountId":"`+e.wallet.ID+`"}`)
+		_, ch, err := e.svc.AddCredential(ctx, walletauth.AddCredentialRequest{Type: storage.SMSOTP, AccountID: e.wallet.ID}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _, err := e.svc.AddCredential(ctx, walletauth.AddCredentialRequest{Type: storage.OAuth, AccountID: "InternalAccount:x"}, signed(t, c, ch, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Type != storage.SMSOTP || m.Nickname != "+14155550123" {
+			t.Fatalf("added %+v, signed an SMS_OTP", m)
+		}
+	})
+	t.Run("update email", func(t *testing.T) {
+		e := newEnv(t, nil)
+		_, key := e.login(t, e.email.ID, storage.EmailOTP)
+		c := call("PATCH", "/customers/Customer:1", `{"email":"new@example.com"}`)
+		_, ch, err := e.svc.UpdateEmail(ctx, "Customer:1", "new@example.com", map[string]string{"note": "signed"}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, _, err := e.svc.UpdateEmail(ctx, "Customer:1", "mallory@example.com", map[string]string{"note": "forged"}, signed(t, c, ch, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done.Email != "new@example.com" || string(done.Host) != `{"note":"signed"}` {
+			t.Fatalf("changed %+v, signed new@example.com", done)
+		}
+		ms, err := e.svc.ListCredentials(ctx, e.wallet.ID)
+		if err != nil || ms[0].Nickname != "new@example.com" {
+			t.Fatalf("credentials %+v %v", ms, err)
+		}
+	})
+}
