@@ -9,7 +9,6 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
-	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
 )
 
@@ -107,18 +106,8 @@ func (s *Simulator) createCustomer(ctx context.Context, req CustomerCreate) (*Cu
 	if st.byUMA[uma] != "" {
 		return nil, apierror.New(apierror.UMAAddressExists, "UMA address %s already exists", uma)
 	}
-	var tied []storage.Credential
-	err = s.store.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		tied, err = tx.Credentials().ListEmailOTPByEmail(ctx, req.Email)
-		return err
-	})
-	if err != nil {
-		return nil, apierror.As(err)
-	}
-	if len(tied) > 0 {
-		return nil, apierror.New(apierror.EmailOTPEmailAlreadyExists, "the email address is already tied to another EMAIL_OTP credential")
-	}
+	// CreateWallet refuses an address tied to another customer's EMAIL_OTP
+	// credential, holding the address from its check to the insert.
 	acct, _, err := s.auth.CreateWallet(ctx, walletauth.NewWallet{CustomerID: id, Email: req.Email, Phone: req.PhoneNumber})
 	if err != nil {
 		return nil, err

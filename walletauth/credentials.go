@@ -29,7 +29,9 @@ type NewWallet struct {
 
 // CreateWallet provisions an internal account for a customer with its first
 // credential, an EMAIL_OTP credential tied to the customer's email. The email
-// is stored lowercased.
+// is stored lowercased. An address already tied to an EMAIL_OTP credential of
+// another customer is 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS, also when two
+// customers race for it.
 func (s *Service) CreateWallet(ctx context.Context, w NewWallet) (*storage.InternalAccount, *AuthMethod, error) {
 	var v apierror.Validation
 	email := normalizeEmail(w.Email)
@@ -51,6 +53,24 @@ func (s *Service) CreateWallet(ctx context.Context, w NewWallet) (*storage.Inter
 	cred := storage.Credential{ID: credID, AccountID: accountID, Type: storage.EmailOTP, Nickname: email, Email: email,
 		CreatedAt: now, UpdatedAt: now}
 	err = s.atomic(ctx, func(tx storage.Tx) error {
+		// The address is held from the check to the insert, so two
+		// customers never both tie it to an EMAIL_OTP credential.
+		if err := tx.Credentials().LockEmail(ctx, email); err != nil {
+			return err
+		}
+		tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, email)
+		if err != nil {
+			return err
+		}
+		for _, c := range tied {
+			owner, err := tx.InternalAccounts().Get(ctx, c.AccountID)
+			if err != nil {
+				return err
+			}
+			if owner.CustomerID != w.CustomerID {
+				return apierror.New(apierror.EmailOTPEmailAlreadyExists, "the email address is already tied to another EMAIL_OTP credential")
+			}
+		}
 		if err := tx.InternalAccounts().Create(ctx, &acct); err != nil {
 			return err
 		}

@@ -207,3 +207,35 @@ func countOTPAnswers(t *testing.T, errs []error, right int) (invalid, tooMany in
 	}
 	return invalid, tooMany
 }
+
+// TestCreateWalletSameAddress creates wallets of two customers with one
+// address at once: one succeeds, the other is 409, and the same customer may
+// hold the address on a second wallet.
+func TestCreateWalletSameAddress(t *testing.T) {
+	e := newEnv(t, nil)
+	errs := together(
+		func() error {
+			_, _, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:a", Email: "Shared@example.com"})
+			return err
+		},
+		func() error {
+			_, _, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:b", Email: "shared@example.com"})
+			return err
+		},
+	)
+	wins := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			wins++
+		case !isAPIError(err, http.StatusConflict, apierror.EmailOTPEmailAlreadyExists, ""):
+			t.Fatalf("error %v, want 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS", err)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d wallets took one address", wins)
+	}
+	if _, _, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:1", Email: "ada@example.com"}); err != nil {
+		t.Fatalf("a second wallet of the same customer: %v", err)
+	}
+}

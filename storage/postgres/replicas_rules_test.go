@@ -261,7 +261,7 @@ func TestReplicasDomainRules(t *testing.T) {
 			var customers []string
 			for _, who := range []string{"a", "b"} {
 				customer := fmt.Sprintf("Customer:%s-%d", who, round)
-				_, email, err := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: customer, Email: who + "@example.com"})
+				_, email, err := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: customer, Email: fmt.Sprintf("%s-%d@example.com", who, round)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -309,6 +309,34 @@ func TestReplicasDomainRules(t *testing.T) {
 				}
 				return err
 			})
+		}
+	})
+
+	t.Run("CreateWalletSameAddress", func(t *testing.T) {
+		for round := range 8 {
+			shared := fmt.Sprintf("new-%d@example.com", round)
+			errs := together(
+				func() error {
+					_, _, err := services[1].CreateWallet(ctx, walletauth.NewWallet{CustomerID: fmt.Sprintf("Customer:c-%d", round), Email: shared})
+					return err
+				},
+				func() error {
+					_, _, err := services[2].CreateWallet(ctx, walletauth.NewWallet{CustomerID: fmt.Sprintf("Customer:d-%d", round), Email: shared})
+					return err
+				},
+			)
+			wins := 0
+			for i, err := range errs {
+				switch {
+				case err == nil:
+					wins++
+				case !isAPIError(err, http.StatusConflict, apierror.EmailOTPEmailAlreadyExists, ""):
+					t.Fatalf("round %d: wallet %d failed with %v, want 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS", round, i, err)
+				}
+			}
+			if wins != 1 {
+				t.Fatalf("round %d: %d wallets took one address, want 1", round, wins)
+			}
 		}
 	})
 
