@@ -206,10 +206,6 @@ type OTPIssuances interface {
 	// GetByCredential returns the live issuance of the credential (consumed or
 	// expired ones included) or ErrNotFound.
 	GetByCredential(ctx context.Context, credentialID string) (OTPIssuance, error)
-	// RecordFailure increments the failed attempts of issuance id and returns
-	// the new count; ErrNotFound when it was superseded or removed. It
-	// enforces no limit; verification uses Attempt.
-	RecordFailure(ctx context.Context, id string) (int, error)
 	// Attempt reserves one verification attempt of issuance id before the
 	// caller compares a code: when the issuance is unconsumed, now is
 	// before ExpiresAt and fewer than limit attempts were made, it

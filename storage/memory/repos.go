@@ -412,18 +412,6 @@ func (r otpRepo) GetByCredential(_ context.Context, credentialID string) (storag
 	return *cloneOTP(r.s.otp[id]), nil
 }
 
-func (r otpRepo) RecordFailure(_ context.Context, id string) (int, error) {
-	if err := r.check(); err != nil {
-		return 0, err
-	}
-	o, ok := r.s.otp[id]
-	if !ok {
-		return 0, storage.ErrNotFound
-	}
-	set(r.tx, &o.Attempts, o.Attempts+1)
-	return o.Attempts, nil
-}
-
 func (r otpRepo) Attempt(_ context.Context, id string, limit int, now time.Time) (storage.OTPIssuance, error) {
 	if err := r.check(); err != nil {
 		return storage.OTPIssuance{}, err

@@ -23,8 +23,7 @@ const (
 	ON CONFLICT (credential_id) DO UPDATE SET id = EXCLUDED.id, account_id = EXCLUDED.account_id,
 	code = EXCLUDED.code, target_key = EXCLUDED.target_key, issued_at = EXCLUDED.issued_at,
 	expires_at = EXCLUDED.expires_at, attempts = EXCLUDED.attempts, consumed_at = EXCLUDED.consumed_at`
-	otpGetSQL     = `SELECT ` + otpColumns + ` FROM {s}.otp_issuances WHERE credential_id = $1`
-	otpFailureSQL = `UPDATE {s}.otp_issuances SET attempts = attempts + 1 WHERE id = $1 RETURNING attempts`
+	otpGetSQL = `SELECT ` + otpColumns + ` FROM {s}.otp_issuances WHERE credential_id = $1`
 	// otpConsumeSQL is the single-use compare-and-set: of concurrent
 	// consumers one updates the row, the others wait for its lock, re-check
 	// the WHERE clause on the committed row and match nothing.
@@ -77,21 +76,6 @@ func (r otpRepo) GetByCredential(ctx context.Context, credentialID string) (stor
 		return storage.OTPIssuance{}, storage.ErrNotFound
 	}
 	return o, nil
-}
-
-func (r otpRepo) RecordFailure(ctx context.Context, id string) (int, error) {
-	if !storableKey(id) {
-		return 0, notFoundOrDone(r.t)
-	}
-	var n int32
-	found, err := r.t.queryRow(ctx, r.t.s.q.otpFailure, []any{id}, func(row pgx.Row) error { return row.Scan(&n) })
-	switch {
-	case err != nil:
-		return 0, wrap("record OTP failure", err)
-	case !found:
-		return 0, storage.ErrNotFound
-	}
-	return int(n), nil
 }
 
 func (r otpRepo) Attempt(ctx context.Context, id string, limit int, now time.Time) (storage.OTPIssuance, error) {

@@ -14,7 +14,7 @@ type queries struct {
 	challengePut, challengeGet, challengeConsume                                                   string
 	credInsert, credGet, credUpdate, credExists, credDelete, credList, credByWebAuthn, credByEmail string
 	credLock                                                                                       string
-	otpPut, otpGet, otpFailure, otpConsume, otpState, otpAttempt, otpAttemptState                  string
+	otpPut, otpGet, otpConsume, otpState, otpAttempt, otpAttemptState                              string
 	sessionInsert, sessionGet, sessionActive, sessionRevoke, sessionExists, sessionRevokeAll       string
 	pendingInsert, pendingGet, pendingConsume, pendingState                                        string
 	outboxInsert, outboxUndelivered, outboxMark, outboxList                                        string
@@ -33,7 +33,7 @@ func renderQueries(quotedSchema string) queries {
 		credInsert: r.Replace(credInsertSQL), credGet: r.Replace(credGetSQL), credUpdate: r.Replace(credUpdateSQL),
 		credExists: r.Replace(credExistsSQL), credDelete: r.Replace(credDeleteSQL), credList: r.Replace(credListSQL),
 		credByWebAuthn: r.Replace(credByWebAuthnSQL), credByEmail: r.Replace(credByEmailSQL), credLock: r.Replace(credLockSQL),
-		otpPut: r.Replace(otpPutSQL), otpGet: r.Replace(otpGetSQL), otpFailure: r.Replace(otpFailureSQL),
+		otpPut: r.Replace(otpPutSQL), otpGet: r.Replace(otpGetSQL),
 		otpConsume: r.Replace(otpConsumeSQL), otpState: r.Replace(otpStateSQL),
 		otpAttempt: r.Replace(otpAttemptSQL), otpAttemptState: r.Replace(otpAttemptStateSQL),
 		sessionInsert: r.Replace(sessionInsertSQL), sessionGet: r.Replace(sessionGetSQL), sessionActive: r.Replace(sessionActiveSQL),

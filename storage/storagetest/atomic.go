@@ -78,7 +78,7 @@ func mutateAll(t *testing.T, tx storage.Tx, w *world) {
 	if wait == 0 {
 		t.Fatal("rate limit allowed a second hit inside the transaction")
 	}
-	_, otpErr := tx.OTPIssuances().RecordFailure(ctx, w.otp.ID)
+	_, otpErr := tx.OTPIssuances().Attempt(ctx, w.otp.ID, 100, t0)
 	_, consumeErr := tx.PendingRequests().Consume(ctx, w.pending.ID, t0)
 	_, chalErr := tx.Challenges().Consume(ctx, w.ext.ID, w.chal.ID)
 	_, revErr := tx.Sessions().RevokeByCredential(ctx, w.cred.ID, t0)

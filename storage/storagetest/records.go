@@ -279,21 +279,21 @@ func testOTPIssuances(t *testing.T, newStore Factory) {
 		wantErr(t, "GetByCredential", err, nil)
 		diff(t, "GetByCredential", got, o1)
 
-		n, err := r.RecordFailure(ctx, o1.ID)
-		wantErr(t, "RecordFailure", err, nil)
-		if n != 1 {
-			t.Fatalf("RecordFailure = %d, want 1", n)
+		a, err := r.Attempt(ctx, o1.ID, 5, t0)
+		wantErr(t, "Attempt", err, nil)
+		if a.Attempts != 1 {
+			t.Fatalf("Attempt counted %d, want 1", a.Attempts)
 		}
-		n, _ = r.RecordFailure(ctx, o1.ID)
-		if n != 2 {
-			t.Fatalf("RecordFailure = %d, want 2", n)
+		a, _ = r.Attempt(ctx, o1.ID, 5, t0)
+		if a.Attempts != 2 {
+			t.Fatalf("Attempt counted %d, want 2", a.Attempts)
 		}
 
 		wantErr(t, "Put superseding", r.Put(ctx, &o2), nil)
 		got, _ = r.GetByCredential(ctx, cred)
 		diff(t, "GetByCredential after supersede", got, o2)
-		_, err = r.RecordFailure(ctx, o1.ID)
-		wantErr(t, "RecordFailure on superseded", err, storage.ErrNotFound)
+		_, err = r.Attempt(ctx, o1.ID, 5, t0)
+		wantErr(t, "Attempt on superseded", err, storage.ErrNotFound)
 		_, err = r.Consume(ctx, o1.ID, t0)
 		wantErr(t, "Consume superseded", err, storage.ErrNotFound)
 
