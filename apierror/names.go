@@ -1,7 +1,6 @@
 package apierror
 
 import (
-	"bytes"
 	"encoding"
 	"encoding/json"
 	"reflect"
@@ -10,19 +9,22 @@ import (
 )
 
 // checkMemberNames walks canon (the output of Canonicalize, so valid compact
-// JSON) beside the Go type it will be decoded into and rejects a member whose
-// name matches a struct field only under case folding. encoding/json would
-// fill the field from it; walletgate reads member names case-sensitively, so
-// that "clientPublicKey" and "ClientPublicKey" are never the same member.
+// JSON with only the escapes Canonicalize writes) beside the Go type it will
+// be decoded into and rejects a member whose name matches a struct field only
+// under case folding. encoding/json would fill the field from it; walletgate
+// reads member names case-sensitively, so that "clientPublicKey" and
+// "ClientPublicKey" are never the same member.
 func checkMemberNames(canon []byte, t reflect.Type) error {
-	dec := json.NewDecoder(bytes.NewReader(canon))
-	dec.UseNumber() // numbers are skipped, never converted
-	w := nameWalker{dec: dec}
-	return w.value(t, "")
+	w := nameWalker{in: canon}
+	return w.value(t)
 }
 
 type nameWalker struct {
-	dec *json.Decoder
+	in  []byte
+	pos int
+	// path holds the raw names of the members being walked, for the
+	// error that names one.
+	path [][]byte
 }
 
 var (
@@ -30,70 +32,121 @@ var (
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// value reads one value; t is the type it decodes into, nil when it is not
-// decoded (an unknown member) or decoded by the type's own code.
-func (w *nameWalker) value(t reflect.Type, path string) error {
-	tok, err := w.dec.Token()
-	if err != nil {
-		return Internal(err) // canon is valid JSON; this does not happen
-	}
-	delim, ok := tok.(json.Delim)
-	if !ok {
-		return nil
-	}
-	t = plainType(t)
-	switch delim {
+// value reads the value at w.pos; t is the type it decodes into, nil when it
+// is not decoded (an unknown member) or decoded by the type's own code.
+func (w *nameWalker) value(t reflect.Type) error {
+	switch w.in[w.pos] {
+	case '{':
+		return w.object(plainType(t))
 	case '[':
 		var elem reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		if t = plainType(t); t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 			elem = t.Elem()
 		}
-		for w.dec.More() {
-			if err := w.value(elem, path); err != nil {
+		w.pos++ // [
+		for w.in[w.pos] != ']' {
+			if err := w.value(elem); err != nil {
 				return err
 			}
-		}
-	case '{':
-		var fields map[string]reflect.Type
-		var elem reflect.Type
-		if t != nil && t.Kind() == reflect.Struct {
-			fields = structFields(t)
-		} else if t != nil && t.Kind() == reflect.Map {
-			elem = t.Elem()
-		}
-		for w.dec.More() {
-			tok, err := w.dec.Token()
-			if err != nil {
-				return Internal(err)
-			}
-			name, _ := tok.(string)
-			next := elem
-			if fields != nil {
-				var known bool
-				if next, known = fields[name]; !known {
-					if want := foldedField(fields, name); want != "" {
-						return InvalidField(joinPath(path, name), nil,
-							"unknown member: member names are case-sensitive; the field is "+want)
-					}
-				}
-			}
-			if err := w.value(next, joinPath(path, name)); err != nil {
-				return err
+			if w.in[w.pos] == ',' {
+				w.pos++
 			}
 		}
-	}
-	_, err = w.dec.Token() // the closing delimiter
-	if err != nil {
-		return Internal(err)
+		w.pos++ // ]
+	case '"':
+		w.str()
+	default: // a number or a literal: compact, so it ends at , ] } or the end
+		for w.pos < len(w.in) && w.in[w.pos] != ',' && w.in[w.pos] != ']' && w.in[w.pos] != '}' {
+			w.pos++
+		}
 	}
 	return nil
 }
 
-func joinPath(path, name string) string {
-	if path == "" {
-		return name
+func (w *nameWalker) object(t reflect.Type) error {
+	var fields map[string]reflect.Type
+	var elem reflect.Type
+	if t != nil && t.Kind() == reflect.Struct {
+		fields = structFields(t)
+	} else if t != nil && t.Kind() == reflect.Map {
+		elem = t.Elem()
 	}
-	return path + "." + name
+	w.pos++ // {
+	for w.in[w.pos] != '}' {
+		raw, escaped := w.str()
+		w.pos++ // :
+		next := elem
+		if fields != nil {
+			var known bool
+			if escaped {
+				next, known = fields[unquote(raw)]
+			} else {
+				next, known = fields[string(raw)] // no copy is made for a lookup
+			}
+			if !known {
+				name := string(raw)
+				if escaped {
+					name = unquote(raw)
+				}
+				if want := foldedField(fields, name); want != "" {
+					return InvalidField(w.pathTo(raw), nil, "unknown member: member names are case-sensitive; the field is "+want)
+				}
+			}
+		}
+		w.path = append(w.path, raw)
+		if err := w.value(next); err != nil {
+			return err
+		}
+		w.path = w.path[:len(w.path)-1]
+		if w.in[w.pos] == ',' {
+			w.pos++
+		}
+	}
+	w.pos++ // }
+	return nil
+}
+
+// str skips the string at w.pos and returns its bytes: the contents between
+// the quotes when it has no escape, or the whole quoted string when it has.
+func (w *nameWalker) str() (raw []byte, escaped bool) {
+	start := w.pos
+	w.pos++ // "
+	for w.in[w.pos] != '"' {
+		if w.in[w.pos] == '\\' {
+			escaped = true
+			w.pos++
+		}
+		w.pos++
+	}
+	w.pos++ // "
+	if escaped {
+		return w.in[start:w.pos], true
+	}
+	return w.in[start+1 : w.pos-1], false
+}
+
+// pathTo is the dotted path of the member named raw in the object being
+// walked, as field errors write it.
+func (w *nameWalker) pathTo(raw []byte) string {
+	var b strings.Builder
+	for _, n := range append(w.path, raw) {
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		if len(n) > 0 && n[0] == '"' {
+			b.WriteString(unquote(n))
+		} else {
+			b.Write(n)
+		}
+	}
+	return b.String()
+}
+
+// unquote decodes a quoted JSON string of canonical input.
+func unquote(quoted []byte) string {
+	var s string
+	_ = json.Unmarshal(quoted, &s) // canonical input: cannot fail
+	return s
 }
 
 // plainType strips pointers and returns nil for types that decode themselves

@@ -1,6 +1,7 @@
 package apierror_test
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -113,5 +114,54 @@ func TestDecodeMapKeysExact(t *testing.T) {
 	var e *apierror.Error
 	if err := apierror.DecodeBytes([]byte(`{"clientPublicKey":"\ud800"}`), &dst); !errors.As(err, &e) || e.Code != apierror.InvalidInput {
 		t.Fatalf("unpaired surrogate: %v", err)
+	}
+}
+
+// kibRequest is the shape kibBody decodes into.
+type kibRequest struct {
+	Type     string `json:"type"`
+	QuoteID  string `json:"quoteId"`
+	Metadata struct {
+		Source string   `json:"source"`
+		Note   string   `json:"note"`
+		Tags   []string `json:"tags"`
+	} `json:"metadata"`
+	Lines []struct {
+		SKU      string  `json:"sku"`
+		Amount   float64 `json:"amount"`
+		Fee      float64 `json:"fee"`
+		Currency string  `json:"currency"`
+		Qty      int     `json:"qty"`
+	} `json:"lines"`
+	Amount         float64 `json:"amount"`
+	IdempotencyKey string  `json:"idempotencyKey"`
+	AccountID      string  `json:"accountId"`
+}
+
+// BenchmarkDecodeBytes measures the strict decoder on a ~1 KiB body; compare
+// with BenchmarkJSONUnmarshal, encoding/json's lenient decoding of the same
+// bytes into the same type.
+func BenchmarkDecodeBytes(b *testing.B) {
+	body := kibBody()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var dst kibRequest
+		if err := apierror.DecodeBytes(body, &dst); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkJSONUnmarshal is the reference for BenchmarkDecodeBytes.
+func BenchmarkJSONUnmarshal(b *testing.B) {
+	body := kibBody()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var dst kibRequest
+		if err := json.Unmarshal(body, &dst); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
