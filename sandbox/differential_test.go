@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"crypto/ecdh"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -195,18 +196,7 @@ func exportCase(t *testing.T, e *env) diffCase {
 			if params["clientPublicKey"] != userPub {
 				t.Fatalf("payload parameters %v", params)
 			}
-			var env struct{ Data string }
-			var data struct{ EncappedPublic, Ciphertext string }
-			if err := json.Unmarshal([]byte(out.EncryptedWalletCredentials), &env); err != nil {
-				t.Fatal(err)
-			}
-			raw, _ := hex.DecodeString(env.Data)
-			if err := json.Unmarshal(raw, &data); err != nil {
-				t.Fatal(err)
-			}
-			enc, _ := hex.DecodeString(data.EncappedPublic)
-			ct, _ := hex.DecodeString(data.Ciphertext)
-			if plain, err := envelope.Open(userPriv, enc, ct); err != nil || string(plain) != sandbox.SandboxMnemonic {
+			if plain, err := openExport(t, userPriv, out); err != nil || string(plain) != sandbox.SandboxMnemonic {
 				t.Fatalf("the export is not sealed to the signed key: %v", err)
 			}
 		}}
@@ -337,18 +327,7 @@ func TestGoAPIRetryRunsSignedParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var env struct{ Data string }
-	var data struct{ EncappedPublic, Ciphertext string }
-	if err := json.Unmarshal([]byte(out.EncryptedWalletCredentials), &env); err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := hex.DecodeString(env.Data)
-	if err := json.Unmarshal(raw, &data); err != nil {
-		t.Fatal(err)
-	}
-	enc, _ := hex.DecodeString(data.EncappedPublic)
-	ct, _ := hex.DecodeString(data.Ciphertext)
-	if _, err := envelope.Open(userPriv, enc, ct); err != nil {
+	if _, err := openExport(t, userPriv, *out); err != nil {
 		t.Fatalf("export not sealed to the signed key: %v", err)
 	}
 
@@ -362,4 +341,21 @@ func TestGoAPIRetryRunsSignedParameters(t *testing.T) {
 	if err != nil || !a.PrivateEnabled {
 		t.Fatalf("privacy %+v %v, signed true", a, err)
 	}
+}
+
+// openExport opens an export envelope with the private key it was sealed to.
+func openExport(t *testing.T, priv *ecdh.PrivateKey, out sandbox.WalletExport) ([]byte, error) {
+	t.Helper()
+	var env struct{ Data string }
+	var data struct{ EncappedPublic, Ciphertext string }
+	if err := json.Unmarshal([]byte(out.EncryptedWalletCredentials), &env); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := hex.DecodeString(env.Data)
+	if err := json.Unmarshal(raw, &data); err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := hex.DecodeString(data.EncappedPublic)
+	ct, _ := hex.DecodeString(data.Ciphertext)
+	return envelope.Open(priv, enc, ct)
 }
