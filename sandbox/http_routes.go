@@ -5,6 +5,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage/idempotency"
 )
 
 // headerIdempotencyKey is the header money-movement requests may carry.
@@ -164,7 +165,12 @@ func (s *Simulator) hExecute(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	q, ch, err := s.ExecuteQuote(r.Context(), r.PathValue("id"), r.Header.Get(headerIdempotencyKey), signedretry.RetryFrom(r, "", body))
+	key, err := idempotency.FromHeader(r.Header)
+	if err != nil {
+		apierror.Write(w, err)
+		return
+	}
+	q, ch, err := s.ExecuteQuote(r.Context(), r.PathValue("id"), key, signedretry.RetryFrom(r, "", body))
 	signedretry.WriteResult(w, http.StatusOK, q, ch, err)
 }
 

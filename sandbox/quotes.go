@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/idempotency"
 )
 
 // Quote statuses.
@@ -296,25 +298,70 @@ func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
 // completes after LongPaymentAfter, 004 counterparty delivery failed, 005
 // completed then returned after ReturnedAfter, 006 user cancellation, 007
 // payout and refund failed, anything else completed) or the sandbox UMA
-// address. Failed payouts refund the wallet, except 007. With
-// idempotencyKey, a repeat after success returns the first result.
+// address. Failed payouts refund the wallet, except 007.
 //
-// Errors: 400 INVALID_AMOUNT (balance too low), 404 QUOTE_NOT_FOUND, 409
-// CONFLICT (not pending, expired, funded in real time, or the
-// Idempotency-Key conflicts), the 401s of signedretry.
+// idempotencyKey (the Idempotency-Key header), when not empty, must be a
+// UUID and makes execution happen at most once per key, through the
+// storage-backed [idempotency.Guard] (records in the simulator's Store, so
+// replicas sharing a database agree). The fingerprint is POST, the path of
+// the quote's execute route and the canonical body. Only the 200 of the
+// retry that executed is stored: the 202 challenge of a first call is not a
+// final response and releases the key at once (the same key then carries
+// the signed retry), as does every error, so a failed call may be repeated
+// with the key. Once stored, a call with the key and the same quote and
+// body, first call or retry, signed or not, replays that 200 Quote (as it
+// was at execution) without checking a signature: the key, like the
+// execution, belongs to the platform. While the executing retry runs, the
+// key answers 409 CONFLICT "a request with this key is in progress".
+//
+// Errors: 400 INVALID_AMOUNT (balance too low), 400 INVALID_INPUT (the
+// Idempotency-Key is not a UUID), 404 QUOTE_NOT_FOUND, 409 CONFLICT (not
+// pending, expired, funded in real time, or the Idempotency-Key was used for
+// another request or its request is in progress), the 401s of signedretry.
 func (s *Simulator) ExecuteQuote(ctx context.Context, quoteID, idempotencyKey string, call signedretry.Retry) (*Quote, *signedretry.Challenge, error) {
 	call, err := s.defaults(call, http.MethodPost, "/quotes/"+quoteID+"/execute", nil)
 	if err != nil {
 		return nil, nil, err
 	}
+	if idempotencyKey == "" {
+		return s.executeQuote(ctx, quoteID, call)
+	}
+	var out *Quote
 	var challenge *signedretry.Challenge
-	out, err := idempotent(s, "execute", idempotencyKey, struct{ Quote string }{quoteID}, func() (*Quote, error) {
+	req := idempotency.Request{Scope: idempotencyScope, Key: idempotencyKey, Method: http.MethodPost,
+		Path: s.cfg.BasePath + "/quotes/" + quoteID + "/execute", Body: call.Body}
+	resp, replayed, err := s.idem.Do(ctx, req, func(ctx context.Context) (idempotency.Response, error) {
 		q, ch, err := s.executeQuote(ctx, quoteID, call)
-		challenge = ch
-		return q, err
+		switch {
+		case err != nil:
+			return idempotency.Response{}, err
+		case ch != nil:
+			challenge = ch
+			return idempotency.Response{Status: http.StatusAccepted}, nil // not final: released
+		}
+		body, err := json.Marshal(q)
+		if err != nil {
+			return idempotency.Response{}, apierror.Internal(err)
+		}
+		out = q
+		return idempotency.Response{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}, nil
 	})
-	return out, challenge, err
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case replayed:
+		var q Quote
+		if err := json.Unmarshal(resp.Body, &q); err != nil {
+			return nil, nil, apierror.Internal(fmt.Errorf("sandbox: decoding a stored quote execution: %w", err))
+		}
+		return &q, nil, nil
+	}
+	return out, challenge, nil
 }
+
+// idempotencyScope is the scope of the simulator's Idempotency-Key records:
+// the sandbox serves one platform.
+const idempotencyScope = "sandbox"
 
 func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signedretry.Retry) (*Quote, *signedretry.Challenge, error) {
 	var src QuoteSource

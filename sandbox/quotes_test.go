@@ -1,12 +1,19 @@
 package sandbox_test
 
 import (
+	"bytes"
+	"context"
+	"net/http"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/sandbox"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
 )
 
@@ -198,9 +205,122 @@ func TestExecuteQuoteIdempotencyKey(t *testing.T) {
 	if again.TransactionID != first.TransactionID || e.balance(p.wallet, "USDB") != 4_000_000 {
 		t.Fatalf("replay %+v vs %+v", again, first)
 	}
+	// The key in upper case is the same key.
+	var upper sandbox.Quote
+	e.do("POST", "/quotes/"+q.ID+"/execute", nil, "Idempotency-Key", strings.ToUpper(key[1])).ok(t, 200, &upper)
+	if upper.TransactionID != first.TransactionID {
+		t.Fatalf("upper-case replay %+v vs %+v", upper, first)
+	}
 	// The key on another quote conflicts.
 	q2 := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
-	e.do("POST", "/quotes/"+q2.ID+"/execute", nil, key...).fails(t, 409, apierror.Conflict)
+	err := e.do("POST", "/quotes/"+q2.ID+"/execute", nil, key...).fails(t, 409, apierror.Conflict)
+	if !strings.Contains(err.Message, "different request") {
+		t.Fatalf("conflict message %q", err.Message)
+	}
+	// The record is in the simulator's store, holding the 200 only.
+	rerr := e.sim.Store().Atomic(context.Background(), func(tx storage.Tx) error {
+		rec, err := tx.Idempotency().Get(context.Background(), "sandbox", key[1])
+		if err == nil && (rec.State != storage.IdempotencyComplete || rec.Status != 200) {
+			t.Fatalf("stored record %s %d, want COMPLETE 200", rec.State, rec.Status)
+		}
+		return err
+	})
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+}
+
+// TestExecuteQuoteIdempotencyKeyStricter: the key must be a UUID given once;
+// a challenge (202) and a failed execution are not stored, so the key
+// carries the signed retry and a repeat after a failure.
+func TestExecuteQuoteIdempotencyKeyStricter(t *testing.T) {
+	e := newEnv(t)
+	p := e.payer(5_000_000)
+	ext := e.external(p.customer.ID, usdAccount("66666602"))
+	q := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
+	for _, bad := range []string{"key-1", "5b0d6a7e5f384e0f8b0b0e7c0c0f2a10", "{5b0d6a7e-5f38-4e0f-8b0b-0e7c0c0f2a10}"} {
+		err := e.do("POST", "/quotes/"+q.ID+"/execute", nil, "Idempotency-Key", bad).fails(t, 400, apierror.InvalidInput)
+		if err.Details["field"] != "Idempotency-Key" {
+			t.Fatalf("%q: details %v do not name the header", bad, err.Details)
+		}
+	}
+	// Given twice.
+	req, rerr := http.NewRequest("POST", e.srv.URL+e.base+"/quotes/"+q.ID+"/execute", nil)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	req.SetBasicAuth(e.user, e.pass)
+	req.Header.Add("Idempotency-Key", "5b0d6a7e-5f38-4e0f-8b0b-0e7c0c0f2a10")
+	req.Header.Add("Idempotency-Key", "5b0d6a7e-5f38-4e0f-8b0b-0e7c0c0f2a11")
+	res, rerr := http.DefaultClient.Do(req)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var body bytes.Buffer
+	_, _ = body.ReadFrom(res.Body)
+	res.Body.Close()
+	resp{res.StatusCode, res.Header, body.Bytes()}.fails(t, 400, apierror.InvalidInput)
+
+	key := []string{"Idempotency-Key", "0e4c1a2b-3d4e-4f50-8a6b-7c8d9e0f1a2b"}
+	// The first leg twice: two challenges, nothing stored.
+	e.challenge("POST", "/quotes/"+q.ID+"/execute", nil, key...)
+	ch := e.challenge("POST", "/quotes/"+q.ID+"/execute", nil, key...)
+	// A failure releases the key: a wrong signature is 401, then the
+	// right one executes under the same key.
+	other := e.payer(1)
+	if r := e.retry(other.key, ch, "POST", "/quotes/"+q.ID+"/execute", nil, key...); r.status/100 != 4 {
+		t.Fatalf("retry signed by another wallet's session: %d %s", r.status, r.body)
+	}
+	var done sandbox.Quote
+	e.execute(p, q.ID, key...).ok(t, 200, &done)
+	if done.TransactionID == "" || e.balance(p.wallet, "USDB") != 4_000_000 {
+		t.Fatalf("execution %+v", done)
+	}
+}
+
+// TestExecuteQuoteIdempotencyKeyConcurrent: the same signed retry sent
+// concurrently with one key executes once; the others answer 409 CONFLICT
+// (in progress) or replay the 200.
+func TestExecuteQuoteIdempotencyKeyConcurrent(t *testing.T) {
+	e := newEnv(t)
+	p := e.payer(5_000_000)
+	ext := e.external(p.customer.ID, usdAccount("66666601"))
+	q := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
+	key := []string{"Idempotency-Key", "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"}
+	path := "/quotes/" + q.ID + "/execute"
+	ch := e.challenge("POST", path, nil, key...)
+	sig, err := p.key.Stamp(ch.PayloadToSign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	out := make([]resp, n)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = e.do("POST", path, nil, append([]string{signedretry.HeaderSignature, sig,
+				signedretry.HeaderRequestID, ch.RequestID}, key...)...)
+		}()
+	}
+	wg.Wait()
+	txs := map[string]bool{}
+	for _, r := range out {
+		switch r.status {
+		case 200:
+			var got sandbox.Quote
+			r.ok(t, 200, &got)
+			txs[got.TransactionID] = true
+		default:
+			if err := r.fails(t, 409, apierror.Conflict); !strings.Contains(err.Message, "in progress") {
+				t.Fatalf("409 %q, want in progress", err.Message)
+			}
+		}
+	}
+	if len(txs) != 1 || e.balance(p.wallet, "USDB") != 4_000_000 {
+		t.Fatalf("%d transactions, balance %d; want one execution", len(txs), e.balance(p.wallet, "USDB"))
+	}
 }
 
 func TestQuoteValidation(t *testing.T) {

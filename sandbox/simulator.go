@@ -13,6 +13,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/oidc"
@@ -113,6 +114,9 @@ type Simulator struct {
 	own   *ownership.Service
 	pk    *passkey.Verifier
 	oidc  *oidc.Verifier
+	// idem keeps the Idempotency-Key records of quote execution in the
+	// Store (see ExecuteQuote).
+	idem *idempotency.Guard
 
 	mu    sync.Mutex
 	state *state
@@ -166,6 +170,9 @@ func New(cfg Config) (*Simulator, error) {
 		return nil, err
 	}
 	s := &Simulator{cfg: cfg, store: cfg.Store, clock: cfg.Clock, rand: cfg.Rand, auth: auth, pk: pk, oidc: ov, state: newState()}
+	// Reservation tokens come from crypto/rand, not cfg.Rand, so keys do not
+	// shift a seeded simulator's ids.
+	s.idem = idempotency.New(cfg.Store, idempotency.Options{Now: cfg.Clock})
 	if s.own, err = s.newOwnership(); err != nil {
 		ov.Close()
 		return nil, err

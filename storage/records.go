@@ -197,3 +197,42 @@ type Event struct {
 	// DeliveredAt is set by MarkDelivered.
 	DeliveredAt time.Time
 }
+
+// IdempotencyState is the state of an [IdempotencyRecord].
+type IdempotencyState string
+
+// Idempotency record states.
+const (
+	// IdempotencyInProgress: the first request with the key is executing;
+	// the record is a reservation that only its Token may complete or
+	// release.
+	IdempotencyInProgress IdempotencyState = "IN_PROGRESS"
+	// IdempotencyComplete: the record holds the response to replay.
+	IdempotencyComplete IdempotencyState = "COMPLETE"
+)
+
+// IdempotencyRecord remembers the first request made with an Idempotency-Key
+// and, once it completed, its response. (Scope, Key) identifies it: Scope
+// separates callers (for example a platform or a customer), so two callers
+// never share a key.
+type IdempotencyRecord struct {
+	Scope string
+	Key   string
+	// Token identifies one reservation: Complete and Release act only on the
+	// reservation they were given, never on a later one that replaced it
+	// after it expired.
+	Token string
+	// Fingerprint is opaque to the store (package storage/idempotency writes
+	// the SHA-256 of the method, path and canonical body).
+	Fingerprint []byte
+	State       IdempotencyState
+	// Status, Header and Body are the stored response (State COMPLETE).
+	// Header holds the selected response headers, opaque to the store.
+	Status    int
+	Header    map[string][]string
+	Body      []byte
+	CreatedAt time.Time
+	// ExpiresAt ends the record: from then on the key is free again and
+	// Sweep may delete it.
+	ExpiresAt time.Time
+}

@@ -32,7 +32,8 @@
 //     ([OTPIssuances.Attempt] counts a verification attempt only while
 //     fewer than the limit were made);
 //   - by a uniqueness rule ([Credentials.Create]: one EMAIL_OTP and one
-//     SMS_OTP per account);
+//     SMS_OTP per account; [IdempotencyKeys.Begin]: one live record per
+//     scope and key);
 //   - by a lock held until the transaction ends: [InternalAccounts.Lock]
 //     orders every change of an account's credential set (at least one
 //     credential is kept, a credential is added without a signature only to
@@ -88,8 +89,9 @@ type Store interface {
 	Atomic(ctx context.Context, fn func(tx Tx) error) error
 
 	// Sweep deletes at most limit records that expired before cutoff: pending
-	// requests, OTP issuances, ownership challenges, sessions and rate-limit
-	// windows, consumed or not, and events delivered before cutoff. It
+	// requests, OTP issuances, ownership challenges, sessions, rate-limit
+	// windows and idempotency records (in progress or complete), consumed or
+	// not, and events delivered before cutoff. It
 	// returns how many it deleted; a result equal to limit means more may
 	// remain. It does not scan live records. Choose cutoff with a margin
 	// (for example now minus an hour) so that a client retrying just after
@@ -108,6 +110,7 @@ type Tx interface {
 	PendingRequests() PendingRequests
 	Outbox() Outbox
 	RateLimits() RateLimits
+	Idempotency() IdempotencyKeys
 }
 
 // ExternalAccounts stores external accounts.
@@ -274,4 +277,30 @@ type RateLimits interface {
 	// allowed it returns 0; otherwise it returns how long until the window
 	// closes (a positive duration) and does not count the hit.
 	Allow(ctx context.Context, key string, now time.Time, window time.Duration, limit int) (time.Duration, error)
+}
+
+// IdempotencyKeys stores Idempotency-Key records (see package
+// storage/idempotency). A (Scope, Key) pair has at most one live record: one
+// whose ExpiresAt is after the time the caller passes.
+type IdempotencyKeys interface {
+	// Begin stores r (normally IN_PROGRESS) when (r.Scope, r.Key) has no
+	// record live at now; a record that expired at or before now is
+	// replaced. Otherwise it changes nothing and returns ErrDuplicate. The
+	// check and the insert are one step: of any number of concurrent
+	// Begins of one scope and key, on any replica, at most one succeeds
+	// while its record is live.
+	Begin(ctx context.Context, r *IdempotencyRecord, now time.Time) error
+	// Get returns the record of (scope, key), expired or not until swept,
+	// or ErrNotFound.
+	Get(ctx context.Context, scope, key string) (IdempotencyRecord, error)
+	// Complete stores the response of the reservation r.Token: when the
+	// record of (r.Scope, r.Key) is IN_PROGRESS with that Token, it becomes
+	// COMPLETE with r's Status, Header, Body and ExpiresAt. ErrNotFound when
+	// there is no such record, ErrConflict when the record is another
+	// reservation or already complete.
+	Complete(ctx context.Context, r *IdempotencyRecord) error
+	// Release deletes the reservation token of (scope, key) when it is
+	// still IN_PROGRESS, so that the key may be used again. ErrNotFound when
+	// there is no such reservation (released, completed or replaced).
+	Release(ctx context.Context, scope, key, token string) error
 }

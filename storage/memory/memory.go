@@ -46,6 +46,7 @@ type Store struct {
 	eventsByAcct  map[string][]*storage.Event
 	seq           int64
 	limits        map[string]*window
+	idem          map[string]*storage.IdempotencyRecord // by idemKey(scope, key)
 	expiry        expiryHeap
 }
 
@@ -75,6 +76,7 @@ func New() *Store {
 		eventsByID:    map[string]*storage.Event{},
 		eventsByAcct:  map[string][]*storage.Event{},
 		limits:        map[string]*window{},
+		idem:          map[string]*storage.IdempotencyRecord{},
 	}
 }
 
@@ -189,9 +191,11 @@ func (t *tx) Sessions() storage.Sessions                 { return sessionRepo{t}
 func (t *tx) PendingRequests() storage.PendingRequests   { return pendingRepo{t} }
 func (t *tx) Outbox() storage.Outbox                     { return outboxRepo{t} }
 func (t *tx) RateLimits() storage.RateLimits             { return limitRepo{t} }
+func (t *tx) Idempotency() storage.IdempotencyKeys       { return idemRepo{t} }
 
 // Sweep deletes what expired before cutoff: pending requests, OTP issuances,
-// ownership challenges, sessions, rate-limit windows, and events delivered
+// ownership challenges, sessions, rate-limit windows, idempotency records,
+// and events delivered
 // before cutoff. See [storage.Store].
 func (s *Store) Sweep(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	if err := ctx.Err(); err != nil {
@@ -268,6 +272,12 @@ func (s *Store) expire(e expiryEntry, cutoff time.Time) bool {
 			return false
 		}
 		delete(s.limits, e.key)
+	case kindIdempotency:
+		r, ok := s.idem[e.key]
+		if !ok || !r.ExpiresAt.Before(cutoff) {
+			return false
+		}
+		delete(s.idem, e.key)
 	}
 	return true
 }
@@ -291,6 +301,7 @@ const (
 	kindChallenge
 	kindSession
 	kindLimit
+	kindIdempotency
 )
 
 type expiryEntry struct {

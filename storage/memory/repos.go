@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/walletgate/walletgate/storage"
@@ -648,4 +649,85 @@ func (r limitRepo) Allow(_ context.Context, key string, now time.Time, window ti
 
 func newWindow(now time.Time, d time.Duration) *window {
 	return &window{end: now.Add(d)}
+}
+
+type idemRepo struct{ *tx }
+
+// idemKey is the map key of (scope, key): the scope is length-prefixed, so
+// no two pairs share one.
+func idemKey(scope, key string) string {
+	return strconv.Itoa(len(scope)) + ":" + scope + key
+}
+
+func cloneIdem(r *storage.IdempotencyRecord) *storage.IdempotencyRecord {
+	c := *r
+	c.Fingerprint = slices.Clone(r.Fingerprint)
+	c.Body = slices.Clone(r.Body)
+	if r.Header != nil {
+		c.Header = make(map[string][]string, len(r.Header))
+		for k, v := range r.Header {
+			c.Header[k] = slices.Clone(v)
+		}
+	}
+	return &c
+}
+
+func (r idemRepo) Begin(_ context.Context, rec *storage.IdempotencyRecord, now time.Time) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	k := idemKey(rec.Scope, rec.Key)
+	if old, ok := r.s.idem[k]; ok && old.ExpiresAt.After(now) {
+		return storage.ErrDuplicate
+	}
+	put(r.tx, r.s.idem, k, cloneIdem(rec))
+	r.watch(kindIdempotency, k, rec.ExpiresAt)
+	return nil
+}
+
+func (r idemRepo) Get(_ context.Context, scope, key string) (storage.IdempotencyRecord, error) {
+	if err := r.check(); err != nil {
+		return storage.IdempotencyRecord{}, err
+	}
+	rec, ok := r.s.idem[idemKey(scope, key)]
+	if !ok {
+		return storage.IdempotencyRecord{}, storage.ErrNotFound
+	}
+	return *cloneIdem(rec), nil
+}
+
+func (r idemRepo) Complete(_ context.Context, rec *storage.IdempotencyRecord) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	k := idemKey(rec.Scope, rec.Key)
+	old, ok := r.s.idem[k]
+	switch {
+	case !ok:
+		return storage.ErrNotFound
+	case old.Token != rec.Token || old.State != storage.IdempotencyInProgress:
+		return storage.ErrConflict
+	}
+	next := cloneIdem(old)
+	next.State = storage.IdempotencyComplete
+	next.Status = rec.Status
+	next.Body = slices.Clone(rec.Body)
+	next.Header = cloneIdem(rec).Header
+	next.ExpiresAt = rec.ExpiresAt
+	put(r.tx, r.s.idem, k, next)
+	r.watch(kindIdempotency, k, next.ExpiresAt)
+	return nil
+}
+
+func (r idemRepo) Release(_ context.Context, scope, key, token string) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	k := idemKey(scope, key)
+	old, ok := r.s.idem[k]
+	if !ok || old.Token != token || old.State != storage.IdempotencyInProgress {
+		return storage.ErrNotFound
+	}
+	del(r.tx, r.s.idem, k)
+	return nil
 }

@@ -19,6 +19,7 @@ type queries struct {
 	pendingInsert, pendingGet, pendingConsume, pendingState                                        string
 	outboxInsert, outboxUndelivered, outboxMark, outboxList                                        string
 	limitHit, limitOpen, limitEnd                                                                  string
+	idemBegin, idemGet, idemComplete, idemExists, idemRelease                                      string
 	sweep                                                                                          [sweepTables]string
 }
 
@@ -43,6 +44,8 @@ func renderQueries(quotedSchema string) queries {
 		outboxInsert: r.Replace(outboxInsertSQL), outboxUndelivered: r.Replace(outboxUndeliveredSQL),
 		outboxMark: r.Replace(outboxMarkSQL), outboxList: r.Replace(outboxListSQL),
 		limitHit: r.Replace(limitHitSQL), limitOpen: r.Replace(limitOpenSQL), limitEnd: r.Replace(limitEndSQL),
+		idemBegin: r.Replace(idemBeginSQL), idemGet: r.Replace(idemGetSQL), idemComplete: r.Replace(idemCompleteSQL),
+		idemExists: r.Replace(idemExistsSQL), idemRelease: r.Replace(idemReleaseSQL),
 	}
 	for i, t := range sweepTargets() {
 		q.sweep[i] = r.Replace(fmt.Sprintf(sweepSQL, t.table, t.column))

@@ -18,7 +18,7 @@ const sweepSQL = `DELETE FROM {s}.%[1]s WHERE ctid = ANY (ARRAY(
 type sweepTarget struct{ table, column string }
 
 // sweepTables is the number of tables Sweep clears.
-const sweepTables = 6
+const sweepTables = 7
 
 // sweepTargets lists them. Delivered events are swept once delivered before
 // the cutoff, as the memory store does.
@@ -30,12 +30,14 @@ func sweepTargets() [sweepTables]sweepTarget {
 		{"sessions", "expires_at"},
 		{"rate_limit_windows", "window_end"},
 		{"outbox_events", "delivered_at"},
+		{"idempotency_keys", "expires_at"},
 	}
 }
 
 // Sweep deletes at most limit records that expired before cutoff: pending
-// requests, OTP issuances, ownership challenges, sessions and rate-limit
-// windows (consumed or not), and events delivered before cutoff. It runs one
+// requests, OTP issuances, ownership challenges, sessions, rate-limit
+// windows and idempotency records (consumed, completed or not), and events
+// delivered before cutoff. It runs one
 // short DELETE per table, each its own transaction, and returns how many rows
 // it deleted; a result equal to limit means more may remain. Several replicas
 // may sweep at once: each skips the rows another holds.

@@ -35,7 +35,9 @@ type Replicas func(tb testing.TB) []storage.Store
 //   - concurrent ties of one address to EMAIL_OTP credentials of different
 //     accounts, each under [storage.Credentials.LockEmail], leave one;
 //   - sessions created under [storage.Credentials.Lock] while the credential
-//     is deleted are all revoked or refused.
+//     is deleted are all revoked or refused;
+//   - concurrent [storage.IdempotencyKeys.Begin] calls with one scope and
+//     key: exactly one commits.
 //
 // [Run] runs them with 64 goroutines on one store. A store meant for several
 // replicas should run them with one store per replica (for example one
@@ -53,6 +55,7 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"OneSMSOTP", func(t *testing.T, s []storage.Store, w int) { raceOneOTP(t, s, w, storage.SMSOTP) }},
 		{"EmailTiedOnce", raceEmailTiedOnce},
 		{"SessionOfDeletedCredential", raceSessionOfDeletedCredential},
+		{"IdempotencyBeginOnce", raceIdempotencyBeginOnce},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"PendingRequests", testPendingRequests},
 		{"Outbox", testOutbox},
 		{"RateLimits", testRateLimits},
+		{"Idempotency", testIdempotency},
 		{"Atomic", testAtomic},
 		{"Concurrency", testConcurrency},
 		{"Guards", testGuards},

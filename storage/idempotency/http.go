@@ -1,0 +1,97 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/walletgate/walletgate/apierror"
+)
+
+// Middleware runs next at most once per Idempotency-Key, as [Guard.Do]
+// does, with the key in the scope scope(r) (for example the authenticated
+// platform; nil means one scope for everyone) and the request's method,
+// URL path and body as its fingerprint. A request without the header
+// passes through untouched. The body, at most [Options.MaxBody] bytes, is
+// read in full before next runs and given to it again. The first response
+// is written as next wrote it; a replay writes the stored status, the
+// selected headers and the body, with [ReplayedHeader] set to "true".
+// Errors are written as apierror bodies. A keyed request's body must be
+// empty or JSON (it is canonicalized for the fingerprint); anything else is
+// 400 INVALID_INPUT. Handlers that stream or hijack the
+// connection are not supported: the response is buffered.
+func (g *Guard) Middleware(scope func(*http.Request) string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, err := FromHeader(r.Header)
+		if err != nil {
+			apierror.Write(w, err)
+			return
+		}
+		if key == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBody))
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				apierror.Write(w, apierror.New(apierror.InvalidInput, "the request body exceeds %d bytes", g.opts.MaxBody))
+				return
+			}
+			apierror.Write(w, apierror.New(apierror.InvalidInput, "the request body could not be read"))
+			return
+		}
+		req := Request{Key: key, Method: r.Method, Path: r.URL.Path, Body: body}
+		if scope != nil {
+			req.Scope = scope(r)
+		}
+		var rec *recorder
+		resp, replayed, err := g.Do(r.Context(), req, func(ctx context.Context) (Response, error) {
+			rec = &recorder{header: http.Header{}}
+			r2 := r.WithContext(ctx)
+			r2.Body = io.NopCloser(bytes.NewReader(body))
+			r2.ContentLength = int64(len(body))
+			next.ServeHTTP(rec, r2)
+			if rec.status == 0 {
+				rec.status = http.StatusOK
+			}
+			return Response{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}, nil
+		})
+		if err != nil {
+			apierror.Write(w, err)
+			return
+		}
+		for k, vs := range resp.Header {
+			w.Header()[k] = append([]string(nil), vs...)
+		}
+		if replayed {
+			w.Header().Set(ReplayedHeader, "true")
+		}
+		w.WriteHeader(resp.Status)
+		_, _ = w.Write(resp.Body)
+	})
+}
+
+// recorder buffers a response.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(b)
+}

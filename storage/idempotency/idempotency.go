@@ -1,0 +1,349 @@
+// Package idempotency makes a request carrying an Idempotency-Key header
+// execute at most once per key, and answers repeats with the first response.
+// Records live in a [storage.Store] ([storage.IdempotencyKeys]), so the
+// guarantee holds across the replicas of a service that share a database.
+//
+// # Outcomes
+//
+// A request names a key, a scope (whose keys they are: a platform, a
+// customer) and a fingerprint: the SHA-256 of its method, path and the
+// SHA-256 of its canonical body ([apierror.Canonicalize], so bodies that
+// differ only in whitespace, member order or number spelling are the same
+// request). With the key K in scope S:
+//
+//   - no request without a key is affected: it simply executes;
+//   - a key that is not a UUID is 400 INVALID_INPUT naming the
+//     Idempotency-Key header, and nothing executes;
+//   - the first request reserves K (a record IN_PROGRESS) and executes;
+//   - a final response of it (by default any 2xx except 202 Accepted, see
+//     [Options.Keep]) is stored with the selected headers and its body, and
+//     kept for [Options.TTL] (default 24 hours) from completion;
+//   - any other outcome (an error, a 4xx, a 5xx, a 202 challenge) deletes
+//     the reservation: nothing was done that a repeat must not redo, and
+//     the client may retry with the same key, even with another body;
+//   - a repeat with the same fingerprint after completion replays the stored
+//     response, status, headers and body, without executing (the HTTP
+//     middleware adds "Idempotent-Replayed: true");
+//   - a request with another fingerprint while K is live is 409 CONFLICT
+//     ("the Idempotency-Key was used for a different request");
+//   - a request with the same fingerprint while the first still executes is
+//     409 CONFLICT "a request with this key is in progress": concurrent
+//     requests never wait for each other, and exactly one executes. The
+//     client retries later and then gets the replay (or executes, when the
+//     first failed and released the key).
+//
+// # Leases
+//
+// A reservation lives for [Options.Lease] (default five minutes), so a
+// process that dies while executing does not block its key for the whole
+// TTL. The function executing the request gets a context that ends when the
+// lease does (Lease of real time after it started, also when [Options.Now]
+// is a test clock); it must not start effects after that. A function that
+// outlives its lease anyway may run twice: the key is free again, and its
+// late response is returned to its caller but not stored (the Complete
+// compare-and-set on the reservation's token fails).
+//
+// # Expiry
+//
+// From ExpiresAt on, a key is free and the next request with it executes
+// again. [storage.Store.Sweep] deletes expired records.
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage"
+)
+
+// Header is the request header that carries the key.
+const Header = "Idempotency-Key"
+
+// ReplayedHeader is set to "true" on responses the middleware replays.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// Defaults of [Options].
+const (
+	DefaultTTL     = 24 * time.Hour
+	DefaultLease   = 5 * time.Minute
+	DefaultMaxBody = 1 << 20
+)
+
+// Options configure a [Guard]. The zero value gives the defaults.
+type Options struct {
+	// TTL is how long a completed record is kept and replayed, from
+	// completion; zero means DefaultTTL.
+	TTL time.Duration
+	// Lease is how long a reservation (a request still executing) holds
+	// its key; zero means DefaultLease. See the package documentation.
+	Lease time.Duration
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// Rand supplies reservation tokens; nil means crypto/rand.
+	Rand io.Reader
+	// Headers lists the response headers stored with a response and
+	// replayed; nil means Content-Type alone.
+	Headers []string
+	// Keep reports whether a response with that status is final and is
+	// stored; nil means 2xx except 202 Accepted. A response not kept
+	// releases the key.
+	Keep func(status int) bool
+	// MaxBody bounds the request body the middleware reads; zero means
+	// DefaultMaxBody. A larger body is 400 INVALID_INPUT.
+	MaxBody int64
+}
+
+// Guard runs requests at most once per Idempotency-Key. It is safe for
+// concurrent use, also by several processes sharing one store.
+type Guard struct {
+	store storage.Store
+	opts  Options
+}
+
+// New returns a Guard keeping its records in store.
+func New(store storage.Store, opts Options) *Guard {
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultTTL
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	if opts.Headers == nil {
+		opts.Headers = []string{"Content-Type"}
+	}
+	if opts.Keep == nil {
+		opts.Keep = func(status int) bool { return status >= 200 && status < 300 && status != http.StatusAccepted }
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	return &Guard{store: store, opts: opts}
+}
+
+// Request is what identifies a request: the caller's Scope, the Key as the
+// client sent it (Idempotency-Key), and the Method, Path and Body the
+// fingerprint is made of.
+type Request struct {
+	Scope  string
+	Key    string
+	Method string
+	Path   string
+	Body   []byte
+}
+
+// Response is a response as it is stored and replayed.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// ParseKey checks an Idempotency-Key value: a UUID in its 36-character
+// hyphenated form (any version, hex digits in either case). It returns the
+// key in lower case, so keys that differ only in case are one key, or a 400
+// INVALID_INPUT *apierror.Error whose details name the header.
+func ParseKey(v string) (string, error) {
+	if len(v) != 36 {
+		return "", invalidKey()
+	}
+	out := make([]byte, 36)
+	for i := range 36 {
+		c := v[i]
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return "", invalidKey()
+			}
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f':
+		case 'A' <= c && c <= 'F':
+			c += 'a' - 'A'
+		default:
+			return "", invalidKey()
+		}
+		out[i] = c
+	}
+	return string(out), nil
+}
+
+func invalidKey() *apierror.Error {
+	return apierror.New(apierror.InvalidInput, "the %s header must be a UUID such as 5b0d6a7e-5f38-4e0f-8b0b-0e7c0c0f2a10", Header).
+		WithDetail("field", Header)
+}
+
+// FromHeader returns the Idempotency-Key of h: "" when there is none, and
+// 400 INVALID_INPUT when it is given more than once. It does not validate
+// the value; [Guard.Do] does.
+func FromHeader(h http.Header) (string, error) {
+	vs := h.Values(Header)
+	switch len(vs) {
+	case 0:
+		return "", nil
+	case 1:
+		return vs[0], nil
+	}
+	return "", apierror.New(apierror.InvalidInput, "the %s header must be given once", Header).WithDetail("field", Header)
+}
+
+// Fingerprint returns the fingerprint of a request: the SHA-256 of the
+// method, the path and the SHA-256 of the canonical body. A body that is not
+// acceptable JSON is 400 INVALID_INPUT (an empty body is acceptable).
+func Fingerprint(method, path string, body []byte) ([]byte, error) {
+	canon, err := apierror.Canonicalize(body)
+	if err != nil {
+		return nil, err
+	}
+	digest := sha256.Sum256(canon)
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(method), []byte(path)} {
+		var n [8]byte
+		for i, l := 0, uint64(len(part)); i < 8; i++ {
+			n[i] = byte(l >> (8 * i))
+		}
+		h.Write(n[:])
+		h.Write(part)
+	}
+	h.Write(digest[:])
+	return h.Sum(nil), nil
+}
+
+// Causes of the 409 CONFLICT errors of [Guard.Do]: the *apierror.Error it
+// returns wraps one of them, so errors.Is tells them apart.
+var (
+	// ErrInProgress: the first request with the key is still executing.
+	ErrInProgress = errors.New("a request with this key is in progress")
+	// ErrMismatch: the key was used for a different request.
+	ErrMismatch = errors.New("the Idempotency-Key was used for a different request")
+)
+
+func conflict(cause error) *apierror.Error {
+	return apierror.New(apierror.Conflict, "%s", cause.Error()).WithDetail("field", Header).WithCause(cause)
+}
+
+// Do runs fn at most once for req.Key in req.Scope, as the package
+// documentation describes. It returns fn's response and error, or the
+// stored response with replayed true. When req.Key is empty fn simply runs.
+// Errors of its own are *apierror.Error values: 400 INVALID_INPUT (key or
+// body), 409 CONFLICT (wrapping [ErrInProgress] or [ErrMismatch]) and 500
+// INTERNAL_ERROR (the store failed; nothing executed).
+//
+// fn receives a context that ends with the reservation's lease. When fn
+// returns an error, or a response [Options.Keep] rejects, or panics (the
+// panic is re-raised), the reservation is released. When storing the response fails, the response is still
+// returned (what fn did is done); a repeat may then execute again once the
+// lease ends.
+func (g *Guard) Do(ctx context.Context, req Request, fn func(context.Context) (Response, error)) (resp Response, replayed bool, err error) {
+	if req.Key == "" {
+		resp, err = fn(ctx)
+		return resp, false, err
+	}
+	key, err := ParseKey(req.Key)
+	if err != nil {
+		return Response{}, false, err
+	}
+	fp, err := Fingerprint(req.Method, req.Path, req.Body)
+	if err != nil {
+		return Response{}, false, err
+	}
+	var tok [16]byte
+	if _, err := io.ReadFull(g.opts.Rand, tok[:]); err != nil {
+		return Response{}, false, apierror.Internal(err)
+	}
+	now := g.opts.Now()
+	rec := storage.IdempotencyRecord{Scope: req.Scope, Key: key, Token: hex.EncodeToString(tok[:]), Fingerprint: fp,
+		State: storage.IdempotencyInProgress, CreatedAt: now, ExpiresAt: now.Add(g.opts.Lease)}
+	var prior storage.IdempotencyRecord
+	won := false
+	err = g.store.Atomic(ctx, func(tx storage.Tx) error {
+		won = false
+		err := tx.Idempotency().Begin(ctx, &rec, now)
+		if err == nil {
+			won = true
+			return nil
+		}
+		if !errors.Is(err, storage.ErrDuplicate) {
+			return err
+		}
+		prior, err = tx.Idempotency().Get(ctx, rec.Scope, rec.Key)
+		if errors.Is(err, storage.ErrNotFound) {
+			// Released between the two statements: as good as in
+			// progress a moment ago; the client retries.
+			prior = storage.IdempotencyRecord{Fingerprint: fp, State: storage.IdempotencyInProgress}
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		if e := apierror.As(err); e != nil && e.Status() < 500 {
+			return Response{}, false, e
+		}
+		return Response{}, false, apierror.Internal(err)
+	}
+	if !won {
+		switch {
+		case !bytes.Equal(prior.Fingerprint, fp):
+			return Response{}, false, conflict(ErrMismatch)
+		case prior.State != storage.IdempotencyComplete:
+			return Response{}, false, conflict(ErrInProgress)
+		}
+		return Response{Status: prior.Status, Header: http.Header(prior.Header), Body: prior.Body}, true, nil
+	}
+
+	// The bookkeeping below runs even when the caller's context ended: the
+	// effects of fn happened either way.
+	bg := context.WithoutCancel(ctx)
+	release := func() {
+		_ = g.store.Atomic(bg, func(tx storage.Tx) error {
+			return tx.Idempotency().Release(bg, rec.Scope, rec.Key, rec.Token)
+		}) // a reservation left behind ends with its lease
+	}
+	fnCtx, cancel := context.WithTimeout(ctx, g.opts.Lease) // real time, whatever Options.Now says
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				cancel()
+				release()
+				panic(p)
+			}
+		}()
+		resp, err = fn(fnCtx)
+	}()
+	cancel()
+	if err != nil || !g.opts.Keep(resp.Status) {
+		release()
+		return resp, false, err
+	}
+	done := rec
+	done.State, done.Status, done.Body = storage.IdempotencyComplete, resp.Status, resp.Body
+	done.Header = g.selected(resp.Header)
+	done.ExpiresAt = g.opts.Now().Add(g.opts.TTL)
+	_ = g.store.Atomic(bg, func(tx storage.Tx) error { return tx.Idempotency().Complete(bg, &done) })
+	return resp, false, nil
+}
+
+// selected returns the headers of h that are stored, or nil.
+func (g *Guard) selected(h http.Header) map[string][]string {
+	var out map[string][]string
+	for _, name := range g.opts.Headers {
+		if vs := h.Values(name); len(vs) > 0 {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[http.CanonicalHeaderKey(name)] = append([]string(nil), vs...)
+		}
+	}
+	return out
+}
