@@ -33,4 +33,78 @@
 // Every status change writes an EXTERNAL_ACCOUNT.STATUS_UPDATED event to the
 // store's outbox in the same transaction as the change;
 // storage.DeliverEvents hands them to a publisher in order.
+//
+// # The payout gate
+//
+// A host asks [Service.CheckPayout] (or [Service.CheckPayoutIn], inside its
+// own transaction) before it pays an external account: a [Payout] names the
+// account, an amount in minor units, its currency and optionally a corridor.
+// The limits are host configuration ([Config.Payouts], a [PayoutPolicy]):
+// verification thresholds and single-transaction maxima per currency and
+// per corridor, exact integers in minor units. Where both a currency and a
+// corridor limit exist, the lower one applies. [PayoutPolicy.Decide] is the
+// same rule on an account already read.
+//
+// The ownership rule applies to gated accounts ([Gated]): wallets (every
+// account type but the fiat *_ACCOUNT types; LIGHTNING_ACCOUNT is a wallet)
+// in self custody (no vaspName) that are not THIRD_PARTY (an empty
+// ownershipType counts as first party). SPEC ties ownership verification to
+// first-party self-custody wallets: a fiat account's holder is checked by
+// the rail (beneficiary verification), a third party's wallet cannot be
+// proven by the customer, and a custodial wallet is covered by its VASP.
+// Checks run top to bottom; the first that refuses answers:
+//
+//	account                 status                          refusal (else allowed)
+//	any                     (unknown id)                    404 REFERENCE_NOT_FOUND
+//	any                     any                             400 INVALID_AMOUNT if amount <= 0
+//	any                     PENDING, UNDER_REVIEW,          409 CONFLICT, every amount
+//	                        INACTIVE, any other value
+//	any                     ACTIVE, PENDING_OWNERSHIP_      400 TRANSACTION_SIZE_LIMIT_EXCEEDED
+//	                        VERIFICATION, UNVERIFIED        if amount > maximum
+//	not gated               ACTIVE, PENDING_OWNERSHIP_      allowed (RuleNotGated)
+//	                        VERIFICATION, UNVERIFIED
+//	gated wallet            ACTIVE                          allowed (RuleVerified)
+//	gated wallet            UNVERIFIED                      400 EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED,
+//	                                                        every amount
+//	gated wallet            PENDING_OWNERSHIP_VERIFICATION  400 EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED
+//	                                                        if amount >= threshold, else allowed
+//	                                                        (RuleBelowThreshold)
+//
+// Why:
+//
+//   - PENDING_OWNERSHIP_VERIFICATION: SPEC 3.1 allows transfers below
+//     regulatory thresholds, so an amount strictly below the threshold
+//     passes and one that reaches it does not. A currency (and corridor)
+//     without a configured threshold has threshold 0: fail closed.
+//   - UNVERIFIED: a proof was attempted and failed, which is evidence that
+//     the customer may not control the address; SPEC grants the
+//     below-threshold allowance to PENDING_OWNERSHIP_VERIFICATION only. The
+//     remedy is cheap: starting a new challenge moves the account back to
+//     PENDING_OWNERSHIP_VERIFICATION, which re-opens small payouts.
+//   - EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED is answered exactly where a
+//     challenge can clear it (the states [Service.StartChallenge] accepts);
+//     PENDING (not set up yet), UNDER_REVIEW (held by a review) and INACTIVE
+//     (closed or deleted) are states verification cannot change, so they
+//     answer 409 CONFLICT, SPEC's generic resource-state conflict, for
+//     every account kind; so does any status the gate does not know.
+//   - The maximum (SPEC 8) binds every account, and is checked before the
+//     threshold: verifying ownership would not lift it.
+//   - Status values PENDING_OWNERSHIP_VERIFICATION and UNVERIFIED on an
+//     account that is not gated do not restrict it: the library never sets
+//     them there (challenges refuse such accounts) and ownership does not
+//     apply to it.
+//
+// Every refusal is an *apierror.Error with details.reason (a sentence that
+// names the rule and, where one applied, the limit with its scope and key
+// and the amount), details.accountId, details.status, details.amount,
+// details.currency, details.corridor (when set) and details.limit (a
+// [Limit]: scope "currency", "corridor" or "default", key, amount).
+//
+// CheckPayoutIn holds the account until the host's transaction ends, so a
+// status change either commits before the gate reads the account or after
+// the payout commits; see [Service.CheckPayoutIn] for the exact guarantee and
+// what it costs. The service's own status changes (StartChallenge, Verify,
+// CompleteLiveness) hold the account the same way before they touch its
+// challenge, so they queue with payouts on equal terms instead of losing
+// every compare-and-set to a stream of them.
 package ownership

@@ -65,6 +65,10 @@ type Config struct {
 	// Render turns an account into the JSON clients receive (the 200 of
 	// verify and the data of events); nil means [AccountJSON].
 	Render func(storage.ExternalAccount) any
+	// Payouts configures the payout gate ([Service.CheckPayout]): the
+	// verification thresholds and the single-transaction maxima. The zero
+	// value has neither (see [PayoutPolicy]).
+	Payouts PayoutPolicy
 }
 
 // Service runs the ownership challenge lifecycle of external accounts. It
@@ -79,6 +83,7 @@ type Service struct {
 	clock     func() time.Time
 	rand      io.Reader
 	render    func(storage.ExternalAccount) any
+	payouts   PayoutPolicy
 }
 
 // New returns a service for cfg.
@@ -88,6 +93,13 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{store: cfg.Store, verifiers: cfg.Verifiers, liveness: cfg.Liveness, service: cfg.Service,
 		network: cfg.Network, ttl: cfg.ChallengeTTL, clock: cfg.Clock, rand: cfg.Rand, render: cfg.Render}
+	if err := cfg.Payouts.VerificationThresholds.validate("VerificationThresholds"); err != nil {
+		return nil, err
+	}
+	if err := cfg.Payouts.MaxAmounts.validate("MaxAmounts"); err != nil {
+		return nil, err
+	}
+	s.payouts = PayoutPolicy{VerificationThresholds: cfg.Payouts.VerificationThresholds.clone(), MaxAmounts: cfg.Payouts.MaxAmounts.clone()}
 	if s.verifiers == nil {
 		s.verifiers = DefaultVerifiers()
 	}
@@ -178,6 +190,19 @@ func load(ctx context.Context, tx storage.Tx, id string, tree Tree) (storage.Ext
 	return a, err
 }
 
+// loadHeld is load for a transaction that changes the account: it holds the
+// account until the transaction ends, as the payout gate does (see
+// [Service.CheckPayoutIn]), so status changes and payouts queue on the
+// account alike. Callers hold the account before they touch its challenge,
+// so transactions take the two in one order.
+func loadHeld(ctx context.Context, tx storage.Tx, id string, tree Tree) (storage.ExternalAccount, error) {
+	a, err := hold(ctx, tx, id)
+	if err == nil && !tree.holds(&a) {
+		return storage.ExternalAccount{}, notFound(id)
+	}
+	return a, err
+}
+
 // eligible reports why the account cannot be challenged with method, or nil.
 func (s *Service) eligible(a *storage.ExternalAccount, method string) error {
 	conflict := func(reason string) error {
@@ -186,7 +211,7 @@ func (s *Service) eligible(a *storage.ExternalAccount, method string) error {
 	switch {
 	case a.VaspName != "":
 		return conflict("the wallet is custodial (vaspName is set)")
-	case a.OwnershipType != "FIRST_PARTY":
+	case a.OwnershipType != FirstParty:
 		return conflict("the account is not FIRST_PARTY")
 	case a.Status == storage.StatusActive:
 		return conflict("the account is already verified")
@@ -248,7 +273,7 @@ func (s *Service) StartChallenge(ctx context.Context, accountID, method string, 
 	}
 
 	err = s.store.Atomic(ctx, func(tx storage.Tx) error {
-		a, err := load(ctx, tx, accountID, tree)
+		a, err := loadHeld(ctx, tx, accountID, tree)
 		if err != nil {
 			return err
 		}
@@ -329,14 +354,14 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 
 	var out storage.ExternalAccount
 	err = s.store.Atomic(ctx, func(tx storage.Tx) error {
+		a, err := loadHeld(ctx, tx, accountID, tree)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.Challenges().Consume(ctx, accountID, ch.ID); err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
 				return noChallenge()
 			}
-			return err
-		}
-		a, err := load(ctx, tx, accountID, tree)
-		if err != nil {
 			return err
 		}
 		if a.Status != storage.StatusPendingOwnershipVerification {
@@ -372,6 +397,10 @@ func (s *Service) CompleteLiveness(ctx context.Context, accountID string, passed
 	now := s.clock()
 	var out storage.ExternalAccount
 	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+		a, err := loadHeld(ctx, tx, accountID, AnyTree)
+		if err != nil {
+			return err
+		}
 		ch, err := tx.Challenges().Get(ctx, accountID)
 		if errors.Is(err, storage.ErrNotFound) || err == nil && ch.Method != MethodLiveness {
 			return apierror.New(apierror.Conflict, "no LIVENESS challenge is outstanding for the account")
@@ -380,10 +409,6 @@ func (s *Service) CompleteLiveness(ctx context.Context, accountID string, passed
 			return err
 		}
 		if _, err := tx.Challenges().Consume(ctx, accountID, ch.ID); err != nil {
-			return err
-		}
-		a, err := load(ctx, tx, accountID, AnyTree)
-		if err != nil {
 			return err
 		}
 		if a.Status != storage.StatusPendingOwnershipVerification {

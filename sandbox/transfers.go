@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -182,9 +184,10 @@ func (s *Simulator) TransferIn(ctx context.Context, req TransferRequest) (*Trans
 // refunded when the transfer fails.
 //
 // Errors: those of TransferIn, 400 INVALID_AMOUNT (balance too low), 400
-// EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED (the destination is a wallet still
-// pending ownership verification and the amount reaches
-// Config.VerificationThreshold).
+// EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED (the destination is a first-party
+// self-custody wallet still pending ownership verification and the amount
+// reaches Config.VerificationThreshold, or whose last verification failed),
+// decided by the library's payout gate (ownership.PayoutPolicy).
 func (s *Simulator) TransferOut(ctx context.Context, req TransferRequest) (*Transaction, error) {
 	return idempotent(s, "transfer-out", req.IdempotencyKey, req, func() (*Transaction, error) {
 		return s.transfer(ctx, req.Destination.AccountID, req.Source.AccountID, req.Amount, false)
@@ -252,18 +255,41 @@ func (s *Simulator) transfer(ctx context.Context, extID, walletID string, amount
 	return out, err
 }
 
-// checkVerified applies the ownership rule to a payment to ext: a wallet
-// still pending ownership verification (or whose last verification failed)
-// receives only amounts below the threshold.
+// checkVerified applies the library's payout gate
+// ([ownership.PayoutPolicy.Decide]) to a payment of amount (smallest units
+// of ext's currency) to ext, with the sandbox's thresholds: a first-party
+// self-custody wallet still PENDING_OWNERSHIP_VERIFICATION receives only
+// amounts below Config.VerificationThreshold (major units), one whose last
+// verification failed (UNVERIFIED) receives nothing until a new challenge is
+// started, and accounts the gate finds unusable answer 409 CONFLICT. The
+// sandbox configures no single-transaction maxima (MaxAmount is checked
+// before, as AMOUNT_OUT_OF_RANGE). The refusal names field in
+// details.field.
 func (s *Simulator) checkVerified(ext *storage.ExternalAccount, amount int64, field string) error {
-	if ext.Status != storage.StatusPendingOwnershipVerification && ext.Status != storage.StatusUnverified {
-		return nil
+	_, err := s.payoutPolicy().Decide(ext, ownership.Payout{AccountID: ext.ID, Amount: amount, Currency: ext.Currency})
+	if e := apierror.As(err); e != nil {
+		return e.WithDetail("field", field)
 	}
-	if _, ok := currencies[ext.Currency]; !ok || amount < majorUnits(s.cfg.VerificationThreshold, ext.Currency) {
-		return nil
+	return err
+}
+
+// payoutPolicies caches the sandbox payout policy per
+// Config.VerificationThreshold.
+var payoutPolicies sync.Map // int64 -> *ownership.PayoutPolicy
+
+// payoutPolicy is the gate configuration of the simulator: the verification
+// threshold of every sandbox currency, in its smallest units.
+func (s *Simulator) payoutPolicy() *ownership.PayoutPolicy {
+	if p, ok := payoutPolicies.Load(s.cfg.VerificationThreshold); ok {
+		return p.(*ownership.PayoutPolicy)
 	}
-	return apierror.New(apierror.ExternalAccountVerificationRequired,
-		"the destination account's ownership must be verified before a transfer of this size").WithDetail("field", field)
+	by := make(map[string]int64, len(currencies))
+	for cur := range currencies {
+		by[cur] = majorUnits(s.cfg.VerificationThreshold, cur)
+	}
+	p, _ := payoutPolicies.LoadOrStore(s.cfg.VerificationThreshold,
+		&ownership.PayoutPolicy{VerificationThresholds: ownership.Limits{ByCurrency: by}})
+	return p.(*ownership.PayoutPolicy)
 }
 
 // idempotent runs fn once per Idempotency-Key and scope: a repeat of the

@@ -1,0 +1,364 @@
+package ownership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage"
+)
+
+// Ownership types of an external account (its ownershipType).
+const (
+	// FirstParty: the account belongs to the customer.
+	FirstParty = "FIRST_PARTY"
+	// ThirdParty: the account belongs to someone else.
+	ThirdParty = "THIRD_PARTY"
+)
+
+// Rules under which the payout gate allows a payout ([Decision.Rule]).
+const (
+	// RuleNotGated: the account is not a first-party self-custody wallet
+	// (a fiat account, a THIRD_PARTY wallet or a custodial wallet), so the
+	// ownership rule does not apply; only the maximum does.
+	RuleNotGated = "NOT_GATED"
+	// RuleVerified: the wallet is ACTIVE (its ownership is verified, or it
+	// never needed a proof).
+	RuleVerified = "VERIFIED"
+	// RuleBelowThreshold: the wallet is PENDING_OWNERSHIP_VERIFICATION and
+	// the amount is below the verification threshold.
+	RuleBelowThreshold = "BELOW_THRESHOLD"
+)
+
+// Scopes of a [Limit].
+const (
+	// ScopeCurrency: the limit is configured for the payout's currency.
+	ScopeCurrency = "currency"
+	// ScopeCorridor: the limit is configured for the payout's corridor.
+	ScopeCorridor = "corridor"
+	// ScopeDefault: no verification threshold is configured for the
+	// payout's currency or corridor, so the threshold is zero.
+	ScopeDefault = "default"
+)
+
+// holdAttempts bounds how often CheckPayoutIn re-reads an account that keeps
+// changing under it before it answers 409 CONFLICT.
+const holdAttempts = 8
+
+// Limits are amounts in minor units (exact integers, never floats) keyed by
+// currency code and by corridor. The corridor is a name the host chooses
+// (for example "US-MX" or "USD:EUR"); currency codes and corridor names are
+// compared exactly.
+type Limits struct {
+	// ByCurrency holds the limit per currency (ISO 4217 or a token code
+	// such as USDC), in minor units of that currency.
+	ByCurrency map[string]int64
+	// ByCorridor holds the limit per corridor, in minor units of the
+	// payout's currency.
+	ByCorridor map[string]int64
+}
+
+// find returns the stricter (lower) of the limits that apply to the currency
+// and the corridor, or ok false when neither is configured. On a tie the
+// corridor's is reported.
+func (l *Limits) find(currency, corridor string) (Limit, bool) {
+	var out Limit
+	ok := false
+	if corridor != "" {
+		if v, found := l.ByCorridor[corridor]; found {
+			out, ok = Limit{Scope: ScopeCorridor, Key: corridor, Amount: v}, true
+		}
+	}
+	if v, found := l.ByCurrency[currency]; found && (!ok || v < out.Amount) {
+		out, ok = Limit{Scope: ScopeCurrency, Key: currency, Amount: v}, true
+	}
+	return out, ok
+}
+
+func (l *Limits) validate(name string) error {
+	for _, m := range []struct {
+		kind string
+		m    map[string]int64
+	}{{"ByCurrency", l.ByCurrency}, {"ByCorridor", l.ByCorridor}} {
+		for k, v := range m.m {
+			if v < 0 {
+				return fmt.Errorf("ownership: Config.Payouts.%s.%s[%q] is negative (%d)", name, m.kind, k, v)
+			}
+		}
+	}
+	return nil
+}
+
+func (l Limits) clone() Limits {
+	return Limits{ByCurrency: maps.Clone(l.ByCurrency), ByCorridor: maps.Clone(l.ByCorridor)}
+}
+
+// PayoutPolicy is the host's configuration of the payout gate. The zero
+// value has no thresholds and no maxima: a wallet pending ownership
+// verification receives nothing, every other usable account receives any
+// amount.
+type PayoutPolicy struct {
+	// VerificationThresholds are the amounts from which a first-party
+	// self-custody wallet must be ACTIVE (ownership verified) to be paid:
+	// a wallet in PENDING_OWNERSHIP_VERIFICATION receives amounts strictly
+	// below the threshold (SPEC 3.1: transfers below regulatory thresholds
+	// are still allowed). When both the currency and the corridor have one,
+	// the lower applies; when neither has one, the threshold is zero (fail
+	// closed: such a wallet receives nothing in that currency).
+	VerificationThresholds Limits
+	// MaxAmounts are the single-transaction maxima (SPEC 8): an amount above
+	// the maximum (equal passes) answers 400 TRANSACTION_SIZE_LIMIT_EXCEEDED
+	// for every account. When both the currency and the corridor have one,
+	// the lower applies; when neither has one, there is no maximum.
+	MaxAmounts Limits
+}
+
+// Payout is a payment a host is about to make to an external account.
+type Payout struct {
+	// AccountID is the destination external account, ExternalAccount:<uuid>.
+	AccountID string
+	// Amount is in minor units of Currency; it must be positive.
+	Amount int64
+	// Currency is the currency of Amount; empty means the account's
+	// currency. The limits are looked up by it.
+	Currency string
+	// Corridor optionally names the trade corridor of the payment, as keyed
+	// in [Limits.ByCorridor].
+	Corridor string
+}
+
+// Limit is one configured limit: where it comes from and its amount.
+type Limit struct {
+	// Scope is ScopeCurrency, ScopeCorridor or ScopeDefault.
+	Scope string `json:"scope"`
+	// Key is the currency code or the corridor name ("" for ScopeDefault).
+	Key string `json:"key,omitempty"`
+	// Amount is the limit in minor units.
+	Amount int64 `json:"amount"`
+}
+
+// String describes the limit for a reason: "100000 (currency EUR)".
+func (l Limit) String() string {
+	if l.Scope == ScopeDefault {
+		return "0 (default: none is configured)"
+	}
+	return fmt.Sprintf("%d (%s %s)", l.Amount, l.Scope, l.Key)
+}
+
+// Decision is the gate's answer for an allowed payout.
+type Decision struct {
+	// Account is the account as the gate read it. After CheckPayoutIn it is
+	// held until the transaction ends (see [Service.CheckPayoutIn]).
+	Account storage.ExternalAccount
+	// Gated reports whether the ownership rule applies to the account (a
+	// first-party self-custody wallet).
+	Gated bool
+	// Rule is RuleNotGated, RuleVerified or RuleBelowThreshold.
+	Rule string
+	// Threshold is the verification threshold that applied, for
+	// RuleBelowThreshold; nil otherwise.
+	Threshold *Limit
+	// Maximum is the single-transaction maximum that applied, nil when none
+	// is configured for the payout.
+	Maximum *Limit
+
+	limits [2]Limit // what Threshold and Maximum point to: one allocation
+}
+
+// Gated reports whether the ownership rule applies to the account: a wallet
+// (any account type that is not a fiat *_ACCOUNT type; LIGHTNING_ACCOUNT is a
+// wallet) that is self custody (no vaspName) and not THIRD_PARTY. An empty
+// ownershipType counts as first party, so an unknown owner fails closed.
+func Gated(a *storage.ExternalAccount) bool {
+	fiat := strings.HasSuffix(a.AccountType, "_ACCOUNT") && a.AccountType != AccountLightningAlias
+	return !fiat && a.VaspName == "" && a.OwnershipType != ThirdParty
+}
+
+// Decide applies the payout rules (see the package documentation) to an
+// account already read, with no store access. It returns the decision for
+// an allowed payout, or:
+//
+//   - 400 INVALID_AMOUNT: the amount is not positive;
+//   - 409 CONFLICT: the account's status allows no payout (PENDING,
+//     UNDER_REVIEW, INACTIVE or a status the gate does not know);
+//   - 400 TRANSACTION_SIZE_LIMIT_EXCEEDED: the amount is above the maximum;
+//   - 400 EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED: a gated wallet that is
+//     UNVERIFIED, or PENDING_OWNERSHIP_VERIFICATION with an amount at or
+//     above the threshold.
+//
+// Every refusal carries details.reason (a sentence naming the rule, and the
+// limit and amount where one applied), details.accountId, details.status,
+// details.amount and details.currency, plus details.corridor when set and
+// details.limit (a [Limit]) when a limit applied. Checks run in the order
+// listed, so an error names the first rule that refuses.
+func (p *PayoutPolicy) Decide(a *storage.ExternalAccount, pay Payout) (*Decision, error) {
+	cur := pay.Currency
+	if cur == "" {
+		cur = a.Currency
+	}
+	refuse := func(code apierror.Code, limit *Limit, reason string) *apierror.Error {
+		e := apierror.New(code, "payout to %s refused: %s", a.ID, reason).WithDetail("reason", reason).
+			WithDetail("accountId", a.ID).WithDetail("status", string(a.Status)).
+			WithDetail("amount", pay.Amount).WithDetail("currency", cur)
+		if pay.Corridor != "" {
+			e.WithDetail("corridor", pay.Corridor)
+		}
+		if limit != nil {
+			e.WithDetail("limit", *limit)
+		}
+		return e
+	}
+	if pay.Amount <= 0 {
+		return nil, refuse(apierror.InvalidAmount, nil,
+			fmt.Sprintf("amount %d is not a positive integer in minor units", pay.Amount)).WithDetail("field", "amount")
+	}
+	switch a.Status {
+	case storage.StatusActive, storage.StatusPendingOwnershipVerification, storage.StatusUnverified:
+	case storage.StatusPending:
+		return nil, refuse(apierror.Conflict, nil, "the account is PENDING: it is not usable until it becomes ACTIVE")
+	case storage.StatusUnderReview:
+		return nil, refuse(apierror.Conflict, nil, "the account is UNDER_REVIEW: payouts wait for the review to end")
+	case storage.StatusInactive:
+		return nil, refuse(apierror.Conflict, nil, "the account is INACTIVE: it receives no payouts")
+	default:
+		return nil, refuse(apierror.Conflict, nil, fmt.Sprintf("the account status %q allows no payouts", a.Status))
+	}
+	d := &Decision{Account: *a, Gated: Gated(a)}
+	if m, ok := p.MaxAmounts.find(cur, pay.Corridor); ok {
+		d.limits[0] = m
+		d.Maximum = &d.limits[0]
+		if pay.Amount > m.Amount {
+			return nil, refuse(apierror.TransactionSizeLimitExceeded, &m, fmt.Sprintf(
+				"amount %d %s is above the single-transaction maximum %s", pay.Amount, cur, m))
+		}
+	}
+	switch {
+	case !d.Gated:
+		d.Rule = RuleNotGated
+		return d, nil
+	case a.Status == storage.StatusActive:
+		d.Rule = RuleVerified
+		return d, nil
+	case a.Status == storage.StatusUnverified:
+		return nil, refuse(apierror.ExternalAccountVerificationRequired, nil, fmt.Sprintf(
+			"the wallet's last ownership verification failed (UNVERIFIED): no amount is allowed (amount %d %s) until a new challenge is started", pay.Amount, cur))
+	}
+	t, ok := p.VerificationThresholds.find(cur, pay.Corridor)
+	if !ok {
+		t = Limit{Scope: ScopeDefault}
+	}
+	if pay.Amount >= t.Amount {
+		return nil, refuse(apierror.ExternalAccountVerificationRequired, &t, fmt.Sprintf(
+			"amount %d %s reaches the verification threshold %s of a wallet PENDING_OWNERSHIP_VERIFICATION", pay.Amount, cur, t))
+	}
+	d.limits[1] = t
+	d.Rule, d.Threshold = RuleBelowThreshold, &d.limits[1]
+	return d, nil
+}
+
+// CheckPayout reads the account and decides the payout (see
+// [PayoutPolicy.Decide] and the package documentation). The answer is a
+// snapshot: the account may change as soon as CheckPayout returns. A host
+// that debits in the same database uses [Service.CheckPayoutIn] instead.
+//
+// Errors: those of Decide, 404 REFERENCE_NOT_FOUND (unknown account).
+func (s *Service) CheckPayout(ctx context.Context, p Payout) (*Decision, error) {
+	var d *Decision
+	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+		a, err := load(ctx, tx, p.AccountID, AnyTree)
+		if err != nil {
+			return err
+		}
+		d, err = s.payouts.Decide(&a, p)
+		return err
+	})
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	return d, nil
+}
+
+// CheckPayoutIn decides the payout inside the host's transaction tx (of the
+// service's store), so that the host gates and debits atomically:
+//
+//	err := store.Atomic(ctx, func(tx storage.Tx) error {
+//		if _, err := svc.CheckPayoutIn(ctx, tx, payout); err != nil {
+//			return err
+//		}
+//		return debit(ctx, tx, payout) // same transaction
+//	})
+//
+// It holds the account until tx ends, then decides on the held state. The
+// guarantee: a status change made by compare-and-set on the account's
+// Version (every change the library makes, and any ExternalAccounts.Update)
+// commits either before the hold, and the gate decides on it, or after tx
+// ends; so no payout that passed the gate commits after a change that would
+// have refused it. The decision is made on the account as held, and is as
+// fresh as the latest committed change.
+//
+// The cost: a change that read the account before a payout held it loses
+// its compare-and-set and fails with storage.ErrConflict once the payout
+// commits (the ownership service answers 409 CONFLICT; the caller retries
+// it). Under a stream of payouts that keeps the account held without a gap,
+// such a change keeps losing until the stream pauses. Payouts to one account
+// serialize on it.
+//
+// How the account is held: when the store's ExternalAccounts offers
+// Lock(ctx, id) (storage.ExternalAccount, error) (a lock held to the end of
+// the transaction, as InternalAccounts.Lock), the gate uses it; otherwise it
+// writes the account back unchanged by compare-and-set on the Version it
+// read, which takes the row lock on PostgreSQL (and advances Version) and
+// fails if a change committed since the read, in which case it reads again
+// (a bounded number of times). The memory store serializes transactions; the
+// write is harmless there. A store's Lock removes the write, the version
+// churn and the starvation of concurrent changes described above.
+//
+// Errors: those of CheckPayout, 409 CONFLICT (the account kept changing).
+// The returned error is an *apierror.Error; return it from the transaction
+// function to roll back.
+func (s *Service) CheckPayoutIn(ctx context.Context, tx storage.Tx, p Payout) (*Decision, error) {
+	a, err := hold(ctx, tx, p.AccountID)
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	return s.payouts.Decide(&a, p)
+}
+
+// accountLocker is the optional lock of a store's external accounts.
+type accountLocker interface {
+	Lock(ctx context.Context, id string) (storage.ExternalAccount, error)
+}
+
+// hold reads the account and holds it until the transaction ends.
+func hold(ctx context.Context, tx storage.Tx, id string) (storage.ExternalAccount, error) {
+	repo := tx.ExternalAccounts()
+	if l, ok := repo.(accountLocker); ok {
+		a, err := l.Lock(ctx, id)
+		if errors.Is(err, storage.ErrNotFound) {
+			return a, notFound(id)
+		}
+		return a, err
+	}
+	for attempt := 1; ; attempt++ {
+		a, err := load(ctx, tx, id, AnyTree)
+		if err != nil {
+			return a, err
+		}
+		err = repo.Update(ctx, &a)
+		switch {
+		case err == nil:
+			return a, nil
+		case errors.Is(err, storage.ErrNotFound):
+			return a, notFound(id)
+		case !errors.Is(err, storage.ErrConflict) || attempt == holdAttempts:
+			return a, err
+		}
+	}
+}
+
+func notFound(id string) error {
+	return apierror.New(apierror.ReferenceNotFound, "external account %s not found", id)
+}
