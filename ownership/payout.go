@@ -44,10 +44,6 @@ const (
 	ScopeDefault = "default"
 )
 
-// holdAttempts bounds how often CheckPayoutIn re-reads an account that keeps
-// changing under it before it answers 409 CONFLICT.
-const holdAttempts = 8
-
 // Limits are amounts in minor units (exact integers, never floats) keyed by
 // currency code and by corridor. The corridor is a name the host chooses
 // (for example "US-MX" or "USD:EUR"); currency codes and corridor names are
@@ -299,24 +295,11 @@ func (s *Service) CheckPayout(ctx context.Context, p Payout) (*Decision, error) 
 // have refused it. The decision is made on the account as held, and is as
 // fresh as the latest committed change.
 //
-// The cost: a change that read the account before a payout held it loses
-// its compare-and-set and fails with storage.ErrConflict once the payout
-// commits (the ownership service answers 409 CONFLICT; the caller retries
-// it). Under a stream of payouts that keeps the account held without a gap,
-// such a change keeps losing until the stream pauses. Payouts to one account
-// serialize on it.
+// The cost: payouts to one account, and the library's own status changes of
+// it (which hold the account the same way), run one at a time. The account
+// is held with [storage.ExternalAccounts.Lock].
 //
-// How the account is held: when the store's ExternalAccounts offers
-// Lock(ctx, id) (storage.ExternalAccount, error) (a lock held to the end of
-// the transaction, as InternalAccounts.Lock), the gate uses it; otherwise it
-// writes the account back unchanged by compare-and-set on the Version it
-// read, which takes the row lock on PostgreSQL (and advances Version) and
-// fails if a change committed since the read, in which case it reads again
-// (a bounded number of times). The memory store serializes transactions; the
-// write is harmless there. A store's Lock removes the write, the version
-// churn and the starvation of concurrent changes described above.
-//
-// Errors: those of CheckPayout, 409 CONFLICT (the account kept changing).
+// Errors: those of CheckPayout.
 // The returned error is an *apierror.Error; return it from the transaction
 // function to roll back.
 func (s *Service) CheckPayoutIn(ctx context.Context, tx storage.Tx, p Payout) (*Decision, error) {
@@ -327,36 +310,13 @@ func (s *Service) CheckPayoutIn(ctx context.Context, tx storage.Tx, p Payout) (*
 	return s.payouts.Decide(&a, p)
 }
 
-// accountLocker is the optional lock of a store's external accounts.
-type accountLocker interface {
-	Lock(ctx context.Context, id string) (storage.ExternalAccount, error)
-}
-
 // hold reads the account and holds it until the transaction ends.
 func hold(ctx context.Context, tx storage.Tx, id string) (storage.ExternalAccount, error) {
-	repo := tx.ExternalAccounts()
-	if l, ok := repo.(accountLocker); ok {
-		a, err := l.Lock(ctx, id)
-		if errors.Is(err, storage.ErrNotFound) {
-			return a, notFound(id)
-		}
-		return a, err
+	a, err := tx.ExternalAccounts().Lock(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return a, notFound(id)
 	}
-	for attempt := 1; ; attempt++ {
-		a, err := load(ctx, tx, id, AnyTree)
-		if err != nil {
-			return a, err
-		}
-		err = repo.Update(ctx, &a)
-		switch {
-		case err == nil:
-			return a, nil
-		case errors.Is(err, storage.ErrNotFound):
-			return a, notFound(id)
-		case !errors.Is(err, storage.ErrConflict) || attempt == holdAttempts:
-			return a, err
-		}
-	}
+	return a, err
 }
 
 func notFound(id string) error {

@@ -126,6 +126,13 @@ type ExternalAccounts interface {
 	Update(ctx context.Context, a *ExternalAccount) error
 	// ListByCustomer returns the customer's accounts in creation order.
 	ListByCustomer(ctx context.Context, customerID string) ([]ExternalAccount, error)
+	// Lock returns the account as Get does and holds it until the
+	// transaction ends: another transaction's Lock or Update of the account
+	// waits until then and sees what this one committed. A payout gate locks
+	// the account before deciding on its status, so no status change commits
+	// between the decision and the payout. ErrNotFound when the account does
+	// not exist.
+	Lock(ctx context.Context, id string) (ExternalAccount, error)
 }
 
 // OwnershipChallenges stores the outstanding ownership challenge of each

@@ -88,6 +88,11 @@ func (r extRepo) Get(_ context.Context, id string) (storage.ExternalAccount, err
 	return *cloneExt(a), nil
 }
 
+// Lock is Get: the store serializes transactions, so the account is held.
+func (r extRepo) Lock(ctx context.Context, id string) (storage.ExternalAccount, error) {
+	return r.Get(ctx, id)
+}
+
 func (r extRepo) Update(_ context.Context, a *storage.ExternalAccount) error {
 	if err := r.check(); err != nil {
 		return err

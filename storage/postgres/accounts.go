@@ -17,6 +17,7 @@ const (
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1)
 	ON CONFLICT DO NOTHING`
 	extGetSQL    = `SELECT ` + extColumns + ` FROM {s}.external_accounts WHERE id = $1`
+	extLockSQL   = extGetSQL + ` FOR UPDATE`
 	extUpdateSQL = `UPDATE {s}.external_accounts SET customer_id = $2, platform_account_id = $3, status = $4,
 	ownership_type = $5, currency = $6, account_type = $7, address = $8, network = $9, vasp_name = $10,
 	info = $11, created_at = $12, updated_at = $13, version = version + 1
@@ -72,6 +73,21 @@ func (r extRepo) Get(ctx context.Context, id string) (storage.ExternalAccount, e
 	switch {
 	case err != nil:
 		return storage.ExternalAccount{}, wrap("get external account", err)
+	case !found:
+		return a, storage.ErrNotFound
+	}
+	return a, nil
+}
+
+func (r extRepo) Lock(ctx context.Context, id string) (storage.ExternalAccount, error) {
+	var a storage.ExternalAccount
+	if !storableKey(id) {
+		return a, notFoundOrDone(r.t)
+	}
+	found, err := r.t.queryRow(ctx, r.t.s.q.extLock, []any{id}, func(row pgx.Row) error { return scanExt(row, &a) })
+	switch {
+	case err != nil:
+		return storage.ExternalAccount{}, wrap("lock external account", err)
 	case !found:
 		return a, storage.ErrNotFound
 	}

@@ -248,8 +248,8 @@ func TestPayoutGateHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := <-flipDone; !errors.Is(err, storage.ErrConflict) {
-		t.Fatalf("change racing a held payout: %v, want storage.ErrConflict", err)
+	if err := <-flipDone; err != nil {
+		t.Fatalf("change queued behind a held payout: %v", err)
 	}
 	wg.Wait()
 	if err := flip(b, func() {}); err != nil {

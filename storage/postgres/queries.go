@@ -9,7 +9,7 @@ import (
 // {s}. Each store renders its own at New, so statements of different
 // schemas never share a prepared statement.
 type queries struct {
-	extInsert, extGet, extUpdate, extExists, extList                                               string
+	extInsert, extGet, extLock, extUpdate, extExists, extList                                      string
 	walletInsert, walletGet, walletUpdate, walletExists, walletList, walletLock                    string
 	challengePut, challengeGet, challengeConsume                                                   string
 	credInsert, credGet, credUpdate, credExists, credDelete, credList, credByWebAuthn, credByEmail string
@@ -26,7 +26,7 @@ type queries struct {
 func renderQueries(quotedSchema string) queries {
 	r := strings.NewReplacer("{s}", quotedSchema)
 	q := queries{
-		extInsert: r.Replace(extInsertSQL), extGet: r.Replace(extGetSQL), extUpdate: r.Replace(extUpdateSQL),
+		extInsert: r.Replace(extInsertSQL), extGet: r.Replace(extGetSQL), extLock: r.Replace(extLockSQL), extUpdate: r.Replace(extUpdateSQL),
 		extExists: r.Replace(extExistsSQL), extList: r.Replace(extListSQL),
 		walletInsert: r.Replace(walletInsertSQL), walletGet: r.Replace(walletGetSQL), walletUpdate: r.Replace(walletUpdateSQL),
 		walletExists: r.Replace(walletExistsSQL), walletList: r.Replace(walletListSQL), walletLock: r.Replace(walletLockSQL),

@@ -36,6 +36,26 @@ func testGuards(t *testing.T, newStore Factory) {
 			return nil
 		})
 	})
+	t.Run("LockExternalAccount", func(t *testing.T) {
+		s := newStore(t)
+		a := newExternal(t, id(t, "Customer"))
+		run(t, s, func(tx storage.Tx) error { return tx.ExternalAccounts().Create(ctx, &a) })
+		run(t, s, func(tx storage.Tx) error {
+			r := tx.ExternalAccounts()
+			got, err := r.Lock(ctx, a.ID)
+			wantErr(t, "ExternalAccounts.Lock", err, nil)
+			diff(t, "ExternalAccounts.Lock", got, a)
+			upd := got
+			upd.Status = storage.StatusUnverified
+			wantErr(t, "Update of the locked account", r.Update(ctx, &upd), nil)
+			got, err = r.Lock(ctx, a.ID)
+			wantErr(t, "ExternalAccounts.Lock after Update", err, nil)
+			diff(t, "ExternalAccounts.Lock after Update", got, upd)
+			_, err = r.Lock(ctx, id(t, "ExternalAccount"))
+			wantErr(t, "ExternalAccounts.Lock unknown", err, storage.ErrNotFound)
+			return nil
+		})
+	})
 	t.Run("LockCredential", func(t *testing.T) {
 		s := newStore(t)
 		c := passkeyCred(t, id(t, "InternalAccount"), []byte("lock-me"))
@@ -149,6 +169,8 @@ func testGuards(t *testing.T, newStore Factory) {
 		run(t, s, func(tx storage.Tx) error { kept = tx; return nil })
 		_, err := kept.InternalAccounts().Lock(ctx, id(t, "InternalAccount"))
 		wantErr(t, "InternalAccounts.Lock through a finished Tx", err, storage.ErrTxDone)
+		_, err = kept.ExternalAccounts().Lock(ctx, id(t, "ExternalAccount"))
+		wantErr(t, "ExternalAccounts.Lock through a finished Tx", err, storage.ErrTxDone)
 		_, err = kept.Credentials().Lock(ctx, id(t, "AuthMethod"))
 		wantErr(t, "Credentials.Lock through a finished Tx", err, storage.ErrTxDone)
 		wantErr(t, "LockEmail through a finished Tx", kept.Credentials().LockEmail(ctx, "a@example.com"), storage.ErrTxDone)
