@@ -214,3 +214,10 @@ func headerReason(kind int, electrum bool, addrType string) string {
 	}
 	return "signature header is for another address type than " + addrType
 }
+
+// ValidateAddress implements [AddressValidator]: a P2PKH, P2SH, P2WPKH or
+// P2TR address of w.Network.
+func (BitcoinVerifier) ValidateAddress(w Wallet) error {
+	_, err := parseBitcoinAddress(w.Address, w.Network)
+	return err
+}

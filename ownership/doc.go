@@ -2,6 +2,17 @@
 // registered as an external account, as travel-rule regimes require before a
 // wallet is used without limits.
 //
+// # Registration
+//
+// [Service.RegisterAccount] (or [Service.RegisterAccountIn], inside the
+// host's transaction) creates an external account: the address is checked
+// by the account type's verifier ([AddressValidator], the same parser that
+// later verifies signatures, for the service's network), and the account
+// starts PENDING_OWNERSHIP_VERIFICATION when it is a FIRST_PARTY
+// self-custody wallet whose type has a verifier, ACTIVE otherwise
+// ([Verifiers.StartingStatus]). Host-driven changes, such as a deletion to
+// INACTIVE, go through [Service.SetStatus].
+//
 // # The proof
 //
 // [Service.StartChallenge] issues a WALLET_SIGNATURE challenge: a
@@ -30,7 +41,8 @@
 //
 // # Events
 //
-// Every status change writes an EXTERNAL_ACCOUNT.STATUS_UPDATED event to the
+// Every status change, including the starting status of a registration and
+// host-driven changes, writes an EXTERNAL_ACCOUNT.STATUS_UPDATED event to the
 // store's outbox in the same transaction as the change;
 // storage.DeliverEvents hands them to a publisher in order.
 //

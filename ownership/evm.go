@@ -108,3 +108,10 @@ func decodeRSV(value string) ([]byte, error) {
 	}
 	return sig, nil
 }
+
+// ValidateAddress implements [AddressValidator]: a 0x address of 40 hex
+// digits, EIP-55 checksummed when mixed case. The network is ignored.
+func (EVMVerifier) ValidateAddress(w Wallet) error {
+	_, err := parseEVMAddress(w.Address)
+	return err
+}

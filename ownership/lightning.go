@@ -19,7 +19,8 @@ import (
 // The address is the node id: the 33-byte compressed public key in hex (66
 // characters). Only node operators can produce this proof; invoices,
 // Lightning addresses and LNURL hold no key. It is therefore not part of
-// [DefaultVerifiers]: register it for [AccountLightning] explicitly when the
+// [DefaultVerifiers]: register it for [AccountLightning] explicitly (one
+// registration covers [AccountLightningAlias] too, see [Verifiers.Lookup]) when the
 // account records a node id. Like LND's offline check, it compares keys
 // only and does not look the node up in a channel graph. Wallet.Network is
 // ignored.
@@ -102,4 +103,11 @@ func decodeZBase32(s string) ([]byte, bool) {
 		return nil, false
 	}
 	return out, true
+}
+
+// ValidateAddress implements [AddressValidator]: a node id, 66 hex
+// characters of a compressed public key. The network is ignored.
+func (LightningNodeVerifier) ValidateAddress(w Wallet) error {
+	_, err := parseNodeID(w.Address)
+	return err
 }

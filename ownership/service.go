@@ -437,6 +437,12 @@ func (s *Service) transition(ctx context.Context, tx storage.Tx, a *storage.Exte
 	if err := tx.ExternalAccounts().Update(ctx, a); err != nil {
 		return err
 	}
+	return s.event(ctx, tx, a, now)
+}
+
+// event writes the EXTERNAL_ACCOUNT.STATUS_UPDATED event of a's current
+// status to the outbox of tx.
+func (s *Service) event(ctx context.Context, tx storage.Tx, a *storage.ExternalAccount, now time.Time) error {
 	id, err := storage.NewID(s.rand, "Webhook")
 	if err != nil {
 		return err

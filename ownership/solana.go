@@ -75,3 +75,10 @@ func decodeSolanaSignature(value string) ([]byte, error) {
 	}
 	return raw, nil
 }
+
+// ValidateAddress implements [AddressValidator]: a base58 32-byte Ed25519
+// public key. The network is ignored.
+func (SolanaVerifier) ValidateAddress(w Wallet) error {
+	_, err := parseSolanaAddress(w.Address)
+	return err
+}

@@ -143,3 +143,10 @@ func decodeSparkSignature(value string) (*ecdsa.Signature, error) {
 	}
 	return ecdsa.NewSignature(&r, &sv), nil
 }
+
+// ValidateAddress implements [AddressValidator]: a plain bech32m Spark
+// address of w.Network.
+func (SparkVerifier) ValidateAddress(w Wallet) error {
+	_, err := parseSparkAddress(w.Address, w.Network)
+	return err
+}

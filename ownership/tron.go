@@ -67,3 +67,10 @@ func parseTronAddress(s string) ([]byte, error) {
 	}
 	return raw[1:21], nil
 }
+
+// ValidateAddress implements [AddressValidator]: a base58check T… address.
+// The network is ignored.
+func (TronVerifier) ValidateAddress(w Wallet) error {
+	_, err := parseTronAddress(w.Address)
+	return err
+}

@@ -160,11 +160,25 @@ func DefaultVerifiers() Verifiers {
 	}
 }
 
-// Lookup returns the verifier for accountType. A Lightning type without a
+// Lookup returns the verifier for accountType. The two Lightning spellings
+// ([AccountLightning] and [AccountLightningAlias]) are one type: a verifier
+// registered under either serves both (an entry under the exact spelling
+// wins). A Lightning type without a
 // registered verifier answers 409 CONFLICT ("lightning accounts hold no
 // signing key"); any other unknown type answers 400 INVALID_INPUT.
 func (vs Verifiers) Lookup(accountType string) (Verifier, error) {
 	if v, ok := vs[accountType]; ok && v != nil {
+		return v, nil
+	}
+	// One registration covers both spellings of the Lightning type.
+	other := ""
+	switch accountType {
+	case AccountLightning:
+		other = AccountLightningAlias
+	case AccountLightningAlias:
+		other = AccountLightning
+	}
+	if v, ok := vs[other]; ok && other != "" && v != nil {
 		return v, nil
 	}
 	if accountType == AccountLightning || accountType == AccountLightningAlias {

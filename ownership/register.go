@@ -1,0 +1,229 @@
+package ownership
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage"
+)
+
+// AddressValidator is implemented by verifiers that can check an address
+// without a signature: the check is the one Verify runs on the address
+// first, so an address that passes registration is one the verifier can
+// later verify against. All built-in verifiers implement it.
+type AddressValidator interface {
+	// ValidateAddress returns nil when w.Address is a valid address for
+	// w.AccountType on w.Network, or a 400 INVALID_INPUT *apierror.Error
+	// with details.reason, caused by [ErrMalformed].
+	ValidateAddress(w Wallet) error
+}
+
+// ValidateAddress checks w.Address with the verifier registered for
+// w.AccountType when that verifier implements [AddressValidator]. Account
+// types without a verifier (fiat accounts, Lightning invoices) and
+// verifiers without address validation are accepted as they are: their
+// identifiers are the host's to validate.
+func (vs Verifiers) ValidateAddress(w Wallet) error {
+	v, err := vs.Lookup(w.AccountType)
+	if err != nil {
+		return nil
+	}
+	if av, ok := v.(AddressValidator); ok {
+		return av.ValidateAddress(w)
+	}
+	return nil
+}
+
+// NewAccount is an external account to register with
+// [Service.RegisterAccount].
+type NewAccount struct {
+	// ID is the account id, ExternalAccount:<uuid>; empty means a new one.
+	ID string
+	// CustomerID owns the account; empty for a platform account.
+	CustomerID string
+	// AccountType is the accountInfo.accountType, e.g. ETHEREUM_WALLET.
+	// Required.
+	AccountType string
+	// Address is the wallet address or account identifier. Required. For a
+	// type with a verifier it must be valid for the chain and the service's
+	// network (see [Verifiers.ValidateAddress]).
+	Address string
+	// Network is the chain network where the address type leaves it open
+	// ("mainnet", "testnet", "signet" or "regtest"); when set it must be
+	// the service's network. Empty means the service's network.
+	Network string
+	// Currency is the account's currency code. Required.
+	Currency string
+	// OwnershipType is [FirstParty], [ThirdParty] or empty. It is required
+	// for a self-custody wallet (a type with a verifier, without VaspName).
+	OwnershipType string
+	// VaspName names the custodian of a custodial wallet; empty for self
+	// custody.
+	VaspName string
+	// PlatformAccountID is the host's own reference, stored as given.
+	PlatformAccountID string
+	// Info is the accountInfo object as the host stores it; it must be
+	// valid JSON when set.
+	Info json.RawMessage
+}
+
+// StartingStatus is the status a new account starts in (SPEC 3.1): a
+// FIRST_PARTY self-custody wallet (no vaspName) whose type has a signature
+// verifier in vs starts PENDING_OWNERSHIP_VERIFICATION, because its
+// ownership must be proven; every other account starts ACTIVE.
+func (vs Verifiers) StartingStatus(a *storage.ExternalAccount) storage.AccountStatus {
+	if a.OwnershipType == FirstParty && a.VaspName == "" {
+		if _, err := vs.Lookup(a.AccountType); err == nil {
+			return storage.StatusPendingOwnershipVerification
+		}
+	}
+	return storage.StatusActive
+}
+
+// RegisterAccount validates n and creates the account in its starting
+// status (see [Verifiers.StartingStatus]), writing the
+// EXTERNAL_ACCOUNT.STATUS_UPDATED event in the same transaction: either
+// both commit or neither does. It returns the stored account.
+//
+// Errors: 400 INVALID_INPUT listing every invalid field (accountInfo.accountType,
+// accountInfo.address, network, currency, ownershipType, accountInfo), 409
+// CONFLICT when the id exists.
+func (s *Service) RegisterAccount(ctx context.Context, n NewAccount) (*storage.ExternalAccount, error) {
+	var out *storage.ExternalAccount
+	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		out, err = s.RegisterAccountIn(ctx, tx, n)
+		return err
+	})
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	return out, nil
+}
+
+// RegisterAccountIn is [Service.RegisterAccount] inside the caller's
+// transaction, for hosts that create other records with the account. The
+// returned error is an *apierror.Error; return it from the transaction
+// function to roll back.
+//
+// Errors: those of RegisterAccount.
+func (s *Service) RegisterAccountIn(ctx context.Context, tx storage.Tx, n NewAccount) (*storage.ExternalAccount, error) {
+	a, err := s.newAccount(n)
+	if err != nil {
+		return nil, err
+	}
+	a.Status = s.verifiers.StartingStatus(&a)
+	if err := tx.ExternalAccounts().Create(ctx, &a); err != nil {
+		if errors.Is(err, storage.ErrDuplicate) {
+			return nil, apierror.New(apierror.Conflict, "external account %s already exists", a.ID)
+		}
+		return nil, apiErr(err)
+	}
+	if err := s.event(ctx, tx, &a, a.CreatedAt); err != nil {
+		return nil, apiErr(err)
+	}
+	return &a, nil
+}
+
+// newAccount validates n and builds the record, without its status.
+func (s *Service) newAccount(n NewAccount) (storage.ExternalAccount, error) {
+	var v apierror.Validation
+	v.Check(n.AccountType != "", "accountInfo.accountType", nil, "is required")
+	v.Check(n.Address != "", "accountInfo.address", nil, "is required")
+	v.Check(n.Currency != "", "currency", nil, "is required")
+	v.Check(n.OwnershipType == "" || n.OwnershipType == FirstParty || n.OwnershipType == ThirdParty,
+		"ownershipType", apierror.OneOf(FirstParty, ThirdParty), "is not an ownership type")
+	v.Check(len(n.Info) == 0 || json.Valid(n.Info), "accountInfo", nil, "is not valid JSON")
+	network := s.network
+	if n.Network != "" {
+		nw, ok := ParseNetwork(n.Network)
+		switch {
+		case !ok:
+			v.Add("network", apierror.OneOf("mainnet", "testnet", "signet", "regtest"), "is not a network")
+		case nw != s.network:
+			v.Add("network", apierror.OneOf(s.network.String()), "the service runs on "+s.network.String())
+		}
+	}
+	if n.AccountType != "" && n.Address != "" {
+		if err := s.verifiers.ValidateAddress(Wallet{AccountType: n.AccountType, Address: n.Address, Network: network}); err != nil {
+			v.Add("accountInfo.address", nil, reasonOf(err))
+		}
+	}
+	if _, err := s.verifiers.Lookup(n.AccountType); err == nil && n.VaspName == "" {
+		v.Check(n.OwnershipType != "", "ownershipType", apierror.OneOf(FirstParty, ThirdParty), "is required for self-custody wallets")
+	}
+	if err := v.Err(); err != nil {
+		return storage.ExternalAccount{}, err
+	}
+	id := n.ID
+	if id == "" {
+		var err error
+		if id, err = storage.NewID(s.rand, "ExternalAccount"); err != nil {
+			return storage.ExternalAccount{}, apierror.Internal(err)
+		}
+	}
+	now := s.clock().UTC()
+	return storage.ExternalAccount{ID: id, CustomerID: n.CustomerID, PlatformAccountID: n.PlatformAccountID,
+		OwnershipType: n.OwnershipType, Currency: n.Currency, AccountType: n.AccountType, Address: n.Address,
+		Network: n.Network, VaspName: n.VaspName, Info: append(json.RawMessage(nil), n.Info...), CreatedAt: now, UpdatedAt: now}, nil
+}
+
+// reasonOf returns details.reason of a verifier's rejection, or its message.
+func reasonOf(err error) string {
+	var e *apierror.Error
+	if errors.As(err, &e) && e.Reason() != "" {
+		return e.Reason()
+	}
+	return err.Error()
+}
+
+// statuses are the account statuses [Service.SetStatus] accepts.
+var statuses = []storage.AccountStatus{storage.StatusPending, storage.StatusActive, storage.StatusPendingOwnershipVerification,
+	storage.StatusUnverified, storage.StatusUnderReview, storage.StatusInactive}
+
+// SetStatus moves an account to status for a host-driven change (a
+// compliance review, a deletion as INACTIVE, a manual approval). It holds
+// the account for the transaction (as the payout gate does), updates it by
+// compare-and-set on Version and writes the EXTERNAL_ACCOUNT.STATUS_UPDATED
+// event in the same transaction. A move to the status the account already
+// has changes nothing and writes no event. INACTIVE is final: an INACTIVE
+// account cannot change status. It returns the account after the change.
+//
+// Errors: 400 INVALID_INPUT (status), 404 REFERENCE_NOT_FOUND, 409 CONFLICT
+// (the account is INACTIVE, or it changed concurrently).
+func (s *Service) SetStatus(ctx context.Context, accountID string, status storage.AccountStatus) (*storage.ExternalAccount, error) {
+	known := false
+	names := make([]string, len(statuses))
+	for i, st := range statuses {
+		names[i] = string(st)
+		known = known || st == status
+	}
+	if !known {
+		return nil, apierror.InvalidField("status", apierror.OneOf(names...), "is not an account status")
+	}
+	var out storage.ExternalAccount
+	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+		a, err := hold(ctx, tx, accountID)
+		if err != nil {
+			return err
+		}
+		if a.Status == status {
+			out = a
+			return nil
+		}
+		if a.Status == storage.StatusInactive {
+			return apierror.New(apierror.Conflict, "external account %s is INACTIVE", accountID).WithDetail("reason", "the account is INACTIVE")
+		}
+		if err := s.transition(ctx, tx, &a, status, s.clock().UTC()); err != nil {
+			return err
+		}
+		out = a
+		return nil
+	})
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	return &out, nil
+}
