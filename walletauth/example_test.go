@@ -54,3 +54,42 @@ func ExampleService_Handler() {
 	fmt.Println(rec.Code, rec.Body.String())
 	// Output: 400 {"status":400,"code":"INVALID_INPUT","message":"invalid field accountId: must be an InternalAccount id","details":{"errors":[{"field":"accountId","constraint":{"pattern":"^InternalAccount:[0-9a-fA-F-]{36}$"},"message":"must be an InternalAccount id"}]}}
 }
+
+// A host operation (here a payout) authorized by a session of the wallet:
+// the first call binds the parameters, the retry returns them as signed and
+// the host acts on those alone.
+func ExampleService_Authorize() {
+	ctx := context.Background()
+	svc, _ := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true})
+	wallet, email, _ := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:42", Email: "ada@example.com"})
+	// A session of the wallet (a login, as in the OTP example).
+	m, _ := svc.Challenge(ctx, email.ID, walletauth.ChallengeRequest{})
+	key, _ := walletauth.NewClientKey()
+	bundle, _ := key.SealOTP(m.OTPEncryptionTargetBundle, svc.SigningPublicKey(), walletauth.SandboxOTPCode, nil)
+	req := walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: bundle}
+	login := signedretry.Retry{Method: "POST", Path: "/verify", Body: []byte(`{}`)}
+	_, ch, _ := svc.Verify(ctx, email.ID, req, login)
+	login.Signature, _ = key.Stamp(ch.PayloadToSign)
+	login.RequestID = ch.RequestID
+	_, _, _ = svc.Verify(ctx, email.ID, req, login)
+
+	type payout struct {
+		To     string `json:"to"`
+		Amount int64  `json:"amount"`
+	}
+	op := walletauth.HostOperation{Type: "PAYOUT", AccountID: wallet.ID, Parameters: payout{"ExternalAccount:1", 500}}
+	call := signedretry.Retry{Method: "POST", Path: "/payouts", Body: []byte(`{"to":"ExternalAccount:1","amount":500}`)}
+
+	// First call: 202 with the payload to sign.
+	_, challenge, _ := svc.Authorize(ctx, op, call)
+
+	// Retry, stamped by the session key: the stored parameters come back.
+	call.Signature, _ = key.Stamp(challenge.PayloadToSign)
+	call.RequestID = challenge.RequestID
+	a, _, err := svc.Authorize(ctx, op, call)
+	var p payout
+	_ = a.DecodeParameters(&p)
+	fmt.Println(err, p.To, p.Amount)
+	// Output:
+	// <nil> ExternalAccount:1 500
+}

@@ -63,6 +63,8 @@ const (
 	OpRevokeSession    = "REVOKE_SESSION"
 	OpRefreshSession   = "REFRESH_SESSION"
 	OpUpdateEmail      = "UPDATE_EMAIL"
+	OpExportWallet     = "EXPORT_WALLET"
+	OpWalletPrivacy    = "UPDATE_WALLET_PRIVACY"
 )
 
 // Message is a one-time code to deliver.
@@ -168,6 +170,10 @@ type Config struct {
 	// another replica or after a restart. It suits a single process (tests,
 	// a memory store); never set it for replicas sharing a database.
 	EphemeralSecretKeys bool
+	// WalletSecrets supplies the secret [Service.ExportWallet] seals to the
+	// client (key custody is the host's); nil makes an export 500
+	// INTERNAL_ERROR.
+	WalletSecrets WalletSecrets
 }
 
 // Service is the embedded-wallet authentication service.
@@ -188,6 +194,7 @@ type Service struct {
 	retryTTL time.Duration
 	sealer   secret.Sealer
 	codeKey  []byte
+	secrets  WalletSecrets
 }
 
 // New returns a service for cfg. It fails, returning a plain error, when
@@ -208,7 +215,8 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{store: cfg.Store, sender: cfg.Sender, clock: cfg.Clock, rand: cfg.Rand, signer: cfg.SigningKey,
 		org: cfg.OrganizationID, ttl: cfg.SessionTTL, otp: cfg.OTP, held: cfg.ClientHeldKeys, sandbox: cfg.Sandbox,
-		passkey: cfg.Passkeys, oidc: cfg.OIDC, retryTTL: cfg.RetryTTL, sealer: sealer, codeKey: codeKey}
+		passkey: cfg.Passkeys, oidc: cfg.OIDC, retryTTL: cfg.RetryTTL, sealer: sealer, codeKey: codeKey,
+		secrets: cfg.WalletSecrets}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -261,9 +269,10 @@ func (c OTPConfig) withDefaults() OTPConfig {
 // clients may pin (envelope.ParseTargetBundle).
 func (s *Service) SigningPublicKey() *ecdsa.PublicKey { return &s.signer.PublicKey }
 
-// Retries returns the signed-retry manager the service uses, for host
-// operations on the same accounts (wallet export, privacy updates, quote
-// execution) that sessions of this service authorize.
+// Retries returns the signed-retry manager the service uses. Host wallet
+// operations that sessions of this service authorize (transfers, quote
+// execution) are better run through [Service.Authorize], which applies the
+// signer rule and hands back the signed parameters.
 func (s *Service) Retries() *signedretry.Manager { return s.retry }
 
 // AuthMethod is a credential as clients see it.

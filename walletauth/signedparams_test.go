@@ -1,6 +1,7 @@
 package walletauth_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/walletgate/walletgate/storage"
@@ -66,6 +67,57 @@ func TestRetryRunsSignedParameters(t *testing.T) {
 		ms, err := e.svc.ListCredentials(ctx, e.wallet.ID)
 		if err != nil || ms[0].Nickname != "new@example.com" {
 			t.Fatalf("credentials %+v %v", ms, err)
+		}
+	})
+	t.Run("export wallet", func(t *testing.T) {
+		e := walletEnv(t)
+		_, key := e.login(t, e.email.ID, storage.EmailOTP)
+		user, attacker := newKey(t), newKey(t)
+		c := call("POST", "/internal-accounts/"+e.wallet.ID+"/export", `{"clientPublicKey":"`+user.PublicKeyHex()+`"}`)
+		_, ch, err := e.svc.ExportWallet(ctx, e.wallet.ID, walletauth.ExportRequest{ClientPublicKey: user.PublicKeyHex()}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := e.svc.ExportWallet(ctx, e.wallet.ID, walletauth.ExportRequest{ClientPublicKey: attacker.PublicKeyHex()}, signed(t, c, ch, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain, _, err := openExport(t, user, out); err != nil || plain != testMnemonic {
+			t.Fatalf("not sealed to the signed key: %v", err)
+		}
+		if _, _, err := openExport(t, attacker, out); err == nil {
+			t.Fatal("sealed to the retry's key")
+		}
+	})
+	t.Run("wallet privacy", func(t *testing.T) {
+		e := newEnv(t, nil)
+		_, key := e.login(t, e.email.ID, storage.EmailOTP)
+		on, off := true, false
+		c := call("PATCH", "/internal-accounts/"+e.wallet.ID, `{"privateEnabled":true}`)
+		_, ch, err := e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, walletauth.PrivacyRequest{PrivateEnabled: &on}, c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var applied bool
+		p, _, err := e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, walletauth.PrivacyRequest{PrivateEnabled: &off}, signed(t, c, ch, key),
+			func(_ storage.Tx, v bool) error { applied = v; return nil })
+		if err != nil || !p.PrivateEnabled || !applied {
+			t.Fatalf("privacy %+v %v applied %v, signed true", p, err, applied)
+		}
+	})
+	t.Run("host operation", func(t *testing.T) {
+		e := newEnv(t, nil)
+		_, key := e.login(t, e.email.ID, storage.EmailOTP)
+		c := call("POST", "/pay", `{"amount":5}`)
+		_, ch, err := e.svc.Authorize(ctx, walletauth.HostOperation{Type: "PAY", AccountID: e.wallet.ID, Parameters: map[string]int{"amount": 5}}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var effect string
+		a, _, err := e.svc.Authorize(ctx, walletauth.HostOperation{Type: "PAY", AccountID: e.wallet.ID, Parameters: map[string]int{"amount": 500},
+			Effect: func(_ storage.Tx, p json.RawMessage) error { effect = string(p); return nil }}, signed(t, c, ch, key))
+		if err != nil || string(a.Parameters) != `{"amount":5}` || effect != `{"amount":5}` {
+			t.Fatalf("authorized %+v %v, effect %s, signed amount 5", a, err, effect)
 		}
 	})
 }

@@ -1,0 +1,321 @@
+package walletauth_test
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/envelope"
+)
+
+// secrets is a WalletSecrets keeping one secret per account.
+type secrets map[string]string
+
+func (s secrets) Secret(_ context.Context, accountID string) ([]byte, error) {
+	v, ok := s[accountID]
+	if !ok {
+		return nil, errors.New("no secret")
+	}
+	return []byte(v), nil
+}
+
+const testMnemonic = "legal winner thank year wave sausage worth useful legal winner thank yellow"
+
+// walletEnv is an env whose service holds testMnemonic for its wallet.
+func walletEnv(t *testing.T) *env {
+	t.Helper()
+	var e *env
+	sec := secrets{}
+	e = newEnv(t, func(c *walletauth.Config) { c.WalletSecrets = sec })
+	sec[e.wallet.ID] = testMnemonic
+	return e
+}
+
+// wantStatus asserts an API error's code and its HTTP status.
+func wantStatus(t testing.TB, err error, status int, code apierror.Code) {
+	t.Helper()
+	e := wantErr(t, err, code, "")
+	if e.Code.Status() != status {
+		t.Fatalf("%s: status %d, want %d", code, e.Code.Status(), status)
+	}
+}
+
+// openExport opens an export envelope with the client key it was sealed to.
+func openExport(t *testing.T, k *walletauth.ClientKey, out *walletauth.WalletExport) (string, string, error) {
+	t.Helper()
+	var env struct{ Version, Data, DataSignature, EnclaveQuorumPublic string }
+	if err := json.Unmarshal([]byte(out.EncryptedWalletCredentials), &env); err != nil {
+		t.Fatal(err)
+	}
+	if env.Version != "v1.0.0" || env.DataSignature != "" || env.EnclaveQuorumPublic != "" {
+		t.Fatalf("envelope %+v", env)
+	}
+	raw, _ := hex.DecodeString(env.Data)
+	var data struct{ EncappedPublic, Ciphertext, OrganizationID string }
+	if err := json.Unmarshal(raw, &data); err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := hex.DecodeString(data.EncappedPublic)
+	ct, _ := hex.DecodeString(data.Ciphertext)
+	priv, err := k.PrivateKey().ECDH()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := envelope.Open(priv, enc, ct)
+	return string(plain), data.OrganizationID, err
+}
+
+// uncompressed returns the uncompressed hex form of a client key.
+func uncompressed(k *walletauth.ClientKey) string {
+	pub, _ := k.PrivateKey().PublicKey.ECDH()
+	return hex.EncodeToString(pub.Bytes())
+}
+
+func TestExportWallet(t *testing.T) {
+	e := walletEnv(t)
+	_, key := e.login(t, e.email.ID, storage.EmailOTP)
+	path := "/internal-accounts/" + e.wallet.ID + "/export"
+	for _, form := range []string{"compressed", "uncompressed"} {
+		t.Run(form, func(t *testing.T) {
+			client := newKey(t)
+			hexKey := client.PublicKeyHex()
+			if form == "uncompressed" {
+				hexKey = uncompressed(client)
+			}
+			req := walletauth.ExportRequest{ClientPublicKey: hexKey}
+			c := call("POST", path, `{"clientPublicKey":"`+hexKey+`"}`)
+			out, ch, err := e.svc.ExportWallet(ctx, e.wallet.ID, req, c)
+			if err != nil || out != nil || ch == nil {
+				t.Fatalf("first leg %+v %+v %v", out, ch, err)
+			}
+			out, ch, err = e.svc.ExportWallet(ctx, e.wallet.ID, req, signed(t, c, ch, key))
+			if err != nil || ch != nil || out.ID != e.wallet.ID {
+				t.Fatalf("retry %+v %+v %v", out, ch, err)
+			}
+			plain, org, err := openExport(t, client, out)
+			if err != nil || plain != testMnemonic || org != "org-test" {
+				t.Fatalf("opened %q %q %v", plain, org, err)
+			}
+		})
+	}
+
+	client := newKey(t)
+	req := walletauth.ExportRequest{ClientPublicKey: client.PublicKeyHex()}
+	c := call("POST", path, `{"clientPublicKey":"`+client.PublicKeyHex()+`"}`)
+	t.Run("errors", func(t *testing.T) {
+		for _, bad := range []string{"", "04abcd", "02ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"} {
+			_, _, err := e.svc.ExportWallet(ctx, e.wallet.ID, walletauth.ExportRequest{ClientPublicKey: bad}, c)
+			wantStatus(t, err, 400, apierror.InvalidInput)
+		}
+		_, _, err := e.svc.ExportWallet(ctx, "InternalAccount:00000000-0000-4000-8000-000000000000", req, c)
+		wantStatus(t, err, 404, apierror.ReferenceNotFound)
+		_, _, err = e.svc.ExportWallet(ctx, "nope", req, c)
+		wantStatus(t, err, 404, apierror.ReferenceNotFound)
+
+		_, ch, err := e.svc.ExportWallet(ctx, e.wallet.ID, req, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		retry := signed(t, c, ch, key)
+		noSig := retry
+		noSig.Signature = ""
+		_, _, err = e.svc.ExportWallet(ctx, e.wallet.ID, req, noSig)
+		wantStatus(t, err, 401, apierror.WalletSignatureMissing)
+		noID := retry
+		noID.RequestID = ""
+		_, _, err = e.svc.ExportWallet(ctx, e.wallet.ID, req, noID)
+		wantStatus(t, err, 401, apierror.RequestIDMissing)
+		bad := retry
+		bad.Signature = "!!"
+		_, _, err = e.svc.ExportWallet(ctx, e.wallet.ID, req, bad)
+		wantStatus(t, err, 401, apierror.WalletSignatureMalformed)
+		_, _, err = e.svc.ExportWallet(ctx, e.wallet.ID, req, signed(t, c, ch, newKey(t)))
+		wantStatus(t, err, 401, apierror.WalletSignatureInvalid)
+		other := retry
+		other.Body = []byte(`{"clientPublicKey":"` + newKey(t).PublicKeyHex() + `"}`)
+		_, _, err = e.svc.ExportWallet(ctx, e.wallet.ID, req, other)
+		wantStatus(t, err, 401, apierror.WalletSignatureBodyMismatch)
+		// Another wallet's path: the request is bound to this account.
+		_, _, err = e.svc.ExportWallet(ctx, "InternalAccount:00000000-0000-4000-8000-000000000000", req, retry)
+		wantStatus(t, err, 401, apierror.Unauthorized)
+		// None of the failures consumed the request.
+		if _, _, err = e.svc.ExportWallet(ctx, e.wallet.ID, req, retry); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = e.svc.ExportWallet(ctx, e.wallet.ID, req, retry)
+		wantStatus(t, err, 401, apierror.Unauthorized)
+		// Expired.
+		_, ch, _ = e.svc.ExportWallet(ctx, e.wallet.ID, req, c)
+		e.clock.Add(signedretry.DefaultTTL)
+		_, _, err = e.svc.ExportWallet(ctx, e.wallet.ID, req, signed(t, c, ch, key))
+		wantStatus(t, err, 401, apierror.Unauthorized)
+	})
+}
+
+func TestExportWalletSecrets(t *testing.T) {
+	t.Run("not configured", func(t *testing.T) {
+		e := newEnv(t, nil)
+		_, key := e.login(t, e.email.ID, storage.EmailOTP)
+		client := newKey(t)
+		req := walletauth.ExportRequest{ClientPublicKey: client.PublicKeyHex()}
+		c := call("POST", "/export", `{"clientPublicKey":"`+client.PublicKeyHex()+`"}`)
+		_, ch, err := e.svc.ExportWallet(ctx, e.wallet.ID, req, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = e.svc.ExportWallet(ctx, e.wallet.ID, req, signed(t, c, ch, key))
+		wantStatus(t, err, 500, apierror.InternalError)
+	})
+	t.Run("host failure leaves the request usable", func(t *testing.T) {
+		sec := secrets{}
+		e := newEnv(t, func(c *walletauth.Config) { c.WalletSecrets = sec })
+		_, key := e.login(t, e.email.ID, storage.EmailOTP)
+		client := newKey(t)
+		req := walletauth.ExportRequest{ClientPublicKey: client.PublicKeyHex()}
+		c := call("POST", "/export", `{"clientPublicKey":"`+client.PublicKeyHex()+`"}`)
+		_, ch, err := e.svc.ExportWallet(ctx, e.wallet.ID, req, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		retry := signed(t, c, ch, key)
+		_, _, err = e.svc.ExportWallet(ctx, e.wallet.ID, req, retry)
+		wantStatus(t, err, 500, apierror.InternalError)
+		sec[e.wallet.ID] = testMnemonic
+		out, _, err := e.svc.ExportWallet(ctx, e.wallet.ID, req, retry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain, _, err := openExport(t, client, out); err != nil || plain != testMnemonic {
+			t.Fatalf("opened %q %v", plain, err)
+		}
+	})
+}
+
+func TestUpdateWalletPrivacy(t *testing.T) {
+	e := newEnv(t, nil)
+	_, key := e.login(t, e.email.ID, storage.EmailOTP)
+	path := "/internal-accounts/" + e.wallet.ID
+	on := true
+	req := walletauth.PrivacyRequest{PrivateEnabled: &on}
+	c := call("PATCH", path, `{"privateEnabled":true}`)
+
+	p, ch, err := e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, req, c, nil)
+	if err != nil || p != nil || ch == nil {
+		t.Fatalf("first leg %+v %+v %v", p, ch, err)
+	}
+	var applied []bool
+	apply := func(tx storage.Tx, v bool) error {
+		if tx == nil {
+			t.Error("no transaction")
+		}
+		applied = append(applied, v)
+		return nil
+	}
+	p, ch, err = e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, req, signed(t, c, ch, key), apply)
+	if err != nil || ch != nil || *p != (walletauth.WalletPrivacy{AccountID: e.wallet.ID, PrivateEnabled: true}) || len(applied) != 1 || !applied[0] {
+		t.Fatalf("retry %+v %+v %v applied %v", p, ch, err, applied)
+	}
+
+	// Errors.
+	_, _, err = e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, walletauth.PrivacyRequest{}, c, nil)
+	wantStatus(t, err, 400, apierror.InvalidInput)
+	_, _, err = e.svc.UpdateWalletPrivacy(ctx, "InternalAccount:00000000-0000-4000-8000-000000000000", req, c, nil)
+	wantStatus(t, err, 404, apierror.ReferenceNotFound)
+	_, ch, _ = e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, req, c, nil)
+	_, _, err = e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, req, signed(t, c, ch, newKey(t)), nil)
+	wantStatus(t, err, 401, apierror.WalletSignatureInvalid)
+	other := signed(t, c, ch, key)
+	other.Body = []byte(`{"privateEnabled":false}`)
+	_, _, err = e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, req, other, nil)
+	wantStatus(t, err, 401, apierror.WalletSignatureBodyMismatch)
+	// A failing apply leaves the request unconsumed and errors unchanged.
+	refuse := apierror.New(apierror.Conflict, "host refuses")
+	_, _, err = e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, req, signed(t, c, ch, key), func(storage.Tx, bool) error { return refuse })
+	wantStatus(t, err, 409, apierror.Conflict)
+	if _, _, err = e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, req, signed(t, c, ch, key), nil); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, req, signed(t, c, ch, key), nil)
+	wantStatus(t, err, 401, apierror.Unauthorized)
+}
+
+func TestAuthorize(t *testing.T) {
+	e := newEnv(t, nil)
+	_, key := e.login(t, e.email.ID, storage.EmailOTP)
+	type params struct {
+		To     string `json:"to"`
+		Amount int64  `json:"amount"`
+	}
+	c := call("POST", "/transfer-out", `{"to":"bob","amount":5}`)
+	op := walletauth.HostOperation{Type: "TRANSFER_OUT", AccountID: e.wallet.ID, Parameters: params{"bob", 5}}
+
+	a, ch, err := e.svc.Authorize(ctx, op, c)
+	if err != nil || a != nil || ch == nil {
+		t.Fatalf("first leg %+v %+v %v", a, ch, err)
+	}
+	var got []string
+	op.Effect = func(tx storage.Tx, p json.RawMessage) error {
+		got = append(got, string(p))
+		return nil
+	}
+	a, ch, err = e.svc.Authorize(ctx, op, signed(t, c, ch, key))
+	if err != nil || ch != nil {
+		t.Fatalf("retry %+v %v", ch, err)
+	}
+	var p params
+	if err := a.DecodeParameters(&p); err != nil || p != (params{"bob", 5}) {
+		t.Fatalf("parameters %+v %v", p, err)
+	}
+	if a.Type != "TRANSFER_OUT" || a.AccountID != e.wallet.ID || a.SessionID == "" || a.CredentialID != e.email.ID || a.Sandbox ||
+		len(got) != 1 || got[0] != `{"to":"bob","amount":5}` {
+		t.Fatalf("authorized %+v, effect saw %v", a, got)
+	}
+
+	t.Run("errors", func(t *testing.T) {
+		for _, typ := range []string{"", walletauth.OpRefreshSession, walletauth.OpExportWallet, walletauth.OpUpdateEmail} {
+			_, _, err := e.svc.Authorize(ctx, walletauth.HostOperation{Type: typ, AccountID: e.wallet.ID}, c)
+			wantStatus(t, err, 500, apierror.InternalError)
+		}
+		_, _, err := e.svc.Authorize(ctx, walletauth.HostOperation{Type: "X", AccountID: "InternalAccount:00000000-0000-4000-8000-000000000000"}, c)
+		wantStatus(t, err, 404, apierror.ReferenceNotFound)
+		_, _, err = e.svc.Authorize(ctx, walletauth.HostOperation{Type: "X", AccountID: e.wallet.ID, Parameters: []int{1}}, c)
+		wantStatus(t, err, 500, apierror.InternalError)
+
+		_, ch, err := e.svc.Authorize(ctx, walletauth.HostOperation{Type: "X", AccountID: e.wallet.ID}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		retry := signed(t, c, ch, key)
+		// Another type or account does not complete it.
+		_, _, err = e.svc.Authorize(ctx, walletauth.HostOperation{Type: "Y", AccountID: e.wallet.ID}, retry)
+		wantStatus(t, err, 401, apierror.Unauthorized)
+		_, _, err = e.svc.Authorize(ctx, walletauth.HostOperation{Type: "X", AccountID: "InternalAccount:00000000-0000-4000-8000-000000000000"}, retry)
+		wantStatus(t, err, 401, apierror.Unauthorized)
+		// A failing effect: its error, the request still usable.
+		fail := walletauth.HostOperation{Type: "X", AccountID: e.wallet.ID, Effect: func(storage.Tx, json.RawMessage) error {
+			return apierror.New(apierror.InvalidAmount, "too low")
+		}}
+		_, _, err = e.svc.Authorize(ctx, fail, retry)
+		wantStatus(t, err, 400, apierror.InvalidAmount)
+		// A revoked session no longer signs.
+		sessions, _ := e.svc.ListSessions(ctx, e.wallet.ID)
+		for _, s := range sessions {
+			rc := call("DELETE", "/auth/sessions/"+s.ID, "")
+			rch, err := e.svc.RevokeSession(ctx, s.ID, rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.svc.RevokeSession(ctx, s.ID, signed(t, rc, rch, key)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, _, err = e.svc.Authorize(ctx, walletauth.HostOperation{Type: "X", AccountID: e.wallet.ID}, retry)
+		wantStatus(t, err, 401, apierror.WalletSignatureInvalid)
+	})
+}
