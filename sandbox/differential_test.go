@@ -72,6 +72,7 @@ func TestSignedRetryDifferential(t *testing.T) {
 		"customer email change":  emailCase,
 		"OTP verify second leg":  otpCase,
 		"add credential by type": addTypeCase,
+		"transfer out":           transferOutCase,
 	}
 	for name, setup := range routes {
 		t.Run(name, func(t *testing.T) {
@@ -257,6 +258,26 @@ func privacyCase(t *testing.T, e *env) diffCase {
 		}}
 }
 
+func transferOutCase(t *testing.T, e *env) diffCase {
+	c, wallet := e.customer("Tess Transfer")
+	key := e.login(wallet)
+	e.do("POST", "/sandbox/internal-accounts/"+wallet+"/fund", map[string]any{"amount": 10_000, "currency": "USD"}).ok(t, 200, nil)
+	ext := e.external(c.ID, usdAccount(fmt.Sprintf("5%06d1", uniq()%1_000_000)))
+	return diffCase{key: key, method: "POST", path: "/transfer-out",
+		members: []member{{"source", `{"accountId":` + quote(wallet) + `}`}, {"destination", `{"accountId":` + quote(ext.ID) + `}`}, {"amount", "300"}},
+		target:  "amount", attacker: "9000", status: 201,
+		verify: func(t *testing.T, r resp, params map[string]any) {
+			var tx sandbox.Transaction
+			r.ok(t, 201, &tx)
+			if params["amount"] != 300.0 || params["sourceAccountId"] != wallet || params["destinationAccountId"] != ext.ID || params["currency"] != "USD" {
+				t.Fatalf("payload parameters %v", params)
+			}
+			if tx.SentAmount == nil || *tx.SentAmount != (sandbox.Money{Amount: 300, Currency: "USD"}) || e.balance(wallet, "USD") != 9_700 {
+				t.Fatalf("transferred %+v, balance %d, signed 300", tx, e.balance(wallet, "USD"))
+			}
+		}}
+}
+
 func emailCase(t *testing.T, e *env) diffCase {
 	c, wallet := e.customer("Emil Email")
 	key := e.login(wallet)
@@ -329,6 +350,32 @@ func TestGoAPIRetryRunsSignedParameters(t *testing.T) {
 	}
 	if _, err := openExport(t, userPriv, *out); err != nil {
 		t.Fatalf("export not sealed to the signed key: %v", err)
+	}
+
+	// Transfer-out: the retry's request names another amount; the signed
+	// one is transferred.
+	c, w2 := e.customer("Gina Transfer")
+	key2 := e.login(w2)
+	e.do("POST", "/sandbox/internal-accounts/"+w2+"/fund", map[string]any{"amount": 1_000, "currency": "USD"}).ok(t, 200, nil)
+	ext := e.external(c.ID, usdAccount("44440001"))
+	treq := sandbox.TransferRequest{Source: sandbox.AccountRef{AccountID: w2}, Destination: sandbox.AccountRef{AccountID: ext.ID}, Amount: 100}
+	tfirst := signedretry.Retry{}
+	_, tch, err := e.sim.TransferOut(ctx, treq, tfirst)
+	if err != nil || tch == nil {
+		t.Fatalf("first leg %+v %v", tch, err)
+	}
+	sig, err := key2.Stamp(tch.PayloadToSign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := treq
+	forged.Amount = 900
+	tretry := tfirst
+	tretry.Body, _ = json.Marshal(treq) // the signed body, as the HTTP client sent it
+	tretry.Signature, tretry.RequestID = sig, tch.RequestID
+	tx, _, err := e.sim.TransferOut(ctx, forged, tretry)
+	if err != nil || tx.SentAmount.Amount != 100 || e.balance(w2, "USD") != 900 {
+		t.Fatalf("transfer %+v %v balance %d, signed 100", tx, err, e.balance(w2, "USD"))
 	}
 
 	on, off := true, false

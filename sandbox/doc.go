@@ -45,10 +45,13 @@
 //
 // # Signed retries
 //
-// Wallet export, wallet privacy, quote execution and a change of a tied
-// email are signed retries: the first call answers 202 with a
-// payloadToSign, the same request stamped by an active session of the
-// wallet (Service-Wallet-Signature and Request-Id) completes it exactly
-// once. The Go methods take a signedretry.Retry describing the request;
-// its zero Method, Path and Body are filled in from the arguments.
+// Wallet export, wallet privacy, quote execution, transfer-out from an
+// embedded wallet and a change of a tied email are signed retries, run by
+// the walletauth service (Authorize, ExportWallet, UpdateWalletPrivacy),
+// which hands back the parameters the user signed: the first call answers
+// 202 with a payloadToSign, the same request stamped by an active session
+// of the wallet (Service-Wallet-Signature and Request-Id) completes it
+// exactly once, executing the signed parameters. The Go methods take a
+// signedretry.Retry describing the request; its zero Method, Path and Body
+// are filled in from the arguments.
 package sandbox

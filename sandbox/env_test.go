@@ -47,6 +47,7 @@ type env struct {
 	base  string
 	user  string
 	pass  string
+	keys  map[string]*walletauth.ClientKey // session keys by wallet, see walletKey
 }
 
 func newEnv(t testing.TB) *env {
@@ -213,6 +214,19 @@ func (e *env) login(walletID string) *walletauth.ClientKey {
 	var sess walletauth.AuthSession
 	e.signed(key, "POST", "/auth/credentials/"+id+"/verify", body).ok(e.t, 200, &sess)
 	return key
+}
+
+// walletKey returns a session key of the wallet, logging in once.
+func (e *env) walletKey(walletID string) *walletauth.ClientKey {
+	e.t.Helper()
+	if k := e.keys[walletID]; k != nil {
+		return k
+	}
+	if e.keys == nil {
+		e.keys = map[string]*walletauth.ClientKey{}
+	}
+	e.keys[walletID] = e.login(walletID)
+	return e.keys[walletID]
 }
 
 // signed sends a request that needs a signed retry: the first call must

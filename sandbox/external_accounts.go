@@ -3,11 +3,11 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -60,9 +60,14 @@ type parsedExternal struct {
 	info                                                   accountInfo
 }
 
-// parseExternalCreate decodes and validates a create body, listing every
-// invalid field.
+// parseExternalCreate is parseExternalCreateOn for mainnet.
 func parseExternalCreate(body []byte) (parsedExternal, error) {
+	return parseExternalCreateOn(body, ownership.Mainnet)
+}
+
+// parseExternalCreateOn decodes and validates a create body for a service on
+// network, listing every invalid field.
+func parseExternalCreateOn(body []byte, network ownership.Network) (parsedExternal, error) {
 	var raw map[string]any
 	if err := apierror.DecodeBytes(body, &raw); err != nil {
 		return parsedExternal{}, err
@@ -77,7 +82,7 @@ func parseExternalCreate(body []byte) (parsedExternal, error) {
 		currency:          o.match("currency", true, currencyRe, apierror.Pattern(currencyRe.String()), "must be a currency code"),
 		platformAccountID: o.text("platformAccountId", false, 255),
 		ownershipType:     o.enum("ownershipType", false, FirstParty, ThirdParty),
-		info:              o.parseAccountInfo(),
+		info:              o.parseAccountInfo(network),
 	}
 	p.defaultUMA, _ = o.boolean("defaultUmaDepositAccount")
 	in := &p.info
@@ -97,7 +102,10 @@ func parseExternalCreate(body []byte) (parsedExternal, error) {
 
 // CreateExternalAccount validates req as POST /customers/external-accounts
 // does and creates the account in the store (AccountType, Address = the
-// wallet address or account identifier, Info = the normalized accountInfo).
+// wallet address or account identifier, Info = the normalized accountInfo)
+// through ownership.Service.RegisterAccountIn, which validates wallet
+// addresses with the verifiers' parsers and writes the status event with the
+// account.
 // A FIRST_PARTY self-custody wallet that holds a key (a wallet type other
 // than Lightning, without vaspName) starts PENDING_OWNERSHIP_VERIFICATION;
 // every other account starts ACTIVE. Fiat accounts get a beneficiary name
@@ -113,7 +121,7 @@ func (s *Simulator) CreateExternalAccount(ctx context.Context, req ExternalAccou
 	if err != nil {
 		return nil, err
 	}
-	p, err := parseExternalCreate(body)
+	p, err := parseExternalCreateOn(body, s.cfg.Network)
 	if err != nil {
 		return nil, err
 	}
@@ -138,14 +146,10 @@ func (s *Simulator) createExternal(ctx context.Context, p parsedExternal) (*Exte
 	if err != nil {
 		return nil, err
 	}
-	status := storage.StatusActive
-	if p.info.keyWallet && p.ownershipType == FirstParty {
-		status = storage.StatusPendingOwnershipVerification
-	}
 	now := s.now()
-	rec := storage.ExternalAccount{ID: id, CustomerID: p.customerID, PlatformAccountID: p.platformAccountID, Status: status,
-		OwnershipType: p.ownershipType, Currency: p.currency, AccountType: p.info.accountType, Address: p.info.identifier,
-		VaspName: p.info.vaspName, Info: info, CreatedAt: now, UpdatedAt: now}
+	n := ownership.NewAccount{ID: id, CustomerID: p.customerID, AccountType: p.info.accountType, Address: p.info.identifier,
+		Currency: p.currency, OwnershipType: p.ownershipType, VaspName: p.info.vaspName, PlatformAccountID: p.platformAccountID,
+		Info: info}
 	// Held across the store write so the default-deposit rule is one step.
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -160,12 +164,20 @@ func (s *Simulator) createExternal(ctx context.Context, p parsedExternal) (*Exte
 				WithDetail("field", "defaultUmaDepositAccount")
 		}
 	}
-	err = s.store.Atomic(ctx, func(tx storage.Tx) error { return tx.ExternalAccounts().Create(ctx, &rec) })
+	// The library sets the starting status (PENDING_OWNERSHIP_VERIFICATION
+	// for a FIRST_PARTY self-custody wallet with a key, ACTIVE otherwise)
+	// and writes the status event in the create's transaction.
+	var rec *storage.ExternalAccount
+	err = s.store.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		rec, err = s.own.RegisterAccountIn(ctx, tx, n)
+		return err
+	})
 	if err != nil {
 		return nil, apierror.As(err)
 	}
 	st.extMeta[id] = meta
-	return externalView(&rec, meta), nil
+	return externalView(rec, meta), nil
 }
 
 // defaultUMA returns the customer's default UMA deposit account, or "".
@@ -224,7 +236,8 @@ func (s *Simulator) GetExternalAccount(ctx context.Context, id string) (*Externa
 }
 
 // DeleteExternalAccount deletes an external account (its stored status
-// becomes INACTIVE and it is no longer found). A trusted beneficiary cannot
+// becomes INACTIVE through ownership.Service.SetStatus, which writes the
+// EXTERNAL_ACCOUNT.STATUS_UPDATED event, and it is no longer found). A trusted beneficiary cannot
 // be deleted: 409 BENEFICIARY_TRUSTED until it was untrusted and confirmed.
 // Errors: 404 REFERENCE_NOT_FOUND, 409 BENEFICIARY_TRUSTED.
 func (s *Simulator) DeleteExternalAccount(ctx context.Context, id string) error {
@@ -245,12 +258,9 @@ func (s *Simulator) DeleteExternalAccount(ctx context.Context, id string) error 
 	if m.trusted {
 		return apierror.New(apierror.BeneficiaryTrusted, "external account %s is a trusted beneficiary; untrust it (untrust, then untrust/confirm) before deleting it", id)
 	}
-	rec.Status, rec.UpdatedAt = storage.StatusInactive, s.now()
-	err = s.store.Atomic(ctx, func(tx storage.Tx) error { return tx.ExternalAccounts().Update(ctx, &rec) })
-	if errors.Is(err, storage.ErrConflict) {
-		return apierror.New(apierror.Conflict, "external account %s changed while it was being deleted; retry", id)
-	}
-	if err != nil {
+	// The library holds the account, sets INACTIVE and writes the status
+	// event in one transaction.
+	if _, err := s.own.SetStatus(ctx, rec.ID, storage.StatusInactive); err != nil {
 		return apierror.As(err)
 	}
 	m.deleted = true

@@ -3,10 +3,12 @@ package sandbox_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
 )
@@ -101,7 +103,7 @@ func TestWalletVariants(t *testing.T) {
 		info                                          map[string]any
 	}{
 		{"base first party", "USDC", "FIRST_PARTY", "PENDING_OWNERSHIP_VERIFICATION", "BASE_WALLET",
-			map[string]any{"accountType": "BASE_WALLET", "address": "0xAbCDEF1234567890aBCdEf1234567890ABcDef12"}},
+			map[string]any{"accountType": "BASE_WALLET", "address": "0xabCDEF1234567890ABcDEF1234567890aBCDeF12"}},
 		{"polygon first party", "USDC", "FIRST_PARTY", "PENDING_OWNERSHIP_VERIFICATION", "POLYGON_WALLET",
 			map[string]any{"accountType": "POLYGON_WALLET", "address": "0x1111111111111111111111111111111111111111"}},
 		{"plasma first party", "USDT", "FIRST_PARTY", "PENDING_OWNERSHIP_VERIFICATION", "PLASMA_WALLET",
@@ -111,7 +113,7 @@ func TestWalletVariants(t *testing.T) {
 		{"tron first party", "USDT", "FIRST_PARTY", "PENDING_OWNERSHIP_VERIFICATION", "TRON_WALLET",
 			map[string]any{"accountType": "TRON_WALLET", "address": "TNPeeaaFB7K9cmo4uQpcU32zGK8G1NYqeL"}},
 		{"spark first party", "BTC", "FIRST_PARTY", "PENDING_OWNERSHIP_VERIFICATION", "SPARK_WALLET",
-			map[string]any{"accountType": "SPARK_WALLET", "address": "spark1pgssyuuuhnrrdjswal5c3s3rafw9w3y5dd4cjy3duxlf7hjzkp0rqx6dj6mrhu"}},
+			map[string]any{"accountType": "SPARK_WALLET", "address": "spark1pgss938nvery5elr8epzmux0pdm3072zp5nms6zvk2j6zm7m9w9d47jv34vdjc"}},
 		{"custodial", "USDC", "FIRST_PARTY", "ACTIVE", "ETHEREUM_WALLET",
 			map[string]any{"accountType": "ETHEREUM_WALLET", "address": "0x3333333333333333333333333333333333333333", "vaspName": "Coinbase"}},
 		{"third party", "USDC", "THIRD_PARTY", "ACTIVE", "ETHEREUM_WALLET",
@@ -274,4 +276,98 @@ func TestTrustedBeneficiaryDelete(t *testing.T) {
 	e.do("DELETE", p, nil).ok(t, 204, nil)
 	e.do("POST", p+"/trust", nil).fails(t, 404, apierror.ReferenceNotFound)
 	e.do("POST", p+"/trust/confirm", `{"code":"123456"}`).fails(t, 404, apierror.ReferenceNotFound)
+}
+
+// statusEvents returns the statuses carried by the account's
+// EXTERNAL_ACCOUNT.STATUS_UPDATED events, in order.
+func statusEvents(t *testing.T, e *env, id string) []string {
+	t.Helper()
+	var out []string
+	err := e.sim.Store().Atomic(context.Background(), func(tx storage.Tx) error {
+		events, err := tx.Outbox().ListByAccount(context.Background(), id)
+		for _, ev := range events {
+			var env struct {
+				Type string
+				Data struct{ Status string }
+			}
+			if err := json.Unmarshal(ev.Payload, &env); err != nil || ev.Type != "EXTERNAL_ACCOUNT.STATUS_UPDATED" || env.Type != ev.Type {
+				t.Fatalf("event %+v: %v", ev, err)
+			}
+			out = append(out, env.Data.Status)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestExternalAccountStatusEvents(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.customer("Eve Ents")
+
+	// Create writes the starting status; delete writes INACTIVE.
+	w := e.external(c.ID, evmWallet("e1"))
+	if w.Status != "PENDING_OWNERSHIP_VERIFICATION" {
+		t.Fatalf("wallet %+v", w)
+	}
+	bank := e.external(c.ID, usdAccount("888000001"))
+	e.do("DELETE", "/customers/external-accounts/"+w.ID, nil).ok(t, 204, nil)
+	if got := statusEvents(t, e, w.ID); !slices.Equal(got, []string{"PENDING_OWNERSHIP_VERIFICATION", "INACTIVE"}) {
+		t.Fatalf("wallet events %v", got)
+	}
+	if got := statusEvents(t, e, bank.ID); !slices.Equal(got, []string{"ACTIVE"}) {
+		t.Fatalf("bank events %v", got)
+	}
+	// A second delete answers 404 and writes nothing.
+	e.do("DELETE", "/customers/external-accounts/"+w.ID, nil).fails(t, 404, apierror.ReferenceNotFound)
+	if got := statusEvents(t, e, w.ID); len(got) != 2 {
+		t.Fatalf("wallet events after second delete %v", got)
+	}
+	// A trusted beneficiary's refused delete writes nothing either.
+	var start sandbox.TrustStart
+	p := "/customers/external-accounts/" + bank.ID
+	e.do("POST", p+"/trust", nil).ok(t, 200, &start)
+	e.do("POST", p+"/trust/confirm", map[string]string{"code": sandbox.SandboxSCACode, "challengeId": start.SCAChallenge.ID}).ok(t, 200, nil)
+	e.do("DELETE", p, nil).fails(t, 409, apierror.BeneficiaryTrusted)
+	if got := statusEvents(t, e, bank.ID); !slices.Equal(got, []string{"ACTIVE"}) {
+		t.Fatalf("bank events after refused delete %v", got)
+	}
+}
+
+func TestExternalAccountAddressesUseVerifierParsers(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.customer("Par Ser")
+	for _, tc := range []struct {
+		name string
+		body map[string]any
+	}{
+		{"evm bad EIP-55 checksum", map[string]any{"currency": "USDC", "ownershipType": "FIRST_PARTY",
+			"accountInfo": map[string]any{"accountType": "BASE_WALLET", "address": "0xAbCDEF1234567890aBCdEf1234567890ABcDef12"}}},
+		{"spark not bech32m", map[string]any{"currency": "BTC", "ownershipType": "FIRST_PARTY",
+			"accountInfo": map[string]any{"accountType": "SPARK_WALLET", "address": "spark1pgssyuuuhnrrdjswal5c3s3rafw9w3y5dd4cjy3duxlf7hjzkp0rqx6dj6mrhu"}}},
+		{"spark custodial is still checked", map[string]any{"currency": "BTC",
+			"accountInfo": map[string]any{"accountType": "SPARK_WALLET", "address": "spark1BAD", "vaspName": "Exchange"}}},
+	} {
+		tc.body["customerId"] = c.ID
+		err := e.do("POST", "/customers/external-accounts", tc.body).fails(t, 400, apierror.InvalidInput)
+		if got := fields(err); !slices.Equal(got, []string{"accountInfo.address"}) {
+			t.Errorf("%s: fields %v", tc.name, got)
+		}
+	}
+
+	// The simulator's network decides for Spark: a mainnet address is
+	// refused by a regtest simulator.
+	sim, err := sandbox.New(sandbox.Config{Network: ownership.Regtest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The body is checked before the customer is looked up.
+	_, err = sim.CreateExternalAccount(context.Background(), sandbox.ExternalAccountCreate{CustomerID: c.ID, Currency: "BTC",
+		OwnershipType: "FIRST_PARTY", AccountInfo: json.RawMessage(`{"accountType":"SPARK_WALLET","address":"spark1pgss938nvery5elr8epzmux0pdm3072zp5nms6zvk2j6zm7m9w9d47jv34vdjc"}`)})
+	var ae *apierror.Error
+	if !errors.As(err, &ae) || ae.Status() != 400 || ae.Code != apierror.InvalidInput || !slices.Equal(fields(ae), []string{"accountInfo.address"}) {
+		t.Fatalf("regtest spark: %v", err)
+	}
 }

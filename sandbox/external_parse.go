@@ -1,19 +1,18 @@
 package sandbox
 
 import (
-	"crypto/sha256"
+	"errors"
 	"regexp"
 	"strings"
 
-	"github.com/mr-tron/base58"
-
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/ownership"
 )
 
-// Ownership types.
+// Ownership types (the library's, see ownership.FirstParty).
 const (
-	FirstParty = "FIRST_PARTY"
-	ThirdParty = "THIRD_PARTY"
+	FirstParty = ownership.FirstParty
+	ThirdParty = ownership.ThirdParty
 )
 
 // Wallet and network account types (SPEC section 2.2).
@@ -54,8 +53,6 @@ var (
 	ibanRe   = regexp.MustCompile(`^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$`)
 	vpaRe    = regexp.MustCompile(`^[A-Za-z0-9._-]{2,256}@[A-Za-z]{2,64}$`)
 	anyRe    = regexp.MustCompile(`^\S.{0,139}$`)
-	evmRe    = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
-	sparkRe  = regexp.MustCompile(`^spark(rt|t|s|l)?1[02-9ac-hj-np-z]{20,200}$`)
 	bolt11Re = regexp.MustCompile(`^ln(bc|tb|bcrt|tbs)[0-9a-z]{20,1000}$`)
 	bolt12Re = regexp.MustCompile(`^lno1[0-9a-z]{20,1000}$`)
 	lnAddrRe = regexp.MustCompile(`^[a-z0-9._+-]{1,64}@[a-z0-9.-]+\.[a-z]{2,}$`)
@@ -99,8 +96,9 @@ type accountInfo struct {
 	info        map[string]any
 }
 
-// parseAccountInfo validates the polymorphic accountInfo (SPEC 2.2).
-func (o object) parseAccountInfo() accountInfo {
+// parseAccountInfo validates the polymorphic accountInfo (SPEC 2.2); wallet
+// addresses must belong to network where the chain encodes one.
+func (o object) parseAccountInfo(network ownership.Network) accountInfo {
 	a, ok := o.obj("accountInfo", true)
 	if !ok {
 		return accountInfo{}
@@ -113,7 +111,7 @@ func (o object) parseAccountInfo() accountInfo {
 		out.accountType, out.info["accountType"] = "LIGHTNING", "LIGHTNING"
 		a.lightning(&out)
 	case contains(walletTypes, t):
-		a.wallet(&out)
+		a.wallet(&out, network)
 	default:
 		spec, ok := fiatSpecs[t]
 		if !ok {
@@ -153,10 +151,10 @@ func (o object) lightning(out *accountInfo) {
 	}
 }
 
-func (o object) wallet(out *accountInfo) {
+func (o object) wallet(out *accountInfo, network ownership.Network) {
 	addr := o.str("address", true)
 	if addr != "" {
-		if problem := checkAddress(out.accountType, addr); problem != "" {
+		if problem := checkAddress(out.accountType, addr, network); problem != "" {
 			o.v.Add(o.field("address"), nil, problem)
 		} else {
 			o.put(out, "address", addr)
@@ -223,31 +221,22 @@ func (o object) beneficiary(wallet bool) (map[string]any, string) {
 	return out, name
 }
 
-// checkAddress returns what is wrong with a wallet address, or "".
-func checkAddress(accountType, addr string) string {
-	switch accountType {
-	case "BASE_WALLET", "ETHEREUM_WALLET", "POLYGON_WALLET", "PLASMA_WALLET":
-		if !evmRe.MatchString(addr) {
-			return "must be 0x followed by 40 hex digits"
-		}
-	case "SOLANA_WALLET":
-		if b, err := base58.Decode(addr); err != nil || len(b) != 32 {
-			return "must be a base58 Solana address of 32 bytes"
-		}
-	case "TRON_WALLET":
-		b, err := base58.Decode(addr)
-		if err != nil || len(b) != 25 || b[0] != 0x41 {
-			return "must be a base58check TRON address starting with T"
-		}
-		h := sha256.Sum256(b[:21])
-		h = sha256.Sum256(h[:])
-		if string(h[:4]) != string(b[21:]) {
-			return "fails its base58check checksum"
-		}
-	case "SPARK_WALLET":
-		if !sparkRe.MatchString(addr) {
-			return "must be a lowercase bech32 spark1... address"
-		}
+// walletVerifiers are the library's verifiers, whose address parsers
+// validate wallet addresses (one parser per chain, shared with ownership
+// verification).
+var walletVerifiers = ownership.DefaultVerifiers()
+
+// checkAddress returns what is wrong with a wallet address on network, or "".
+// It runs the ownership verifiers' own address check
+// ([ownership.Verifiers.ValidateAddress]).
+func checkAddress(accountType, addr string, network ownership.Network) string {
+	err := walletVerifiers.ValidateAddress(ownership.Wallet{AccountType: accountType, Address: addr, Network: network})
+	if err == nil {
+		return ""
 	}
-	return ""
+	var e *apierror.Error
+	if errors.As(err, &e) && e.Reason() != "" {
+		return e.Reason()
+	}
+	return err.Error()
 }

@@ -97,7 +97,7 @@ func FuzzParseExternalAccount(f *testing.F) {
 		`{"customerId":"Customer:1","currency":"BRL","accountInfo":{"accountType":"BRL_ACCOUNT","pixKey":"t.002@pix.com.br",
 		  "pixKeyType":"EMAIL","beneficiary":{"beneficiaryType":"BUSINESS","legalName":"L"}}}`,
 		`{"customerId":"Customer:1","currency":"USDC","ownershipType":"FIRST_PARTY","accountInfo":{"accountType":"ETHEREUM_WALLET",
-		  "address":"0xAbCDEF1234567890aBCdEf1234567890ABcDef12"}}`,
+		  "address":"0xabCDEF1234567890ABcDEF1234567890aBCDeF12"}}`,
 		`{"customerId":"Customer:1","currency":"USDT","ownershipType":"THIRD_PARTY","accountInfo":{"accountType":"TRON_WALLET",
 		  "address":"TNPeeaaFB7K9cmo4uQpcU32zGK8G1NYqeL","beneficiary":{"beneficiaryType":"INDIVIDUAL","fullName":"A","countryOfResidence":"FR"}}}`,
 		`{"customerId":"Customer:1","currency":"BTC","accountInfo":{"accountType":"LIGHTNING_ACCOUNT","lightningAddress":"a@b.co"}}`,

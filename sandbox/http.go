@@ -30,7 +30,8 @@ import (
 //	POST   /customers/external-accounts/{id}/trust/confirm    200 TrustConfirm
 //	POST   /customers/external-accounts/{id}/untrust      200 TrustStart
 //	POST   /customers/external-accounts/{id}/untrust/confirm  200 TrustConfirm
-//	POST   /transfer-in, /transfer-out                    201 Transaction (Idempotency-Key honoured)
+//	POST   /transfer-in                                   201 Transaction (Idempotency-Key honoured)
+//	POST   /transfer-out                                  202 then 201 Transaction (Idempotency-Key honoured)
 //	POST   /quotes                                        201 Quote (Idempotency-Key honoured)
 //	GET    /quotes/{id}                                   200 Quote
 //	POST   /quotes/{id}/execute                           202 then 200 Quote (Idempotency-Key honoured)

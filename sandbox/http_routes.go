@@ -88,7 +88,7 @@ func (s *Simulator) hCreateExternal(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, err := parseExternalCreate(body)
+	p, err := parseExternalCreateOn(body, s.cfg.Network)
 	if err != nil {
 		apierror.Write(w, err)
 		return
@@ -130,18 +130,20 @@ func (s *Simulator) hConfirm(trust bool) http.HandlerFunc {
 func (s *Simulator) hTransfer(in bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req TransferRequest
-		if _, ok := readBody(w, r, &req, true); !ok {
+		body, ok := readBody(w, r, &req, true)
+		if !ok {
 			return
 		}
 		req.IdempotencyKey = r.Header.Get(headerIdempotencyKey)
 		var tx *Transaction
+		var ch *signedretry.Challenge
 		var err error
 		if in {
 			tx, err = s.TransferIn(r.Context(), req)
 		} else {
-			tx, err = s.TransferOut(r.Context(), req)
+			tx, ch, err = s.TransferOut(r.Context(), req, signedretry.RetryFrom(r, "", body))
 		}
-		signedretry.WriteResult(w, http.StatusCreated, tx, nil, err)
+		signedretry.WriteResult(w, http.StatusCreated, tx, ch, err)
 	}
 }
 

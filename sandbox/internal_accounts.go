@@ -2,8 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth"
 )
 
 // Money is an amount in the smallest unit of a currency (cents, sats,
@@ -104,36 +103,11 @@ func (s *Simulator) GetInternalAccount(ctx context.Context, id string) (*Interna
 
 // Signed-retry operation types of the simulator's wallet operations.
 const (
-	OpExportWallet  = "EXPORT_WALLET"
-	OpWalletPrivacy = "UPDATE_WALLET_PRIVACY"
+	OpExportWallet  = walletauth.OpExportWallet
+	OpWalletPrivacy = walletauth.OpWalletPrivacy
 	OpExecuteQuote  = "EXECUTE_QUOTE"
+	OpTransferOut   = "TRANSFER_OUT"
 )
-
-// signed runs the two legs of a signed-retry operation: a call without
-// either header issues op's challenge; a retry is completed (and its request
-// consumed) and the parameters the first call bound are decoded into params,
-// after which the caller applies the effect from params alone, never from
-// the retry's body. The request is consumed at most once, so the effect runs
-// at most once per challenge.
-func (s *Simulator) signed(ctx context.Context, op signedretry.Operation, call signedretry.Retry, params any) (*signedretry.Authorization, *signedretry.Challenge, error) {
-	retries := s.auth.Retries()
-	if call.Signature == "" && call.RequestID == "" {
-		op.Method, op.Path, op.Body = call.Method, call.Path, call.Body
-		ch, err := retries.Issue(ctx, op)
-		return nil, ch, err
-	}
-	call.Type = op.Type
-	a, err := retries.Complete(ctx, call, func(_ storage.Tx, a *signedretry.Authorization) error {
-		if a.AccountID != op.AccountID {
-			return apierror.Unauthenticated("request id is bound to another account")
-		}
-		return a.DecodeParameters(params)
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return a, nil, nil
-}
 
 // defaults fills a Go caller's zero call from the route.
 func (s *Simulator) defaults(call signedretry.Retry, method, path string, body any) (signedretry.Retry, error) {
@@ -154,81 +128,44 @@ func (s *Simulator) defaults(call signedretry.Retry, method, path string, body a
 }
 
 // ExportRequest is the body of POST /internal-accounts/{id}/export.
-type ExportRequest struct {
-	// ClientPublicKey is the uncompressed P-256 key (130 hex characters)
-	// the wallet's credentials are sealed to; the same on both legs.
-	ClientPublicKey string `json:"clientPublicKey"`
-}
+type ExportRequest = walletauth.ExportRequest
 
-// WalletExport is the 200 body of a completed export.
-type WalletExport struct {
-	ID string `json:"id"`
-	// EncryptedWalletCredentials is the export envelope: a JSON string
-	// {"version","data","dataSignature","enclaveQuorumPublic"} whose data is
-	// hex of {"encappedPublic","ciphertext","organizationId"}; the
-	// ciphertext is the wallet's mnemonic sealed to clientPublicKey. As in
-	// the real sandbox, dataSignature and enclaveQuorumPublic are empty.
-	EncryptedWalletCredentials string `json:"encryptedWalletCredentials"`
-}
+// WalletExport is the 200 body of a completed export: the export envelope
+// of walletauth, whose ciphertext is [SandboxMnemonic] sealed to the signed
+// clientPublicKey and whose organizationId is [SandboxOrganizationID]. As in
+// the real sandbox, dataSignature and enclaveQuorumPublic are empty.
+type WalletExport = walletauth.WalletExport
 
 // ExportWallet exports an embedded wallet's mnemonic ([SandboxMnemonic])
-// sealed to the client's key, through the signed retry (any active session
-// of the wallet signs). call is the request as in [Simulator.UpdateCustomer].
+// sealed to the client's key, through the signed retry of
+// [walletauth.Service.ExportWallet] (any active session of the wallet
+// signs; the key sealed to is the one the first call bound). call is the
+// request as in [Simulator.UpdateCustomer].
 //
-// Errors: 400 INVALID_INPUT (clientPublicKey not an uncompressed P-256
-// key), 404 REFERENCE_NOT_FOUND, the 401s of signedretry.
+// Errors: 400 INVALID_INPUT (clientPublicKey not a compressed or
+// uncompressed P-256 key), 404 REFERENCE_NOT_FOUND, the 401s of signedretry.
 func (s *Simulator) ExportWallet(ctx context.Context, accountID string, req ExportRequest, call signedretry.Retry) (*WalletExport, *signedretry.Challenge, error) {
 	call, err := s.defaults(call, http.MethodPost, "/internal-accounts/"+accountID+"/export", req)
 	if err != nil {
 		return nil, nil, err
 	}
-	key := strings.TrimSpace(req.ClientPublicKey)
-	var signed ExportRequest
-	if call.Signature == "" && call.RequestID == "" {
-		if _, err := exportKey(key); err != nil {
-			return nil, nil, err
-		}
-		if _, err := s.internalAccount(ctx, accountID); err != nil {
-			return nil, nil, err
-		}
-	}
-	op := signedretry.Operation{Type: OpExportWallet, AccountID: accountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-		Parameters: ExportRequest{ClientPublicKey: key}}
-	a, ch, err := s.signed(ctx, op, call, &signed)
-	if a == nil {
-		return nil, ch, err
-	}
-	pub, err := exportKey(signed.ClientPublicKey)
-	if err != nil {
-		return nil, nil, apierror.Internal(err)
-	}
-	env, err := exportEnvelope(pub, s.rand)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &WalletExport{ID: accountID, EncryptedWalletCredentials: env}, nil, nil
+	return s.auth.ExportWallet(ctx, accountID, req, call)
 }
 
-// exportKey parses the uncompressed P-256 key an export is sealed to.
-func exportKey(key string) (*ecdsa.PublicKey, error) {
-	if len(key) != 130 || !strings.HasPrefix(key, "04") {
-		return nil, apierror.InvalidField("clientPublicKey", apierror.Pattern(`^04[0-9a-fA-F]{128}$`),
-			"must be an uncompressed P-256 public key (130 hex characters)")
-	}
-	pub, err := signedretry.ParsePublicKey(key)
-	if err != nil {
-		return nil, apierror.InvalidField("clientPublicKey", apierror.Pattern(`^04[0-9a-fA-F]{128}$`), apierror.As(err).Message)
-	}
-	return pub, nil
+// walletSecrets is the simulator's walletauth.WalletSecrets: every wallet's
+// secret is SandboxMnemonic.
+type walletSecrets struct{}
+
+func (walletSecrets) Secret(context.Context, string) ([]byte, error) {
+	return []byte(SandboxMnemonic), nil
 }
 
 // UpdateWalletRequest is the body of PATCH /internal-accounts/{id}.
-type UpdateWalletRequest struct {
-	PrivateEnabled *bool `json:"privateEnabled"`
-}
+type UpdateWalletRequest = walletauth.PrivacyRequest
 
 // UpdateWallet changes an embedded wallet's privacy setting through the
-// signed retry (any active session of the wallet signs) and returns the
+// signed retry of [walletauth.Service.UpdateWalletPrivacy] (any active
+// session of the wallet signs), stores the signed value and returns the
 // wallet.
 //
 // Errors: 400 INVALID_INPUT (privateEnabled missing), 404
@@ -246,20 +183,14 @@ func (s *Simulator) UpdateWallet(ctx context.Context, accountID string, req Upda
 	if err != nil {
 		return nil, nil, err
 	}
-	op := signedretry.Operation{Type: OpWalletPrivacy, AccountID: accountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-		Parameters: req}
-	var signed UpdateWalletRequest
-	a, ch, err := s.signed(ctx, op, call, &signed)
-	if a == nil {
+	p, ch, err := s.auth.UpdateWalletPrivacy(ctx, accountID, req, call, nil)
+	if p == nil {
 		return nil, ch, err
-	}
-	if signed.PrivateEnabled == nil {
-		return nil, nil, apierror.Internal(errors.New("sandbox: signed privacy update without privateEnabled"))
 	}
 	var out InternalAccount
 	err = s.locked(func(st *state, now time.Time) error {
 		w := st.wallet(accountID)
-		w.privateEnabled, w.updatedAt = *signed.PrivateEnabled, now
+		w.privateEnabled, w.updatedAt = p.PrivateEnabled, now
 		out = s.view(st, &acct)
 		return nil
 	})

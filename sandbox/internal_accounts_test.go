@@ -106,9 +106,19 @@ func TestExportWallet(t *testing.T) {
 	e.clock.Advance(signedretry.DefaultTTL)
 	e.retry(key, ch, "POST", path, body).fails(t, 401, apierror.Unauthorized)
 
-	// Bad requests.
+	// A compressed client key is accepted too.
 	compressed, _ := walletauth.NewClientKey()
-	e.do("POST", path, map[string]string{"clientPublicKey": compressed.PublicKeyHex()}).fails(t, 400, apierror.InvalidInput)
+	e.signed(key, "POST", path, map[string]string{"clientPublicKey": compressed.PublicKeyHex()}).ok(t, 200, &out)
+	cpriv, err := compressed.PrivateKey().ECDH()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain, err := openExport(t, cpriv, out); err != nil || string(plain) != sandbox.SandboxMnemonic {
+		t.Fatalf("open (compressed key): %v %q", err, plain)
+	}
+
+	// Bad requests.
+	e.do("POST", path, map[string]string{"clientPublicKey": "02ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"}).fails(t, 400, apierror.InvalidInput)
 	e.do("POST", path, map[string]string{"clientPublicKey": "04" + pubHex[4:] + "00"}).fails(t, 400, apierror.InvalidInput)
 	e.do("POST", path, `{}`).fails(t, 400, apierror.InvalidInput)
 	e.do("POST", "/internal-accounts/InternalAccount:00000000-0000-4000-8000-000000000000/export", body).fails(t, 404, apierror.ReferenceNotFound)

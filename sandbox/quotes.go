@@ -12,6 +12,7 @@ import (
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/idempotency"
+	"github.com/walletgate/walletgate/walletauth"
 )
 
 // Quote statuses.
@@ -395,7 +396,7 @@ func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signe
 	if err != nil {
 		return nil, nil, err
 	}
-	_, ch, err := s.signed(ctx, quoteOperation(quoteID, src, amount), call, nil)
+	_, ch, err := s.auth.Authorize(ctx, quoteOperation(quoteID, src, amount), call)
 	return nil, ch, err
 }
 
@@ -407,8 +408,8 @@ type quoteParams struct {
 	Currency string `json:"currency"`
 }
 
-func quoteOperation(quoteID string, src QuoteSource, amount int64) signedretry.Operation {
-	return signedretry.Operation{Type: OpExecuteQuote, AccountID: src.AccountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+func quoteOperation(quoteID string, src QuoteSource, amount int64) walletauth.HostOperation {
+	return walletauth.HostOperation{Type: OpExecuteQuote, AccountID: src.AccountID,
 		Parameters: quoteParams{QuoteID: quoteID, Amount: amount, Currency: src.Currency}}
 }
 
@@ -433,8 +434,12 @@ func (s *Simulator) executeQuoteRetry(ctx context.Context, quoteID string, call 
 	}
 	src, amount := q.rec.Source, q.rec.TotalSendingAmount
 	op := quoteOperation(quoteID, src, amount)
+	a, _, err := s.auth.Authorize(ctx, op, call)
+	if err != nil {
+		return nil, nil, err
+	}
 	var signed quoteParams
-	if _, _, err := s.signed(ctx, op, call, &signed); err != nil {
+	if err := a.DecodeParameters(&signed); err != nil {
 		return nil, nil, err
 	}
 	// What is paid is what was signed: the quote is immutable and the

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/walletauth"
 )
 
 // worker is the TB of a client goroutine: Fatal reports and ends the
@@ -45,6 +46,8 @@ func TestConcurrentClients(t *testing.T) {
 	e := newEnv(t)
 	shared, sharedWallet := e.customer("Shared Pool")
 	e.do("POST", "/sandbox/internal-accounts/"+sharedWallet+"/fund", map[string]any{"amount": 1_000_000, "currency": "USD"}).ok(t, 200, nil)
+	// Transfers out of a wallet are signed by one of its sessions.
+	sharedKey := e.login(sharedWallet)
 	sharedExts := make([]string, clients)
 	for i := range sharedExts {
 		sharedExts[i] = e.external(shared.ID, usdAccount(fmt.Sprintf("9%04d1", i))).ID
@@ -73,6 +76,7 @@ func TestConcurrentClients(t *testing.T) {
 			c, wallet := w.customer(fmt.Sprintf("Client %d", i))
 			wallets[i] = wallet
 			key := w.login(wallet)
+			w.keys = map[string]*walletauth.ClientKey{wallet: key, sharedWallet: sharedKey}
 			for range funds {
 				w.do("POST", "/sandbox/internal-accounts/"+wallet+"/fund", map[string]any{"amount": fundAmount, "currency": "USD"}).ok(w.t, 200, nil)
 			}

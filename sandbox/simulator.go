@@ -164,7 +164,8 @@ func New(cfg Config) (*Simulator, error) {
 		return nil, err
 	}
 	auth, err := walletauth.New(walletauth.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand, Sandbox: true,
-		Passkeys: pk, OIDC: ov, Sealer: cfg.Sealer, CodeMACKey: cfg.CodeMACKey})
+		Passkeys: pk, OIDC: ov, Sealer: cfg.Sealer, CodeMACKey: cfg.CodeMACKey,
+		OrganizationID: SandboxOrganizationID, WalletSecrets: walletSecrets{}})
 	if err != nil {
 		ov.Close()
 		return nil, err

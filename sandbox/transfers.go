@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth"
 )
 
 // Transaction statuses.
@@ -183,18 +186,100 @@ func (s *Simulator) TransferIn(ctx context.Context, req TransferRequest) (*Trans
 // outcomes of [Simulator.TransferIn]. The wallet is debited at once and
 // refunded when the transfer fails.
 //
+// Moving funds out of an embedded wallet is a wallet action, so it is a
+// signed retry ([walletauth.Service.Authorize], any active session of the
+// wallet signs): a call without the signed-retry headers checks the request
+// and answers the challenge (202), whose parameters bind the source wallet,
+// the destination account, the amount and the currency; the retry executes
+// those parameters, never the retry's own values. The checks are made on
+// the first call, again on the retry's request before its signature is
+// consumed (so a retry that would fail leaves the request usable), and again
+// on the signed parameters. call is the request as in
+// [Simulator.UpdateCustomer]. With an IdempotencyKey, a repeat of a
+// completed transfer returns the first result (the challenge leg is not
+// remembered).
+//
 // Errors: those of TransferIn, 400 INVALID_AMOUNT (balance too low), 400
 // EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED (the destination is a first-party
 // self-custody wallet still pending ownership verification and the amount
 // reaches Config.VerificationThreshold, or whose last verification failed),
-// decided by the library's payout gate (ownership.PayoutPolicy).
-func (s *Simulator) TransferOut(ctx context.Context, req TransferRequest) (*Transaction, error) {
-	return idempotent(s, "transfer-out", req.IdempotencyKey, req, func() (*Transaction, error) {
-		return s.transfer(ctx, req.Destination.AccountID, req.Source.AccountID, req.Amount, false)
+// decided by the library's payout gate (ownership.PayoutPolicy), the 401s of
+// signedretry.
+func (s *Simulator) TransferOut(ctx context.Context, req TransferRequest, call signedretry.Retry) (*Transaction, *signedretry.Challenge, error) {
+	call, err := s.defaults(call, http.MethodPost, "/transfer-out", req)
+	if err != nil {
+		return nil, nil, err
+	}
+	var challenge *signedretry.Challenge
+	out, err := idempotent(s, "transfer-out", req.IdempotencyKey, req, func() (*Transaction, error) {
+		t, ch, err := s.transferOut(ctx, req, call)
+		challenge = ch
+		return t, err
 	})
+	return out, challenge, err
+}
+
+// transferParams are the parameters of a TRANSFER_OUT payload.
+type transferParams struct {
+	SourceAccountID      string `json:"sourceAccountId"`
+	DestinationAccountID string `json:"destinationAccountId"`
+	Amount               int64  `json:"amount"`
+	Currency             string `json:"currency"`
+}
+
+func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call signedretry.Retry) (*Transaction, *signedretry.Challenge, error) {
+	extID, walletID := req.Destination.AccountID, req.Source.AccountID
+	plan, err := s.checkTransfer(ctx, extID, walletID, req.Amount, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	op := walletauth.HostOperation{Type: OpTransferOut, AccountID: walletID}
+	if call.Signature == "" && call.RequestID == "" {
+		op.Parameters = transferParams{SourceAccountID: walletID, DestinationAccountID: extID, Amount: req.Amount, Currency: plan.cur}
+		_, ch, err := s.auth.Authorize(ctx, op, call)
+		return nil, ch, err
+	}
+	a, _, err := s.auth.Authorize(ctx, op, call)
+	if err != nil {
+		return nil, nil, err
+	}
+	var p transferParams
+	if err := a.DecodeParameters(&p); err != nil {
+		return nil, nil, err
+	}
+	// From here on, only the signed parameters.
+	plan, err = s.checkTransfer(ctx, p.DestinationAccountID, p.SourceAccountID, p.Amount, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if plan.cur != p.Currency {
+		return nil, nil, apierror.New(apierror.Conflict, "the destination account's currency is %s, the signed transfer is in %s", plan.cur, p.Currency)
+	}
+	return s.schedule(plan)
+}
+
+// transferPlan is a checked transfer, ready to schedule.
+type transferPlan struct {
+	ext    storage.ExternalAccount
+	wal    storage.InternalAccount
+	amount int64
+	cur    string
+	in     bool
 }
 
 func (s *Simulator) transfer(ctx context.Context, extID, walletID string, amount int64, in bool) (*Transaction, error) {
+	plan, err := s.checkTransfer(ctx, extID, walletID, amount, in)
+	if err != nil {
+		return nil, err
+	}
+	t, _, err := s.schedule(plan)
+	return t, err
+}
+
+// checkTransfer checks a transfer between a customer's external account
+// and embedded wallet (for a transfer out, the wallet's balance too).
+func (s *Simulator) checkTransfer(ctx context.Context, extID, walletID string, amount int64, in bool) (transferPlan, error) {
+	plan := transferPlan{amount: amount, in: in}
 	extField, walletField := "destination.accountId", "source.accountId"
 	if in {
 		extField, walletField = walletField, extField
@@ -203,56 +288,73 @@ func (s *Simulator) transfer(ctx context.Context, extID, walletID string, amount
 	v.Check(storage.ValidID(extID, "ExternalAccount"), extField, apierror.Pattern(`^ExternalAccount:[0-9a-fA-F-]{36}$`), "must be an ExternalAccount id")
 	v.Check(storage.ValidID(walletID, "InternalAccount"), walletField, apierror.Pattern(`^InternalAccount:[0-9a-fA-F-]{36}$`), "must be an InternalAccount id")
 	if err := v.Err(); err != nil {
-		return nil, err
+		return plan, err
 	}
-	ext, err := s.externalAccount(ctx, extID)
-	if err != nil {
-		return nil, err
+	var err error
+	if plan.ext, err = s.externalAccount(ctx, extID); err != nil {
+		return plan, err
 	}
-	wal, err := s.internalAccount(ctx, walletID)
-	if err != nil {
-		return nil, err
+	if plan.wal, err = s.internalAccount(ctx, walletID); err != nil {
+		return plan, err
 	}
-	if ext.CustomerID != wal.CustomerID {
-		return nil, apierror.New(apierror.InvalidInput, "the external account and the internal account belong to different customers")
+	if plan.ext.CustomerID != plan.wal.CustomerID {
+		return plan, apierror.New(apierror.InvalidInput, "the external account and the internal account belong to different customers")
 	}
-	cur := ext.Currency
-	if err := checkAmount("amount", amount, cur); err != nil {
-		return nil, err
+	plan.cur = plan.ext.Currency
+	if err := checkAmount("amount", amount, plan.cur); err != nil {
+		return plan, err
 	}
 	if !in {
-		if err := s.checkVerified(&ext, amount, "destination.accountId"); err != nil {
-			return nil, err
+		if err := s.checkVerified(&plan.ext, amount, "destination.accountId"); err != nil {
+			return plan, err
+		}
+		err := s.locked(func(st *state, _ time.Time) error { return balanceCheck(st, walletID, amount, plan.cur) })
+		if err != nil {
+			return plan, err
 		}
 	}
+	return plan, nil
+}
+
+func balanceCheck(st *state, walletID string, amount int64, cur string) error {
+	if st.wallet(walletID).balances[cur] < amount {
+		return apierror.New(apierror.InvalidAmount, "the wallet holds less than %d %s", amount, cur).WithDetail("field", "amount")
+	}
+	return nil
+}
+
+// schedule creates the transaction of a checked transfer; the balance of a
+// transfer out is checked again under the lock that debits it.
+func (s *Simulator) schedule(plan transferPlan) (*Transaction, *signedretry.Challenge, error) {
 	id, err := s.newID("Transaction")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	extID, walletID, amount, cur := plan.ext.ID, plan.wal.ID, plan.amount, plan.cur
 	var out *Transaction
 	err = s.locked(func(st *state, now time.Time) error {
-		tx := &transaction{rec: Transaction{ID: id, CustomerID: wal.CustomerID, CreatedAt: now, UpdatedAt: now}}
+		tx := &transaction{rec: Transaction{ID: id, CustomerID: plan.wal.CustomerID, CreatedAt: now, UpdatedAt: now}}
 		m := Money{amount, cur}
 		tx.rec.SentAmount, tx.rec.ReceivedAmount = &m, &m
 		var hold, release, credit []move
-		if in {
+		if plan.in {
 			tx.rec.Type = Incoming
 			tx.rec.Source, tx.rec.Destination = Endpoint{AccountID: extID, Currency: cur}, Endpoint{AccountID: walletID, Currency: cur}
 			credit = []move{{walletID, cur, amount}}
 		} else {
-			if st.wallet(walletID).balances[cur] < amount {
-				return apierror.New(apierror.InvalidAmount, "the wallet holds less than %d %s", amount, cur).WithDetail("field", "amount")
+			if err := balanceCheck(st, walletID, amount, cur); err != nil {
+				return err
 			}
 			tx.rec.Type = Outgoing
 			tx.rec.Source, tx.rec.Destination = Endpoint{AccountID: walletID, Currency: cur}, Endpoint{AccountID: extID, Currency: cur}
 			hold, release = []move{{walletID, cur, -amount}}, []move{{walletID, cur, amount}}
 		}
-		tx.steps = transferSteps(ext.Address, now, hold, release, credit)
+		tx.steps = transferSteps(plan.ext.Address, now, hold, release, credit)
 		st.schedule(tx, now)
 		out = tx.view()
 		return nil
 	})
-	return out, err
+	return out, nil, err
 }
 
 // checkVerified applies the library's payout gate

@@ -5,6 +5,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/sandbox"
+	"github.com/walletgate/walletgate/signedretry"
 )
 
 func TestFund(t *testing.T) {
@@ -38,6 +39,12 @@ func (e *env) transfer(in bool, ext, wallet string, amount int64, headers ...str
 			"destination": map[string]string{"accountId": wallet}, "amount": amount}
 	}
 	r := e.do("POST", path, body, headers...)
+	if !in && r.status == 202 {
+		// Transfer-out is a signed retry: a session of the wallet stamps it.
+		var ch signedretry.Challenge
+		r.ok(e.t, 202, &ch)
+		r = e.retry(e.walletKey(wallet), ch, "POST", path, body, headers...)
+	}
 	var tx sandbox.Transaction
 	if r.status == 201 {
 		r.ok(e.t, 201, &tx)
