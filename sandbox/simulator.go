@@ -112,8 +112,10 @@ type Simulator struct {
 	rand  io.Reader
 	auth  *walletauth.Service
 	own   *ownership.Service
-	pk    *passkey.Verifier
-	oidc  *oidc.Verifier
+	// payouts is the payout gate's policy, the ownership service's too.
+	payouts *ownership.PayoutPolicy
+	pk      *passkey.Verifier
+	oidc    *oidc.Verifier
 	// idem keeps the Idempotency-Key records of quote execution in the
 	// Store (see ExecuteQuote).
 	idem *idempotency.Guard
@@ -174,6 +176,8 @@ func New(cfg Config) (*Simulator, error) {
 	// Reservation tokens come from crypto/rand, not cfg.Rand, so keys do not
 	// shift a seeded simulator's ids.
 	s.idem = idempotency.New(cfg.Store, idempotency.Options{Now: cfg.Clock})
+	policy := s.payoutPolicy()
+	s.payouts = &policy
 	if s.own, err = s.newOwnership(); err != nil {
 		ov.Close()
 		return nil, err

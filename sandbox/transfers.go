@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -368,30 +367,23 @@ func (s *Simulator) schedule(plan transferPlan) (*Transaction, *signedretry.Chal
 // before, as AMOUNT_OUT_OF_RANGE). The refusal names field in
 // details.field.
 func (s *Simulator) checkVerified(ext *storage.ExternalAccount, amount int64, field string) error {
-	_, err := s.payoutPolicy().Decide(ext, ownership.Payout{AccountID: ext.ID, Amount: amount, Currency: ext.Currency})
+	_, err := s.payouts.Decide(ext, ownership.Payout{AccountID: ext.ID, Amount: amount, Currency: ext.Currency})
 	if e := apierror.As(err); e != nil {
 		return e.WithDetail("field", field)
 	}
 	return err
 }
 
-// payoutPolicies caches the sandbox payout policy per
-// Config.VerificationThreshold.
-var payoutPolicies sync.Map // int64 -> *ownership.PayoutPolicy
-
 // payoutPolicy is the gate configuration of the simulator: the verification
-// threshold of every sandbox currency, in its smallest units.
-func (s *Simulator) payoutPolicy() *ownership.PayoutPolicy {
-	if p, ok := payoutPolicies.Load(s.cfg.VerificationThreshold); ok {
-		return p.(*ownership.PayoutPolicy)
-	}
+// threshold of every sandbox currency, in its smallest units. The ownership
+// service is configured with it, and the simulator's own payouts decide with
+// the same policy.
+func (s *Simulator) payoutPolicy() ownership.PayoutPolicy {
 	by := make(map[string]int64, len(currencies))
 	for cur := range currencies {
 		by[cur] = majorUnits(s.cfg.VerificationThreshold, cur)
 	}
-	p, _ := payoutPolicies.LoadOrStore(s.cfg.VerificationThreshold,
-		&ownership.PayoutPolicy{VerificationThresholds: ownership.Limits{ByCurrency: by}})
-	return p.(*ownership.PayoutPolicy)
+	return ownership.PayoutPolicy{VerificationThresholds: ownership.Limits{ByCurrency: by}}
 }
 
 // idempotent runs fn once per Idempotency-Key and scope: a repeat of the
