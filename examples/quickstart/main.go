@@ -7,8 +7,9 @@
 // HTTP with examples/client, as a platform backend would talk to the service:
 // a customer with an embedded wallet, an EMAIL_OTP login with real HPKE and
 // signatures, adding a passkey and an OAuth credential through signed
-// retries, revoking a credential, a signed wallet export, and ownership
-// verification of an Ethereum and a Solana wallet.
+// retries, revoking a credential, a signed wallet export, ownership
+// verification of an Ethereum and a Solana wallet, and the payout gate
+// refusing the Ethereum wallet before its proof and allowing it after.
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/mr-tron/base58"
 
+	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/examples/client"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/sandbox"
@@ -203,22 +205,39 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The payout gate a host calls before paying an external account: 5,000
+	// USDC (in minor units) is above the sandbox's verification threshold.
+	gate := func(accountID string) error {
+		_, err := sim.Ownership().CheckPayout(ctx, ownership.Payout{AccountID: accountID, Amount: 5_000_000_000, Currency: "USDC"})
+		return err
+	}
 	eth, err := proveOwnership(ctx, c, cust.ID, "ETHEREUM_WALLET", crypto.PubkeyToAddress(evmKey.PublicKey).Hex(), func(msg string) string {
 		sig, _ := crypto.Sign(accounts.TextHash([]byte(msg)), evmKey)
 		sig[64] += 27
 		return "0x" + hex.EncodeToString(sig)
+	}, func(accountID string) error {
+		err := gate(accountID)
+		if apierror.CodeOf(err) != apierror.ExternalAccountVerificationRequired {
+			return fmt.Errorf("payout gate before the proof: %v, want EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED", err)
+		}
+		step("payout gate refuses 5000 USDC to the unproven wallet: %s (%s)", apierror.CodeOf(err), apierror.As(err).Reason())
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("ethereum ownership: %w", err)
 	}
 	step("Ethereum wallet %s proven with personal_sign: status %s", eth.ID, eth.Status)
+	if err := gate(eth.ID); err != nil {
+		return fmt.Errorf("payout gate after the proof: %w", err)
+	}
+	step("payout gate allows 5000 USDC to the proven wallet")
 	solPub, solKey, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return err
 	}
 	sol, err := proveOwnership(ctx, c, cust.ID, "SOLANA_WALLET", base58.Encode(solPub), func(msg string) string {
 		return base58.Encode(ed25519.Sign(solKey, []byte(msg)))
-	})
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("solana ownership: %w", err)
 	}
@@ -228,13 +247,20 @@ func run(ctx context.Context) error {
 	return nil
 }
 
-// proveOwnership registers a self-custody wallet, asks for a challenge, signs
-// the message with sign and verifies it.
-func proveOwnership(ctx context.Context, c *client.Client, customerID, accountType, address string, sign func(string) string) (*sandbox.ExternalAccount, error) {
+// proveOwnership registers a self-custody wallet, runs registered (when not
+// nil) on the new account, asks for a challenge, signs the message with sign
+// and verifies it.
+func proveOwnership(ctx context.Context, c *client.Client, customerID, accountType, address string, sign func(string) string,
+	registered func(accountID string) error) (*sandbox.ExternalAccount, error) {
 	var acct sandbox.ExternalAccount
 	if _, err := c.Do(ctx, "POST", "/customers/external-accounts", map[string]any{"customerId": customerID, "currency": "USDC",
 		"ownershipType": "FIRST_PARTY", "accountInfo": map[string]any{"accountType": accountType, "address": address}}, nil, &acct); err != nil {
 		return nil, err
+	}
+	if registered != nil {
+		if err := registered(acct.ID); err != nil {
+			return nil, err
+		}
 	}
 	var ch ownership.Challenge
 	path := "/customers/external-accounts/" + acct.ID
