@@ -2,7 +2,6 @@ package sandbox_test
 
 import (
 	"crypto/ecdh"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -197,7 +196,7 @@ func exportCase(t *testing.T, e *env) diffCase {
 			if params["clientPublicKey"] != userPub {
 				t.Fatalf("payload parameters %v", params)
 			}
-			if plain, err := openExport(t, userPriv, out); err != nil || string(plain) != sandbox.SandboxMnemonic {
+			if plain, err := openExport(t, e, userPriv, out); err != nil || string(plain) != sandbox.SandboxMnemonic {
 				t.Fatalf("the export is not sealed to the signed key: %v", err)
 			}
 		}}
@@ -348,7 +347,7 @@ func TestGoAPIRetryRunsSignedParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openExport(t, userPriv, *out); err != nil {
+	if _, err := openExport(t, e, userPriv, *out); err != nil {
 		t.Fatalf("export not sealed to the signed key: %v", err)
 	}
 
@@ -390,19 +389,10 @@ func TestGoAPIRetryRunsSignedParameters(t *testing.T) {
 	}
 }
 
-// openExport opens an export envelope with the private key it was sealed to.
-func openExport(t *testing.T, priv *ecdh.PrivateKey, out sandbox.WalletExport) ([]byte, error) {
+// openExport checks an export envelope as @turnkey/crypto's
+// decryptExportBundle does, pinning the simulator's signing key and
+// SandboxOrganizationID, and opens it with the private key it was sealed to.
+func openExport(t *testing.T, e *env, priv *ecdh.PrivateKey, out sandbox.WalletExport) ([]byte, error) {
 	t.Helper()
-	var env struct{ Data string }
-	var data struct{ EncappedPublic, Ciphertext string }
-	if err := json.Unmarshal([]byte(out.EncryptedWalletCredentials), &env); err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := hex.DecodeString(env.Data)
-	if err := json.Unmarshal(raw, &data); err != nil {
-		t.Fatal(err)
-	}
-	enc, _ := hex.DecodeString(data.EncappedPublic)
-	ct, _ := hex.DecodeString(data.Ciphertext)
-	return envelope.Open(priv, enc, ct)
+	return envelope.OpenExportBundle(priv, out.EncryptedWalletCredentials, e.sim.Auth().SigningPublicKey(), sandbox.SandboxOrganizationID)
 }

@@ -132,8 +132,11 @@ type ExportRequest = walletauth.ExportRequest
 
 // WalletExport is the 200 body of a completed export: the export envelope
 // of walletauth, whose ciphertext is [SandboxMnemonic] sealed to the signed
-// clientPublicKey and whose organizationId is [SandboxOrganizationID]. As in
-// the real sandbox, dataSignature and enclaveQuorumPublic are empty.
+// clientPublicKey and whose organizationId is [SandboxOrganizationID].
+// dataSignature is made by the simulator's signing key and
+// enclaveQuorumPublic is its public half (Auth().SigningPublicKey(), the key
+// OTP target bundles carry), so @turnkey/crypto's decryptExportBundle opens
+// it with that key as dangerouslyOverrideSignerPublicKey.
 type WalletExport = walletauth.WalletExport
 
 // ExportWallet exports an embedded wallet's mnemonic ([SandboxMnemonic])

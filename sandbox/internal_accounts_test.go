@@ -72,7 +72,14 @@ func TestExportWallet(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.EncryptedWalletCredentials), &env); err != nil {
 		t.Fatal(err)
 	}
-	if out.ID != walletID || env.Version != "v1.0.0" || env.DataSignature != "" || env.EnclaveQuorumPublic != "" {
+	// The envelope is signed by the simulator's signing key (the one its OTP
+	// target bundles carry), as decryptExportBundle with that key given as
+	// dangerouslyOverrideSignerPublicKey requires.
+	signerPub, err := e.sim.Auth().SigningPublicKey().Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ID != walletID || env.Version != "v1.0.0" || env.DataSignature == "" || env.EnclaveQuorumPublic != hex.EncodeToString(signerPub) {
 		t.Fatalf("export %+v %+v", out, env)
 	}
 	raw, _ := hex.DecodeString(env.Data)
@@ -80,11 +87,23 @@ func TestExportWallet(t *testing.T) {
 	if err := json.Unmarshal(raw, &data); err != nil {
 		t.Fatal(err)
 	}
-	enc, _ := hex.DecodeString(data.EncappedPublic)
-	ct, _ := hex.DecodeString(data.Ciphertext)
-	plain, err := envelope.Open(priv, enc, ct)
+	if data.OrganizationID != sandbox.SandboxOrganizationID {
+		t.Fatalf("organizationId %q", data.OrganizationID)
+	}
+	plain, err := openExport(t, e, priv, out)
 	if err != nil || string(plain) != sandbox.SandboxMnemonic {
 		t.Fatalf("open: %v %q", err, plain)
+	}
+	// A client pinning another signer refuses the envelope (401), one
+	// expecting another organization too (400).
+	otherSigner, _ := walletauth.NewClientKey()
+	_, err = envelope.OpenExportBundle(priv, out.EncryptedWalletCredentials, &otherSigner.PrivateKey().PublicKey, sandbox.SandboxOrganizationID)
+	if apierror.CodeOf(err) != apierror.Unauthorized || apierror.As(err).Code.Status() != 401 {
+		t.Fatalf("other signer: %v", err)
+	}
+	_, err = envelope.OpenExportBundle(priv, out.EncryptedWalletCredentials, e.sim.Auth().SigningPublicKey(), "org_other")
+	if apierror.CodeOf(err) != apierror.InvalidInput || apierror.As(err).Code.Status() != 400 {
+		t.Fatalf("other organization: %v", err)
 	}
 
 	// Failures of the signed retry.
@@ -113,7 +132,7 @@ func TestExportWallet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plain, err := openExport(t, cpriv, out); err != nil || string(plain) != sandbox.SandboxMnemonic {
+	if plain, err := openExport(t, e, cpriv, out); err != nil || string(plain) != sandbox.SandboxMnemonic {
 		t.Fatalf("open (compressed key): %v %q", err, plain)
 	}
 

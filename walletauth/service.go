@@ -116,10 +116,10 @@ type Config struct {
 	Clock func() time.Time
 	// Rand supplies ids, codes and keys; nil means crypto/rand.
 	Rand io.Reader
-	// SigningKey signs OTP target bundles (their enclaveQuorumPublic); nil
-	// generates one per process. Clients that check bundles pin its public
-	// half ([Service.SigningPublicKey]), so replicas of one service must
-	// share it.
+	// SigningKey signs OTP target bundles and wallet export bundles (their
+	// enclaveQuorumPublic); nil generates one per process. Clients that
+	// check bundles pin its public half ([Service.SigningPublicKey]), so
+	// replicas of one service must share it.
 	SigningKey *ecdsa.PrivateKey
 	// OrganizationID is written into target bundles.
 	OrganizationID string

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
 )
@@ -82,12 +83,12 @@ func TestRetryRunsSignedParameters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if plain, _, err := openExport(t, user, out); err != nil || plain != testMnemonic {
+		if plain, _, err := openExport(t, e.svc.SigningPublicKey(), user, out); err != nil || plain != testMnemonic {
 			t.Fatalf("not sealed to the signed key: %v", err)
 		}
-		if _, _, err := openExport(t, attacker, out); err == nil {
-			t.Fatal("sealed to the retry's key")
-		}
+		_, _, err = openExport(t, e.svc.SigningPublicKey(), attacker, out)
+		wantStatus(t, err, 401, apierror.Unauthorized)
+		wantErr(t, err, apierror.Unauthorized, "encryptedWalletCredentials was not sealed to this client key")
 	})
 	t.Run("wallet privacy", func(t *testing.T) {
 		e := newEnv(t, nil)

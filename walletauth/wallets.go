@@ -3,10 +3,8 @@ package walletauth
 import (
 	"context"
 	"crypto/ecdsa"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"strings"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -36,12 +34,16 @@ type ExportRequest struct {
 // WalletExport is the result of a completed export.
 type WalletExport struct {
 	ID string `json:"id"`
-	// EncryptedWalletCredentials is the export envelope: a JSON string
+	// EncryptedWalletCredentials is the export bundle
+	// ([envelope.NewExportBundle]): a JSON string
 	// {"version","data","dataSignature","enclaveQuorumPublic"} whose data is
 	// hex of {"encappedPublic","ciphertext","organizationId"}; the
-	// ciphertext is the wallet's secret sealed (HPKE, package envelope) to
-	// the signed clientPublicKey. dataSignature and enclaveQuorumPublic are
-	// empty: the envelope is not attested.
+	// ciphertext is the wallet's secret sealed (HPKE) to the signed
+	// clientPublicKey. dataSignature is hex DER ECDSA-P256-SHA256 over the
+	// data bytes by [Config].SigningKey and enclaveQuorumPublic the hex of
+	// its uncompressed public key ([Service.SigningPublicKey]), the same key
+	// that signs OTP target bundles. @turnkey/crypto's decryptExportBundle
+	// opens it when given that key as dangerouslyOverrideSignerPublicKey.
 	EncryptedWalletCredentials string `json:"encryptedWalletCredentials"`
 }
 
@@ -87,8 +89,7 @@ func (s *Service) ExportWallet(ctx context.Context, accountID string, req Export
 		if err := (&Authorized{Parameters: params}).DecodeParameters(&p); err != nil {
 			return err
 		}
-		pub, err := exportKey(p.ClientPublicKey)
-		if err != nil {
+		if _, err := exportKey(p.ClientPublicKey); err != nil {
 			return apierror.Internal(err)
 		}
 		if s.secrets == nil {
@@ -98,44 +99,18 @@ func (s *Service) ExportWallet(ctx context.Context, accountID string, req Export
 		if err != nil {
 			return storeErr(err)
 		}
-		out, err = exportEnvelope(pub, secret, s.org, s.rand)
-		return err
+		out, err = envelope.NewExportBundle(s.signer, s.org, p.ClientPublicKey, secret, s.rand)
+		if err != nil {
+			// The key was checked when the payload was bound, so any
+			// failure here is the service's.
+			return apierror.Internal(err)
+		}
+		return nil
 	}
 	if _, _, err := s.authorize(ctx, op, call); err != nil {
 		return nil, nil, err
 	}
 	return &WalletExport{ID: accountID, EncryptedWalletCredentials: out}, nil, nil
-}
-
-// exportEnvelope seals secret to the client's key in the export envelope
-// format, without attestation.
-func exportEnvelope(client *ecdsa.PublicKey, secret []byte, org string, rand io.Reader) (string, error) {
-	recipient, err := client.ECDH()
-	if err != nil {
-		return "", apierror.Internal(err)
-	}
-	enc, ct, err := envelope.Seal(recipient, secret, rand)
-	if err != nil {
-		return "", apierror.Internal(err)
-	}
-	data, err := json.Marshal(map[string]string{
-		"encappedPublic": hex.EncodeToString(enc),
-		"ciphertext":     hex.EncodeToString(ct),
-		"organizationId": org,
-	})
-	if err != nil {
-		return "", apierror.Internal(err)
-	}
-	out, err := json.Marshal(struct {
-		Version             string `json:"version"`
-		Data                string `json:"data"`
-		DataSignature       string `json:"dataSignature"`
-		EnclaveQuorumPublic string `json:"enclaveQuorumPublic"`
-	}{"v1.0.0", hex.EncodeToString(data), "", ""})
-	if err != nil {
-		return "", apierror.Internal(err)
-	}
-	return string(out), nil
 }
 
 // PrivacyRequest is the body of a wallet privacy update.

@@ -2,6 +2,7 @@ package walletauth_test
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -46,28 +47,33 @@ func wantStatus(t testing.TB, err error, status int, code apierror.Code) {
 	}
 }
 
-// openExport opens an export envelope with the client key it was sealed to.
-func openExport(t *testing.T, k *walletauth.ClientKey, out *walletauth.WalletExport) (string, string, error) {
+// openExport checks an export bundle the way @turnkey/crypto's
+// decryptExportBundle does, with the service's signing key pinned
+// (envelope.OpenExportBundle), and opens it with the client key it was
+// sealed to. It returns the secret and the signed organizationId.
+func openExport(t *testing.T, signer *ecdsa.PublicKey, k *walletauth.ClientKey, out *walletauth.WalletExport) (string, string, error) {
 	t.Helper()
 	var env struct{ Version, Data, DataSignature, EnclaveQuorumPublic string }
 	if err := json.Unmarshal([]byte(out.EncryptedWalletCredentials), &env); err != nil {
 		t.Fatal(err)
 	}
-	if env.Version != "v1.0.0" || env.DataSignature != "" || env.EnclaveQuorumPublic != "" {
-		t.Fatalf("envelope %+v", env)
+	signerHex, err := signer.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Version != "v1.0.0" || env.DataSignature == "" || env.EnclaveQuorumPublic != hex.EncodeToString(signerHex) {
+		t.Fatalf("envelope %+v is not signed by the service key", env)
 	}
 	raw, _ := hex.DecodeString(env.Data)
-	var data struct{ EncappedPublic, Ciphertext, OrganizationID string }
+	var data struct{ OrganizationID string }
 	if err := json.Unmarshal(raw, &data); err != nil {
 		t.Fatal(err)
 	}
-	enc, _ := hex.DecodeString(data.EncappedPublic)
-	ct, _ := hex.DecodeString(data.Ciphertext)
 	priv, err := k.PrivateKey().ECDH()
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := envelope.Open(priv, enc, ct)
+	plain, err := envelope.OpenExportBundle(priv, out.EncryptedWalletCredentials, signer, data.OrganizationID)
 	return string(plain), data.OrganizationID, err
 }
 
@@ -98,10 +104,18 @@ func TestExportWallet(t *testing.T) {
 			if err != nil || ch != nil || out.ID != e.wallet.ID {
 				t.Fatalf("retry %+v %+v %v", out, ch, err)
 			}
-			plain, org, err := openExport(t, client, out)
+			plain, org, err := openExport(t, e.svc.SigningPublicKey(), client, out)
 			if err != nil || plain != testMnemonic || org != "org-test" {
 				t.Fatalf("opened %q %q %v", plain, org, err)
 			}
+			// The bundle is attested by the service's signing key, the one
+			// OTP target bundles carry: a client pinning another key, or
+			// expecting another organization, refuses it.
+			priv, _ := client.PrivateKey().ECDH()
+			_, err = envelope.OpenExportBundle(priv, out.EncryptedWalletCredentials, &newKey(t).PrivateKey().PublicKey, "org-test")
+			wantStatus(t, err, 401, apierror.Unauthorized)
+			_, err = envelope.OpenExportBundle(priv, out.EncryptedWalletCredentials, e.svc.SigningPublicKey(), "org-other")
+			wantStatus(t, err, 400, apierror.InvalidInput)
 		})
 	}
 
@@ -191,7 +205,7 @@ func TestExportWalletSecrets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if plain, _, err := openExport(t, client, out); err != nil || plain != testMnemonic {
+		if plain, _, err := openExport(t, e.svc.SigningPublicKey(), client, out); err != nil || plain != testMnemonic {
 			t.Fatalf("opened %q %v", plain, err)
 		}
 	})

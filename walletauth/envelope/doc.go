@@ -20,6 +20,11 @@
 //   - encryptedOtpBundle (client → server): [SealOTP] (or [SealOTPForBundle])
 //     makes it, [OpenOTP] opens it. {"encappedPublic":hex(65 B),"ciphertext":hex}
 //     sealing {"otp_code":...,"public_key":...}.
+//   - encryptedWalletCredentials (server → client, wallet export):
+//     [NewExportBundle] makes it, [OpenExportBundle] opens it (the checks of
+//     @turnkey/crypto's decryptExportBundle). The same signed envelope, by the
+//     same signer, with D = {"encappedPublic":hex(65 B),"ciphertext":hex,"organizationId":...}
+//     sealing the wallet's secret to the client's key.
 //   - encryptedSessionSigningKey (server → client, OAUTH and PASSKEY legacy
 //     flow): [SealSessionKey] makes it, [OpenSessionKey] opens it.
 //     base58check(compressed encapsulated key (33 B) || ciphertext and tag of
@@ -50,8 +55,9 @@
 //     so 400 would tell the client to fix something that is not broken; what
 //     failed is that the attempt does not authenticate against the live
 //     challenge, so callers count it as a failed attempt like a wrong code;
-//   - a target bundle whose signature does not verify or whose signer is not
-//     the trusted one.
+//   - a target or export bundle whose signature does not verify or whose
+//     signer is not the trusted one, or an export bundle sealed to another
+//     client key.
 //
 // A nil key or a failing randomness source is a programming or platform fault
 // and is 500 INTERNAL_ERROR. No function panics on any input.

@@ -13,6 +13,7 @@ const (
 	fieldSessionKey         = "encryptedSessionSigningKey"
 	fieldClientPublicKey    = "clientPublicKey"
 	fieldPublicKey          = "publicKey"
+	fieldExportBundle       = "encryptedWalletCredentials"
 )
 
 // invalid returns 400 INVALID_INPUT naming the wire field in details.errors

@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"crypto/ecdsa"
 	"encoding/hex"
 	"github.com/walletgate/walletgate/signedretry"
 	"strings"
@@ -129,6 +130,41 @@ func FuzzParsePublicKeyHex(f *testing.F) {
 		}
 		if c, err := signedretry.CompressedHex(pub); err != nil || !strings.EqualFold(c[2:], s[2:66]) {
 			t.Fatalf("accepted %q but re-encodes as %q (%v)", s, c, err)
+		}
+	})
+}
+
+func FuzzOpenExportBundle(f *testing.F) {
+	signer := testKey(f, "fuzz/export-signer")
+	client := testKey(f, "fuzz/export-client")
+	clientECDH := testECDH(f, "fuzz/export-client")
+	good, err := NewExportBundle(signer, "org", compressedHex(f, client), []byte("leaf lady"), seeded("fuzz/export"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(signedParts(f, signer, `{"encappedPublic":"04","ciphertext":"00","organizationId":"org"}`).String())
+	f.Add(signedParts(f, signer, `{"organizationId":"org"}`).String())
+	f.Add(signedParts(f, signer, "null").String())
+	for _, s := range []string{"", "{}", `{"version":"v1.0.0"}`, "null"} {
+		f.Add(s)
+	}
+	var v goVectors
+	if err := decodeGoVectors(&v); err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range v.ExportBundles {
+		f.Add(e.Bundle)
+	}
+	f.Fuzz(func(t *testing.T, bundle string) {
+		for _, trusted := range []*ecdsa.PublicKey{&signer.PublicKey, nil} {
+			pt, err := OpenExportBundle(clientECDH, bundle, trusted, "org")
+			checkTyped(t, err)
+			if err == nil && trusted != nil && string(pt) != "leaf lady" {
+				// Only this signer's bundles sealed to this client open, and
+				// the one seed that does carries this secret.
+				t.Fatalf("opened %q from a bundle this test did not make", pt)
+			}
 		}
 	})
 }

@@ -53,10 +53,6 @@ func NewTargetBundle(signer *ecdsa.PrivateKey, organizationID, userID string, ra
 	if signer == nil || signer.Curve != elliptic.P256() {
 		return "", nil, internal("NewTargetBundle needs a P-256 signing key", nil)
 	}
-	signerPublic, err := signer.PublicKey.Bytes()
-	if err != nil {
-		return "", nil, internal("encoding the bundle signer key", err)
-	}
 	key, err := generateKey(rand)
 	if err != nil {
 		return "", nil, err
@@ -73,11 +69,27 @@ func NewTargetBundle(signer *ecdsa.PrivateKey, organizationID, userID string, ra
 	if err != nil {
 		return "", nil, internal("encoding the target bundle data", err)
 	}
+	out, err := signEnvelope(signer, data, "target bundle")
+	if err != nil {
+		return "", nil, err
+	}
+	return out, target, nil
+}
+
+// signEnvelope wraps data in a v1 signed envelope: data's bytes signed by
+// signer with ECDSA-P256-SHA256, deterministically (RFC 6979), and the
+// signer's uncompressed public key as enclaveQuorumPublic, all hex
+// lowercase. what names the envelope in internal errors.
+func signEnvelope(signer *ecdsa.PrivateKey, data []byte, what string) (string, error) {
+	signerPublic, err := signer.PublicKey.Bytes()
+	if err != nil {
+		return "", internal("encoding the "+what+" signer key", err)
+	}
 	digest := sha256.Sum256(data)
 	// A nil random source selects RFC 6979 deterministic ECDSA.
 	sig, err := signer.Sign(nil, digest[:], crypto.SHA256)
 	if err != nil {
-		return "", nil, internal("signing the target bundle", err)
+		return "", internal("signing the "+what, err)
 	}
 	out, err := marshalCompact(signedEnvelope{
 		Version:             TargetBundleVersion,
@@ -86,7 +98,7 @@ func NewTargetBundle(signer *ecdsa.PrivateKey, organizationID, userID string, ra
 		EnclaveQuorumPublic: hex.EncodeToString(signerPublic),
 	})
 	if err != nil {
-		return "", nil, internal("encoding the target bundle", err)
+		return "", internal("encoding the "+what, err)
 	}
-	return string(out), target, nil
+	return string(out), nil
 }

@@ -37,43 +37,12 @@ type TargetBundle struct {
 // signer or a signature that does not verify is 401 UNAUTHORIZED; the failed
 // check is in details.reason.
 func ParseTargetBundle(bundle string, trustedSigner *ecdsa.PublicKey) (*TargetBundle, error) {
-	if bundle == "" {
-		return nil, invalid(fieldTargetBundle, fieldTargetBundle+" is required")
-	}
 	if len(bundle) > MaxTargetBundleLen {
 		return nil, invalid(fieldTargetBundle, fieldTargetBundle+" exceeds 16384 bytes")
 	}
-	var env signedEnvelope
-	if !decodeObject([]byte(bundle), &env) {
-		return nil, invalid(fieldTargetBundle, fieldTargetBundle+" is not a JSON object with string members version, data, dataSignature and enclaveQuorumPublic")
-	}
-	if env.Version != TargetBundleVersion {
-		return nil, invalid(fieldTargetBundle, `version must be "v1.0.0"`)
-	}
-	signer, problem := parseSignerHex(env.EnclaveQuorumPublic)
-	if problem != "" {
-		return nil, invalid(fieldTargetBundle, "enclaveQuorumPublic "+problem)
-	}
-	if trustedSigner != nil && !signer.Equal(trustedSigner) {
-		return nil, apierror.Unauthenticated("enclaveQuorumPublic is not the trusted signer key")
-	}
-	if env.Data == "" {
-		return nil, invalid(fieldTargetBundle, "data is required")
-	}
-	data, err := hex.DecodeString(env.Data)
+	data, signer, err := verifyEnvelope(fieldTargetBundle, bundle, trustedSigner)
 	if err != nil {
-		return nil, invalid(fieldTargetBundle, "data is not hex")
-	}
-	if env.DataSignature == "" {
-		return nil, invalid(fieldTargetBundle, "dataSignature is required")
-	}
-	sig, err := hex.DecodeString(env.DataSignature)
-	if err != nil {
-		return nil, invalid(fieldTargetBundle, "dataSignature is not hex")
-	}
-	digest := sha256.Sum256(data)
-	if !ecdsa.VerifyASN1(signer, digest[:], sig) {
-		return nil, apierror.Unauthenticated("dataSignature does not verify under enclaveQuorumPublic")
+		return nil, err
 	}
 	var td targetData
 	if !decodeObject(data, &td) {
@@ -112,4 +81,50 @@ func parseSignerHex(s string) (*ecdsa.PublicKey, string) {
 		return nil, "must be a 65-byte uncompressed P-256 point"
 	}
 	return parsePublicKeyBytes(raw)
+}
+
+// verifyEnvelope checks a v1 signed envelope read from the wire field and
+// returns its verified data bytes and signer: version "v1.0.0";
+// enclaveQuorumPublic a 65-byte uncompressed P-256 point, the same point as
+// trustedSigner when that is not nil (401 otherwise); dataSignature a DER
+// ECDSA-P256-SHA256 signature over the hex-decoded data by that key (high-S
+// accepted; 401 when it does not verify). Shape failures are 400 naming
+// field.
+func verifyEnvelope(field, bundle string, trustedSigner *ecdsa.PublicKey) ([]byte, *ecdsa.PublicKey, error) {
+	if bundle == "" {
+		return nil, nil, invalid(field, field+" is required")
+	}
+	var env signedEnvelope
+	if !decodeObject([]byte(bundle), &env) {
+		return nil, nil, invalid(field, field+" is not a JSON object with string members version, data, dataSignature and enclaveQuorumPublic")
+	}
+	if env.Version != TargetBundleVersion {
+		return nil, nil, invalid(field, `version must be "v1.0.0"`)
+	}
+	signer, problem := parseSignerHex(env.EnclaveQuorumPublic)
+	if problem != "" {
+		return nil, nil, invalid(field, "enclaveQuorumPublic "+problem)
+	}
+	if trustedSigner != nil && !signer.Equal(trustedSigner) {
+		return nil, nil, apierror.Unauthenticated("enclaveQuorumPublic is not the trusted signer key")
+	}
+	if env.Data == "" {
+		return nil, nil, invalid(field, "data is required")
+	}
+	data, err := hex.DecodeString(env.Data)
+	if err != nil {
+		return nil, nil, invalid(field, "data is not hex")
+	}
+	if env.DataSignature == "" {
+		return nil, nil, invalid(field, "dataSignature is required")
+	}
+	sig, err := hex.DecodeString(env.DataSignature)
+	if err != nil {
+		return nil, nil, invalid(field, "dataSignature is not hex")
+	}
+	digest := sha256.Sum256(data)
+	if !ecdsa.VerifyASN1(signer, digest[:], sig) {
+		return nil, nil, apierror.Unauthenticated("dataSignature does not verify under enclaveQuorumPublic")
+	}
+	return data, signer, nil
 }

@@ -32,6 +32,7 @@ type goVectors struct {
 	TargetBundles       []goTargetBundle `json:"targetBundles"`
 	EncryptedOtpBundles []goSealedOTP    `json:"encryptedOtpBundles"`
 	SessionKeys         []goSessionKey   `json:"sessionKeys"`
+	ExportBundles       []goExportBundle `json:"exportBundles"`
 }
 
 type goKeyPair struct {
@@ -64,6 +65,15 @@ type goSessionKey struct {
 	ClientPublicKey string `json:"clientPublicKey"`
 	SessionPublic   string `json:"sessionPublic"`
 	SessionKey      string `json:"encryptedSessionSigningKey"`
+}
+
+type goExportBundle struct {
+	Name            string `json:"name"`
+	OrganizationID  string `json:"organizationId"`
+	ClientPrivate   string `json:"clientPrivate"`
+	ClientPublicKey string `json:"clientPublicKey"`
+	Mnemonic        string `json:"mnemonic"`
+	Bundle          string `json:"exportBundle"`
 }
 
 type jsVectors struct {
@@ -100,7 +110,7 @@ func makeGoVectors(t *testing.T) []byte {
 	signerPriv, _ := signer.Bytes()
 	v := goVectors{
 		Comment: "Made by walletauth/envelope (go test -run TestGoVectors -update-go-vectors) from seeded randomness; " +
-			"checked by generate.mjs with @turnkey/crypto and @hpke/core, which records the check in js-vectors.json.",
+			"checked by generate.mjs with @turnkey/crypto (encryptOtpCodeToBundle, decryptCredentialBundle, decryptExportBundle) and @hpke/core, which records the check in js-vectors.json.",
 		Signer: goKeyPair{Private: hex.EncodeToString(signerPriv), Public: uncompressedHex(t, signer)},
 	}
 	for _, c := range []struct{ name, org, user string }{
@@ -155,6 +165,29 @@ func makeGoVectors(t *testing.T) []byte {
 		v.SessionKeys = append(v.SessionKeys, goSessionKey{
 			Name: c.name, ClientPrivate: hex.EncodeToString(clientPriv), ClientPublicKey: pub,
 			SessionPublic: hex.EncodeToString(sp), SessionKey: essk,
+		})
+	}
+	for _, c := range []struct {
+		name, org, mnemonic string
+		compressed          bool
+	}{
+		{"compressed-client", "9b1f6a52-4c3e-4c8e-a7f1-2d8f0e6b1a10", "leaf lady until indicate praise final route toast cake minimum insect unknown", true},
+		{"uncompressed-client", "9b1f6a52-4c3e-4c8e-a7f1-2d8f0e6b1a10", "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about", false},
+		{"escapes-24-words", `org "quoted" <&> é ☕`, "zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo vote", true},
+	} {
+		client := testKey(t, "vectors/export-client/"+c.name)
+		clientPriv, _ := client.Bytes()
+		pub := uncompressedHex(t, client)
+		if c.compressed {
+			pub = compressedHex(t, client)
+		}
+		bundle, err := NewExportBundle(signer, c.org, pub, []byte(c.mnemonic), seeded("vectors/export/"+c.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.ExportBundles = append(v.ExportBundles, goExportBundle{
+			Name: c.name, OrganizationID: c.org, ClientPrivate: hex.EncodeToString(clientPriv),
+			ClientPublicKey: pub, Mnemonic: c.mnemonic, Bundle: bundle,
 		})
 	}
 	out, err := json.MarshalIndent(v, "", "  ")
@@ -217,6 +250,15 @@ func TestGoVectors(t *testing.T) {
 			t.Fatalf("%s: session key does not match sessionPublic", s.Name)
 		}
 	}
+	if len(v.ExportBundles) == 0 {
+		t.Fatal("no export bundles")
+	}
+	for _, e := range v.ExportBundles {
+		got, err := OpenExportBundle(mustTarget(t, e.ClientPrivate), e.Bundle, signer, e.OrganizationID)
+		if err != nil || string(got) != e.Mnemonic {
+			t.Fatalf("%s: opened %q, %v", e.Name, got, err)
+		}
+	}
 }
 
 // TestGoVectorsCheckedByJS checks that js-vectors.json records a successful
@@ -245,6 +287,9 @@ func TestGoVectorsCheckedByJS(t *testing.T) {
 	}
 	for _, s := range v.SessionKeys {
 		names = append(names, "sessionKeys/"+s.Name)
+	}
+	for _, e := range v.ExportBundles {
+		names = append(names, "exportBundles/"+e.Name)
 	}
 	for _, n := range names {
 		if !slices.Contains(check.Checked, n) {

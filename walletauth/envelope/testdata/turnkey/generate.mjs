@@ -7,7 +7,10 @@
 //    client would: target bundles through encryptOtpCodeToBundle with the
 //    signer pinned, Go-sealed OTP bundles through hpkeDecrypt and @hpke/core,
 //    Go-made encryptedSessionSigningKeys through decryptCredentialBundle and
-//    @hpke/core. Any failure throws and nothing is written.
+//    @hpke/core, Go-made export bundles (encryptedWalletCredentials) through
+//    decryptExportBundle with the Go signer key given as
+//    dangerouslyOverrideSignerPublicKey, and @hpke/core. Any failure throws
+//    and nothing is written.
 // 2. Writes js-vectors.json: values made by the JS side (OTP bundles sealed
 //    by the client functions, session keys sealed in the server role), with
 //    the private keys Go needs to open them, and goVectorsCheck recording the
@@ -21,6 +24,7 @@ import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 import {
   decryptCredentialBundle,
+  decryptExportBundle,
   encryptOtpCodeToBundle,
   formatHpkeBuf,
   generateP256KeyPair,
@@ -177,6 +181,46 @@ for (const s of goVectors.sessionKeys) {
   checked.push(what);
 }
 
+for (const e of goVectors.exportBundles) {
+  const what = `exportBundles/${e.name}`;
+  const env = JSON.parse(e.exportBundle);
+  check(Object.keys(env).join(",") === "version,data,dataSignature,enclaveQuorumPublic", `${what}: member order`);
+  check(env.version === "v1.0.0", `${what}: version`);
+  check(env.enclaveQuorumPublic === signerPublic, `${what}: enclaveQuorumPublic is the signer key string`);
+  check(env.dataSignature !== "", `${what}: dataSignature is set`);
+  const data = JSON.parse(new TextDecoder().decode(fromHex(env.data)));
+  check(Object.keys(data).join(",") === "encappedPublic,ciphertext,organizationId", `${what}: data member order`);
+  check(data.organizationId === e.organizationId, `${what}: organizationId`);
+  const compressed = e.clientPublicKey.length === 66;
+  check(toHex(getPublicKey(e.clientPrivate, compressed)) === e.clientPublicKey, `${what}: client key pair`);
+  // What a browser does with the export response: verify the envelope
+  // against the pinned signer and the organization, then open it.
+  const args = {
+    exportBundle: e.exportBundle,
+    embeddedKey: e.clientPrivate,
+    organizationId: e.organizationId,
+    dangerouslyOverrideSignerPublicKey: signerPublic,
+  };
+  const mnemonic = await decryptExportBundle({ ...args, returnMnemonic: true });
+  check(mnemonic === e.mnemonic, `${what}: decryptExportBundle returns the mnemonic`);
+  const asHex = await decryptExportBundle({ ...args, returnMnemonic: false });
+  check(asHex === toHex(new TextEncoder().encode(e.mnemonic)), `${what}: decryptExportBundle returns the secret bytes`);
+  // The ciphertext through an independent RFC 9180 implementation.
+  const pt = await hpkeCoreOpen(e.clientPrivate, fromHex(data.encappedPublic), fromHex(data.ciphertext));
+  check(new TextDecoder().decode(pt) === e.mnemonic, `${what}: @hpke/core open`);
+  // Negative checks: the JS client refuses another pinned signer, the
+  // production signer, another organization, altered signed data and
+  // another client key.
+  await mustReject(() => decryptExportBundle({ ...args, dangerouslyOverrideSignerPublicKey: otherSigner, returnMnemonic: true }), `${what} with another pinned signer`);
+  await mustReject(() => decryptExportBundle({ ...args, dangerouslyOverrideSignerPublicKey: undefined, returnMnemonic: true }), `${what} against the production signer`);
+  await mustReject(() => decryptExportBundle({ ...args, organizationId: "another-org", returnMnemonic: true }), `${what} for another organization`);
+  const tampered = { ...env, data: env.data.slice(0, -2) + (env.data.endsWith("7d") ? "20" : "7d") };
+  await mustReject(() => decryptExportBundle({ ...args, exportBundle: JSON.stringify(tampered), returnMnemonic: true }), `${what} with altered data`);
+  await mustReject(() => decryptExportBundle({ ...args, embeddedKey: generateP256KeyPair().privateKey, returnMnemonic: true }), `${what} with another client key`);
+  checked.push(what);
+}
+check(goVectors.exportBundles.length > 0, "go-vectors.json has export bundles");
+
 // ---- 2. Values made by the JS side for Go to open. ----
 
 // Client role: hpkeEncrypt + formatHpkeBuf (the body of
@@ -306,7 +350,8 @@ const out = {
   comment:
     "Made by generate.mjs. encryptedOtpBundles and sessionKeys were produced by the JS libraries for Go to open " +
     "(expect: ok, or the error code Go must answer). goVectorsCheck records that every value of go-vectors.json " +
-    "with that sha256 was accepted by @turnkey/crypto (and, for ciphertexts, by @hpke/core).",
+    "with that sha256 was accepted by @turnkey/crypto (and, for ciphertexts, by @hpke/core); its exportBundles " +
+    "through decryptExportBundle with the Go signer key as dangerouslyOverrideSignerPublicKey.",
   packages: {
     node: process.versions.node,
     "@turnkey/crypto": pkgVersion("@turnkey/crypto"),
