@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -193,11 +194,11 @@ func run(ctx context.Context) error {
 		sessionKey, &export); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	words, err := openExport(exportKey, export.EncryptedWalletCredentials)
+	words, err := openExport(exportKey, export.EncryptedWalletCredentials, sim.Auth().SigningPublicKey())
 	if err != nil {
 		return err
 	}
-	step("wallet exported through a signed retry; the mnemonic decrypts to %d words", len(strings.Fields(words)))
+	step("wallet exported through a signed retry; the bundle is signed by the service key and the mnemonic decrypts to %d words", len(strings.Fields(words)))
 
 	// 7. Ownership of an Ethereum wallet (EIP-191) and a Solana wallet
 	// (Ed25519).
@@ -281,32 +282,15 @@ func sandboxIDToken(claims map[string]any) string {
 }
 
 // openExport decrypts encryptedWalletCredentials with the client key.
-func openExport(k *walletauth.ClientKey, envelopeJSON string) (string, error) {
-	var env struct{ Data string }
-	if err := json.Unmarshal([]byte(envelopeJSON), &env); err != nil {
-		return "", err
-	}
-	raw, err := hex.DecodeString(env.Data)
-	if err != nil {
-		return "", err
-	}
-	var data struct{ EncappedPublic, Ciphertext string }
-	if err := json.Unmarshal(raw, &data); err != nil {
-		return "", err
-	}
-	enc, err := hex.DecodeString(data.EncappedPublic)
-	if err != nil {
-		return "", err
-	}
-	ct, err := hex.DecodeString(data.Ciphertext)
-	if err != nil {
-		return "", err
-	}
+// openExport checks that the export bundle is signed by the service's key
+// (pinned, as a wallet pins the enclave key) for the sandbox organization,
+// and opens it with the client key it was sealed to.
+func openExport(k *walletauth.ClientKey, bundle string, signer *ecdsa.PublicKey) (string, error) {
 	priv, err := k.PrivateKey().ECDH()
 	if err != nil {
 		return "", err
 	}
-	pt, err := envelope.Open(priv, enc, ct)
+	pt, err := envelope.OpenExportBundle(priv, bundle, signer, sandbox.SandboxOrganizationID)
 	return string(pt), err
 }
 
