@@ -98,30 +98,38 @@ func TestReplicasDomainRules(t *testing.T) {
 		return key
 	}
 
+	// twoCredentials creates a wallet, logs in with its EMAIL_OTP
+	// credential, adds an SMS_OTP credential through a signed retry and logs
+	// in with it too.
+	twoCredentials := func(t *testing.T, customer, address string) (wallet *storage.InternalAccount, email *walletauth.AuthMethod,
+		emailKey *walletauth.ClientKey, sms *walletauth.AuthMethod, smsKey *walletauth.ClientKey) {
+		t.Helper()
+		wallet, email, err := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: customer, Email: address, Phone: "+14155550123"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := svc.Challenge(ctx, email.ID, walletauth.ChallengeRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		emailKey = login(t, email.ID, storage.EmailOTP, m.OTPEncryptionTargetBundle)
+		add := signedretry.Retry{Method: http.MethodPost, Path: "/auth/credentials",
+			Body: []byte(`{"type":"SMS_OTP","accountId":"` + wallet.ID + `"}`)}
+		addReq := walletauth.AddCredentialRequest{Type: storage.SMSOTP, AccountID: wallet.ID}
+		_, ch, err := svc.AddCredential(ctx, addReq, add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sms, _, err = svc.AddCredential(ctx, addReq, stamped(t, add, ch, emailKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wallet, email, emailKey, sms, login(t, sms.ID, storage.SMSOTP, sms.OTPEncryptionTargetBundle)
+	}
+
 	t.Run("RevokeCredentialCrossSigned", func(t *testing.T) {
 		for round := range 8 {
-			wallet, email, err := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:rules",
-				Email: "rules@example.com", Phone: "+14155550123"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := svc.Challenge(ctx, email.ID, walletauth.ChallengeRequest{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			emailKey := login(t, email.ID, storage.EmailOTP, m.OTPEncryptionTargetBundle)
-			add := signedretry.Retry{Method: http.MethodPost, Path: "/auth/credentials",
-				Body: []byte(`{"type":"SMS_OTP","accountId":"` + wallet.ID + `"}`)}
-			addReq := walletauth.AddCredentialRequest{Type: storage.SMSOTP, AccountID: wallet.ID}
-			_, ch, err := svc.AddCredential(ctx, addReq, add)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sms, _, err := svc.AddCredential(ctx, addReq, stamped(t, add, ch, emailKey))
-			if err != nil {
-				t.Fatal(err)
-			}
-			smsKey := login(t, sms.ID, storage.SMSOTP, sms.OTPEncryptionTargetBundle)
+			wallet, email, emailKey, sms, smsKey := twoCredentials(t, "Customer:rules", "rules@example.com")
 
 			revokeEmail := signedretry.Retry{Method: http.MethodDelete, Path: "/auth/credentials/" + email.ID}
 			chEmail, err := svc.RevokeCredential(ctx, email.ID, revokeEmail)
@@ -177,28 +185,7 @@ func TestReplicasDomainRules(t *testing.T) {
 	t.Run("SessionWhileRevoked", func(t *testing.T) {
 		const logins = 8
 		for round := range 4 {
-			wallet, email, err := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:revoked",
-				Email: "revoked@example.com", Phone: "+14155550123"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := svc.Challenge(ctx, email.ID, walletauth.ChallengeRequest{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			emailKey := login(t, email.ID, storage.EmailOTP, m.OTPEncryptionTargetBundle)
-			add := signedretry.Retry{Method: http.MethodPost, Path: "/auth/credentials",
-				Body: []byte(`{"type":"SMS_OTP","accountId":"` + wallet.ID + `"}`)}
-			addReq := walletauth.AddCredentialRequest{Type: storage.SMSOTP, AccountID: wallet.ID}
-			_, ch, err := svc.AddCredential(ctx, addReq, add)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sms, _, err := svc.AddCredential(ctx, addReq, stamped(t, add, ch, emailKey))
-			if err != nil {
-				t.Fatal(err)
-			}
-			smsKey := login(t, sms.ID, storage.SMSOTP, sms.OTPEncryptionTargetBundle)
+			wallet, email, _, _, smsKey := twoCredentials(t, "Customer:revoked", "revoked@example.com")
 
 			// Logins of EMAIL_OTP that passed leg 1, their leg 2 pending.
 			var fns []func() error
@@ -228,7 +215,7 @@ func TestReplicasDomainRules(t *testing.T) {
 				})
 			}
 			revoke := signedretry.Retry{Method: http.MethodDelete, Path: "/auth/credentials/" + email.ID}
-			ch, err = svc.RevokeCredential(ctx, email.ID, revoke)
+			ch, err := svc.RevokeCredential(ctx, email.ID, revoke)
 			if err != nil {
 				t.Fatal(err)
 			}
