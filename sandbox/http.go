@@ -51,7 +51,8 @@ import (
 //
 // Outside the base path and without credentials, /.well-known/
 // apple-app-site-association, assetlinks.json and webauthn are served from
-// the passkey configuration.
+// the passkey configuration (the first two only when it lists Apple or
+// Android apps; otherwise they answer net/http's plain-text 404).
 //
 // Unknown routes answer 404 REFERENCE_NOT_FOUND and known routes with
 // another method 405 METHOD_NOT_ALLOWED (with Allow), both as JSON. Bodies

@@ -92,6 +92,11 @@ type Config struct {
 	// need the same keys (examples/server takes them from the environment).
 	Sealer     secret.Sealer
 	CodeMACKey []byte
+	// ClientHeldKeys is walletauth.Config.ClientHeldKeys: a compressed
+	// clientPublicKey becomes the session key itself and no
+	// encryptedSessionSigningKey is returned. By default the server
+	// generates each session key and seals it to clientPublicKey.
+	ClientHeldKeys bool
 }
 
 // Simulator is the service's sandbox in process: customers, verifications,
@@ -167,7 +172,7 @@ func New(cfg Config) (*Simulator, error) {
 	}
 	auth, err := walletauth.New(walletauth.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand, Sandbox: true,
 		Passkeys: pk, OIDC: ov, Sealer: cfg.Sealer, CodeMACKey: cfg.CodeMACKey,
-		OrganizationID: SandboxOrganizationID, WalletSecrets: walletSecrets{}})
+		OrganizationID: SandboxOrganizationID, WalletSecrets: walletSecrets{}, ClientHeldKeys: cfg.ClientHeldKeys})
 	if err != nil {
 		ov.Close()
 		return nil, err

@@ -6,7 +6,12 @@
 // Every route is under the base path (/2025-10-13) behind HTTP Basic platform
 // credentials (-client-id, -client-secret). Passkeys are served for -rp-id
 // and -origin (by default localhost and http://localhost:<port>), and the
-// association files at /.well-known/. With -postgres the storage records
+// association files at /.well-known/: webauthn (the related origins) always,
+// apple-app-site-association with -apple-app-id and assetlinks.json with
+// -android-package and -android-fingerprint (404 without them).
+// -client-held-keys switches walletauth's client-held session keys on: a
+// compressed clientPublicKey becomes the session key and no
+// encryptedSessionSigningKey is returned. With -postgres the storage records
 // (wallets, credentials, sessions, signed-retry requests, external accounts)
 // live in PostgreSQL, migrated on start; the simulator's own records
 // (customers, balances, quotes, cards) stay in memory and are lost on exit.
@@ -45,6 +50,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -100,6 +106,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	idleTimeout := fs.Duration("idle-timeout", defaultIdleTimeout, "maximum time a keep-alive connection waits for its next request")
 	maxHeaderBytes := fs.Int("max-header-bytes", defaultMaxHeaderBytes, "maximum size of the request line and headers")
 	shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout, "time a shutdown waits for requests in flight before closing their connections")
+	clientHeld := fs.Bool("client-held-keys", false, "make a compressed clientPublicKey the session key itself (no encryptedSessionSigningKey); by default the server generates each session key and seals it to clientPublicKey")
+	var appleAppIDs, androidFingerprints listFlag
+	fs.Var(&appleAppIDs, "apple-app-id", "iOS app allowed to use the passkeys, TEAMID.bundle.id (repeatable or comma-separated); serves /.well-known/apple-app-site-association")
+	androidPackage := fs.String("android-package", "", "Android app allowed to use the passkeys (needs -android-fingerprint); serves /.well-known/assetlinks.json")
+	fs.Var(&androidFingerprints, "android-fingerprint", "SHA-256 fingerprints of the -android-package signing certificates (repeatable or comma-separated)")
 	genKeys := fs.Bool("gen-keys", false, "print new values for "+envSealKeys+" and "+envCodeMACKey+", then exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -121,6 +132,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if *maxHeaderBytes <= 0 {
 		return fmt.Errorf("-max-header-bytes must be positive, not %d", *maxHeaderBytes)
+	}
+	if (*androidPackage == "") != (len(androidFingerprints) == 0) {
+		return errors.New("-android-package and -android-fingerprint go together")
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -154,9 +168,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
+	rp := passkey.RelyingParty{ID: *rpID, Name: "walletgate sandbox", Origins: []string{*origin}, AppleAppIDs: appleAppIDs}
+	if *androidPackage != "" {
+		rp.AndroidApps = []passkey.AndroidApp{{Package: *androidPackage, CertFingerprints: androidFingerprints}}
+	}
 	sim, err := sandbox.New(sandbox.Config{Store: store, ClientID: *clientID, ClientSecret: *secret,
-		RelyingParty: passkey.RelyingParty{ID: *rpID, Name: "walletgate sandbox", Origins: []string{*origin}},
-		Sealer:       sealer, CodeMACKey: codeMACKey})
+		RelyingParty: rp, Sealer: sealer, CodeMACKey: codeMACKey, ClientHeldKeys: *clientHeld})
 	if err != nil {
 		return err
 	}
@@ -203,6 +220,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	return nil
+}
+
+// listFlag is a flag that may be repeated, each value a comma-separated
+// list; empty items are dropped.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			*l = append(*l, item)
+		}
 	}
 	return nil
 }

@@ -16,6 +16,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/walletgate/walletgate/examples/client"
+	"github.com/walletgate/walletgate/sandbox"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth"
 )
 
 // server is an instance of run serving on a loopback port.
@@ -348,4 +353,148 @@ func TestServerShutdownCutsStuckConnection(t *testing.T) {
 		t.Fatalf("run returned after %v, before the shutdown timeout: the request was not in flight", elapsed)
 	}
 	closedWithin(t, br, time.Second)
+}
+
+// get fetches url without credentials and returns the status and body.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, string(body)
+}
+
+// root returns the scheme and host of a base URL, where the association
+// files are served.
+func root(t *testing.T, base string) string {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+func TestServerAssociationFiles(t *testing.T) {
+	fp := strings.Repeat("ab", 32)
+	fpColons := strings.TrimSuffix(strings.Repeat("AB:", 32), ":")
+	host := root(t, serve(t, "-apple-app-id", "ABCDE12345.com.example.wallet,FGHIJ67890.com.example.other",
+		"-apple-app-id", "KLMNO12345.com.example.third",
+		"-android-package", "com.example.wallet", "-android-fingerprint", fp+", "+fpColons))
+	for _, c := range []struct{ path, want string }{
+		{"/.well-known/apple-app-site-association",
+			`{"webcredentials":{"apps":["ABCDE12345.com.example.wallet","FGHIJ67890.com.example.other","KLMNO12345.com.example.third"]}}`},
+		{"/.well-known/assetlinks.json",
+			`[{"relation":["delegate_permission/common.handle_all_urls","delegate_permission/common.get_login_creds"],` +
+				`"target":{"namespace":"android_app","package_name":"com.example.wallet","sha256_cert_fingerprints":["` + fpColons + `"]}}]`},
+	} {
+		status, body := get(t, host+c.path)
+		if status != 200 || body != c.want {
+			t.Errorf("GET %s: %d %s\nwant 200 %s", c.path, status, body, c.want)
+		}
+	}
+	if status, body := get(t, host+"/.well-known/webauthn"); status != 200 || !strings.Contains(body, `"origins":["http://localhost:`) {
+		t.Errorf("GET /.well-known/webauthn: %d %s", status, body)
+	}
+}
+
+func TestServerAssociationFilesAbsent(t *testing.T) {
+	host := root(t, serve(t))
+	for _, p := range []string{"/.well-known/apple-app-site-association", "/.well-known/assetlinks.json"} {
+		if status, body := get(t, host+p); status != 404 || body != "404 page not found\n" {
+			t.Errorf("GET %s without apps: %d %q", p, status, body)
+		}
+	}
+	if status, _ := get(t, host+"/.well-known/webauthn"); status != 200 {
+		t.Errorf("GET /.well-known/webauthn: %d", status)
+	}
+}
+
+func TestServerAssociationFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"-android-package", "com.example.wallet"},
+		{"-android-fingerprint", strings.Repeat("ab", 32)},
+		{"-android-package", "com.example.wallet", "-android-fingerprint", "nothex"},
+		{"-apple-app-id", "com.example.wallet"},
+	} {
+		if err := run(context.Background(), append([]string{"-addr", "127.0.0.1:0"}, args...), io.Discard); err == nil {
+			t.Errorf("%q was accepted", args)
+		}
+	}
+}
+
+// refreshWith logs in to a fresh customer's wallet with EMAIL_OTP and
+// refreshes the session for a new compressed client key; it returns the
+// refreshed session, the new key, and the client.
+func refreshWith(t *testing.T, base string) (*walletauth.AuthSession, *walletauth.ClientKey, *client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	c := client.New(base, sandbox.DefaultClientID, sandbox.DefaultClientSecret)
+	var cust sandbox.Customer
+	if _, err := c.Do(ctx, "POST", "/customers", map[string]any{"customerType": "INDIVIDUAL", "fullName": "Ada Lovelace",
+		"email": "ada@example.com"}, nil, &cust); err != nil {
+		t.Fatalf("create customer: %v", err)
+	}
+	var wallets struct{ Data []sandbox.InternalAccount }
+	if _, err := c.Do(ctx, "GET", "/internal-accounts?customerId="+cust.ID, nil, nil, &wallets); err != nil || len(wallets.Data) != 1 {
+		t.Fatalf("wallets: %+v %v", wallets, err)
+	}
+	var creds struct{ Data []walletauth.AuthMethod }
+	if _, err := c.Do(ctx, "GET", "/auth/credentials?accountId="+wallets.Data[0].ID, nil, nil, &creds); err != nil || len(creds.Data) != 1 {
+		t.Fatalf("credentials: %+v %v", creds, err)
+	}
+	sess, key, err := c.LoginOTP(ctx, creds.Data[0].ID, storage.EmailOTP, walletauth.SandboxOTPCode)
+	if err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	if sess.EncryptedSessionSigningKey != "" {
+		t.Fatalf("an OTP login returned an encryptedSessionSigningKey: %+v", sess)
+	}
+	next, err := walletauth.NewClientKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fresh walletauth.AuthSession
+	res, err := c.Signed(ctx, "POST", "/auth/sessions/"+sess.ID+"/refresh", map[string]string{"clientPublicKey": next.PublicKeyHex()}, key, &fresh)
+	if err != nil || res.Status != http.StatusCreated || fresh.ID == "" || fresh.ID == sess.ID {
+		t.Fatalf("refresh: %v %v %+v", res, err, fresh)
+	}
+	return &fresh, next, c
+}
+
+func TestServerClientHeldKeys(t *testing.T) {
+	fresh, key, c := refreshWith(t, serve(t, "-client-held-keys"))
+	if fresh.EncryptedSessionSigningKey != "" {
+		t.Fatalf("client-held mode returned an encryptedSessionSigningKey: %+v", fresh)
+	}
+	// The client's own key is the new session's key: it stamps a revocation.
+	res, err := c.Signed(context.Background(), "DELETE", "/auth/sessions/"+fresh.ID, nil, key, nil)
+	if err != nil || res.Status != http.StatusNoContent {
+		t.Fatalf("revoking with the client-held key: %+v %v", res, err)
+	}
+}
+
+func TestServerServerGeneratedKeysByDefault(t *testing.T) {
+	fresh, key, c := refreshWith(t, serve(t))
+	if fresh.EncryptedSessionSigningKey == "" {
+		t.Fatalf("the default mode returned no encryptedSessionSigningKey: %+v", fresh)
+	}
+	sessionKey, err := key.OpenSessionKey(fresh.EncryptedSessionSigningKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client key is not the session key; the opened one is.
+	if res, err := c.Signed(context.Background(), "DELETE", "/auth/sessions/"+fresh.ID, nil, key, nil); err == nil {
+		t.Fatalf("the client key signed for a server-generated session: %+v", res)
+	}
+	res, err := c.Signed(context.Background(), "DELETE", "/auth/sessions/"+fresh.ID, nil, sessionKey, nil)
+	if err != nil || res.Status != http.StatusNoContent {
+		t.Fatalf("revoking with the opened session key: %+v %v", res, err)
+	}
 }
