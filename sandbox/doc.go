@@ -31,10 +31,45 @@
 //	                                           after 1 min, 006 user cancellation, 007 payout and refund failed
 //	                                           (no refund), other COMPLETED
 //
+// # SCA and contact verification
+//
+// A customer is in an SCA-regulated region exactly when its
+// address.country is in [SCACountries] (the EU, IS, LI, NO and GB); a
+// customer without an address, and an external account without a customer,
+// is outside. Outside, the SCA endpoints (/customers/{id}/sca/...) and
+// trust/untrust with their confirm steps answer 409 CONFLICT. Inside,
+// trust/untrust and their confirm steps answer 409 SCA_SESSION_REQUIRED
+// until POST /customers/{id}/sca/login and /sca/login/complete (code
+// [SandboxSCACode]) open a session of [SCALoginTTL]. SCA factors are
+// enrolled with /sca/factors and /sca/factors/confirm; a customer has one
+// PASSKEY factor at most (a second enrolment answers 409
+// PASSKEY_ALREADY_ENROLLED until DELETE /sca/factors/PASSKEY).
+//
+// A customer's payment provider requires contact verification exactly when
+// the customer's email has the magic suffix [ContactVerificationSuffix]
+// (901, as in "jane.901@example.com"). Otherwise
+// /customers/{id}/verify-email and /verify-phone (and their /confirm steps)
+// answer 409 CONFLICT. The one-time code is [SandboxSCACode], valid 5
+// minutes; nothing is sent.
+//
 // The sandbox UMA addresses are [UMASuccessUSD], [UMASuccessEUR],
 // [UMASuccessMXN] (success), [UMALongPendingUSD] (pending for a day) and
 // [UMAComplianceFailUSD] (compliance failure), as quote destinations and as
 // senders of POST /sandbox/uma/receive.
+//
+// # Lists
+//
+// GET /customers, GET /internal-accounts?customerId= and GET
+// /customers/external-accounts?customerId= answer {data, hasMore,
+// nextCursor, totalCount}, oldest first. limit is 1 to [MaxListLimit]
+// ([DefaultListLimit] when absent); cursor is the nextCursor of the previous
+// page (present only when hasMore), an opaque encoding of the last item's id
+// and creation time, not an offset, so items created while a client pages
+// are neither read twice nor make it skip any. A bad limit or cursor is 400
+// INVALID_INPUT on that field. A customerId filter naming no customer
+// answers 200 with an empty list (not 404 USER_NOT_FOUND): a filter narrows
+// a list and an unknown id matches nothing; a customerId that is not a
+// Customer id is 400 INVALID_INPUT. Deleted external accounts are left out.
 //
 // # Time
 //

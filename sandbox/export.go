@@ -4,7 +4,9 @@ package sandbox
 // well-known all-"abandon" test phrase, which holds no funds anywhere.
 const SandboxMnemonic = "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about"
 
-// SandboxOrganizationID is the organizationId written into export
-// envelopes (and OTP target bundles): the walletauth service's
-// OrganizationID.
+// SandboxOrganizationID is the one organizationId of every envelope the
+// sandbox issues: the OTP target bundles (of challenges and of added
+// credentials) and the export envelopes. It is the walletauth service's
+// OrganizationID and not configurable. encryptedSessionSigningKey (a bare
+// HPKE ciphertext) carries no organizationId.
 const SandboxOrganizationID = "org_sandbox"

@@ -68,6 +68,14 @@ func parseExternalCreate(body []byte) (parsedExternal, error) {
 // parseExternalCreateOn decodes and validates a create body for a service on
 // network, listing every invalid field.
 func parseExternalCreateOn(body []byte, network ownership.Network) (parsedExternal, error) {
+	return parseExternalCreateTree(body, network, false)
+}
+
+// parseExternalCreateTree is parseExternalCreateOn for the customer tree
+// (customerId required) or, with platform, for POST
+// /platform/external-accounts, where customerId must be absent or null and
+// defaultUmaDepositAccount (a customer's setting) must not be true.
+func parseExternalCreateTree(body []byte, network ownership.Network, platform bool) (parsedExternal, error) {
 	var raw map[string]any
 	if err := apierror.DecodeBytes(body, &raw); err != nil {
 		return parsedExternal{}, err
@@ -77,14 +85,23 @@ func parseExternalCreateOn(body []byte, network ownership.Network) (parsedExtern
 	}
 	var v apierror.Validation
 	o := newObject(raw, "", &v)
+	var customerID string
+	if !platform {
+		customerID = o.str("customerId", true)
+	} else if o.has("customerId") {
+		v.Add("customerId", nil, "must be absent or null for a platform account")
+	}
 	p := parsedExternal{
-		customerID:        o.str("customerId", true),
+		customerID:        customerID,
 		currency:          o.match("currency", true, currencyRe, apierror.Pattern(currencyRe.String()), "must be a currency code"),
 		platformAccountID: o.text("platformAccountId", false, 255),
 		ownershipType:     o.enum("ownershipType", false, FirstParty, ThirdParty),
 		info:              o.parseAccountInfo(network),
 	}
 	p.defaultUMA, _ = o.boolean("defaultUmaDepositAccount")
+	if platform {
+		v.Check(!p.defaultUMA, "defaultUmaDepositAccount", nil, "is a customer setting; platform accounts cannot be one")
+	}
 	in := &p.info
 	if in.currency != "" && p.currency != "" && p.currency != in.currency {
 		v.Add("currency", apierror.OneOf(in.currency), in.accountType+" accounts hold "+in.currency)
@@ -155,10 +172,14 @@ func (s *Simulator) createExternal(ctx context.Context, p parsedExternal) (*Exte
 	defer s.mu.Unlock()
 	st := s.state
 	st.settle(now)
-	if _, err := st.customer(p.customerID); err != nil {
-		return nil, err
+	// A platform-tree account (no customerId) has no customer to check and
+	// is never a default deposit account.
+	if p.customerID != "" {
+		if _, err := st.customer(p.customerID); err != nil {
+			return nil, err
+		}
 	}
-	if p.defaultUMA {
+	if p.defaultUMA && p.customerID != "" {
 		if other := st.defaultUMA(p.customerID); other != "" {
 			return nil, apierror.New(apierror.Conflict, "customer %s already has a default UMA deposit account (%s)", p.customerID, other).
 				WithDetail("field", "defaultUmaDepositAccount")

@@ -240,7 +240,7 @@ func (b accountBody) withDefault() map[string]any {
 
 func TestTrustedBeneficiaryDelete(t *testing.T) {
 	e := newEnv(t)
-	c, _ := e.customer("Tru Sted")
+	c, _ := e.scaCustomer("Tru Sted")
 	a := e.external(c.ID, usdAccount("777000001"))
 	p := "/customers/external-accounts/" + a.ID
 
@@ -305,7 +305,7 @@ func statusEvents(t *testing.T, e *env, id string) []string {
 
 func TestExternalAccountStatusEvents(t *testing.T) {
 	e := newEnv(t)
-	c, _ := e.customer("Eve Ents")
+	c, _ := e.scaCustomer("Eve Ents")
 
 	// Create writes the starting status; delete writes INACTIVE.
 	w := e.external(c.ID, evmWallet("e1"))

@@ -18,12 +18,14 @@ import (
 //	POST   /customers                                     201 Customer
 //	GET    /customers/{id}                                200 Customer
 //	PATCH  /customers/{id}                                200, or 202 then 200 for a tied email change
-//	GET    /internal-accounts?customerId=                 200 {"data": [InternalAccount]}
+//	GET    /customers?limit=&cursor=                      200 {"data": [Customer], "hasMore", "nextCursor"?, "totalCount"}
+//	GET    /internal-accounts?customerId=&limit=&cursor=  200 {"data": [InternalAccount], "hasMore", "nextCursor"?, "totalCount"}
 //	GET    /internal-accounts/{id}                        200 InternalAccount
 //	PATCH  /internal-accounts/{id}                        202 then 200 InternalAccount (privacy)
 //	POST   /internal-accounts/{id}/export                 202 then 200 WalletExport
 //	POST   /verifications                                 200 Verification
 //	POST   /customers/external-accounts                   201 ExternalAccount
+//	GET    /customers/external-accounts?customerId=&limit=&cursor=  200 {"data": [ExternalAccount], "hasMore", "nextCursor"?, "totalCount"}
 //	GET    /customers/external-accounts/{id}              200 ExternalAccount
 //	DELETE /customers/external-accounts/{id}              204
 //	POST   /customers/external-accounts/{id}/trust        200 TrustStart
@@ -44,9 +46,14 @@ import (
 //	POST   /sandbox/uma/receive                           200 Transaction
 //	POST   /customers/external-accounts/{id}/challenge    201 ownership challenge
 //	POST   /customers/external-accounts/{id}/verify       200 ExternalAccount (ACTIVE)
+//	POST   /platform/external-accounts                    201 ExternalAccount of the platform tree (customerId absent or null)
 //	POST   /platform/external-accounts/{id}/challenge, /verify   the platform tree (accounts without a customer)
 //	POST   /sandbox/external-accounts/{id}/liveness       200 ExternalAccount: deliver a LIVENESS outcome {"passed": bool}
 //	POST   /sandbox/passkeys/registration-challenge       201 {challenge, accountId, expiresAt, rpId}: what a platform backend issues before a passkey registration
+//	POST   /customers/{id}/sca/login, /sca/login/complete     200 {scaChallenge}, 200 SCASession (SCA regions only)
+//	POST   /customers/{id}/sca/factors, /sca/factors/confirm  200 {scaChallenge}, 200 SCAFactor (one PASSKEY per customer)
+//	DELETE /customers/{id}/sca/factors/{factor}           204
+//	POST   /customers/{id}/verify-email, /verify-phone (+ /confirm)  200 (providers requiring contact verification only)
 //	/auth/...                                             walletauth's routes (see walletauth.Service.Handler)
 //
 // Outside the base path and without credentials, /.well-known/
@@ -123,6 +130,9 @@ func (s *Simulator) routes() {
 		r(p, auth.ServeHTTP)
 	}
 	s.ownershipRoutes(r)
+	s.listRoutes(r)
+	s.platformRoutes(r)
+	s.scaRoutes(r)
 	wellKnown := s.pk.Handler()
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The passkey association files live at the host's root, outside
@@ -206,9 +216,12 @@ func readBody(w http.ResponseWriter, r *http.Request, dst any, required bool) ([
 	return body, true
 }
 
-// list is the body of a list response.
+// list is the body of a list response: one page of data, hasMore and, when
+// hasMore, the nextCursor to pass as cursor for the next page (see
+// [DefaultListLimit]); totalCount counts every item of the list.
 type list[T any] struct {
-	Data       []T  `json:"data"`
-	HasMore    bool `json:"hasMore"`
-	TotalCount int  `json:"totalCount"`
+	Data       []T    `json:"data"`
+	HasMore    bool   `json:"hasMore"`
+	NextCursor string `json:"nextCursor,omitempty"`
+	TotalCount int    `json:"totalCount"`
 }

@@ -18,6 +18,7 @@ type state struct {
 	cards        map[string]*card
 	idem         map[string]idemEntry
 	sca          map[string]*scaChallenge
+	scaCustomers map[string]*scaCustomer // by customer id, see sca.go
 }
 
 func newState() *state {

@@ -58,7 +58,9 @@ type TrustConfirm struct {
 // true) or undoing it (trust false): the answer is an SCA challenge that
 // [Simulator.ConfirmTrust] completes with [SandboxSCACode]. A new start
 // supersedes an earlier one. Errors: 404 REFERENCE_NOT_FOUND, 409 CONFLICT
-// (already trusted, or not trusted when untrusting).
+// (already trusted, or not trusted when untrusting, or the account's customer
+// is not in an SCA region, see [InSCARegion]), 409 SCA_SESSION_REQUIRED (no
+// live SCA login session of the customer, see [Simulator.StartSCALogin]).
 func (s *Simulator) StartTrust(ctx context.Context, accountID string, trust bool) (*TrustStart, error) {
 	if _, err := s.externalAccount(ctx, accountID); err != nil {
 		return nil, err
@@ -69,6 +71,9 @@ func (s *Simulator) StartTrust(ctx context.Context, accountID string, trust bool
 	}
 	var out *TrustStart
 	err = s.locked(func(st *state, now time.Time) error {
+		if err := st.requireSCASession(accountID, now); err != nil {
+			return err
+		}
 		m := st.meta(accountID)
 		if m.trusted == trust {
 			if trust {
@@ -92,7 +97,8 @@ func (s *Simulator) StartTrust(ctx context.Context, accountID string, trust bool
 // ConfirmTrust completes the outstanding trust (trust true) or untrust
 // challenge of an account. Errors: 400 INVALID_INPUT (wrong or expired code,
 // or a challengeId that is not the outstanding one), 404
-// REFERENCE_NOT_FOUND, 409 CONFLICT (no such challenge outstanding).
+// REFERENCE_NOT_FOUND, 409 CONFLICT (no such challenge outstanding, or not
+// in an SCA region), 409 SCA_SESSION_REQUIRED.
 func (s *Simulator) ConfirmTrust(ctx context.Context, accountID string, trust bool, req TrustConfirmRequest) (*TrustConfirm, error) {
 	if _, err := s.externalAccount(ctx, accountID); err != nil {
 		return nil, err
@@ -102,6 +108,9 @@ func (s *Simulator) ConfirmTrust(ctx context.Context, accountID string, trust bo
 		want := purposeUntrust
 		if trust {
 			want = purposeTrust
+		}
+		if err := st.requireSCASession(accountID, now); err != nil {
+			return err
 		}
 		c := st.sca[accountID]
 		if c == nil || c.purpose != want {

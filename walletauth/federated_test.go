@@ -234,7 +234,25 @@ func TestPasskey(t *testing.T) {
 	})
 	t.Run("a request id of another credential", func(t *testing.T) {
 		cr2, _ := login(t)
+		// A credential of another type: the type mismatch answers first.
 		_, _, err := e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.Passkey, Assertion: a.assert(t, cr2.Challenge)},
+			signedretry.Retry{RequestID: cr2.RequestID})
+		wantErr(t, err, apierror.InvalidInput, "")
+		// Another passkey.
+		a2 := newAuthenticator(t)
+		rc, _ := e.svc.PasskeyRegistrationChallenge(ctx, e.wallet.ID)
+		req2 := walletauth.AddCredentialRequest{Type: storage.Passkey, AccountID: e.wallet.ID, Nickname: "second",
+			Challenge: rc.Challenge, Attestation: a2.attest(t, rc.Challenge, e.wallet.ID)}
+		c2 := call("POST", "/auth/credentials", `{"second":1}`)
+		_, ch2, err := e.svc.AddCredential(ctx, req2, c2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pk2, _, err := e.svc.AddCredential(ctx, req2, signed(t, c2, ch2, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = e.svc.Verify(ctx, pk2.ID, walletauth.VerifyRequest{Type: storage.Passkey, Assertion: a2.assert(t, cr2.Challenge)},
 			signedretry.Retry{RequestID: cr2.RequestID})
 		wantErr(t, err, apierror.Unauthorized, "request id was issued for another credential")
 	})

@@ -3,7 +3,9 @@ package walletauth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/big"
+	"slices"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -165,6 +167,11 @@ type VerifyRequest struct {
 // repeats the body stamped by that key and returns the session, whose key is
 // that key (no encryptedSessionSigningKey).
 //
+// Before anything else the credential is looked up and its type compared with
+// req.Type: an unknown credential is 404 REFERENCE_NOT_FOUND and every
+// mismatch, whatever the two types, the same 400 INVALID_INPUT on field
+// "type" naming both.
+//
 // Errors: 404 REFERENCE_NOT_FOUND, 400 INVALID_INPUT (body, type mismatch,
 // malformed bundle), 401 UNAUTHORIZED with details.reason ("Invalid OTP
 // code", "no pending OTP for this credential", "OTP expired", "OTP already
@@ -173,6 +180,9 @@ type VerifyRequest struct {
 // target key does not open (sealed under a key the Sealer no longer holds,
 // or altered in the store); that charges no attempt.
 func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Retry) (*AuthSession, *signedretry.Challenge, error) {
+	if err := s.checkVerifyType(ctx, credentialID, req.Type); err != nil {
+		return nil, nil, err
+	}
 	switch req.Type {
 	case storage.EmailOTP, storage.SMSOTP:
 		if isRetry(call) {
@@ -190,6 +200,40 @@ func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyReq
 	default:
 		return nil, nil, apierror.InvalidField("type", apierror.OneOf(credentialTypes...), "unknown credential type")
 	}
+}
+
+// checkVerifyType answers the errors of a verify body that does not fit the
+// credential, before any type-specific check: 400 INVALID_INPUT for a type
+// outside the enum, 404 REFERENCE_NOT_FOUND for an unknown credential and one
+// 400 INVALID_INPUT on "type" for any mismatch of req.Type and the
+// credential's type.
+func (s *Service) checkVerifyType(ctx context.Context, credentialID string, typ storage.CredentialType) error {
+	if !slices.Contains(credentialTypes, string(typ)) {
+		return apierror.InvalidField("type", apierror.OneOf(credentialTypes...), "unknown credential type")
+	}
+	var c storage.Credential
+	err := s.atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		c, err = tx.Credentials().Get(ctx, credentialID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return notFound("credential", credentialID)
+		}
+		return err
+	})
+	if err != nil {
+		return storeErr(err)
+	}
+	if c.Type != typ {
+		return typeMismatch(typ, c.Type)
+	}
+	return nil
+}
+
+// typeMismatch is the one error of a verify body whose type is not the
+// credential's.
+func typeMismatch(sent, actual storage.CredentialType) error {
+	return apierror.InvalidField("type", apierror.OneOf(string(actual)),
+		fmt.Sprintf("type %s does not match the credential's type %s", sent, actual))
 }
 
 type otpParams struct {

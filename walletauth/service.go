@@ -360,7 +360,7 @@ func credentialOfType(ctx context.Context, tx storage.Tx, id string, typ storage
 		return c, err
 	}
 	if c.Type != typ || typ == storage.OAuth && c.OAuth == nil || typ == storage.Passkey && c.WebAuthn == nil {
-		return c, apierror.InvalidField("type", apierror.OneOf(string(c.Type)), "does not match the credential's type "+string(c.Type))
+		return c, typeMismatch(typ, c.Type)
 	}
 	return c, nil
 }

@@ -303,7 +303,7 @@ func TestServerOptions(t *testing.T) {
 		{"asterisk without credentials", "OPTIONS * HTTP/1.1\r\nHost: sandbox\r\n\r\n", 401, "UNAUTHORIZED", ""},
 		{"asterisk", "OPTIONS * HTTP/1.1\r\nHost: sandbox\r\n" + basicAuth + "\r\n", 404, "REFERENCE_NOT_FOUND", ""},
 		{"route without credentials", "OPTIONS /2025-10-13/customers HTTP/1.1\r\nHost: sandbox\r\n\r\n", 401, "UNAUTHORIZED", ""},
-		{"route", "OPTIONS /2025-10-13/customers HTTP/1.1\r\nHost: sandbox\r\n" + basicAuth + "\r\n", 405, "METHOD_NOT_ALLOWED", "POST"},
+		{"route", "OPTIONS /2025-10-13/customers HTTP/1.1\r\nHost: sandbox\r\n" + basicAuth + "\r\n", 405, "METHOD_NOT_ALLOWED", "GET, HEAD, POST"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, body := exchange(t, base, tc.request)

@@ -1,0 +1,150 @@
+package sandbox
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+)
+
+func internalKey(a *InternalAccount) (string, time.Time) { return a.ID, a.CreatedAt }
+func externalKey(a *ExternalAccount) (string, time.Time) { return a.ID, a.CreatedAt }
+func customerKey(c *Customer) (string, time.Time)        { return c.ID, c.CreatedAt }
+
+// listRoutes registers the list endpoints that have no other home.
+func (s *Simulator) listRoutes(r func(string, http.HandlerFunc)) {
+	r("GET /customers", func(w http.ResponseWriter, req *http.Request) {
+		p, err := parsePage(req.URL.Query())
+		if err != nil {
+			apierror.Write(w, err)
+			return
+		}
+		cs, err := s.ListCustomers(req.Context())
+		signedretry.WriteResult(w, http.StatusOK, paginate(cs, customerKey, p), nil, err)
+	})
+	r("GET /customers/external-accounts", func(w http.ResponseWriter, req *http.Request) {
+		p, err := parsePage(req.URL.Query())
+		if err != nil {
+			apierror.Write(w, err)
+			return
+		}
+		as, deleted, err := s.externalAccounts(req.Context(), req.URL.Query().Get("customerId"))
+		signedretry.WriteResult(w, http.StatusOK, paginateVisible(as, externalKey, p, func(i int) bool { return !deleted[i] }), nil, err)
+	})
+}
+
+// ListCustomers returns every customer, oldest first (creation time, then
+// id). GET /customers pages it with limit and cursor.
+func (s *Simulator) ListCustomers(ctx context.Context) ([]Customer, error) {
+	out := []Customer{}
+	err := s.locked(func(st *state, _ time.Time) error {
+		for _, c := range st.customers {
+			out = append(out, *c.rec.clone())
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b Customer) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, err
+}
+
+// ListExternalAccounts returns a customer's external accounts in creation
+// order, without deleted ones; an unknown customer has none (200, empty
+// list), as in [Simulator.ListInternalAccounts]. A customerId that is not a
+// Customer id is 400 INVALID_INPUT. GET /customers/external-accounts pages
+// it with limit and cursor.
+func (s *Simulator) ListExternalAccounts(ctx context.Context, customerID string) ([]ExternalAccount, error) {
+	all, deleted, err := s.externalAccounts(ctx, customerID)
+	if err != nil {
+		return nil, err
+	}
+	out := []ExternalAccount{}
+	for i := range all {
+		if !deleted[i] {
+			out = append(out, all[i])
+		}
+	}
+	return out, nil
+}
+
+// externalAccounts returns all of a customer's external accounts in creation
+// order, deleted ones included, and which are deleted.
+func (s *Simulator) externalAccounts(ctx context.Context, customerID string) ([]ExternalAccount, []bool, error) {
+	if !storage.ValidID(customerID, "Customer") {
+		return nil, nil, apierror.InvalidField("customerId", apierror.Pattern(`^Customer:[0-9a-fA-F-]{36}$`), "must be a Customer id")
+	}
+	var recs []storage.ExternalAccount
+	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		recs, err = tx.ExternalAccounts().ListByCustomer(ctx, customerID)
+		return err
+	})
+	if err != nil {
+		return nil, nil, apierror.As(err)
+	}
+	out := make([]ExternalAccount, 0, len(recs))
+	deleted := make([]bool, 0, len(recs))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range recs {
+		m := s.state.extMeta[recs[i].ID]
+		out = append(out, *externalView(&recs[i], m))
+		deleted = append(deleted, m != nil && m.deleted)
+	}
+	return out, deleted, nil
+}
+
+// platformRoutes registers POST /platform/external-accounts, which creates
+// an account of the platform tree (no customer; see
+// [Simulator.CreatePlatformExternalAccount]).
+func (s *Simulator) platformRoutes(r func(string, http.HandlerFunc)) {
+	r("POST /platform/external-accounts", func(w http.ResponseWriter, req *http.Request) {
+		body, ok := readBody(w, req, nil, true)
+		if !ok {
+			return
+		}
+		p, err := parseExternalCreateTree(body, s.cfg.Network, true)
+		if err != nil {
+			apierror.Write(w, err)
+			return
+		}
+		a, err := s.createExternal(req.Context(), p)
+		signedretry.WriteResult(w, http.StatusCreated, a, nil, err)
+	})
+}
+
+// CreatePlatformExternalAccount creates an external account on behalf of the
+// platform (the platform tree: no customerId; req.CustomerID must be empty
+// and req.DefaultUMADepositAccount false), through
+// ownership.Service.RegisterAccountIn as [Simulator.CreateExternalAccount]
+// does; its ownership is verified under /platform/external-accounts/{id}.
+// Errors: 400 INVALID_INPUT listing every invalid field, 400
+// INVALID_BANK_ACCOUNT.
+func (s *Simulator) CreatePlatformExternalAccount(ctx context.Context, req ExternalAccountCreate) (*ExternalAccount, error) {
+	body, err := marshalBody(req)
+	if err != nil {
+		return nil, err
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, apierror.Internal(err)
+	}
+	if raw["customerId"] == "" {
+		delete(raw, "customerId")
+	}
+	if body, err = json.Marshal(raw); err != nil {
+		return nil, apierror.Internal(err)
+	}
+	p, err := parseExternalCreateTree(body, s.cfg.Network, true)
+	if err != nil {
+		return nil, err
+	}
+	return s.createExternal(ctx, p)
+}

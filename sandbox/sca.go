@@ -1,0 +1,338 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+)
+
+// SCALoginTTL is how long an SCA login session lasts once
+// POST /customers/{id}/sca/login/complete succeeded.
+const SCALoginTTL = 180 * 24 * time.Hour
+
+// SCA factors (ScaFactor).
+const (
+	FactorSMSOTP  = "SMS_OTP"
+	FactorTOTP    = "TOTP"
+	FactorPasskey = "PASSKEY"
+)
+
+// SCA purposes of the login and enrolment challenges.
+const (
+	purposeLogin  = "SCA_LOGIN"
+	purposeEnroll = "SCA_FACTOR_ENROLLMENT"
+)
+
+// SCACountries is the set of address countries (ISO 3166-1 alpha-2) whose
+// customers are in an SCA-regulated region: the EU, the rest of the EEA
+// (IS, LI, NO) and GB. A customer is in an SCA region exactly when its
+// address.country is in the set; a customer without an address, or an
+// external account without a customer, is outside.
+var SCACountries = map[string]bool{
+	"AT": true, "BE": true, "BG": true, "HR": true, "CY": true, "CZ": true, "DK": true, "EE": true, "FI": true,
+	"FR": true, "DE": true, "GR": true, "HU": true, "IE": true, "IT": true, "LV": true, "LT": true, "LU": true,
+	"MT": true, "NL": true, "PL": true, "PT": true, "RO": true, "SK": true, "SI": true, "ES": true, "SE": true,
+	"IS": true, "LI": true, "NO": true, "GB": true,
+}
+
+// InSCARegion reports whether a customer record is in an SCA-regulated
+// region (see [SCACountries]).
+func InSCARegion(c *Customer) bool {
+	return c != nil && c.Address != nil && SCACountries[strings.ToUpper(strings.TrimSpace(c.Address.Country))]
+}
+
+// scaCustomer is the simulator's SCA and contact-verification record of
+// one customer.
+type scaCustomer struct {
+	login        *scaChallenge
+	enroll       *scaChallenge
+	enrollFactor string
+	sessionUntil time.Time
+	factors      map[string]bool
+	contact      map[string]*contactCheck // by "email" or "phone"
+}
+
+func (st *state) scaOf(customerID string) *scaCustomer {
+	if st.scaCustomers == nil {
+		st.scaCustomers = map[string]*scaCustomer{}
+	}
+	r := st.scaCustomers[customerID]
+	if r == nil {
+		r = &scaCustomer{factors: map[string]bool{}, contact: map[string]*contactCheck{}}
+		st.scaCustomers[customerID] = r
+	}
+	return r
+}
+
+// scaCustomer returns the customer after checking it is in an SCA region:
+// 404 USER_NOT_FOUND, 409 CONFLICT outside.
+func (st *state) scaCustomer(id string) (*customer, error) {
+	c, err := st.customer(id)
+	if err != nil {
+		return nil, err
+	}
+	if !InSCARegion(&c.rec) {
+		return nil, apierror.New(apierror.Conflict, "customer %s is not in an SCA-regulated region", id)
+	}
+	return c, nil
+}
+
+// requireSCASession checks that the owner of an external account is in an
+// SCA region (409 CONFLICT otherwise) and has a live SCA login session (409
+// SCA_SESSION_REQUIRED otherwise).
+func (st *state) requireSCASession(accountID string, now time.Time) error {
+	m := st.extMeta[accountID]
+	if m == nil || m.customerID == "" {
+		return apierror.New(apierror.Conflict, "external account %s has no customer in an SCA-regulated region", accountID)
+	}
+	if _, err := st.scaCustomer(m.customerID); err != nil {
+		if apierror.CodeOf(err) == apierror.UserNotFound {
+			return apierror.New(apierror.Conflict, "external account %s has no customer in an SCA-regulated region", accountID)
+		}
+		return err
+	}
+	if !now.Before(st.scaOf(m.customerID).sessionUntil) {
+		return apierror.New(apierror.SCASessionRequired,
+			"customer %s has no SCA login session or it expired; log in with POST /customers/%s/sca/login", m.customerID, m.customerID)
+	}
+	return nil
+}
+
+// SCAStart is the 200 body of POST /customers/{id}/sca/login and
+// POST /customers/{id}/sca/factors.
+type SCAStart struct {
+	SCAChallenge *SCAChallenge `json:"scaChallenge"`
+}
+
+// SCACodeRequest is the body of the SCA confirmations.
+type SCACodeRequest struct {
+	ChallengeID string `json:"challengeId,omitempty"`
+	Code        string `json:"code"`
+}
+
+// SCASession is the 200 body of POST /customers/{id}/sca/login/complete.
+type SCASession struct {
+	CustomerID string    `json:"customerId"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+}
+
+// SCAFactorRequest is the body of POST /customers/{id}/sca/factors.
+type SCAFactorRequest struct {
+	Factor string `json:"factor"`
+}
+
+// SCAFactor is the 200 body of POST /customers/{id}/sca/factors/confirm.
+type SCAFactor struct {
+	CustomerID string `json:"customerId"`
+	Factor     string `json:"factor"`
+	Enrolled   bool   `json:"enrolled"`
+}
+
+// StartSCALogin issues an SCA login challenge for a customer, confirmed by
+// [Simulator.CompleteSCALogin] with [SandboxSCACode]. Errors: 404
+// USER_NOT_FOUND, 409 CONFLICT (not in an SCA region).
+func (s *Simulator) StartSCALogin(_ context.Context, customerID string) (*SCAStart, error) {
+	id, err := s.newID("ScaChallenge")
+	if err != nil {
+		return nil, err
+	}
+	var out *SCAStart
+	err = s.locked(func(st *state, now time.Time) error {
+		if _, err := st.scaCustomer(customerID); err != nil {
+			return err
+		}
+		c := &scaChallenge{id: id, purpose: purposeLogin, expiresAt: now.Add(scaTTL)}
+		st.scaOf(customerID).login = c
+		out = &SCAStart{SCAChallenge: &SCAChallenge{ID: id, ExpiresAt: c.expiresAt, Factor: FactorSMSOTP,
+			AvailableFactors: []string{FactorSMSOTP, FactorTOTP}, Purpose: purposeLogin}}
+		return nil
+	})
+	return out, err
+}
+
+// CompleteSCALogin completes the outstanding SCA login of a customer and
+// opens an SCA session of [SCALoginTTL]. Errors: 400 INVALID_INPUT (wrong or
+// expired code, another challengeId), 404 USER_NOT_FOUND, 409 CONFLICT (not
+// in an SCA region, or no login outstanding).
+func (s *Simulator) CompleteSCALogin(_ context.Context, customerID string, req SCACodeRequest) (*SCASession, error) {
+	var out *SCASession
+	err := s.locked(func(st *state, now time.Time) error {
+		if _, err := st.scaCustomer(customerID); err != nil {
+			return err
+		}
+		r := st.scaOf(customerID)
+		if err := checkCode(r.login, req, now, "login", customerID); err != nil {
+			if apierror.CodeOf(err) == apierror.InvalidInput && r.login != nil && !now.Before(r.login.expiresAt) {
+				r.login = nil
+			}
+			return err
+		}
+		r.login = nil
+		r.sessionUntil = now.Add(SCALoginTTL)
+		out = &SCASession{CustomerID: customerID, ExpiresAt: r.sessionUntil}
+		return nil
+	})
+	return out, err
+}
+
+// StartSCAFactor starts enrolling an SCA factor (SMS_OTP, TOTP or PASSKEY)
+// for a customer. A customer has at most one PASSKEY factor. Errors: 400
+// INVALID_INPUT (unknown factor), 404 USER_NOT_FOUND, 409 CONFLICT (not in
+// an SCA region), 409 PASSKEY_ALREADY_ENROLLED.
+func (s *Simulator) StartSCAFactor(_ context.Context, customerID string, req SCAFactorRequest) (*SCAStart, error) {
+	switch req.Factor {
+	case FactorSMSOTP, FactorTOTP, FactorPasskey:
+	default:
+		return nil, apierror.InvalidField("factor", apierror.OneOf(FactorSMSOTP, FactorTOTP, FactorPasskey), "unknown SCA factor")
+	}
+	id, err := s.newID("ScaChallenge")
+	if err != nil {
+		return nil, err
+	}
+	var out *SCAStart
+	err = s.locked(func(st *state, now time.Time) error {
+		if _, err := st.scaCustomer(customerID); err != nil {
+			return err
+		}
+		r := st.scaOf(customerID)
+		if req.Factor == FactorPasskey && r.factors[FactorPasskey] {
+			return passkeyEnrolled(customerID)
+		}
+		c := &scaChallenge{id: id, purpose: purposeEnroll, expiresAt: now.Add(scaTTL)}
+		r.enroll, r.enrollFactor = c, req.Factor
+		out = &SCAStart{SCAChallenge: &SCAChallenge{ID: id, ExpiresAt: c.expiresAt, Factor: req.Factor,
+			AvailableFactors: []string{req.Factor}, Purpose: purposeEnroll}}
+		return nil
+	})
+	return out, err
+}
+
+// ConfirmSCAFactor completes the outstanding factor enrolment with
+// [SandboxSCACode]. Errors: 400 INVALID_INPUT, 404 USER_NOT_FOUND, 409
+// CONFLICT (not in an SCA region, nothing outstanding), 409
+// PASSKEY_ALREADY_ENROLLED.
+func (s *Simulator) ConfirmSCAFactor(_ context.Context, customerID string, req SCACodeRequest) (*SCAFactor, error) {
+	var out *SCAFactor
+	err := s.locked(func(st *state, now time.Time) error {
+		if _, err := st.scaCustomer(customerID); err != nil {
+			return err
+		}
+		r := st.scaOf(customerID)
+		if err := checkCode(r.enroll, req, now, "factor enrolment", customerID); err != nil {
+			if apierror.CodeOf(err) == apierror.InvalidInput && r.enroll != nil && !now.Before(r.enroll.expiresAt) {
+				r.enroll, r.enrollFactor = nil, ""
+			}
+			return err
+		}
+		factor := r.enrollFactor
+		r.enroll, r.enrollFactor = nil, ""
+		if factor == FactorPasskey && r.factors[FactorPasskey] {
+			return passkeyEnrolled(customerID)
+		}
+		r.factors[factor] = true
+		out = &SCAFactor{CustomerID: customerID, Factor: factor, Enrolled: true}
+		return nil
+	})
+	return out, err
+}
+
+// DeleteSCAFactor removes an enrolled factor. Errors: 404 USER_NOT_FOUND,
+// 404 REFERENCE_NOT_FOUND (not enrolled), 409 CONFLICT (not in an SCA
+// region).
+func (s *Simulator) DeleteSCAFactor(_ context.Context, customerID, factor string) error {
+	return s.locked(func(st *state, _ time.Time) error {
+		if _, err := st.scaCustomer(customerID); err != nil {
+			return err
+		}
+		r := st.scaOf(customerID)
+		if !r.factors[factor] {
+			return apierror.New(apierror.ReferenceNotFound, "customer %s has no %q SCA factor", customerID, factor)
+		}
+		delete(r.factors, factor)
+		return nil
+	})
+}
+
+func passkeyEnrolled(customerID string) error {
+	return apierror.New(apierror.PasskeyAlreadyEnrolled,
+		"customer %s already has a passkey factor; delete it before enrolling another", customerID)
+}
+
+// checkCode checks a code against an outstanding challenge: 409 CONFLICT
+// when there is none, 400 INVALID_INPUT for another challengeId, an expired
+// challenge or a wrong code.
+func checkCode(c *scaChallenge, req SCACodeRequest, now time.Time, what, customerID string) error {
+	if c == nil {
+		return apierror.New(apierror.Conflict, "no SCA %s is outstanding for customer %s", what, customerID)
+	}
+	if req.ChallengeID != "" && req.ChallengeID != c.id {
+		return apierror.InvalidField("challengeId", nil, "is not the outstanding challenge")
+	}
+	if !now.Before(c.expiresAt) {
+		return apierror.InvalidField("code", nil, "the challenge expired; start again")
+	}
+	if subtle.ConstantTimeCompare([]byte(req.Code), []byte(SandboxSCACode)) != 1 {
+		return apierror.InvalidField("code", nil, "invalid code (the sandbox code is "+SandboxSCACode+")")
+	}
+	return nil
+}
+
+// scaRoutes registers the SCA and contact-verification routes.
+func (s *Simulator) scaRoutes(r func(string, http.HandlerFunc)) {
+	r("POST /customers/{id}/sca/login", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := readBody(w, r, nil, false); !ok {
+			return
+		}
+		out, err := s.StartSCALogin(r.Context(), r.PathValue("id"))
+		signedretry.WriteResult(w, http.StatusOK, out, nil, err)
+	})
+	r("POST /customers/{id}/sca/login/complete", func(w http.ResponseWriter, r *http.Request) {
+		var req SCACodeRequest
+		if _, ok := readBody(w, r, &req, true); !ok {
+			return
+		}
+		out, err := s.CompleteSCALogin(r.Context(), r.PathValue("id"), req)
+		signedretry.WriteResult(w, http.StatusOK, out, nil, err)
+	})
+	r("POST /customers/{id}/sca/factors", func(w http.ResponseWriter, r *http.Request) {
+		var req SCAFactorRequest
+		if _, ok := readBody(w, r, &req, true); !ok {
+			return
+		}
+		out, err := s.StartSCAFactor(r.Context(), r.PathValue("id"), req)
+		signedretry.WriteResult(w, http.StatusOK, out, nil, err)
+	})
+	r("POST /customers/{id}/sca/factors/confirm", func(w http.ResponseWriter, r *http.Request) {
+		var req SCACodeRequest
+		if _, ok := readBody(w, r, &req, true); !ok {
+			return
+		}
+		out, err := s.ConfirmSCAFactor(r.Context(), r.PathValue("id"), req)
+		signedretry.WriteResult(w, http.StatusOK, out, nil, err)
+	})
+	r("DELETE /customers/{id}/sca/factors/{factor}", func(w http.ResponseWriter, r *http.Request) {
+		signedretry.WriteResult(w, 0, nil, nil, s.DeleteSCAFactor(r.Context(), r.PathValue("id"), r.PathValue("factor")))
+	})
+	for _, kind := range []string{contactEmail, contactPhone} {
+		r("POST /customers/{id}/verify-"+kind, func(w http.ResponseWriter, r *http.Request) {
+			if _, ok := readBody(w, r, nil, false); !ok {
+				return
+			}
+			out, err := s.StartContactVerification(r.Context(), r.PathValue("id"), kind)
+			signedretry.WriteResult(w, http.StatusOK, out, nil, err)
+		})
+		r("POST /customers/{id}/verify-"+kind+"/confirm", func(w http.ResponseWriter, r *http.Request) {
+			var req SCACodeRequest
+			if _, ok := readBody(w, r, &req, true); !ok {
+				return
+			}
+			out, err := s.ConfirmContactVerification(r.Context(), r.PathValue("id"), kind, req)
+			signedretry.WriteResult(w, http.StatusOK, out, nil, err)
+		})
+	}
+}
