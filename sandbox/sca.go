@@ -282,6 +282,19 @@ func checkCode(c *scaChallenge, req SCACodeRequest, now time.Time, what, custome
 	return nil
 }
 
+// customerRoute is the handler of a POST on a customer whose body (required)
+// decodes into Req and whose success is 200 with fn's result.
+func customerRoute[Req, Out any](fn func(ctx context.Context, customerID string, req Req) (Out, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		if _, ok := readBody(w, r, &req, true); !ok {
+			return
+		}
+		out, err := fn(r.Context(), r.PathValue("id"), req)
+		signedretry.WriteResult(w, http.StatusOK, out, nil, err)
+	}
+}
+
 // scaRoutes registers the SCA and contact-verification routes.
 func (s *Simulator) scaRoutes(r func(string, http.HandlerFunc)) {
 	r("POST /customers/{id}/sca/login", func(w http.ResponseWriter, r *http.Request) {
@@ -291,30 +304,9 @@ func (s *Simulator) scaRoutes(r func(string, http.HandlerFunc)) {
 		out, err := s.StartSCALogin(r.Context(), r.PathValue("id"))
 		signedretry.WriteResult(w, http.StatusOK, out, nil, err)
 	})
-	r("POST /customers/{id}/sca/login/complete", func(w http.ResponseWriter, r *http.Request) {
-		var req SCACodeRequest
-		if _, ok := readBody(w, r, &req, true); !ok {
-			return
-		}
-		out, err := s.CompleteSCALogin(r.Context(), r.PathValue("id"), req)
-		signedretry.WriteResult(w, http.StatusOK, out, nil, err)
-	})
-	r("POST /customers/{id}/sca/factors", func(w http.ResponseWriter, r *http.Request) {
-		var req SCAFactorRequest
-		if _, ok := readBody(w, r, &req, true); !ok {
-			return
-		}
-		out, err := s.StartSCAFactor(r.Context(), r.PathValue("id"), req)
-		signedretry.WriteResult(w, http.StatusOK, out, nil, err)
-	})
-	r("POST /customers/{id}/sca/factors/confirm", func(w http.ResponseWriter, r *http.Request) {
-		var req SCACodeRequest
-		if _, ok := readBody(w, r, &req, true); !ok {
-			return
-		}
-		out, err := s.ConfirmSCAFactor(r.Context(), r.PathValue("id"), req)
-		signedretry.WriteResult(w, http.StatusOK, out, nil, err)
-	})
+	r("POST /customers/{id}/sca/login/complete", customerRoute(s.CompleteSCALogin))
+	r("POST /customers/{id}/sca/factors", customerRoute(s.StartSCAFactor))
+	r("POST /customers/{id}/sca/factors/confirm", customerRoute(s.ConfirmSCAFactor))
 	r("DELETE /customers/{id}/sca/factors/{factor}", func(w http.ResponseWriter, r *http.Request) {
 		signedretry.WriteResult(w, 0, nil, nil, s.DeleteSCAFactor(r.Context(), r.PathValue("id"), r.PathValue("factor")))
 	})
@@ -326,13 +318,8 @@ func (s *Simulator) scaRoutes(r func(string, http.HandlerFunc)) {
 			out, err := s.StartContactVerification(r.Context(), r.PathValue("id"), kind)
 			signedretry.WriteResult(w, http.StatusOK, out, nil, err)
 		})
-		r("POST /customers/{id}/verify-"+kind+"/confirm", func(w http.ResponseWriter, r *http.Request) {
-			var req SCACodeRequest
-			if _, ok := readBody(w, r, &req, true); !ok {
-				return
-			}
-			out, err := s.ConfirmContactVerification(r.Context(), r.PathValue("id"), kind, req)
-			signedretry.WriteResult(w, http.StatusOK, out, nil, err)
-		})
+		r("POST /customers/{id}/verify-"+kind+"/confirm", customerRoute(func(ctx context.Context, id string, req SCACodeRequest) (any, error) {
+			return s.ConfirmContactVerification(ctx, id, kind, req)
+		}))
 	}
 }
