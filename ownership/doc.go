@@ -43,8 +43,9 @@
 //
 // Every status change, including the starting status of a registration and
 // host-driven changes, writes an EXTERNAL_ACCOUNT.STATUS_UPDATED event to the
-// store's outbox in the same transaction as the change;
-// storage.DeliverEvents hands them to a publisher in order.
+// store's outbox in the same transaction as the change; storage/relay hands
+// them to a publisher (storage/webhook signs and sends them), the events of
+// an account in order.
 //
 // # The payout gate
 //

@@ -37,7 +37,7 @@ func ExampleService_Verify() {
 	fmt.Println(err, got.(ownership.Account).Status)
 
 	_ = store.Atomic(ctx, func(tx storage.Tx) error {
-		events, _ := tx.Outbox().Undelivered(ctx, 10)
+		events, _ := tx.Outbox().ListByAccount(ctx, acct.ID)
 		fmt.Println(len(events), events[0].Type)
 		return nil
 	})

@@ -78,13 +78,15 @@ func eventsOf(t *testing.T, store storage.Store, accountID string) []storage.Eve
 	return out
 }
 
+// allEvents returns the events due for delivery (the first pending event of
+// each account), leased in a transaction that rolls back.
 func allEvents(t *testing.T, store storage.Store) []storage.Event {
 	t.Helper()
 	var out []storage.Event
+	rollback := errors.New("roll back")
 	_ = store.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		out, err = tx.Outbox().Undelivered(ctx, 1000)
-		return err
+		out, _ = tx.Outbox().Lease(ctx, "test", regFixedNow.Add(time.Hour), time.Minute, 1000)
+		return rollback
 	})
 	return out
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/relay"
 	"github.com/walletgate/walletgate/storage/memory"
 )
 
@@ -409,7 +410,9 @@ func (p *publisher) Publish(_ context.Context, e storage.Event) error {
 	return nil
 }
 
-func TestDeliverEvents(t *testing.T) {
+// TestRelayDeliversEvents: the status events reach a publisher through
+// storage/relay; a failed one is tried again after its backoff.
+func TestRelayDeliversEvents(t *testing.T) {
 	l := newLifecycle(t)
 	var ids []string
 	for range 3 {
@@ -419,22 +422,35 @@ func TestDeliverEvents(t *testing.T) {
 		ids = append(ids, id)
 	}
 	var evs []storage.Event
-	_ = l.store.Atomic(ctx, func(tx storage.Tx) error { evs, _ = tx.Outbox().Undelivered(ctx, 10); return nil })
+	for _, id := range ids {
+		_ = l.store.Atomic(ctx, func(tx storage.Tx) error {
+			mine, _ := tx.Outbox().ListByAccount(ctx, id)
+			evs = append(evs, mine...)
+			return nil
+		})
+	}
 	if len(evs) != 3 {
-		t.Fatalf("%d events", len(evs))
+		t.Fatalf("%d events, want 3", len(evs))
 	}
 	p := &publisher{fail: map[string]bool{evs[1].ID: true}}
-	n, err := storage.DeliverEvents(ctx, l.store, p, 10, l.clock.Now)
-	if n != 1 || err == nil {
-		t.Fatalf("delivered %d, %v: want 1 and the failure", n, err)
+	r, err := relay.New(relay.Config{Store: l.store, Publisher: p, Clock: l.clock.Now, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.RunOnce(ctx)
+	if err != nil || res != (relay.Result{Delivered: 2, Retried: 1}) {
+		t.Fatalf("first pass %+v, %v", res, err)
 	}
 	p.fail = nil
-	n, err = storage.DeliverEvents(ctx, l.store, p, 10, l.clock.Now)
-	if n != 2 || err != nil || len(p.got) != 3 || p.got[0] != evs[0].ID || p.got[1] != evs[1].ID || p.got[2] != evs[2].ID {
-		t.Fatalf("second pass %d %v, delivered %v", n, err, p.got)
+	if res, _ = r.RunOnce(ctx); res != (relay.Result{}) {
+		t.Fatalf("before the backoff %+v", res)
 	}
-	if n, _ := storage.DeliverEvents(ctx, l.store, p, 10, l.clock.Now); n != 0 {
-		t.Fatalf("delivered %d again", n)
+	l.clock.Add(relay.DefaultMinBackoff)
+	if res, _ = r.RunOnce(ctx); res != (relay.Result{Delivered: 1}) || len(p.got) != 3 {
+		t.Fatalf("after the backoff %+v; delivered %v", res, p.got)
+	}
+	if res, _ := r.RunOnce(ctx); res != (relay.Result{}) {
+		t.Fatalf("delivered again: %+v", res)
 	}
 }
 

@@ -185,7 +185,8 @@ type PendingRequest struct {
 	ConsumedAt time.Time
 }
 
-// Event is an outbox entry: a webhook to publish after its transaction commits.
+// Event is an outbox entry: a webhook to publish after its transaction
+// commits. [NewEvent] builds one.
 type Event struct {
 	ID        string // Webhook:<uuid>
 	Type      string // e.g. EXTERNAL_ACCOUNT.STATUS_UPDATED
@@ -196,6 +197,22 @@ type Event struct {
 	Seq int64
 	// DeliveredAt is set by MarkDelivered.
 	DeliveredAt time.Time
+
+	// The delivery state, kept by the store (see [Outbox]).
+
+	// Attempts counts failed deliveries since the event was appended or
+	// last re-driven.
+	Attempts int
+	// NextAttemptAt: the event is not due before it (zero: due at once).
+	NextAttemptAt time.Time
+	// LeaseOwner holds the event until LeasedUntil.
+	LeaseOwner  string
+	LeasedUntil time.Time
+	// LastError is the reason of the last failed delivery.
+	LastError string
+	// ParkedAt is set when the event was parked: it is not delivered again
+	// until re-driven.
+	ParkedAt time.Time
 }
 
 // IdempotencyState is the state of an [IdempotencyRecord].

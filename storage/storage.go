@@ -91,7 +91,8 @@ type Store interface {
 	// Sweep deletes at most limit records that expired before cutoff: pending
 	// requests, OTP issuances, ownership challenges, sessions, rate-limit
 	// windows and idempotency records (in progress or complete), consumed or
-	// not, and events delivered before cutoff. It
+	// not, and events delivered before cutoff (parked events stay until
+	// they are re-driven and delivered). It
 	// returns how many it deleted; a result equal to limit means more may
 	// remain. It does not scan live records. Choose cutoff with a margin
 	// (for example now minus an hour) so that a client retrying just after
@@ -264,15 +265,47 @@ type PendingRequests interface {
 }
 
 // Outbox stores events written in the transaction of the change they report,
-// for a publisher to deliver after commit.
+// and leases them to relays (package storage/relay) that deliver them after
+// commit.
+//
+// An event is due at now when it is neither delivered nor parked, its
+// NextAttemptAt is not after now, no live lease holds it (LeasedUntil is not
+// after now), and every earlier event (lower Seq) of its AccountID is
+// delivered or parked. So the events of one account go out one at a time, in
+// commit order; a parked event stops holding back the ones after it.
 type Outbox interface {
-	// Append adds an event and sets e.Seq. ErrDuplicate when the id exists.
+	// Append adds an event and sets e.Seq. The delivery state (Attempts,
+	// NextAttemptAt, lease, LastError, ParkedAt) starts empty: the event is
+	// due once its transaction commits. ErrDuplicate when the id exists.
 	Append(ctx context.Context, e *Event) error
-	// Undelivered returns at most limit undelivered events in Seq order.
-	Undelivered(ctx context.Context, limit int) ([]Event, error)
-	// MarkDelivered records delivery of the events with the given ids;
-	// unknown or already delivered ids are ignored.
+	// Lease claims at most limit events due at now for owner until
+	// now+lease, sets their LeaseOwner and LeasedUntil, and returns them in
+	// Seq order. The claim is one step: of concurrent Lease calls, on any
+	// replica, at most one returns an event until its lease ends, and
+	// since an event is due only once the earlier events of its account
+	// are delivered or parked, a batch never holds two events of one
+	// account.
+	Lease(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Event, error)
+	// MarkDelivered records delivery of the events with the given ids and
+	// ends their leases; unknown or already delivered ids are ignored (the
+	// first delivery time is kept).
 	MarkDelivered(ctx context.Context, ids []string, at time.Time) error
+	// Retry records a failed delivery of event id leased by owner: it
+	// increments Attempts, sets LastError to reason and NextAttemptAt to
+	// next, and ends the lease. ErrNotFound when the event is unknown,
+	// delivered or parked; ErrConflict when owner does not hold its lease
+	// (it ended and another relay took the event).
+	Retry(ctx context.Context, id, owner string, next time.Time, reason string) error
+	// Park records a failed delivery of event id leased by owner as Retry
+	// does, and parks the event at at: it is not leased again until
+	// Redrive. Errors as Retry.
+	Park(ctx context.Context, id, owner string, at time.Time, reason string) error
+	// Parked returns at most limit parked events with Seq greater than
+	// after, in Seq order.
+	Parked(ctx context.Context, after int64, limit int) ([]Event, error)
+	// Redrive makes parked event id due again at now, with Attempts reset
+	// and LastError kept. ErrNotFound when no parked event has that id.
+	Redrive(ctx context.Context, id string, now time.Time) error
 	// ListByAccount returns the account's events in Seq order.
 	ListByAccount(ctx context.Context, accountID string) ([]Event, error)
 }

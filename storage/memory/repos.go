@@ -584,6 +584,7 @@ func (r outboxRepo) Append(_ context.Context, e *storage.Event) error {
 	// keeps Seq increasing in commit order.
 	r.s.seq++
 	e.Seq = r.s.seq
+	e.Attempts, e.NextAttemptAt, e.LeaseOwner, e.LeasedUntil, e.LastError, e.ParkedAt = 0, time.Time{}, "", time.Time{}, "", time.Time{}
 	cp := cloneEvent(e)
 	set(r.tx, &r.s.events, append(r.s.events, cp))
 	put(r.tx, r.s.eventsByID, e.ID, cp)
@@ -591,18 +592,26 @@ func (r outboxRepo) Append(_ context.Context, e *storage.Event) error {
 	return nil
 }
 
-func (r outboxRepo) Undelivered(_ context.Context, limit int) ([]storage.Event, error) {
+func (r outboxRepo) Lease(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]storage.Event, error) {
 	if err := r.check(); err != nil {
 		return nil, err
 	}
 	var out []storage.Event
+	held := map[string]bool{} // accounts with an earlier pending event
 	for _, e := range r.s.events {
 		if len(out) >= limit {
 			break
 		}
-		if e.DeliveredAt.IsZero() {
-			out = append(out, *cloneEvent(e))
+		if !e.DeliveredAt.IsZero() || !e.ParkedAt.IsZero() || held[e.AccountID] {
+			continue
 		}
+		held[e.AccountID] = true
+		if e.NextAttemptAt.After(now) || e.LeasedUntil.After(now) {
+			continue
+		}
+		set(r.tx, &e.LeaseOwner, owner)
+		set(r.tx, &e.LeasedUntil, now.Add(lease))
+		out = append(out, *cloneEvent(e))
 	}
 	return out, nil
 }
@@ -614,8 +623,75 @@ func (r outboxRepo) MarkDelivered(_ context.Context, ids []string, at time.Time)
 	for _, id := range ids {
 		if e, ok := r.s.eventsByID[id]; ok && e.DeliveredAt.IsZero() {
 			set(r.tx, &e.DeliveredAt, at)
+			set(r.tx, &e.LeaseOwner, "")
+			set(r.tx, &e.LeasedUntil, time.Time{})
 		}
 	}
+	return nil
+}
+
+// failed records a failed delivery of id under owner's lease.
+func (r outboxRepo) failed(id, owner, reason string) (*storage.Event, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	e, ok := r.s.eventsByID[id]
+	if !ok || !e.DeliveredAt.IsZero() || !e.ParkedAt.IsZero() {
+		return nil, storage.ErrNotFound
+	}
+	if e.LeaseOwner != owner {
+		return nil, storage.ErrConflict
+	}
+	set(r.tx, &e.Attempts, e.Attempts+1)
+	set(r.tx, &e.LastError, reason)
+	set(r.tx, &e.LeaseOwner, "")
+	set(r.tx, &e.LeasedUntil, time.Time{})
+	return e, nil
+}
+
+func (r outboxRepo) Retry(_ context.Context, id, owner string, next time.Time, reason string) error {
+	e, err := r.failed(id, owner, reason)
+	if err == nil {
+		set(r.tx, &e.NextAttemptAt, next)
+	}
+	return err
+}
+
+func (r outboxRepo) Park(_ context.Context, id, owner string, at time.Time, reason string) error {
+	e, err := r.failed(id, owner, reason)
+	if err == nil {
+		set(r.tx, &e.ParkedAt, at)
+	}
+	return err
+}
+
+func (r outboxRepo) Parked(_ context.Context, after int64, limit int) ([]storage.Event, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	var out []storage.Event
+	for _, e := range r.s.events {
+		if len(out) >= limit {
+			break
+		}
+		if e.Seq > after && !e.ParkedAt.IsZero() {
+			out = append(out, *cloneEvent(e))
+		}
+	}
+	return out, nil
+}
+
+func (r outboxRepo) Redrive(_ context.Context, id string, now time.Time) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	e, ok := r.s.eventsByID[id]
+	if !ok || e.ParkedAt.IsZero() {
+		return storage.ErrNotFound
+	}
+	set(r.tx, &e.ParkedAt, time.Time{})
+	set(r.tx, &e.Attempts, 0)
+	set(r.tx, &e.NextAttemptAt, now)
 	return nil
 }
 

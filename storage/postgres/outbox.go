@@ -1,8 +1,11 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,25 +13,65 @@ import (
 	"github.com/walletgate/walletgate/storage"
 )
 
-const eventColumns = `id, type, account_id, payload, created_at, seq, delivered_at`
+const eventColumns = `id, type, account_id, payload, created_at, seq, delivered_at,
+	attempts, next_attempt_at, lease_owner, leased_until, last_error, parked_at`
 
 const (
 	outboxLockSQL   = `SELECT pg_advisory_xact_lock($1)`
 	outboxInsertSQL = `INSERT INTO {s}.outbox_events (id, type, account_id, payload, created_at, delivered_at)
 	VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING seq`
-	outboxUndeliveredSQL = `SELECT ` + eventColumns + ` FROM {s}.outbox_events
-	WHERE delivered_at IS NULL ORDER BY seq LIMIT $1`
-	outboxMarkSQL = `UPDATE {s}.outbox_events SET delivered_at = $2 WHERE id = ANY($1) AND delivered_at IS NULL`
+	// outboxLeaseSQL claims due events. SKIP LOCKED passes over rows another
+	// transaction is leasing; a row it locks is rechecked against the WHERE
+	// clause at its newest version, so a lease committed meanwhile excludes
+	// it. An event waits while an earlier event of its account is pending.
+	outboxLeaseSQL = `WITH due AS (
+	SELECT e.seq FROM {s}.outbox_events e
+	WHERE e.delivered_at IS NULL AND e.parked_at IS NULL
+	AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= $1)
+	AND (e.leased_until IS NULL OR e.leased_until <= $1)
+	AND NOT EXISTS (SELECT 1 FROM {s}.outbox_events p
+		WHERE p.account_id = e.account_id AND p.seq < e.seq
+		AND p.delivered_at IS NULL AND p.parked_at IS NULL)
+	ORDER BY e.seq LIMIT $4
+	FOR UPDATE SKIP LOCKED)
+	UPDATE {s}.outbox_events o SET lease_owner = $2, leased_until = $3
+	FROM due WHERE o.seq = due.seq
+	RETURNING ` + outboxReturning
+	outboxMarkSQL = `UPDATE {s}.outbox_events SET delivered_at = $2, lease_owner = NULL, leased_until = NULL
+	WHERE id = ANY($1) AND delivered_at IS NULL`
+	// outboxFailSQL records a failed attempt under the caller's lease; $5
+	// parks the event when not NULL.
+	outboxFailSQL = `UPDATE {s}.outbox_events SET attempts = attempts + 1, last_error = $3,
+	next_attempt_at = COALESCE($4, next_attempt_at), parked_at = $5, lease_owner = NULL, leased_until = NULL
+	WHERE id = $1 AND lease_owner = $2 AND delivered_at IS NULL AND parked_at IS NULL`
+	outboxFailStateSQL = `SELECT delivered_at IS NULL AND parked_at IS NULL FROM {s}.outbox_events WHERE id = $1`
+	outboxParkedSQL    = `SELECT ` + eventColumns + ` FROM {s}.outbox_events
+	WHERE parked_at IS NOT NULL AND seq > $1 ORDER BY seq LIMIT $2`
+	outboxRedriveSQL = `UPDATE {s}.outbox_events SET parked_at = NULL, attempts = 0, next_attempt_at = $2
+	WHERE id = $1 AND parked_at IS NOT NULL`
 	outboxListSQL = `SELECT ` + eventColumns + ` FROM {s}.outbox_events WHERE account_id = $1 ORDER BY seq`
 )
+
+const outboxReturning = `o.id, o.type, o.account_id, o.payload, o.created_at, o.seq, o.delivered_at,
+	o.attempts, o.next_attempt_at, o.lease_owner, o.leased_until, o.last_error, o.parked_at`
 
 type outboxRepo struct{ t *tx }
 
 func scanEvent(row pgx.Row, e *storage.Event) error {
 	var payload []byte
-	err := row.Scan(&e.ID, &e.Type, &e.AccountID, &payload, utc(&e.CreatedAt), &e.Seq, utc(&e.DeliveredAt))
+	var owner, lastErr *string
+	err := row.Scan(&e.ID, &e.Type, &e.AccountID, &payload, utc(&e.CreatedAt), &e.Seq, utc(&e.DeliveredAt),
+		&e.Attempts, utc(&e.NextAttemptAt), &owner, utc(&e.LeasedUntil), &lastErr, utc(&e.ParkedAt))
 	e.Payload = json.RawMessage(payload)
+	e.LeaseOwner, e.LastError = deref(owner), deref(lastErr)
 	return err
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // Append adds e and sets e.Seq. Seq comes from an identity column, drawn
@@ -62,6 +105,7 @@ func (r outboxRepo) Append(ctx context.Context, e *storage.Event) error {
 		return storage.ErrDuplicate
 	}
 	e.Seq = seq
+	e.Attempts, e.NextAttemptAt, e.LeaseOwner, e.LeasedUntil, e.LastError, e.ParkedAt = 0, time.Time{}, "", time.Time{}, "", time.Time{}
 	return nil
 }
 
@@ -81,11 +125,107 @@ func (r outboxRepo) list(ctx context.Context, op, sql string, arg any) ([]storag
 	return out, nil
 }
 
-func (r outboxRepo) Undelivered(ctx context.Context, limit int) ([]storage.Event, error) {
+func (r outboxRepo) Lease(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]storage.Event, error) {
+	if err := r.t.valid("lease", key("owner", owner)); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []storage.Event
+	err := r.t.query(ctx, r.t.s.q.outboxLease, []any{now, owner, now.Add(lease), int64(limit)}, func(rows pgx.Rows) error {
+		var e storage.Event
+		if err := scanEvent(rows, &e); err != nil {
+			return err
+		}
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("lease events", err)
+	}
+	slices.SortFunc(out, func(a, b storage.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, nil
+}
+
+func (r outboxRepo) Retry(ctx context.Context, id, owner string, next time.Time, reason string) error {
+	return r.fail(ctx, id, owner, reason, nullTime(next), nullTime(time.Time{}))
+}
+
+func (r outboxRepo) Park(ctx context.Context, id, owner string, at time.Time, reason string) error {
+	if at.IsZero() {
+		return fmt.Errorf("postgres: park event %s: a zero time", id)
+	}
+	return r.fail(ctx, id, owner, reason, nullTime(time.Time{}), nullTime(at))
+}
+
+// fail records a failed delivery under owner's lease; when no row matched,
+// one read tells an unknown, delivered or parked event (ErrNotFound) from a
+// lease held by another owner (ErrConflict).
+func (r outboxRepo) fail(ctx context.Context, id, owner, reason string, next, parked any) error {
+	if !storableKey(id) {
+		if err := r.t.check(); err != nil {
+			return err
+		}
+		return storage.ErrNotFound
+	}
+	if err := r.t.valid("event", text("reason", reason)); err != nil {
+		return err
+	}
+	if storableKey(owner) { // no lease has another owner
+		tag, err := r.t.exec(ctx, r.t.s.q.outboxFail, id, owner, reason, next, parked)
+		if err != nil {
+			return wrap("record failed delivery", err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
+	}
+	var pending bool
+	found, err := r.t.queryRow(ctx, r.t.s.q.outboxFailState, []any{id}, func(row pgx.Row) error { return row.Scan(&pending) })
+	if err != nil {
+		return wrap("record failed delivery", err)
+	}
+	if !found || !pending {
+		return storage.ErrNotFound
+	}
+	return storage.ErrConflict
+}
+
+func (r outboxRepo) Parked(ctx context.Context, after int64, limit int) ([]storage.Event, error) {
 	if limit <= 0 {
 		return nil, r.t.check()
 	}
-	return r.list(ctx, "list undelivered events", r.t.s.q.outboxUndelivered, int64(limit))
+	var out []storage.Event
+	err := r.t.query(ctx, r.t.s.q.outboxParked, []any{after, int64(limit)}, func(rows pgx.Rows) error {
+		var e storage.Event
+		if err := scanEvent(rows, &e); err != nil {
+			return err
+		}
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("list parked events", err)
+	}
+	return out, nil
+}
+
+func (r outboxRepo) Redrive(ctx context.Context, id string, now time.Time) error {
+	if !storableKey(id) {
+		if err := r.t.check(); err != nil {
+			return err
+		}
+		return storage.ErrNotFound
+	}
+	tag, err := r.t.exec(ctx, r.t.s.q.outboxRedrive, id, nullTime(now))
+	if err != nil {
+		return wrap("re-drive event", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return storage.ErrNotFound
+	}
+	return nil
 }
 
 func (r outboxRepo) MarkDelivered(ctx context.Context, ids []string, at time.Time) error {

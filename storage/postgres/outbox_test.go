@@ -50,9 +50,9 @@ func TestOutboxSeqFollowsCommitOrder(t *testing.T) {
 		t.Fatalf("Seq %d committed after Seq %d", b.Seq, a.Seq)
 	}
 	mustAtomic(t, s, func(tx storage.Tx) error {
-		evs, err := tx.Outbox().Undelivered(ctx, 10)
+		evs, err := tx.Outbox().ListByAccount(ctx, "x")
 		if err != nil || len(evs) != 2 || evs[0].ID != a.ID || evs[1].ID != b.ID {
-			t.Fatalf("Undelivered = %v, %v; want a then b", evs, err)
+			t.Fatalf("ListByAccount = %v, %v; want a then b", evs, err)
 		}
 		return nil
 	})

@@ -9,18 +9,19 @@ import (
 // {s}. Each store renders its own at New, so statements of different
 // schemas never share a prepared statement.
 type queries struct {
-	extInsert, extGet, extLock, extUpdate, extExists, extList                                      string
-	walletInsert, walletGet, walletUpdate, walletExists, walletList, walletLock                    string
-	challengePut, challengeGet, challengeConsume                                                   string
-	credInsert, credGet, credUpdate, credExists, credDelete, credList, credByWebAuthn, credByEmail string
-	credLock                                                                                       string
-	otpPut, otpGet, otpConsume, otpState, otpAttempt, otpAttemptState                              string
-	sessionInsert, sessionGet, sessionActive, sessionRevoke, sessionExists, sessionRevokeAll       string
-	pendingInsert, pendingGet, pendingConsume, pendingState                                        string
-	outboxInsert, outboxUndelivered, outboxMark, outboxList                                        string
-	limitHit, limitOpen, limitEnd                                                                  string
-	idemBegin, idemGet, idemComplete, idemExists, idemRelease                                      string
-	sweep                                                                                          [sweepTables]string
+	extInsert, extGet, extLock, extUpdate, extExists, extList                                       string
+	walletInsert, walletGet, walletUpdate, walletExists, walletList, walletLock                     string
+	challengePut, challengeGet, challengeConsume                                                    string
+	credInsert, credGet, credUpdate, credExists, credDelete, credList, credByWebAuthn, credByEmail  string
+	credLock                                                                                        string
+	otpPut, otpGet, otpConsume, otpState, otpAttempt, otpAttemptState                               string
+	sessionInsert, sessionGet, sessionActive, sessionRevoke, sessionExists, sessionRevokeAll        string
+	pendingInsert, pendingGet, pendingConsume, pendingState                                         string
+	outboxInsert, outboxLease, outboxMark, outboxFail, outboxFailState, outboxParked, outboxRedrive string
+	outboxList                                                                                      string
+	limitHit, limitOpen, limitEnd                                                                   string
+	idemBegin, idemGet, idemComplete, idemExists, idemRelease                                       string
+	sweep                                                                                           [sweepTables]string
 }
 
 func renderQueries(quotedSchema string) queries {
@@ -41,7 +42,9 @@ func renderQueries(quotedSchema string) queries {
 		sessionRevoke: r.Replace(sessionRevokeSQL), sessionExists: r.Replace(sessionExistsSQL), sessionRevokeAll: r.Replace(sessionRevokeAllSQL),
 		pendingInsert: r.Replace(pendingInsertSQL), pendingGet: r.Replace(pendingGetSQL),
 		pendingConsume: r.Replace(pendingConsumeSQL), pendingState: r.Replace(pendingStateSQL),
-		outboxInsert: r.Replace(outboxInsertSQL), outboxUndelivered: r.Replace(outboxUndeliveredSQL),
+		outboxInsert: r.Replace(outboxInsertSQL), outboxLease: r.Replace(outboxLeaseSQL),
+		outboxFail: r.Replace(outboxFailSQL), outboxFailState: r.Replace(outboxFailStateSQL),
+		outboxParked: r.Replace(outboxParkedSQL), outboxRedrive: r.Replace(outboxRedriveSQL),
 		outboxMark: r.Replace(outboxMarkSQL), outboxList: r.Replace(outboxListSQL),
 		limitHit: r.Replace(limitHitSQL), limitOpen: r.Replace(limitOpenSQL), limitEnd: r.Replace(limitEndSQL),
 		idemBegin: r.Replace(idemBeginSQL), idemGet: r.Replace(idemGetSQL), idemComplete: r.Replace(idemCompleteSQL),

@@ -126,8 +126,8 @@ func unchanged(t *testing.T, s storage.Store, w *world) {
 		diff(t, "active sessions", sessions, []storage.Session{w.session})
 		p, _ := tx.PendingRequests().Get(ctx, w.pending.ID)
 		diff(t, "pending request", p, w.pending)
-		evs, _ := tx.Outbox().Undelivered(ctx, 10)
-		diff(t, "undelivered events", evs, []storage.Event{w.event})
+		evs, _ := tx.Outbox().ListByAccount(ctx, w.ext.ID)
+		diff(t, "events", evs, []storage.Event{w.event})
 		wait, err := tx.RateLimits().Allow(ctx, "k", t0, time.Minute, 1)
 		wantErr(t, "Allow", err, nil)
 		if wait != 0 {

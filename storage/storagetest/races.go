@@ -37,7 +37,10 @@ type Replicas func(tb testing.TB) []storage.Store
 //   - sessions created under [storage.Credentials.Lock] while the credential
 //     is deleted are all revoked or refused;
 //   - concurrent [storage.IdempotencyKeys.Begin] calls with one scope and
-//     key: exactly one commits.
+//     key: exactly one commits;
+//   - relays leasing one outbox ([storage.Outbox.Lease]) and marking what
+//     they leased delivered hand out every event exactly once, the events
+//     of an account one at a time and in Seq order.
 //
 // [Run] runs them with 64 goroutines on one store. A store meant for several
 // replicas should run them with one store per replica (for example one
@@ -56,6 +59,7 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"EmailTiedOnce", raceEmailTiedOnce},
 		{"SessionOfDeletedCredential", raceSessionOfDeletedCredential},
 		{"IdempotencyBeginOnce", raceIdempotencyBeginOnce},
+		{"LeaseOnce", raceLeaseOnce},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -401,4 +405,80 @@ func raceSessionOfDeletedCredential(t *testing.T, stores []storage.Store, worker
 		}
 		return err
 	})
+}
+
+// raceLeaseOnce: workers lease the outbox, hold the lease across a pause,
+// record what they got and mark it delivered, until every event is
+// delivered. Each event is handed out once, and each account's events in
+// Seq order.
+func raceLeaseOnce(t *testing.T, stores []storage.Store, workers int) {
+	const accounts, perAccount = 16, 4
+	var all []storage.Event
+	run(t, stores[0], func(tx storage.Tx) error {
+		all = all[:0]
+		for i := range accounts * perAccount {
+			e := storage.Event{ID: id(t, "Webhook"), Type: "T", AccountID: fmt.Sprintf("ExternalAccount:%d", i%accounts), CreatedAt: t0}
+			if err := tx.Outbox().Append(ctx, &e); err != nil {
+				return err
+			}
+			all = append(all, e)
+		}
+		return nil
+	})
+	var (
+		mu        sync.Mutex
+		handed    = map[string]int{}
+		order     = map[string][]int64{}
+		delivered atomic.Int64
+	)
+	now := t0.Add(time.Hour)
+	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
+		owner := fmt.Sprintf("relay-%d", i)
+		for delivered.Load() < int64(len(all)) {
+			var got []storage.Event
+			err := s.Atomic(c, func(tx storage.Tx) error {
+				var err error
+				got, err = tx.Outbox().Lease(c, owner, now, time.Hour, 3)
+				pause()
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if len(got) == 0 {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			ids := make([]string, 0, len(got))
+			mu.Lock()
+			seen := map[string]bool{}
+			for _, e := range got {
+				if seen[e.AccountID] {
+					mu.Unlock()
+					return fmt.Errorf("one lease holds two events of %s", e.AccountID)
+				}
+				seen[e.AccountID] = true
+				handed[e.ID]++
+				order[e.AccountID] = append(order[e.AccountID], e.Seq)
+				ids = append(ids, e.ID)
+			}
+			mu.Unlock()
+			if err := s.Atomic(c, func(tx storage.Tx) error { return tx.Outbox().MarkDelivered(c, ids, now) }); err != nil {
+				return err
+			}
+			delivered.Add(int64(len(ids)))
+		}
+		return nil
+	})
+	tally(t, "lease and deliver", errs)
+	for _, e := range all {
+		if handed[e.ID] != 1 {
+			t.Fatalf("event %s was handed out %d times, want once", e.ID, handed[e.ID])
+		}
+	}
+	for acct, seqs := range order {
+		if !slices.IsSorted(seqs) {
+			t.Fatalf("events of %s were handed out in Seq order %v", acct, seqs)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -437,26 +438,116 @@ func testOutbox(t *testing.T, newStore Factory) {
 		r := tx.Outbox()
 		dup := evs[0]
 		wantErr(t, "Append duplicate", r.Append(ctx, &dup), storage.ErrDuplicate)
-		got, err := r.Undelivered(ctx, 10)
-		wantErr(t, "Undelivered", err, nil)
-		diff(t, "Undelivered", got, evs)
-		got, _ = r.Undelivered(ctx, 2)
-		diff(t, "Undelivered limit 2", got, evs[:2])
 		mine, err := r.ListByAccount(ctx, a1)
 		wantErr(t, "ListByAccount", err, nil)
 		diff(t, "ListByAccount", mine, []storage.Event{evs[0], evs[2]})
+		return nil
+	})
 
-		at := t0.Add(time.Hour)
-		wantErr(t, "MarkDelivered", r.MarkDelivered(ctx, []string{evs[0].ID, "Webhook:unknown"}, at), nil)
-		got, _ = r.Undelivered(ctx, 10)
-		diff(t, "Undelivered after MarkDelivered", got, evs[1:])
-		wantErr(t, "MarkDelivered again", r.MarkDelivered(ctx, []string{evs[0].ID}, at.Add(time.Hour)), nil)
-		mine, _ = r.ListByAccount(ctx, a1)
-		if !mine[0].DeliveredAt.Equal(at) {
-			t.Fatalf("DeliveredAt = %v, want the first delivery %v", mine[0].DeliveredAt, at)
+	now := t0.Add(time.Hour)
+	lease := func(owner string, at time.Time, limit int) []storage.Event {
+		t.Helper()
+		var got []storage.Event
+		run(t, s, func(tx storage.Tx) error {
+			var err error
+			got, err = tx.Outbox().Lease(ctx, owner, at, time.Minute, limit)
+			return err
+		})
+		for _, e := range got {
+			if e.LeaseOwner != owner || !e.LeasedUntil.Equal(at.Add(time.Minute)) {
+				t.Fatalf("leased %s: owner %q until %v, want %q until %v", e.ID, e.LeaseOwner, e.LeasedUntil, owner, at.Add(time.Minute))
+			}
+		}
+		return got
+	}
+	do := func(what string, want error, fn func(r storage.Outbox) error) {
+		t.Helper()
+		err := s.Atomic(ctx, func(tx storage.Tx) error { return fn(tx.Outbox()) })
+		wantErr(t, what, err, want)
+	}
+
+	// A rolled-back lease leaves the events due.
+	rollback := errors.New("roll back")
+	do("Lease rolled back", rollback, func(r storage.Outbox) error {
+		got, err := r.Lease(ctx, "r0", now, time.Minute, 10)
+		if err != nil || len(got) != 2 {
+			t.Fatalf("Lease = %d events, %v; want 2", len(got), err)
+		}
+		return rollback
+	})
+	// evs[2] waits for evs[0], the earlier event of its account.
+	diff(t, "first lease", eventIDs(lease("r1", now, 10)), eventIDs(evs[:2]))
+	diff(t, "lease while leased", eventIDs(lease("r2", now.Add(59*time.Second), 10)), []string{})
+	diff(t, "lease after the lease ended", eventIDs(lease("r2", now.Add(2*time.Minute), 1)), eventIDs(evs[:1]))
+	diff(t, "lease the rest", eventIDs(lease("r2", now.Add(2*time.Minute), 10)), eventIDs(evs[1:2]))
+
+	at := now.Add(3 * time.Minute)
+	do("Retry by a former owner", storage.ErrConflict, func(r storage.Outbox) error { return r.Retry(ctx, evs[0].ID, "r1", at, "x") })
+	do("Retry unknown", storage.ErrNotFound, func(r storage.Outbox) error { return r.Retry(ctx, "Webhook:unknown", "r2", at, "x") })
+	do("Retry", nil, func(r storage.Outbox) error { return r.Retry(ctx, evs[0].ID, "r2", at.Add(10*time.Minute), "HTTP 500") })
+	do("Retry again", storage.ErrConflict, func(r storage.Outbox) error { return r.Retry(ctx, evs[0].ID, "r2", at, "x") })
+	do("MarkDelivered", nil, func(r storage.Outbox) error {
+		return r.MarkDelivered(ctx, []string{evs[1].ID, "Webhook:unknown"}, at)
+	})
+	do("MarkDelivered again", nil, func(r storage.Outbox) error { return r.MarkDelivered(ctx, []string{evs[1].ID}, at.Add(time.Hour)) })
+	do("Retry delivered", storage.ErrNotFound, func(r storage.Outbox) error { return r.Retry(ctx, evs[1].ID, "r2", at, "x") })
+	// evs[0] is not due before its next attempt, and evs[2] still waits.
+	diff(t, "lease before the next attempt", eventIDs(lease("r3", at.Add(time.Minute), 10)), []string{})
+	got := lease("r3", at.Add(10*time.Minute), 10)
+	diff(t, "lease at the next attempt", eventIDs(got), eventIDs(evs[:1]))
+	if got[0].Attempts != 1 || got[0].LastError != "HTTP 500" {
+		t.Fatalf("after one failure: Attempts %d, LastError %q", got[0].Attempts, got[0].LastError)
+	}
+
+	parkAt := at.Add(11 * time.Minute)
+	do("Park", nil, func(r storage.Outbox) error { return r.Park(ctx, evs[0].ID, "r3", parkAt, "too old") })
+	do("Park again", storage.ErrNotFound, func(r storage.Outbox) error { return r.Park(ctx, evs[0].ID, "r3", parkAt, "x") })
+	do("Retry parked", storage.ErrNotFound, func(r storage.Outbox) error { return r.Retry(ctx, evs[0].ID, "r3", parkAt, "x") })
+	// A parked event no longer holds back the later events of its account.
+	diff(t, "lease after park", eventIDs(lease("r3", parkAt, 10)), eventIDs(evs[2:]))
+	var parked []storage.Event
+	run(t, s, func(tx storage.Tx) error {
+		var err error
+		parked, err = tx.Outbox().Parked(ctx, 0, 10)
+		return err
+	})
+	diff(t, "Parked", eventIDs(parked), eventIDs(evs[:1]))
+	if p := parked[0]; !p.ParkedAt.Equal(parkAt) || p.Attempts != 2 || p.LastError != "too old" || p.LeaseOwner != "" {
+		t.Fatalf("parked event: ParkedAt %v Attempts %d LastError %q LeaseOwner %q", p.ParkedAt, p.Attempts, p.LastError, p.LeaseOwner)
+	}
+	run(t, s, func(tx storage.Tx) error {
+		parked, _ = tx.Outbox().Parked(ctx, evs[0].Seq, 10)
+		return nil
+	})
+	diff(t, "Parked after its seq", eventIDs(parked), []string{})
+
+	do("Redrive unknown", storage.ErrNotFound, func(r storage.Outbox) error { return r.Redrive(ctx, "Webhook:unknown", parkAt) })
+	do("Redrive unparked", storage.ErrNotFound, func(r storage.Outbox) error { return r.Redrive(ctx, evs[2].ID, parkAt) })
+	do("Redrive", nil, func(r storage.Outbox) error { return r.Redrive(ctx, evs[0].ID, parkAt.Add(time.Minute)) })
+	diff(t, "lease before the re-drive time", eventIDs(lease("r4", parkAt, 10)), []string{})
+	got = lease("r4", parkAt.Add(time.Minute), 10)
+	diff(t, "lease after Redrive", eventIDs(got), eventIDs(evs[:1]))
+	if got[0].Attempts != 0 || !got[0].ParkedAt.IsZero() || got[0].LastError != "too old" {
+		t.Fatalf("re-driven event: Attempts %d ParkedAt %v LastError %q", got[0].Attempts, got[0].ParkedAt, got[0].LastError)
+	}
+	do("MarkDelivered all", nil, func(r storage.Outbox) error { return r.MarkDelivered(ctx, eventIDs(evs), parkAt) })
+	run(t, s, func(tx storage.Tx) error {
+		mine, _ := tx.Outbox().ListByAccount(ctx, a2)
+		if len(mine) != 1 || !mine[0].DeliveredAt.Equal(at) || mine[0].LeaseOwner != "" {
+			t.Fatalf("delivered event: %+v, want the first delivery %v and no lease", mine, at)
 		}
 		return nil
 	})
+	diff(t, "lease when all are delivered", eventIDs(lease("r5", parkAt.Add(time.Hour), 10)), []string{})
+}
+
+// eventIDs returns the ids of evs, never nil.
+func eventIDs(evs []storage.Event) []string {
+	out := []string{}
+	for _, e := range evs {
+		out = append(out, e.ID)
+	}
+	return out
 }
 
 func testRateLimits(t *testing.T, newStore Factory) {
