@@ -23,15 +23,17 @@ const (
 	// outboxLeaseSQL claims due events. SKIP LOCKED passes over rows another
 	// transaction is leasing; a row it locks is rechecked against the WHERE
 	// clause at its newest version, so a lease committed meanwhile excludes
-	// it. An event waits while an earlier event of its account is pending.
+	// it. An event is due only as the first pending event of its account;
+	// the subquery is one probe of the pending (account_id, seq) index per
+	// candidate, whatever the table's statistics say.
 	outboxLeaseSQL = `WITH due AS (
 	SELECT e.seq FROM {s}.outbox_events e
 	WHERE e.delivered_at IS NULL AND e.parked_at IS NULL
 	AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= $1)
 	AND (e.leased_until IS NULL OR e.leased_until <= $1)
-	AND NOT EXISTS (SELECT 1 FROM {s}.outbox_events p
-		WHERE p.account_id = e.account_id AND p.seq < e.seq
-		AND p.delivered_at IS NULL AND p.parked_at IS NULL)
+	AND e.seq = (SELECT p.seq FROM {s}.outbox_events p
+		WHERE p.account_id = e.account_id AND p.delivered_at IS NULL AND p.parked_at IS NULL
+		ORDER BY p.seq LIMIT 1)
 	ORDER BY e.seq LIMIT $4
 	FOR UPDATE SKIP LOCKED)
 	UPDATE {s}.outbox_events o SET lease_owner = $2, leased_until = $3

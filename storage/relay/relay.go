@@ -216,6 +216,9 @@ func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			outs[i].err = r.publish(ctx, e)
+			if outs[i].err != nil && r.cfg.OnFailure != nil {
+				r.cfg.OnFailure(e, outs[i].err)
+			}
 		}()
 	}
 	wg.Wait()
@@ -232,11 +235,7 @@ func (r *Relay) publish(ctx context.Context, e storage.Event) (err error) {
 			err = fmt.Errorf("relay: the publisher panicked: %v", v)
 		}
 	}()
-	err = r.cfg.Publisher.Publish(ctx, e)
-	if err != nil && r.cfg.OnFailure != nil {
-		r.cfg.OnFailure(e, err)
-	}
-	return err
+	return r.cfg.Publisher.Publish(ctx, e)
 }
 
 // record writes the outcomes of one batch in one transaction. An event

@@ -1,0 +1,153 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/walletgate/walletgate/storage"
+)
+
+// DefaultTimeout is the timeout of the http.Client a [Publisher] makes when
+// given none.
+const DefaultTimeout = 10 * time.Second
+
+// MaxResponseBytes is how much of a receiver's response body a [Publisher]
+// reads (for [DeliveryError.Body]); the rest is discarded unread.
+const MaxResponseBytes = 4 << 10
+
+// Publisher delivers outbox events as signed webhooks. It implements
+// [storage.Publisher]; it is safe for concurrent use.
+type Publisher struct {
+	route  func(storage.Event) (string, error)
+	signer *Signer
+	client *http.Client
+}
+
+var _ storage.Publisher = (*Publisher)(nil)
+
+// NewPublisher returns a Publisher that posts every event to target, an
+// absolute http or https URL. See [NewRoutedPublisher] for client.
+func NewPublisher(target string, signer *Signer, client *http.Client) (*Publisher, error) {
+	if err := checkURL(target); err != nil {
+		return nil, err
+	}
+	return NewRoutedPublisher(func(storage.Event) (string, error) { return target, nil }, signer, client)
+}
+
+// NewRoutedPublisher returns a Publisher that posts each event to the URL
+// route returns for it (an error from route fails that Publish). A nil
+// client means one with [DefaultTimeout]. The client is copied with
+// redirects switched off: a 3xx answer is a failed delivery, so a signed
+// body is only ever sent to a URL the host chose.
+func NewRoutedPublisher(route func(storage.Event) (string, error), signer *Signer, client *http.Client) (*Publisher, error) {
+	if route == nil {
+		return nil, errors.New("webhook: publisher route is nil")
+	}
+	if signer == nil {
+		return nil, errors.New("webhook: publisher signer is nil")
+	}
+	c := &http.Client{Timeout: DefaultTimeout}
+	if client != nil {
+		cc := *client
+		c = &cc
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Publisher{route: route, signer: signer, client: c}, nil
+}
+
+func checkURL(target string) error {
+	u, err := url.Parse(target)
+	if err != nil {
+		return fmt.Errorf("webhook: target URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("webhook: target URL %q is not an absolute http or https URL", u.Redacted())
+	}
+	return nil
+}
+
+// DeliveryError is a failed delivery: Status is the receiver's HTTP status,
+// or 0 when no response arrived (Err then says why: connection refused, the
+// client's timeout, ctx ended). Body is the start of the response body, at
+// most [MaxResponseBytes], as valid UTF-8.
+type DeliveryError struct {
+	// EventID is the id of the event that was not delivered.
+	EventID string
+	// Status is the receiver's HTTP status, 0 when none arrived.
+	Status int
+	// Body is the start of the receiver's response body.
+	Body string
+	// Err is the transport error when Status is 0, otherwise nil.
+	Err error
+}
+
+// Error names the event and the status (or the transport failure) and quotes
+// the start of the response body.
+func (e *DeliveryError) Error() string {
+	if e.Status == 0 {
+		return fmt.Sprintf("webhook: delivering %s: %v", e.EventID, e.Err)
+	}
+	body := e.Body
+	if len(body) > 200 {
+		body = body[:200] + "..."
+	}
+	return fmt.Sprintf("webhook: delivering %s: receiver answered %d %s: %q", e.EventID, e.Status, http.StatusText(e.Status), body)
+}
+
+// Unwrap returns the transport error, if any.
+func (e *DeliveryError) Unwrap() error { return e.Err }
+
+// Publish posts e.Payload, unchanged, to the event's URL with Content-Type
+// application/json, X-Grid-Signature (signed by the Publisher's signer) and
+// X-Grid-Webhook-Id = e.ID. It returns nil when the receiver answers 2xx,
+// or 409 (the receiver already has that id). Otherwise it returns a
+// *DeliveryError with the status, or with Status 0 when no answer came
+// within ctx and the client's timeout. It reads at most MaxResponseBytes of
+// the response and always closes it. It never retries; an event whose
+// payload is not an envelope with id e.ID is refused without sending (a
+// plain error: retrying cannot help).
+func (p *Publisher) Publish(ctx context.Context, e storage.Event) error {
+	var head struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(e.Payload, &head); err != nil || head.ID != e.ID || e.ID == "" {
+		return fmt.Errorf("webhook: event %q: payload is not an envelope with that id", e.ID)
+	}
+	target, err := p.route(e)
+	if err != nil {
+		return fmt.Errorf("webhook: routing %s: %w", e.ID, err)
+	}
+	if err := checkURL(target); err != nil {
+		return err
+	}
+	sig, err := p.signer.Sign(e.Payload)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(e.Payload))
+	if err != nil {
+		return fmt.Errorf("webhook: delivering %s: %w", e.ID, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(SignatureHeader, sig)
+	req.Header.Set(IDHeader, e.ID)
+	req.Header.Set("User-Agent", "walletgate-webhook/1")
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return &DeliveryError{EventID: e.ID, Err: err}
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
+	if resp.StatusCode/100 == 2 || resp.StatusCode == http.StatusConflict {
+		return nil
+	}
+	return &DeliveryError{EventID: e.ID, Status: resp.StatusCode, Body: strings.ToValidUTF8(string(snippet), "\uFFFD")}
+}
