@@ -44,6 +44,7 @@ import (
 //	POST   /sandbox/internal-accounts/{accountId}/fund    200 InternalAccount
 //	POST   /sandbox/send                                  200 Transaction
 //	POST   /sandbox/uma/receive                           200 Transaction
+//	POST   /sandbox/webhooks/test                         200 {url, response_status, response_body?}: a signed TEST webhook
 //	POST   /customers/external-accounts/{id}/challenge    201 ownership challenge
 //	POST   /customers/external-accounts/{id}/verify       200 ExternalAccount (ACTIVE)
 //	POST   /platform/external-accounts                    201 ExternalAccount of the platform tree (customerId absent or null)
@@ -122,6 +123,7 @@ func (s *Simulator) routes() {
 	r("POST /sandbox/internal-accounts/{accountId}/fund", s.hFund)
 	r("POST /sandbox/send", s.hSend)
 	r("POST /sandbox/uma/receive", s.hReceive)
+	r("POST /sandbox/webhooks/test", s.hTestWebhook)
 
 	auth := http.StripPrefix(s.cfg.BasePath, s.auth.Handler())
 	for _, p := range []string{"POST /auth/credentials", "GET /auth/credentials", "DELETE /auth/credentials/{id}",

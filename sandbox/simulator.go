@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/rand"
 	"errors"
 	"io"
@@ -97,6 +98,18 @@ type Config struct {
 	// encryptedSessionSigningKey is returned. By default the server
 	// generates each session key and seals it to clientPublicKey.
 	ClientHeldKeys bool
+	// WebhookURL, when set, is where the simulator delivers the events of
+	// its store (every external-account status change, LIVENESS outcomes
+	// included, and the walletauth events) as signed webhooks, through
+	// storage/relay, and where POST /sandbox/webhooks/test sends its TEST
+	// event. Empty: events stay in the store's outbox.
+	WebhookURL string
+	// WebhookKey signs the webhooks (P-256); nil means a key generated for
+	// this process ([Simulator.WebhookPublicKeyPEM] gives the public half).
+	WebhookKey *ecdsa.PrivateKey
+	// WebhookClient sends the webhooks; nil means a client with
+	// webhook.DefaultTimeout.
+	WebhookClient *http.Client
 }
 
 // Simulator is the service's sandbox in process: customers, verifications,
@@ -127,6 +140,8 @@ type Simulator struct {
 
 	mu    sync.Mutex
 	state *state
+
+	hooks webhooks
 
 	mux     *http.ServeMux
 	handler http.Handler
@@ -187,6 +202,10 @@ func New(cfg Config) (*Simulator, error) {
 		ov.Close()
 		return nil, err
 	}
+	if err := s.startWebhooks(); err != nil {
+		ov.Close()
+		return nil, err
+	}
 	s.routes()
 	return s, nil
 }
@@ -204,7 +223,10 @@ func cleanBase(p string) string {
 
 // Close releases the OpenID verifier's background work. The simulator must
 // not be used afterwards.
-func (s *Simulator) Close() { s.oidc.Close() }
+func (s *Simulator) Close() {
+	s.hooks.close()
+	s.oidc.Close()
+}
 
 // Passkeys returns the passkey verifier, for the registration challenge and
 // the browser options of a page under test.

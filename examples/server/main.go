@@ -111,6 +111,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.Var(&appleAppIDs, "apple-app-id", "iOS app allowed to use the passkeys, TEAMID.bundle.id (repeatable or comma-separated); serves /.well-known/apple-app-site-association")
 	androidPackage := fs.String("android-package", "", "Android app allowed to use the passkeys (needs -android-fingerprint); serves /.well-known/assetlinks.json")
 	fs.Var(&androidFingerprints, "android-fingerprint", "SHA-256 fingerprints of the -android-package signing certificates (repeatable or comma-separated)")
+	webhookURL := fs.String("webhook-url", "", "deliver the sandbox's events as signed webhooks (X-Grid-Signature) to this URL; empty keeps them in the store")
+	webhookKeyOut := fs.String("webhook-public-key", "", "write the SPKI PEM of the webhook signing key to this file (for examples/webhookreceiver -key); the key is generated at each start")
 	genKeys := fs.Bool("gen-keys", false, "print new values for "+envSealKeys+" and "+envCodeMACKey+", then exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -173,11 +175,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		rp.AndroidApps = []passkey.AndroidApp{{Package: *androidPackage, CertFingerprints: androidFingerprints}}
 	}
 	sim, err := sandbox.New(sandbox.Config{Store: store, ClientID: *clientID, ClientSecret: *secret,
-		RelyingParty: rp, Sealer: sealer, CodeMACKey: codeMACKey, ClientHeldKeys: *clientHeld})
+		RelyingParty: rp, Sealer: sealer, CodeMACKey: codeMACKey, ClientHeldKeys: *clientHeld, WebhookURL: *webhookURL})
 	if err != nil {
 		return err
 	}
 	defer sim.Close()
+	if *webhookKeyOut != "" {
+		if err := os.WriteFile(*webhookKeyOut, sim.WebhookPublicKeyPEM(), 0o644); err != nil {
+			return fmt.Errorf("-webhook-public-key: %w", err)
+		}
+	}
 
 	srv := &http.Server{
 		Handler:           logRequests(log, sim.Handler()),
@@ -197,7 +204,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		storeName = "postgres"
 	}
 	log.Info("serving the walletgate sandbox", "url", "http://"+ln.Addr().String()+sim.BasePath(),
-		"client_id", *clientID, "rp_id", *rpID, "origin", *origin, "store", storeName)
+		"client_id", *clientID, "rp_id", *rpID, "origin", *origin, "store", storeName, "webhook_url", *webhookURL)
 
 	select {
 	case err := <-errc:

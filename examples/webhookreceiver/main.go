@@ -5,10 +5,11 @@
 //
 // -key is the sender's public key as an SPKI PEM (what
 // webhook.Signer.PublicKeyPEM returns). Point the sender at this program:
-// start examples/server with -webhook-url http://127.0.0.1:8081/ and save
-// the public key of the key it signs with to sender.pem. Every request is
-// checked with webhook.Verifier (signature, envelope, a 5-minute freshness
-// window, the X-Grid-Webhook-Id header); a refused one is answered with the
+//
+//	go run ./examples/server -webhook-url http://127.0.0.1:8081/ -webhook-public-key sender.pem
+//
+// Every request is checked with webhook.Verifier (signature, envelope, the
+// default freshness window, the X-Grid-Webhook-Id header); a refused one is answered with the
 // status the check names (400, 401 or 413) and its reason. An id seen
 // before is answered 409, which the sender counts as delivered; the ids are
 // kept in memory only, so they are forgotten on exit.

@@ -105,36 +105,48 @@ func (e *DeliveryError) Error() string {
 // Unwrap returns the transport error, if any.
 func (e *DeliveryError) Unwrap() error { return e.Err }
 
-// Publish posts e.Payload, unchanged, to the event's URL with Content-Type
+// Response is a receiver's answer to one delivery.
+type Response struct {
+	// Status is the HTTP status.
+	Status int
+	// Body is the start of the response body, at most [MaxResponseBytes],
+	// as valid UTF-8.
+	Body string
+}
+
+// Delivered reports whether the answer counts as delivered: 2xx, or 409
+// (the receiver already has that id).
+func (r Response) Delivered() bool { return r.Status/100 == 2 || r.Status == http.StatusConflict }
+
+// Send posts e.Payload, unchanged, to the event's URL with Content-Type
 // application/json, X-Grid-Signature (signed by the Publisher's signer) and
-// X-Grid-Webhook-Id = e.ID. It returns nil when the receiver answers 2xx,
-// or 409 (the receiver already has that id). Otherwise it returns a
-// *DeliveryError with the status, or with Status 0 when no answer came
+// X-Grid-Webhook-Id = e.ID, and returns the receiver's answer, whatever its
+// status. It returns a *DeliveryError with Status 0 when no answer came
 // within ctx and the client's timeout. It reads at most MaxResponseBytes of
 // the response and always closes it. It never retries; an event whose
 // payload is not an envelope with id e.ID is refused without sending (a
 // plain error: retrying cannot help).
-func (p *Publisher) Publish(ctx context.Context, e storage.Event) error {
+func (p *Publisher) Send(ctx context.Context, e storage.Event) (Response, error) {
 	var head struct {
 		ID string `json:"id"`
 	}
 	if err := json.Unmarshal(e.Payload, &head); err != nil || head.ID != e.ID || e.ID == "" {
-		return fmt.Errorf("webhook: event %q: payload is not an envelope with that id", e.ID)
+		return Response{}, fmt.Errorf("webhook: event %q: payload is not an envelope with that id", e.ID)
 	}
 	target, err := p.route(e)
 	if err != nil {
-		return fmt.Errorf("webhook: routing %s: %w", e.ID, err)
+		return Response{}, fmt.Errorf("webhook: routing %s: %w", e.ID, err)
 	}
 	if err := checkURL(target); err != nil {
-		return err
+		return Response{}, err
 	}
 	sig, err := p.signer.Sign(e.Payload)
 	if err != nil {
-		return err
+		return Response{}, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(e.Payload))
 	if err != nil {
-		return fmt.Errorf("webhook: delivering %s: %w", e.ID, err)
+		return Response{}, fmt.Errorf("webhook: delivering %s: %w", e.ID, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(SignatureHeader, sig)
@@ -142,12 +154,23 @@ func (p *Publisher) Publish(ctx context.Context, e storage.Event) error {
 	req.Header.Set("User-Agent", "walletgate-webhook/1")
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return &DeliveryError{EventID: e.ID, Err: err}
+		return Response{}, &DeliveryError{EventID: e.ID, Err: err}
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
-	if resp.StatusCode/100 == 2 || resp.StatusCode == http.StatusConflict {
+	return Response{Status: resp.StatusCode, Body: strings.ToValidUTF8(string(snippet), "\uFFFD")}, nil
+}
+
+// Publish sends e as [Publisher.Send] does and returns nil when the answer
+// counts as delivered ([Response.Delivered]); otherwise a *DeliveryError
+// with the status and the start of the body (or Send's error).
+func (p *Publisher) Publish(ctx context.Context, e storage.Event) error {
+	resp, err := p.Send(ctx, e)
+	if err != nil {
+		return err
+	}
+	if resp.Delivered() {
 		return nil
 	}
-	return &DeliveryError{EventID: e.ID, Status: resp.StatusCode, Body: strings.ToValidUTF8(string(snippet), "\uFFFD")}
+	return &DeliveryError{EventID: e.ID, Status: resp.Status, Body: resp.Body}
 }
