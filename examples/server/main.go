@@ -41,6 +41,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -204,7 +205,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		storeName = "postgres"
 	}
 	log.Info("serving the walletgate sandbox", "url", "http://"+ln.Addr().String()+sim.BasePath(),
-		"client_id", *clientID, "rp_id", *rpID, "origin", *origin, "store", storeName, "webhook_url", *webhookURL)
+		"client_id", *clientID, "rp_id", *rpID, "origin", *origin, "store", storeName, "webhook_url", *webhookURL,
+		"bundle_signing_key", bundleSigningKey(sim))
 
 	select {
 	case err := <-errc:
@@ -229,6 +231,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// bundleSigningKey is the public key that signs the OTP and export bundles,
+// uncompressed and hex-encoded: the value clients pin (for @turnkey/crypto,
+// dangerouslyOverrideSignerPublicKey). It is generated at each start.
+func bundleSigningKey(sim *sandbox.Simulator) string {
+	k, err := sim.Auth().SigningPublicKey().ECDH()
+	if err != nil {
+		return ""
+	}
+	return hex.EncodeToString(k.Bytes())
 }
 
 // listFlag is a flag that may be repeated, each value a comma-separated
