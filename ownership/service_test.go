@@ -39,11 +39,14 @@ func (c *clock) Add(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// livenessToken is the fake provider's SDK token.
+const livenessToken = "liveness-sdk-token-5c1f0e9a"
+
 type liveness struct{ calls int }
 
 func (l *liveness) Start(_ context.Context, a storage.ExternalAccount, exp time.Time) (ownership.LivenessSession, error) {
 	l.calls++
-	return ownership.LivenessSession{VerificationLink: "https://verify.example.com/session/" + a.ID, Token: "tok"}, nil
+	return ownership.LivenessSession{VerificationLink: "https://verify.example.com/session/" + a.ID, Token: livenessToken}, nil
 }
 
 type lifecycle struct {
@@ -375,7 +378,7 @@ func TestLiveness(t *testing.T) {
 	passed, failed, late := l.account(t, nil), l.account(t, nil), l.account(t, nil)
 	for _, id := range []string{passed, failed, late} {
 		c, err := l.svc.StartChallenge(ctx, id, "LIVENESS", ownership.CustomerTree)
-		if err != nil || c.VerificationLink == "" || c.Token != "tok" || c.MessageToSign != "" {
+		if err != nil || c.VerificationLink == "" || c.Token != livenessToken || c.MessageToSign != "" {
 			t.Fatalf("liveness challenge %+v %v", c, err)
 		}
 	}
@@ -395,6 +398,39 @@ func TestLiveness(t *testing.T) {
 	_, _ = l.svc.StartChallenge(ctx, wsig, "WALLET_SIGNATURE", ownership.CustomerTree)
 	_, err = l.svc.CompleteLiveness(ctx, wsig, true)
 	wantErr(t, err, apierror.Conflict, "")
+}
+
+// TestStatusEventsCarryNoSecrets: the STATUS_UPDATED events of both methods
+// carry none of the proof material: no message to sign, signature,
+// liveness token or verification link.
+func TestStatusEventsCarryNoSecrets(t *testing.T) {
+	l := newLifecycle(t)
+	signed, live := l.account(t, nil), l.account(t, nil)
+	c, _ := l.svc.StartChallenge(ctx, signed, "WALLET_SIGNATURE", ownership.CustomerTree)
+	sig := l.signEVM(t, c.MessageToSign)
+	if _, err := l.svc.Verify(ctx, signed, ownership.VerifyRequest{Signature: sig}, ownership.CustomerTree); err != nil {
+		t.Fatal(err)
+	}
+	lc, _ := l.svc.StartChallenge(ctx, live, "LIVENESS", ownership.CustomerTree)
+	if _, err := l.svc.CompleteLiveness(ctx, live, true); err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{c.MessageToSign, sig, strings.TrimPrefix(sig, "0x"), lc.Token, lc.VerificationLink,
+		`"messageToSign"`, `"signature"`, `"token"`, `"verificationLink"`}
+	for _, id := range []string{signed, live} {
+		var evs []storage.Event
+		_ = l.store.Atomic(ctx, func(tx storage.Tx) error { evs, _ = tx.Outbox().ListByAccount(ctx, id); return nil })
+		if len(evs) == 0 {
+			t.Fatalf("no event for %s", id)
+		}
+		for _, e := range evs {
+			for _, s := range secrets {
+				if strings.Contains(string(e.Payload), s) {
+					t.Fatalf("event %s carries %q: %s", e.Type, s, e.Payload)
+				}
+			}
+		}
+	}
 }
 
 type publisher struct {
