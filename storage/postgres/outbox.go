@@ -111,9 +111,9 @@ func (r outboxRepo) Append(ctx context.Context, e *storage.Event) error {
 	return nil
 }
 
-func (r outboxRepo) list(ctx context.Context, op, sql string, arg any) ([]storage.Event, error) {
+func (r outboxRepo) list(ctx context.Context, op, sql string, args ...any) ([]storage.Event, error) {
 	var out []storage.Event
-	err := r.t.query(ctx, sql, []any{arg}, func(rows pgx.Rows) error {
+	err := r.t.query(ctx, sql, args, func(rows pgx.Rows) error {
 		var e storage.Event
 		if err := scanEvent(rows, &e); err != nil {
 			return err
@@ -134,17 +134,9 @@ func (r outboxRepo) Lease(ctx context.Context, owner string, now time.Time, leas
 	if limit <= 0 {
 		return nil, nil
 	}
-	var out []storage.Event
-	err := r.t.query(ctx, r.t.s.q.outboxLease, []any{now, owner, now.Add(lease), int64(limit)}, func(rows pgx.Rows) error {
-		var e storage.Event
-		if err := scanEvent(rows, &e); err != nil {
-			return err
-		}
-		out = append(out, e)
-		return nil
-	})
+	out, err := r.list(ctx, "lease events", r.t.s.q.outboxLease, now, owner, now.Add(lease), int64(limit))
 	if err != nil {
-		return nil, wrap("lease events", err)
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b storage.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out, nil
@@ -198,19 +190,7 @@ func (r outboxRepo) Parked(ctx context.Context, after int64, limit int) ([]stora
 	if limit <= 0 {
 		return nil, r.t.check()
 	}
-	var out []storage.Event
-	err := r.t.query(ctx, r.t.s.q.outboxParked, []any{after, int64(limit)}, func(rows pgx.Rows) error {
-		var e storage.Event
-		if err := scanEvent(rows, &e); err != nil {
-			return err
-		}
-		out = append(out, e)
-		return nil
-	})
-	if err != nil {
-		return nil, wrap("list parked events", err)
-	}
-	return out, nil
+	return r.list(ctx, "list parked events", r.t.s.q.outboxParked, after, int64(limit))
 }
 
 func (r outboxRepo) Redrive(ctx context.Context, id string, now time.Time) error {

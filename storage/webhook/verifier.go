@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage"
 )
 
 // Defaults of [VerifierOptions].
@@ -301,7 +301,7 @@ func parseEnvelope(body []byte) (Delivery, *VerifyError) {
 	case len(e.Data) == 0:
 		return bad(`member "data" is missing`, nil)
 	}
-	if !validID(*e.ID) {
+	if !storage.ValidID(*e.ID, "Webhook") {
 		return bad(fmt.Sprintf(`id %q is not "Webhook:<uuid>"`, *e.ID), nil)
 	}
 	if *e.Type == "" || len(*e.Type) > 128 {
@@ -315,27 +315,4 @@ func parseEnvelope(body []byte) (Delivery, *VerifyError) {
 		return bad("data is not a JSON object", nil)
 	}
 	return Delivery{ID: *e.ID, Type: *e.Type, Timestamp: ts, Data: e.Data, Body: body}, nil
-}
-
-// validID reports whether id is "Webhook:" and a UUID in 8-4-4-4-12 hex
-// digits (either case).
-func validID(id string) bool {
-	u, ok := strings.CutPrefix(id, "Webhook:")
-	if !ok || len(u) != 36 {
-		return false
-	}
-	for i := 0; i < len(u); i++ {
-		c := u[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
 }
