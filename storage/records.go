@@ -193,7 +193,8 @@ type Event struct {
 	AccountID string // the resource the event is about; ordering is per account
 	Payload   json.RawMessage
 	CreatedAt time.Time
-	// Seq is assigned by the store: it increases in commit order.
+	// Seq is assigned by the store: among the events of one AccountID it
+	// increases in commit order (across accounts it is only unique).
 	Seq int64
 	// DeliveredAt is set by MarkDelivered.
 	DeliveredAt time.Time

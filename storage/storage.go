@@ -274,7 +274,9 @@ type PendingRequests interface {
 // delivered or parked. So the events of one account go out one at a time, in
 // commit order; a parked event stops holding back the ones after it.
 type Outbox interface {
-	// Append adds an event and sets e.Seq. The delivery state (Attempts,
+	// Append adds an event and sets e.Seq: the events of one AccountID
+	// get increasing Seq in the order their transactions commit, also
+	// across replicas (a store may order all events so). The delivery state (Attempts,
 	// NextAttemptAt, lease, LastError, ParkedAt) starts empty: the event is
 	// due once its transaction commits. ErrDuplicate when the id exists.
 	Append(ctx context.Context, e *Event) error

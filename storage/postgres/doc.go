@@ -53,9 +53,10 @@
 // row, and Credentials.LockEmail is a transaction-level advisory lock derived
 // from the schema and the address.
 //
-// Outbox appends take a transaction-level advisory lock of the schema before
-// drawing Seq, so Seq increases in commit order; appending transactions
-// therefore serialize from their first Append to their end.
+// Outbox appends take a transaction-level advisory lock of the event's
+// account before drawing Seq, so the Seq of one account's events increases
+// in commit order; transactions appending events of one account therefore
+// serialize from their first such Append to their end.
 //
 // # Limits of PostgreSQL text
 //

@@ -77,12 +77,12 @@ func deref(s *string) string {
 }
 
 // Append adds e and sets e.Seq. Seq comes from an identity column, drawn
-// while the transaction holds an advisory lock of the schema's outbox that it
-// keeps until it commits or rolls back: a transaction that appends after it
-// waits, so Seq increases in commit order, as the contract requires, also
-// across replicas. The price is that appending transactions serialize from
-// their first Append to their end; append late in the transaction. Seq values
-// of rolled-back appends are skipped.
+// while the transaction holds an advisory lock of the event's account (in
+// this schema) that it keeps until it commits or rolls back: a transaction
+// that appends an event of the same account after it waits, so the Seq of
+// an account's events increases in commit order, as the contract requires,
+// also across replicas. Appends for different accounts do not wait for each
+// other. Seq values of rolled-back appends are skipped.
 func (r outboxRepo) Append(ctx context.Context, e *storage.Event) error {
 	err := r.t.valid("event", key("ID", e.ID), text("Type", e.Type), key("AccountID", e.AccountID))
 	if err != nil {
@@ -91,7 +91,7 @@ func (r outboxRepo) Append(ctx context.Context, e *storage.Event) error {
 	var seq int64
 	found := false
 	b := &pgx.Batch{}
-	b.Queue(outboxLockSQL, r.t.s.outboxLock)
+	b.Queue(outboxLockSQL, lockKey("outbox/"+e.AccountID, r.t.s.cfg.schema))
 	b.Queue(r.t.s.q.outboxInsert, e.ID, e.Type, e.AccountID, []byte(e.Payload), e.CreatedAt, nullTime(e.DeliveredAt)).
 		Query(func(rows pgx.Rows) error {
 			if rows.Next() {

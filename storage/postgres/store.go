@@ -18,9 +18,6 @@ type Store struct {
 	pool *pgxpool.Pool
 	cfg  config
 	q    queries
-	// outboxLock is the transaction-level advisory lock key that orders
-	// outbox appends (see outboxRepo.Append).
-	outboxLock int64
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -38,10 +35,9 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	return &Store{
-		pool:       pool,
-		cfg:        cfg,
-		q:          renderQueries(pgx.Identifier{cfg.schema}.Sanitize()),
-		outboxLock: lockKey("outbox", cfg.schema),
+		pool: pool,
+		cfg:  cfg,
+		q:    renderQueries(pgx.Identifier{cfg.schema}.Sanitize()),
 	}, nil
 }
 
