@@ -74,7 +74,10 @@ func (s *Service) CreateWallet(ctx context.Context, w NewWallet) (*storage.Inter
 		if err := tx.InternalAccounts().Create(ctx, &acct); err != nil {
 			return err
 		}
-		return tx.Credentials().Create(ctx, &cred)
+		if err := tx.Credentials().Create(ctx, &cred); err != nil {
+			return err
+		}
+		return s.credentialAdded(ctx, tx, &acct, &cred, "")
 	})
 	if err != nil {
 		return nil, nil, storeErr(err)
@@ -151,8 +154,10 @@ func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, c
 			return err
 		}
 		if final {
-			first, err = s.createFromParams(ctx, tx, &acct, p, false)
-			return err
+			if first, err = s.createFromParams(ctx, tx, &acct, p, false); err != nil {
+				return err
+			}
+			return s.credentialAdded(ctx, tx, &acct, first, "")
 		}
 		if err := checkUnique(existing, p); err != nil {
 			return err
@@ -189,8 +194,10 @@ func (s *Service) completeAdd(ctx context.Context, call signedretry.Retry) (*Aut
 		if err != nil {
 			return err
 		}
-		created, err = s.createFromParams(ctx, tx, &acct, &p, true)
-		return err
+		if created, err = s.createFromParams(ctx, tx, &acct, &p, true); err != nil {
+			return err
+		}
+		return s.credentialAdded(ctx, tx, &acct, created, a.SessionID)
 	})
 	if err != nil {
 		return nil, storeErr(err)
@@ -464,8 +471,12 @@ func (s *Service) RevokeCredential(ctx context.Context, credentialID string, cal
 		if err := tx.Credentials().Delete(ctx, c.ID); err != nil {
 			return err
 		}
-		_, err = tx.Sessions().RevokeByCredential(ctx, c.ID, s.clock().UTC())
-		return err
+		now := s.clock().UTC()
+		revoked, err := tx.Sessions().RevokeByCredential(ctx, c.ID, now)
+		if err != nil {
+			return err
+		}
+		return s.credentialRevoked(ctx, tx, c, revoked, a.SessionID, now)
 	})
 	return nil, storeErr(err)
 }
@@ -511,23 +522,40 @@ type emailParams struct {
 // tied credentials changed between the challenge and the retry), the 401s of
 // signedretry.
 func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, host any, call signedretry.Retry) (*EmailChange, *signedretry.Challenge, error) {
-	apply := func(tx storage.Tx, p *emailParams, accts []storage.InternalAccount, tied []storage.Credential) (*EmailChange, error) {
+	// apply writes the change, and an INTERNAL_ACCOUNT.EMAIL_UPDATED event
+	// for each wallet whose email or tied credentials it changed; signer is
+	// the session that stamped the retry, if any.
+	apply := func(tx storage.Tx, p *emailParams, accts []storage.InternalAccount, tied []storage.Credential, signer string) (*EmailChange, error) {
 		now := s.clock().UTC()
+		changed := map[string]bool{}
 		for i := range accts {
 			a := accts[i]
+			changed[a.ID] = a.Email != p.Email
 			a.Email, a.UpdatedAt = p.Email, now
 			if err := tx.InternalAccounts().Update(ctx, &a); err != nil {
 				return nil, err
 			}
 		}
 		change := &EmailChange{Email: p.Email, Host: p.Host}
+		credIDs := map[string][]string{}
 		for i := range tied {
 			c := tied[i]
+			changed[c.AccountID] = changed[c.AccountID] || c.Email != p.Email || c.Nickname != p.Email
 			c.Email, c.Nickname, c.UpdatedAt = p.Email, p.Email, now
 			if err := tx.Credentials().Update(ctx, &c); err != nil {
 				return nil, err
 			}
 			change.CredentialIDs = append(change.CredentialIDs, c.ID)
+			credIDs[c.AccountID] = append(credIDs[c.AccountID], c.ID)
+		}
+		for i := range accts {
+			if !changed[accts[i].ID] {
+				continue
+			}
+			slices.Sort(credIDs[accts[i].ID])
+			if err := s.emailUpdated(ctx, tx, &accts[i], p.Email, credIDs[accts[i].ID], signer, now); err != nil {
+				return nil, err
+			}
 		}
 		return change, nil
 	}
@@ -551,7 +579,7 @@ func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, hos
 				return err
 			}
 			if len(tied) == 0 {
-				change, err = apply(tx, p, accts, nil)
+				change, err = apply(tx, p, accts, nil, "")
 				return err
 			}
 			p.CredentialIDs = ids(tied)
@@ -581,7 +609,7 @@ func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, hos
 		if !slices.Equal(ids(tied), p.CredentialIDs) {
 			return apierror.New(apierror.EmailOTPCredentialSetChanged, "the EMAIL_OTP credentials tied to the customer changed since the challenge was issued; start again")
 		}
-		change, err = apply(tx, &p, accts, tied)
+		change, err = apply(tx, &p, accts, tied, a.SessionID)
 		return err
 	})
 	if err != nil {

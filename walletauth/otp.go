@@ -269,7 +269,8 @@ func (s *Service) verifyOTPLeg1(ctx context.Context, credentialID string, req Ve
 		// Reserve the attempt before any code is compared: the store counts
 		// it only while fewer than MaxAttempts were made, so no burst of
 		// concurrent guesses gets more codes compared than that.
-		switch _, err := tx.OTPIssuances().Attempt(ctx, iss.ID, s.otp.MaxAttempts, now); {
+		reserved, err := tx.OTPIssuances().Attempt(ctx, iss.ID, s.otp.MaxAttempts, now)
+		switch {
 		case errors.Is(err, storage.ErrNotFound):
 			return apierror.Unauthenticated("no pending OTP for this credential")
 		case errors.Is(err, storage.ErrConsumed):
@@ -291,6 +292,11 @@ func (s *Service) verifyOTPLeg1(ctx context.Context, credentialID string, req Ve
 			failure = apierror.Unauthenticated("Invalid OTP code")
 		}
 		if failure != nil {
+			if reserved.Attempts >= s.otp.MaxAttempts {
+				// The attempt that uses up the code: its
+				// AUTH_CREDENTIAL.OTP_LOCKED event commits with it.
+				return s.otpLocked(ctx, tx, &c, reserved.Attempts, now)
+			}
 			return nil // commits the reserved attempt
 		}
 		if _, err := tx.OTPIssuances().Consume(ctx, iss.ID, now); err != nil {

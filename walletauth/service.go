@@ -1,29 +1,3 @@
-// Package walletauth authenticates the users of embedded wallets and issues
-// the sessions whose P-256 keys authorize every wallet action other than
-// receiving funds.
-//
-// An embedded wallet (an internal account) holds credentials of four types:
-// EMAIL_OTP and SMS_OTP (one-time codes sent to the customer's email or
-// phone), PASSKEY (WebAuthn) and OAUTH (OpenID Connect). Verifying a
-// credential produces a session; every later sensitive operation on the
-// account (adding or revoking a credential, revoking or refreshing a session,
-// changing the tied email) is authorized by a session key through the signed
-// retry of package signedretry.
-//
-// One-time codes never travel in plaintext. The server answers a challenge
-// with a signed HPKE target bundle; the client seals {otp_code, public_key}
-// to it; the server opens it, compares the code in constant time and answers
-// 202 with a payload bound to public_key; the client stamps it with that key,
-// which becomes the session key. See package envelope for the wire formats.
-//
-// Nor do they rest in plaintext: the store keeps an HMAC-SHA256 of each code
-// (under [Config].CodeMACKey, bound to its issuance) and each target private
-// key sealed by [Config].Sealer (AES-256-GCM with key rotation, see package
-// secret), so a read of the database does not let anyone complete a login.
-//
-// [Service] has transport-agnostic methods; [Service.Handler] serves them over
-// net/http. All state lives in the storage.Store; the service itself holds
-// none and is safe for concurrent use.
 package walletauth
 
 import (

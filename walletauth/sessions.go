@@ -23,26 +23,36 @@ func randInt(r io.Reader, n *big.Int) (int, error) {
 	return int(k.Int64()), nil
 }
 
-// createSession stores a session of the credential whose key is pub. The
-// credential is locked first, so a concurrent revoke either deleted it before
-// (404 REFERENCE_NOT_FOUND) or waits and then revokes this session too.
+// createSession stores a session of the credential whose key is pub and
+// writes its AUTH_SESSION.CREATED event. The credential is locked first, so a
+// concurrent revoke either deleted it before (404 REFERENCE_NOT_FOUND) or
+// waits and then revokes this session too.
 func (s *Service) createSession(ctx context.Context, tx storage.Tx, c *storage.Credential, pub *ecdsa.PublicKey) (*AuthSession, error) {
+	a, _, err := s.newSession(ctx, tx, c, pub)
+	return a, err
+}
+
+// newSession is createSession that also returns the stored session.
+func (s *Service) newSession(ctx context.Context, tx storage.Tx, c *storage.Credential, pub *ecdsa.PublicKey) (*AuthSession, *storage.Session, error) {
 	if _, err := tx.Credentials().Lock(ctx, c.ID); errors.Is(err, storage.ErrNotFound) {
-		return nil, notFound("credential", c.ID)
+		return nil, nil, notFound("credential", c.ID)
 	} else if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	id, err := s.newID("Session")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := s.clock().UTC()
 	sess := storage.Session{ID: id, AccountID: c.AccountID, CredentialID: c.ID,
 		PublicKey: elliptic.MarshalCompressed(elliptic.P256(), pub.X, pub.Y), CreatedAt: now, ExpiresAt: now.Add(s.ttl)}
 	if err := tx.Sessions().Create(ctx, &sess); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return authSession(&sess, c), nil
+	if err := s.sessionEvent(ctx, tx, EventSessionCreated, &sess, c, "", "", now); err != nil {
+		return nil, nil, err
+	}
+	return authSession(&sess, c), &sess, nil
 }
 
 // sessionKey returns the public key of a new session for a client that sent
@@ -162,18 +172,22 @@ func (s *Service) RevokeSession(ctx context.Context, sessionID string, call sign
 		if err := a.DecodeParameters(&p); err != nil {
 			return err
 		}
-		sess, _, err := s.activeSession(ctx, tx, p.SessionID)
+		sess, c, err := s.activeSession(ctx, tx, p.SessionID)
 		if err != nil {
 			return err
 		}
 		if sess.AccountID != a.AccountID {
 			return apierror.Unauthenticated("request id is bound to another account")
 		}
-		err = tx.Sessions().Revoke(ctx, sess.ID, s.clock().UTC())
+		now := s.clock().UTC()
+		err = tx.Sessions().Revoke(ctx, sess.ID, now)
 		if errors.Is(err, storage.ErrConflict) {
 			return notFound("active session", sessionID)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return s.sessionEvent(ctx, tx, EventSessionRevoked, sess, c, "", a.SessionID, now)
 	})
 	return nil, storeErr(err)
 }
@@ -247,9 +261,13 @@ func (s *Service) RefreshSession(ctx context.Context, sessionID string, req Refr
 		if err != nil {
 			return err
 		}
-		out, err = s.createSession(ctx, tx, c, pub)
+		var fresh *storage.Session
+		out, fresh, err = s.newSession(ctx, tx, c, pub)
+		if err != nil {
+			return err
+		}
 		essk = sealed
-		return err
+		return s.sessionEvent(ctx, tx, EventSessionRefreshed, fresh, c, sess.ID, a.SessionID, fresh.CreatedAt)
 	})
 	if err != nil {
 		return nil, nil, storeErr(err)
