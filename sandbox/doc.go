@@ -78,6 +78,22 @@
 // included, each step exactly once), so a test advances its clock and reads
 // the record again.
 //
+// # Webhooks
+//
+// With [Config].WebhookURL the simulator runs a storage/relay relay that
+// delivers the events of its store (EXTERNAL_ACCOUNT.STATUS_UPDATED on every
+// external-account registration and status change, LIVENESS outcomes
+// included, and walletauth's events) to that URL as webhooks signed by
+// storage/webhook (X-Grid-Signature), within about [WebhookPoll] of their
+// commit; without it the events stay in the store's outbox. The signing key
+// is [Config].WebhookKey, or one generated per process;
+// [Simulator.WebhookPublicKeyPEM] gives the SPKI PEM a receiver verifies
+// with. POST /sandbox/webhooks/test ([Simulator.TestWebhook]) sends one
+// signed [EventTest] event at once, outside the outbox, and answers 200
+// {url, response_status, response_body?} whatever the receiver answered;
+// 400 WEBHOOK_ENDPOINT_NOT_SET without a URL and 400 WEBHOOK_DELIVERY_ERROR
+// when no answer comes.
+//
 // # Signed retries
 //
 // Wallet export, wallet privacy, quote execution, transfer-out from an

@@ -30,13 +30,15 @@ func TestE2ENodeClients(t *testing.T) {
 	}
 	// Non-default platform credentials, handed to the script.
 	const clientID, clientSecret = "e2e-client", "e2e-secret"
-	base := serve(t, "-client-id", clientID, "-client-secret", clientSecret)
+	srv := start(t, "-client-id", clientID, "-client-secret", clientSecret)
+	base := srv.base
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "e2e.mjs", base)
 	cmd.Dir = e2eDir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "WALLETGATE_CLIENT_ID="+clientID, "WALLETGATE_CLIENT_SECRET="+clientSecret)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "WALLETGATE_CLIENT_ID="+clientID, "WALLETGATE_CLIENT_SECRET="+clientSecret,
+		"WALLETGATE_SIGNING_KEY="+srv.signing)
 	cmd.WaitDelay = 5 * time.Second
 	began := time.Now()
 	out, err := cmd.CombinedOutput()

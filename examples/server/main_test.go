@@ -27,6 +27,7 @@ import (
 type server struct {
 	base    string // URL of the base path
 	addr    string // host:port the server listens on
+	signing string // the bundle signing key it logged
 	cancel  context.CancelFunc
 	stopped chan struct{} // closed when run returns
 	err     error         // what run returned, set before stopped is closed
@@ -56,6 +57,9 @@ func start(t *testing.T, args ...string) *server {
 	for lines.Scan() {
 		if m := regexp.MustCompile(`url=(\S+)`).FindStringSubmatch(lines.Text()); m != nil {
 			s.base = m[1]
+			if k := regexp.MustCompile(`bundle_signing_key=(\S+)`).FindStringSubmatch(lines.Text()); k != nil {
+				s.signing = k[1]
+			}
 			break
 		}
 	}

@@ -132,10 +132,11 @@ type VerifierOptions struct {
 	// MaxBodyBytes limits the body [Verifier.Verify] reads; zero means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// FreshnessWindow is how far the envelope timestamp may be from now,
-	// either side; zero means DefaultFreshnessWindow and a negative value
-	// switches the check off (for receivers that remember every id they
-	// have processed for longer than the sender retries).
+	// FreshnessWindow is how old the envelope timestamp may be (it may
+	// also be at most MaxClockSkew ahead of now); zero means
+	// DefaultFreshnessWindow and a negative value switches the check off
+	// (for receivers that remember every id they have processed for longer
+	// than the sender retries).
 	FreshnessWindow time.Duration
 	// Now is the clock of [Verifier.Verify]; nil means time.Now.
 	Now func() time.Time
