@@ -21,8 +21,8 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
-	"github.com/walletgate/walletgate/storage/relay"
 	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/relay"
 )
 
 var ctx = context.Background()
