@@ -224,7 +224,9 @@ func (c *canonicalizer) object(depth int) error {
 		c.out = append(c.out, '}')
 		return nil
 	}
-	var members []member
+	// Most objects have a few members: their list starts on the stack.
+	var local [8]member
+	members := local[:0]
 	sorted := true
 	for {
 		c.skipSpace()
@@ -346,7 +348,8 @@ func appendFolded(out, name []byte) []byte {
 // reorder rewrites the members of the object just written (the tail of out,
 // from the first member's start) in sorted order, rejecting duplicate names.
 func (c *canonicalizer) reorder(members []member) error {
-	byName := slices.Clone(members)
+	var local [8]member
+	byName := append(local[:0], members...)
 	slices.SortStableFunc(byName, func(a, b member) int { return compareUTF16(a.name, b.name) })
 	for i := 1; i < len(byName); i++ {
 		if bytes.Equal(byName[i-1].name, byName[i].name) {
@@ -355,7 +358,8 @@ func (c *canonicalizer) reorder(members []member) error {
 		}
 	}
 	base := members[0].start
-	written := slices.Clone(c.out[base:])
+	var buf [512]byte
+	written := append(buf[:0], c.out[base:]...)
 	c.out = c.out[:base]
 	for i, m := range byName {
 		if i > 0 {

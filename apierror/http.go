@@ -131,6 +131,9 @@ func DecodeBytes(body []byte, dst any) error {
 	if err := checkMemberNames(canon, reflect.TypeOf(dst)); err != nil {
 		return err
 	}
+	if decodeFast(canon, dst) {
+		return nil
+	}
 	if err := json.Unmarshal(canon, dst); err != nil {
 		return decodeError(err)
 	}

@@ -226,3 +226,200 @@ func addFields(m map[string]reflect.Type, t reflect.Type, depth int) {
 		addFields(m, e, depth+1)
 	}
 }
+
+// decodeFast fills dst from canon exactly as json.Unmarshal(canon, dst)
+// would, without reflection per member, for the two shapes the verify paths
+// decode: a pointer to a map of string to json.RawMessage, and a pointer to a
+// struct whose JSON members are all plain strings. canon must be the output
+// of Canonicalize already accepted by checkMemberNames for dst's type, so it
+// is valid compact JSON with no duplicate or case-colliding names, and every
+// member either names a field exactly or no field under case folding. It
+// reports false, having written nothing, for any other dst or for a value
+// it does not handle (a non-object body, a field set to a non-string); the
+// caller then decodes with json.Unmarshal.
+func decodeFast(canon []byte, dst any) bool {
+	if len(canon) < 2 || canon[0] != '{' {
+		return false
+	}
+	rv := reflect.ValueOf(dst)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return false
+	}
+	p := fastPlanOf(rv.Type())
+	switch {
+	case p.rawMap:
+		return decodeRawMap(canon, rv.Convert(rawMapPointer).Interface().(*map[string]json.RawMessage))
+	case p.fields != nil:
+		return decodeStringStruct(canon, rv.Elem(), p.fields)
+	}
+	return false
+}
+
+var (
+	stringType    = reflect.TypeFor[string]()
+	rawMessage    = reflect.TypeFor[json.RawMessage]()
+	rawMapPointer = reflect.TypeFor[*map[string]json.RawMessage]()
+)
+
+// fastPlan says how decodeFast handles a pointer type: rawMap for a map of
+// string to json.RawMessage, fields (member name to field index) for a
+// struct of plain string fields; neither for anything else.
+type fastPlan struct {
+	rawMap bool
+	fields map[string]int
+}
+
+var planCache sync.Map // reflect.Type (a pointer type) -> *fastPlan
+
+func fastPlanOf(pt reflect.Type) *fastPlan {
+	if p, ok := planCache.Load(pt); ok {
+		return p.(*fastPlan)
+	}
+	p := &fastPlan{}
+	t := pt.Elem()
+	switch {
+	case decodesItself(t):
+	case t.Kind() == reflect.Map:
+		p.rawMap = t.Key() == stringType && t.Elem() == rawMessage && pt.ConvertibleTo(rawMapPointer)
+	case t.Kind() == reflect.Struct:
+		p.fields = stringFields(t)
+	}
+	planCache.Store(pt, p)
+	return p
+}
+
+// decodesItself reports whether encoding/json would hand t (or *t) its own
+// bytes rather than decode it member by member.
+func decodesItself(t reflect.Type) bool {
+	pt := reflect.PointerTo(t)
+	return t.Implements(jsonUnmarshaler) || t.Implements(textUnmarshaler) ||
+		pt.Implements(jsonUnmarshaler) || pt.Implements(textUnmarshaler)
+}
+
+// stringFields returns the member names of t and their field indexes when
+// every exported field of t is a plain string (kind string, decoding itself
+// in no way) named by a simple tag or its Go name, with no embedded fields,
+// no ",string" option and no two fields of the same name: the structs whose
+// encoding/json names are exactly the ones structFields gives. It returns
+// nil for any other struct.
+func stringFields(t reflect.Type) map[string]int {
+	m := map[string]int{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			return nil
+		}
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		for _, o := range strings.Split(opts, ",") {
+			if o != "" && o != "omitempty" && o != "omitzero" {
+				return nil
+			}
+		}
+		if !simpleName(name) || f.Type.Kind() != reflect.String || decodesItself(f.Type) {
+			return nil
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if _, taken := m[name]; taken {
+			return nil
+		}
+		m[name] = i
+	}
+	return m
+}
+
+// simpleName reports whether a tag name uses only letters, digits, '_' and
+// '-', all of which encoding/json accepts as a member name.
+func simpleName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeRawMap fills *dst as json.Unmarshal fills a map[string]json.RawMessage:
+// a new map when *dst is nil (else the existing one), each member's value
+// its JSON text. The values are slices of canon capped at their end, so an
+// append to one reallocates instead of overwriting the next: canon must be
+// a buffer no one else holds (DecodeBytes' canonical copy).
+func decodeRawMap(canon []byte, dst *map[string]json.RawMessage) bool {
+	w := nameWalker{in: canon, pos: 1}
+	if *dst == nil {
+		*dst = map[string]json.RawMessage{}
+	}
+	m := *dst
+	for w.in[w.pos] != '}' {
+		raw, escaped := w.str()
+		w.pos++ // :
+		start := w.pos
+		_ = w.value(nil)
+		name := string(raw)
+		if escaped {
+			name = unquote(raw)
+		}
+		m[name] = json.RawMessage(canon[start:w.pos:w.pos])
+		if w.in[w.pos] == ',' {
+			w.pos++
+		}
+	}
+	return true
+}
+
+// decodeStringStruct fills the string fields of v named in fields as
+// json.Unmarshal does: a string member sets its field, null leaves it, an
+// unknown member is skipped. Any other value for a field makes it report
+// false before anything is written.
+func decodeStringStruct(canon []byte, v reflect.Value, fields map[string]int) bool {
+	type assignment struct {
+		field   int
+		raw     []byte
+		escaped bool
+	}
+	var buf [8]assignment
+	set := buf[:0]
+	w := nameWalker{in: canon, pos: 1}
+	for w.in[w.pos] != '}' {
+		raw, escaped := w.str()
+		w.pos++ // :
+		var i int
+		var known bool
+		if escaped {
+			i, known = fields[unquote(raw)]
+		} else {
+			i, known = fields[string(raw)]
+		}
+		switch {
+		case !known:
+			_ = w.value(nil)
+		case w.in[w.pos] == '"':
+			s, esc := w.str()
+			set = append(set, assignment{i, s, esc})
+		case w.in[w.pos] == 'n': // null: the field keeps its value
+			_ = w.value(nil)
+		default:
+			return false
+		}
+		if w.in[w.pos] == ',' {
+			w.pos++
+		}
+	}
+	for _, a := range set {
+		s := string(a.raw)
+		if a.escaped {
+			s = unquote(a.raw)
+		}
+		v.Field(a.field).SetString(s)
+	}
+	return true
+}

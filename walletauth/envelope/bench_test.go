@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -56,6 +57,45 @@ func BenchmarkRawHPKEOpen(b *testing.B) {
 	info := []byte(HPKEInfo)
 	b.ReportAllocs()
 	for b.Loop() {
+		r, err := s.NewReceiver(skR, info)
+		if err != nil {
+			b.Fatal(err)
+		}
+		o, err := r.Setup(enc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := o.Open(ct, ad); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRawHPKEOpenFromScalar is BenchmarkRawHPKEOpen from OpenOTP's
+// own input, the 32-byte target scalar: the circl key is loaded from it on
+// every call (one fixed-base scalar multiplication for the public key the
+// KEM context needs), as a server holding one target key per issuance must.
+func BenchmarkRawHPKEOpenFromScalar(b *testing.B) {
+	target := testECDH(b, "bench/target")
+	bundle, err := SealOTP(target.PublicKey(), "123456", compressedHex(b, testKey(b, "bench/session")), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var msg clientMessage
+	_ = json.Unmarshal([]byte(bundle), &msg)
+	enc, _ := hex.DecodeString(msg.EncappedPublic)
+	ct, _ := hex.DecodeString(msg.Ciphertext)
+	ad := aad(enc, target.PublicKey().Bytes())
+	scalar := target.Bytes()
+	scheme := hpke.KEM_P256_HKDF_SHA256.Scheme()
+	s := hpke.NewSuite(hpke.KEM_P256_HKDF_SHA256, hpke.KDF_HKDF_SHA256, hpke.AEAD_AES256GCM)
+	info := []byte(HPKEInfo)
+	b.ReportAllocs()
+	for b.Loop() {
+		skR, err := scheme.UnmarshalBinaryPrivateKey(scalar)
+		if err != nil {
+			b.Fatal(err)
+		}
 		r, err := s.NewReceiver(skR, info)
 		if err != nil {
 			b.Fatal(err)
@@ -143,6 +183,54 @@ func BenchmarkRawHPKEOpenSessionKey(b *testing.B) {
 			b.Fatal(err)
 		}
 		if _, err := o.Open(ct, ad); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRawOpenSessionKeyFromInput is BenchmarkRawHPKEOpenSessionKey
+// from OpenSessionKey's own input and to its output, with only the primitives
+// that cannot be skipped: loading the circl key from the *ecdh.PrivateKey
+// (circl has no constructor that reuses its public key), decompressing the
+// 33-byte encapsulated key, the HPKE open, and turning the 32-byte plaintext
+// into an *ecdsa.PrivateKey (a fixed-base scalar multiplication). It leaves
+// out base58check and every format check OpenSessionKey makes.
+func BenchmarkRawOpenSessionKeyFromInput(b *testing.B) {
+	client := testECDH(b, "bench/client")
+	essk, _, err := SealSessionKey(hex.EncodeToString(client.PublicKey().Bytes()), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload, _ := base58CheckDecode(essk)
+	compressed, ct := payload[:33], payload[33:]
+	pkRm := client.PublicKey().Bytes()
+	scheme := hpke.KEM_P256_HKDF_SHA256.Scheme()
+	s := hpke.NewSuite(hpke.KEM_P256_HKDF_SHA256, hpke.KDF_HKDF_SHA256, hpke.AEAD_AES256GCM)
+	info := []byte(HPKEInfo)
+	b.ReportAllocs()
+	for b.Loop() {
+		skR, err := scheme.UnmarshalBinaryPrivateKey(client.Bytes())
+		if err != nil {
+			b.Fatal(err)
+		}
+		x, y := elliptic.UnmarshalCompressed(elliptic.P256(), compressed)
+		if x == nil {
+			b.Fatal("not a point")
+		}
+		enc := make([]byte, 65)
+		enc[0] = 4
+		x.FillBytes(enc[1:33])
+		y.FillBytes(enc[33:])
+		r, _ := s.NewReceiver(skR, info)
+		o, err := r.Setup(enc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pt, err := o.Open(ct, aad(enc, pkRm))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), pt); err != nil {
 			b.Fatal(err)
 		}
 	}

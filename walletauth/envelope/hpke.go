@@ -109,7 +109,7 @@ func open(recipient *ecdh.PrivateKey, enc *ecdh.PublicKey, ciphertext []byte) ([
 	if err != nil {
 		return nil, err
 	}
-	return openWith(skR, enc, ciphertext)
+	return openWith(skR, enc.Bytes(), ciphertext)
 }
 
 // recipientKey loads a 32-byte P-256 scalar as an HPKE recipient key.
@@ -121,8 +121,9 @@ func recipientKey(scalar []byte) (kem.PrivateKey, error) {
 	return skR, nil
 }
 
-// openWith is open with the recipient key already loaded.
-func openWith(skR kem.PrivateKey, enc *ecdh.PublicKey, ciphertext []byte) ([]byte, error) {
+// openWith is open with the recipient key already loaded and encm the
+// 65-byte encoding of a validated encapsulated key.
+func openWith(skR kem.PrivateKey, encm, ciphertext []byte) ([]byte, error) {
 	pkR, err := skR.Public().MarshalBinary()
 	if err != nil {
 		return nil, internal("encoding the HPKE recipient key", err)
@@ -131,7 +132,6 @@ func openWith(skR kem.PrivateKey, enc *ecdh.PublicKey, ciphertext []byte) ([]byt
 	if err != nil {
 		return nil, internal("setting up the HPKE receiver", err)
 	}
-	encm := enc.Bytes()
 	opener, err := receiver.Setup(encm)
 	if err != nil {
 		// enc is a validated point, so decapsulation cannot fail on it.

@@ -47,15 +47,14 @@ func parsePublicKeyBytes(raw []byte) (*ecdsa.PublicKey, string) {
 		}
 		return pub, ""
 	case compressedKeyLen:
-		full, ok := decompressPoint(raw)
-		if !ok {
+		// UnmarshalCompressed accepts only an X below p with a square root
+		// of X³ - 3X + b, and returns that point's coordinates: the key is
+		// built from them directly rather than re-encoded and checked again.
+		x, y := elliptic.UnmarshalCompressed(elliptic.P256(), raw)
+		if x == nil {
 			return nil, "is not a point on P-256"
 		}
-		pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), full)
-		if err != nil {
-			return nil, "is not a point on P-256"
-		}
-		return pub, ""
+		return &ecdsa.PublicKey{Curve: elliptic.P256(), X: x, Y: y}, ""
 	default:
 		return nil, "must be a 33-byte compressed or 65-byte uncompressed P-256 point"
 	}

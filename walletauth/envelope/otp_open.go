@@ -39,7 +39,7 @@ func OpenOTP(targetKey []byte, encryptedOtpBundle string) (OTPAttempt, error) {
 	if err != nil {
 		return OTPAttempt{}, err
 	}
-	pt, err := openWith(skR, enc, ct)
+	pt, err := openWith(skR, enc.Bytes(), ct)
 	if errors.Is(err, errNotSealedToKey) {
 		return OTPAttempt{}, apierror.Unauthenticated(reasonOTPNotSealedToTarget)
 	}

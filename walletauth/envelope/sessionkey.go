@@ -100,15 +100,17 @@ func OpenSessionKey(client *ecdh.PrivateKey, encryptedSessionSigningKey string) 
 	if len(payload) != sessionKeyPayloadLen {
 		return nil, invalid(f, f+" payload must be 81 bytes: a 33-byte compressed key and a 48-byte ciphertext")
 	}
-	full, ok := decompressPoint(payload[:compressedKeyLen])
+	// decompressPoint yields only points on the curve (it solves for Y), so
+	// its output needs no second check before the HPKE open.
+	enc, ok := decompressPoint(payload[:compressedKeyLen])
 	if !ok {
 		return nil, invalid(f, "encapsulated key is not a compressed P-256 point")
 	}
-	enc, problem := parseUncompressedPoint(full)
-	if problem != "" {
-		return nil, invalid(f, "encapsulated key "+problem)
+	skR, err := recipientKey(client.Bytes())
+	if err != nil {
+		return nil, err
 	}
-	scalar, err := open(client, enc, payload[compressedKeyLen:])
+	scalar, err := openWith(skR, enc, payload[compressedKeyLen:])
 	if errors.Is(err, errNotSealedToKey) {
 		return nil, apierror.Unauthenticated(reasonSessionKeyNotSealedToClient)
 	}

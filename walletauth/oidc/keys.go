@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
@@ -36,6 +37,9 @@ type keySource struct {
 	// last is when the last fetch triggered by verification started.
 	last     time.Time
 	inflight *fetchCall
+
+	// index is the keyIndex of the last key set verification used.
+	index atomic.Pointer[keyIndex]
 }
 
 // fetchCall is one fetch shared by every caller that waits for it.

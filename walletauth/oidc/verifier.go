@@ -22,6 +22,9 @@ type Verifier struct {
 	// byName maps every accepted iss value (IDs and aliases) to its issuer.
 	byName map[string]*registered
 	cancel context.CancelFunc
+	// headers holds the parsed headers of verified tokens; nil in sandbox
+	// mode, where nothing is verified.
+	headers *headerCache
 }
 
 // registered is a configured issuer with its key source.
@@ -53,6 +56,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	var cache *jwk.Cache
 	var getter *httpGetter
 	if !cfg.Sandbox {
+		v.headers = &headerCache{}
 		cache = jwk.NewCache(lifetime)
 		getter = &httpGetter{client: cfg.HTTPClient, ctx: lifetime}
 	}
@@ -106,7 +110,7 @@ func (v *Verifier) Sandbox() bool { return v.sandbox }
 //
 // See the package documentation for every reason string.
 func (v *Verifier) Verify(ctx context.Context, token string, expect Expect) (*Identity, error) {
-	t, aerr := parseToken(token, v.sandbox)
+	t, aerr := parseToken(token, v.sandbox, v.headers)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -122,6 +126,7 @@ func (v *Verifier) Verify(ctx context.Context, token string, expect Expect) (*Id
 		if aerr := r.keys.verify(ctx, t, r.InferAlgorithm); aerr != nil {
 			return nil, aerr
 		}
+		v.headers.put(t.header, t.headers)
 	}
 	id, aerr := v.checkClaims(r, t.claims, v.clock())
 	if aerr != nil {
