@@ -94,7 +94,7 @@ func BenchmarkConsume(b *testing.B) {
 }
 
 // seedPending copies n unconsumed pending requests into the store's table.
-func seedPending(b *testing.B, pool *pgxpool.Pool, s *postgres.Store, n int, now time.Time) []string {
+func seedPending(b testing.TB, pool *pgxpool.Pool, s *postgres.Store, n int, now time.Time) []string {
 	b.Helper()
 	ids := make([]string, n)
 	rows := make([][]any, n)

@@ -155,12 +155,14 @@ func (r credRepo) Get(ctx context.Context, id string) (storage.Credential, error
 	if !storableKey(id) {
 		return storage.Credential{}, notFoundOrDone(r.t)
 	}
-	return r.one(ctx, "get credential", r.t.s.q.credGet, id)
+	return r.one(ctx, true, "get credential", r.t.s.q.credGet, id)
 }
 
-func (r credRepo) one(ctx context.Context, op, sql string, arg any) (storage.Credential, error) {
+// one returns the credential sql selects; read says that sql is a plain
+// read (see tx.run), not a lock.
+func (r credRepo) one(ctx context.Context, read bool, op, sql string, arg any) (storage.Credential, error) {
 	var c storage.Credential
-	found, err := r.t.queryRow(ctx, sql, []any{arg}, func(row pgx.Row) error { return scanCred(row, &c) })
+	found, err := r.t.row(ctx, read, sql, []any{arg}, func(row pgx.Row) error { return scanCred(row, &c) })
 	switch {
 	case err != nil:
 		return storage.Credential{}, wrap(op, err)
@@ -224,7 +226,7 @@ func (r credRepo) Delete(ctx context.Context, id string) error {
 
 func (r credRepo) list(ctx context.Context, op, sql string, arg any) ([]storage.Credential, error) {
 	var out []storage.Credential
-	err := r.t.query(ctx, sql, []any{arg}, func(rows pgx.Rows) error {
+	err := r.t.readRows(ctx, sql, []any{arg}, func(rows pgx.Rows) error {
 		var c storage.Credential
 		if err := scanCred(rows, &c); err != nil {
 			return err
@@ -252,7 +254,7 @@ func (r credRepo) FindByWebAuthnID(ctx context.Context, credentialID []byte) (st
 	if credentialID == nil {
 		credentialID = []byte{} // an empty id is stored as empty, not NULL
 	}
-	return r.one(ctx, "find credential by WebAuthn id", r.t.s.q.credByWebAuthn, credentialID)
+	return r.one(ctx, true, "find credential by WebAuthn id", r.t.s.q.credByWebAuthn, credentialID)
 }
 
 // Lock reads the credential with a row lock held until the transaction
@@ -262,7 +264,7 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 	if !storableKey(id) {
 		return storage.Credential{}, notFoundOrDone(r.t)
 	}
-	return r.one(ctx, "lock credential", r.t.s.q.credLock, id)
+	return r.one(ctx, false, "lock credential", r.t.s.q.credLock, id)
 }
 
 // LockEmail takes a transaction-level advisory lock derived from the schema

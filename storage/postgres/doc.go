@@ -21,8 +21,12 @@
 // # Transactions
 //
 // [Store.Atomic] is one PostgreSQL transaction at READ COMMITTED on one
-// pooled connection. Its BEGIN travels with its first statement, so a
-// transaction costs one round trip more than its statements (the COMMIT).
+// pooled connection. Its BEGIN travels with its first statement that writes
+// or locks, so a transaction that writes costs one round trip more than its
+// statements (the COMMIT). Plain reads that come before that statement run
+// outside the transaction block: at READ COMMITTED each statement reads its
+// own snapshot and such a read has no write of the transaction to see, so
+// it reads the same; a transaction that only reads costs no COMMIT.
 // Serialization failures and deadlocks are rerun a bounded number of times
 // ([WithMaxRetries]). A cancelled context rolls back: with pgx's default
 // settings a statement in flight is interrupted by closing its connection

@@ -68,7 +68,7 @@ func (r otpRepo) GetByCredential(ctx context.Context, credentialID string) (stor
 	if !storableKey(credentialID) {
 		return o, notFoundOrDone(r.t)
 	}
-	found, err := r.t.queryRow(ctx, r.t.s.q.otpGet, []any{credentialID}, func(row pgx.Row) error { return scanOTP(row, &o) })
+	found, err := r.t.readRow(ctx, r.t.s.q.otpGet, []any{credentialID}, func(row pgx.Row) error { return scanOTP(row, &o) })
 	switch {
 	case err != nil:
 		return storage.OTPIssuance{}, wrap("get OTP issuance", err)

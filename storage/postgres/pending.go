@@ -58,7 +58,7 @@ func (r pendingRepo) Get(ctx context.Context, id string) (storage.PendingRequest
 	if !storableKey(id) {
 		return p, notFoundOrDone(r.t)
 	}
-	found, err := r.t.queryRow(ctx, r.t.s.q.pendingGet, []any{id}, func(row pgx.Row) error { return scanPending(row, &p) })
+	found, err := r.t.readRow(ctx, r.t.s.q.pendingGet, []any{id}, func(row pgx.Row) error { return scanPending(row, &p) })
 	switch {
 	case err != nil:
 		return storage.PendingRequest{}, wrap("get pending request", err)

@@ -50,7 +50,7 @@ func (r sessionRepo) Get(ctx context.Context, id string) (storage.Session, error
 	if !storableKey(id) {
 		return s, notFoundOrDone(r.t)
 	}
-	found, err := r.t.queryRow(ctx, r.t.s.q.sessionGet, []any{id}, func(row pgx.Row) error { return scanSession(row, &s) })
+	found, err := r.t.readRow(ctx, r.t.s.q.sessionGet, []any{id}, func(row pgx.Row) error { return scanSession(row, &s) })
 	switch {
 	case err != nil:
 		return storage.Session{}, wrap("get session", err)
@@ -65,7 +65,7 @@ func (r sessionRepo) ListActive(ctx context.Context, accountID string, now time.
 		return nil, r.t.check()
 	}
 	var out []storage.Session
-	err := r.t.query(ctx, r.t.s.q.sessionActive, []any{accountID, now}, func(rows pgx.Rows) error {
+	err := r.t.readRows(ctx, r.t.s.q.sessionActive, []any{accountID, now}, func(rows pgx.Rows) error {
 		var s storage.Session
 		if err := scanSession(rows, &s); err != nil {
 			return err

@@ -31,15 +31,16 @@ func beginOptions() pgx.TxOptions { return pgx.TxOptions{IsoLevel: pgx.ReadCommi
 const finishTimeout = 5 * time.Second
 
 // tx is one attempt of an Atomic call: a pooled connection on which the
-// transaction begins lazily, pipelined with its first statement. mu
-// serializes statements (a connection runs one at a time) and guards done.
+// transaction begins lazily, pipelined with its first statement that writes
+// or locks (see run). mu serializes statements (a connection runs one at a
+// time) and guards done.
 type tx struct {
 	s    *Store
 	mu   sync.Mutex
 	conn *pgxpool.Conn
-	pg   pgx.Tx // nil until the first statement ran
-	// broken is set when the transaction could not begin; later statements
-	// report it.
+	pg   pgx.Tx // nil until the first statement that writes or locks ran
+	// broken is set when the transaction could not begin, or a read before
+	// it failed; later statements and the commit report it.
 	broken error
 	done   bool
 }
@@ -76,8 +77,11 @@ func (t *tx) Idempotency() storage.IdempotencyKeys       { return idemRepo{t} }
 // records make the usual recovery, retrying the operation, safe: a retry of a
 // committed consumption answers storage.ErrConsumed.
 //
-// A transaction whose fn issued no statement costs no round trip; the BEGIN
-// travels in one round trip with the first statement.
+// A transaction whose fn issued no statement costs no round trip. The BEGIN
+// travels in one round trip with the first statement that writes or locks;
+// plain reads before it run outside the transaction block, which changes
+// nothing they see (see run), so a transaction that only reads costs
+// its reads and no COMMIT.
 func (s *Store) Atomic(ctx context.Context, fn func(storage.Tx) error) error {
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -127,7 +131,7 @@ func (t *tx) commit(ctx context.Context) error {
 		return fmt.Errorf("postgres: commit: %w", t.broken)
 	}
 	if t.pg == nil {
-		return nil // no statement ran: nothing to commit
+		return nil // nothing ran in a transaction block: nothing to commit
 	}
 	pg := t.pg
 	t.pg = nil
@@ -157,11 +161,24 @@ func (t *tx) finish(ctx context.Context) {
 }
 
 // send runs the statements of b in one round trip, beginning the
-// transaction first when no statement has run yet. Result callbacks set on the
+// transaction first when it has not begun yet. Result callbacks set on the
 // queued statements run before send returns; they must not return errors
 // for expected outcomes such as no rows (a failed batch invalidates the
 // connection's cached statements).
-func (t *tx) send(ctx context.Context, b *pgx.Batch) error {
+func (t *tx) send(ctx context.Context, b *pgx.Batch) error { return t.run(ctx, b, false) }
+
+// run is send, except that with read set (b holds only plain reads:
+// SELECTs that neither write nor lock, so no FOR UPDATE and no advisory
+// lock) it does not begin the transaction: until a statement that writes or
+// locks has begun it, reads run on their own, outside any transaction block,
+// and a transaction that only reads costs no BEGIN and no COMMIT, one round
+// trip fewer. They read what they would have read inside it: at READ
+// COMMITTED every statement reads its own snapshot, taken when it starts; a
+// read that comes before the transaction's first write has none of its
+// writes to see; and a plain read holds no row lock the transaction would
+// keep. A failed read dooms the transaction as it would inside one: later
+// statements and the commit report it.
+func (t *tx) run(ctx context.Context, b *pgx.Batch, read bool) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
@@ -171,6 +188,12 @@ func (t *tx) send(ctx context.Context, b *pgx.Batch) error {
 		return t.broken
 	case t.pg != nil:
 		return t.conn.SendBatch(ctx, b).Close()
+	case read:
+		err := t.conn.SendBatch(ctx, b).Close()
+		if err != nil {
+			t.broken = fmt.Errorf("postgres: a read of the transaction failed: %w", err)
+		}
+		return err
 	}
 	first := &pgx.Batch{}
 	first.BeginTx(beginOptions())
@@ -192,6 +215,15 @@ func (t *tx) send(ctx context.Context, b *pgx.Batch) error {
 // queryRow runs one statement expected to return at most one row; scan is
 // called only when there is one. It reports whether there was.
 func (t *tx) queryRow(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) (bool, error) {
+	return t.row(ctx, false, sql, args, scan)
+}
+
+// readRow is queryRow for a plain read (see run).
+func (t *tx) readRow(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) (bool, error) {
+	return t.row(ctx, true, sql, args, scan)
+}
+
+func (t *tx) row(ctx context.Context, read bool, sql string, args []any, scan func(pgx.Row) error) (bool, error) {
 	found := false
 	b := &pgx.Batch{}
 	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
@@ -201,11 +233,20 @@ func (t *tx) queryRow(ctx context.Context, sql string, args []any, scan func(pgx
 		found = true
 		return scan(rows)
 	})
-	return found, t.send(ctx, b)
+	return found, t.run(ctx, b, read)
 }
 
 // query runs one statement and calls each for every row.
 func (t *tx) query(ctx context.Context, sql string, args []any, each func(pgx.Rows) error) error {
+	return t.rows(ctx, false, sql, args, each)
+}
+
+// readRows is query for a plain read (see run).
+func (t *tx) readRows(ctx context.Context, sql string, args []any, each func(pgx.Rows) error) error {
+	return t.rows(ctx, true, sql, args, each)
+}
+
+func (t *tx) rows(ctx context.Context, read bool, sql string, args []any, each func(pgx.Rows) error) error {
 	b := &pgx.Batch{}
 	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -215,7 +256,7 @@ func (t *tx) query(ctx context.Context, sql string, args []any, each func(pgx.Ro
 		}
 		return nil
 	})
-	return t.send(ctx, b)
+	return t.run(ctx, b, read)
 }
 
 // exec runs one statement and returns its command tag.
