@@ -121,7 +121,9 @@ type Delivery struct {
 	Type string
 	// Timestamp is the event time.
 	Timestamp time.Time
-	// Data is the envelope's data object, its bytes exactly as sent.
+	// Data is the envelope's data object in canonical form (the one
+	// strict decoding of the body: members sorted, no insignificant
+	// whitespace); Body holds the bytes as signed.
 	Data json.RawMessage
 	// Body is the whole signed body.
 	Body []byte
@@ -285,12 +287,6 @@ func parseEnvelope(body []byte) (Delivery, *VerifyError) {
 			msg = ae.Message
 		}
 		return bad(msg, err)
-	}
-	// DecodeBytes accepted body, so it is one valid JSON value without
-	// duplicate names: decoding the raw bytes again yields the same members,
-	// and Data as the sender wrote it rather than in canonical form.
-	if err := json.Unmarshal(body, &e); err != nil {
-		return bad(err.Error(), err)
 	}
 	switch {
 	case e.ID == nil:

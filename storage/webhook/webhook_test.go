@@ -114,7 +114,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d.ID != testID || d.Type != "EXTERNAL_ACCOUNT.STATUS_UPDATED" || !d.Timestamp.Equal(t0) ||
-		string(d.Data) != `{"id":"ExternalAccount:1","status":"ACTIVE","amount":1.50}` || !bytes.Equal(d.Body, testBody) {
+		string(d.Data) != `{"amount":1.5,"id":"ExternalAccount:1","status":"ACTIVE"}` || !bytes.Equal(d.Body, testBody) {
 		t.Fatalf("delivery %+v", d)
 	}
 
