@@ -1,53 +1,92 @@
 // Package memory is the in-memory [storage.Store]: the embedded default of
 // walletgate, for a single process.
 //
-// Transactions are serialized by one mutex, so every Atomic call sees a
-// consistent state and compare-and-set and single-use consumption are trivially
-// race-free. A transaction records an undo entry for every write and replays
-// them in reverse on error or panic, so a rolled-back transaction leaves no
-// trace. Records are copied on the way in and out: a caller never holds memory
-// the store owns.
+// # Concurrency
 //
-// Expired records are found through a min-heap on their expiry, so
-// [Store.Sweep] touches only what has expired. Nothing is persisted: a restart
-// forgets everything. Services with several replicas need the PostgreSQL store.
+// There is no store-wide lock: transactions that touch different records run
+// in parallel. Each transaction locks the keys it touches as it goes, shared
+// to read and exclusive to write, and holds every lock until it commits or
+// rolls back (strict two-phase locking), so transactions are serializable.
+// The keys name records and also index entries: "the credentials of account
+// A", "the EMAIL_OTP credentials of address E", "the passkey with WebAuthn
+// id W", "the live OTP issuance of credential C". A uniqueness check or a
+// list read holds its index key, so a concurrent insert waits until the
+// reader ends; that is how the uniqueness rules of Credentials.Create and
+// Update, IdempotencyKeys.Begin and the Lock methods hold. Single-use
+// consumption, OTPIssuances.Attempt and compare-and-set on Version are a read
+// and a write under one exclusive record lock.
+//
+// Deadlocks are avoided by wait-die (see locks.go): a transaction waits only
+// for younger ones; when it would have to wait for an older one it is
+// rolled back, waits (holding nothing) until the contended key is free, and
+// fn is run again, as [storage.Store.Atomic] allows, keeping its first
+// timestamp so it eventually is the oldest and no longer loses. A run that
+// lost a conflict is discarded whatever fn then returns (or panics with).
+// After maxRuns runs Atomic gives up with an error wrapping
+// [storage.ErrConflict].
+//
+// Records live in tables split into 64 shards; a shard's mutex guards only
+// one map access. The outbox is guarded by a single lock key: transactions
+// that write it (Append, Lease, MarkDelivered, ...) run one at a time, which
+// keeps Seq increasing in commit order.
+//
+// A transaction records an undo entry for every write and replays them in
+// reverse, still holding its locks, on error, panic or cancellation, so a
+// rolled-back transaction leaves no trace and nobody saw its writes. Records
+// are copied on the way in and out: a caller never holds memory the store
+// owns.
+//
+// Expired records are found through min-heaps on their expiry (one per
+// shard), so [Store.Sweep] touches only what has expired; it deletes in
+// small transactions of its own. Nothing is persisted: a restart
+// forgets everything. Services with several replicas need the PostgreSQL
+// store.
 package memory
 
 import (
-	"container/heap"
 	"context"
+	"fmt"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/walletgate/walletgate/storage"
 )
 
+// maxRuns bounds how often Atomic runs fn for one call. A transaction keeps
+// its timestamp across runs and so stops losing conflicts once every older
+// transaction ended; the bound only guards against a bug.
+const maxRuns = 10000
+
 // Store is an in-memory store. The zero value is not usable; call [New].
 type Store struct {
-	mu sync.Mutex
+	clock atomic.Uint64 // wait-die timestamps (see tx.age)
+	locks lockTable
 
-	ext           map[string]*storage.ExternalAccount
-	extByCustomer map[string][]string
-	challenges    map[string]*storage.OwnershipChallenge // by account id
-	wallets       map[string]*storage.InternalAccount
-	walletsByCust map[string][]string
-	creds         map[string]*storage.Credential
-	credsByAcct   map[string][]string
-	webauthn      map[string]string // raw WebAuthn credential id -> credential id
-	otp           map[string]*storage.OTPIssuance
-	otpByCred     map[string]string
-	sessions      map[string]*storage.Session
-	sessByAcct    map[string][]string
-	sessByCred    map[string][]string
-	pending       map[string]*storage.PendingRequest
-	events        []*storage.Event // in Seq order
-	eventsByID    map[string]*storage.Event
-	eventsByAcct  map[string][]*storage.Event
-	seq           int64
-	limits        map[string]*window
-	idem          map[string]*storage.IdempotencyRecord // by idemKey(scope, key)
-	expiry        expiryHeap
+	ext           table[*storage.ExternalAccount]
+	extByCustomer table[[]string]
+	challenges    table[*storage.OwnershipChallenge] // by account id
+	wallets       table[*storage.InternalAccount]
+	walletsByCust table[[]string]
+	creds         table[*storage.Credential]
+	credsByAcct   table[[]string]
+	credsByEmail  table[[]string] // EMAIL_OTP credentials by address
+	webauthn      table[string]   // raw WebAuthn credential id -> credential id
+	otp           table[*storage.OTPIssuance]
+	otpByCred     table[string]
+	sessions      table[*storage.Session]
+	sessByAcct    table[[]string]
+	sessByCred    table[[]string]
+	pending       table[*storage.PendingRequest]
+	limits        table[*window]
+	idem          table[*storage.IdempotencyRecord] // by idemKey(scope, key)
+	expiry        [nShards]expiryShard
+
+	// The outbox, guarded by the lkOutbox lock.
+	events       []*storage.Event // in Seq order
+	eventsByID   map[string]*storage.Event
+	eventsByAcct map[string][]*storage.Event
+	seq          int64
 }
 
 // window is a rate-limit window: hits counted until end.
@@ -59,47 +98,69 @@ type window struct {
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		ext:           map[string]*storage.ExternalAccount{},
-		extByCustomer: map[string][]string{},
-		challenges:    map[string]*storage.OwnershipChallenge{},
-		wallets:       map[string]*storage.InternalAccount{},
-		walletsByCust: map[string][]string{},
-		creds:         map[string]*storage.Credential{},
-		credsByAcct:   map[string][]string{},
-		webauthn:      map[string]string{},
-		otp:           map[string]*storage.OTPIssuance{},
-		otpByCred:     map[string]string{},
-		sessions:      map[string]*storage.Session{},
-		sessByAcct:    map[string][]string{},
-		sessByCred:    map[string][]string{},
-		pending:       map[string]*storage.PendingRequest{},
-		eventsByID:    map[string]*storage.Event{},
-		eventsByAcct:  map[string][]*storage.Event{},
-		limits:        map[string]*window{},
-		idem:          map[string]*storage.IdempotencyRecord{},
+		eventsByID:   map[string]*storage.Event{},
+		eventsByAcct: map[string][]*storage.Event{},
 	}
 }
 
 var _ storage.Store = (*Store)(nil)
 
-// Atomic runs fn with exclusive access to the store. See [storage.Store]. A
-// context already cancelled before fn runs, or cancelled while it runs, makes
-// Atomic roll back and return the context's error.
+// Atomic runs fn in a transaction. See [storage.Store] and the package
+// documentation: fn may be run more than once. A context already cancelled
+// before fn runs, or cancelled while it runs, makes Atomic roll back and
+// return the context's error.
 func (s *Store) Atomic(ctx context.Context, fn func(storage.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := &tx{s: s}
+	var ts uint64 // wait-die timestamp, kept across runs once taken
+	for run := 1; ; run++ {
+		t := &tx{s: s, ctx: ctx}
+		t.ts.Store(ts)
+		t.held = t.heldBuf[:0]
+		err := t.run(ctx, fn)
+		if !t.doomed {
+			return err
+		}
+		ts = t.ts.Load()
+		if run == maxRuns {
+			return fmt.Errorf("memory: transaction lost %d lock conflicts: %w", run, storage.ErrConflict)
+		}
+		if err := t.awaitLost(ctx); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// run runs fn once as t and ends t: it commits, or rolls back and releases
+// the locks. When t died in a lock conflict, the result is errRerun, also
+// when fn returned something else or panicked.
+func (t *tx) run(ctx context.Context, fn func(storage.Tx) error) (err error) {
 	committed := false
 	defer func() {
-		t.done = true
 		if !committed {
 			t.rollback()
 		}
+		t.undo = nil
+		t.release()
+		t.done = true
+		if t.doomed && !committed {
+			// fn may have panicked over the error of the lost conflict;
+			// the run is discarded and fn runs again. A panic of a run
+			// that did not die propagates (recover is not called).
+			if r := recover(); r != nil {
+				err = errRerun
+			}
+		}
 	}()
-	if err := fn(t); err != nil {
+	err = fn(t)
+	switch {
+	case t.doomed:
+		return errRerun
+	case err != nil:
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -109,11 +170,20 @@ func (s *Store) Atomic(ctx context.Context, fn func(storage.Tx) error) error {
 	return nil
 }
 
-// tx is one transaction: the store plus the undo log of its writes.
+// tx is one run of a transaction: its timestamp, the locks it holds and the
+// undo log of its writes.
 type tx struct {
-	s    *Store
-	undo []func()
-	done bool
+	s       *Store
+	ts      atomic.Uint64   // wait-die priority, lower is older; 0 until needed (see age)
+	ctx     context.Context // of the Atomic call
+	held    []lockKey
+	heldBuf [2]lockKey
+	undo    []func()
+	done    bool
+	// doomed: t lost a lock conflict at lostOn and must be rerun.
+	doomed   bool
+	lostOn   lockKey
+	lostMode lockMode
 }
 
 func (t *tx) rollback() {
@@ -124,13 +194,17 @@ func (t *tx) rollback() {
 }
 
 func (t *tx) check() error {
-	if t.done {
+	switch {
+	case t.done:
 		return storage.ErrTxDone
+	case t.doomed:
+		return errRerun
 	}
 	return nil
 }
 
-// put sets m[k] = v and records how to restore the previous entry.
+// put sets m[k] = v and records how to restore the previous entry. For the
+// outbox's plain maps.
 func put[K comparable, V any](t *tx, m map[K]V, k K, v V) {
 	old, had := m[k]
 	m[k] = v
@@ -153,29 +227,8 @@ func del[K comparable, V any](t *tx, m map[K]V, k K) {
 	t.undo = append(t.undo, func() { m[k] = old })
 }
 
-// appendIndex appends id to the index slice m[k]. The slice is never modified
-// in place, so restoring the old header undoes the append.
-func appendIndex[V any](t *tx, m map[string][]V, k string, v V) {
-	put(t, m, k, append(slices.Clip(m[k]), v))
-}
-
-// removeIndex removes id from the index slice m[k] into a new slice.
-func removeIndex(t *tx, m map[string][]string, k, id string) {
-	old := m[k]
-	i := slices.Index(old, id)
-	if i < 0 {
-		return
-	}
-	next := make([]string, 0, len(old)-1)
-	next = append(append(next, old[:i]...), old[i+1:]...)
-	if len(next) == 0 {
-		del(t, m, k)
-		return
-	}
-	put(t, m, k, next)
-}
-
-// set assigns *p = v and records how to restore it.
+// set assigns *p = v and records how to restore it. p points into a record
+// that t holds exclusively.
 func set[V any](t *tx, p *V, v V) {
 	old := *p
 	*p = v
@@ -193,138 +246,175 @@ func (t *tx) Outbox() storage.Outbox                     { return outboxRepo{t} 
 func (t *tx) RateLimits() storage.RateLimits             { return limitRepo{t} }
 func (t *tx) Idempotency() storage.IdempotencyKeys       { return idemRepo{t} }
 
+// watch schedules a check of a record at its expiry. A rolled-back write
+// leaves its entry behind; the entry is stale and ignored by Sweep.
+func (t *tx) watch(kind recordKind, key string, at time.Time) {
+	t.s.push(expiryEntry{at: at, key: key, kind: kind})
+}
+
+// sweepBatch is how many expired records Sweep deletes per transaction.
+const sweepBatch = 64
+
 // Sweep deletes what expired before cutoff: pending requests, OTP issuances,
 // ownership challenges, sessions, rate-limit windows, idempotency records,
-// and events delivered
-// before cutoff. See [storage.Store].
+// and events delivered before cutoff. See [storage.Store]. It deletes in
+// transactions of at most sweepBatch records, under their locks, so Sweep
+// never deletes what a running transaction uses.
 func (s *Store) Sweep(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := 0
-	for n < limit && len(s.expiry) > 0 && s.expiry[0].at.Before(cutoff) {
-		e := heap.Pop(&s.expiry).(expiryEntry)
-		if s.expire(e, cutoff) {
-			n++
+	for i := range s.expiry {
+		for n < limit {
+			batch := s.popExpired(i, cutoff, min(limit-n, sweepBatch))
+			if len(batch) == 0 {
+				break
+			}
+			gone := 0
+			err := s.Atomic(ctx, func(stx storage.Tx) error {
+				gone = 0
+				for _, e := range batch {
+					ok, err := stx.(*tx).expire(ctx, e, cutoff)
+					if err != nil {
+						return err
+					}
+					if ok {
+						gone++
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				for _, e := range batch {
+					s.push(e) // still to check
+				}
+				return n, err
+			}
+			n += gone
 		}
 	}
+	if n < limit {
+		swept := 0
+		err := s.Atomic(ctx, func(stx storage.Tx) error {
+			var err error
+			swept, err = stx.(*tx).sweepEvents(ctx, cutoff, limit-n)
+			return err
+		})
+		if err != nil {
+			return n, err
+		}
+		n += swept
+	}
+	return n, nil
+}
+
+// expire deletes the record e points at when the record itself expired
+// before cutoff. Entries are not removed when records are consumed,
+// superseded or extended, so an entry may be stale: the record's own expiry
+// decides.
+func (t *tx) expire(ctx context.Context, e expiryEntry, cutoff time.Time) (bool, error) {
+	s := t.s
+	switch e.kind {
+	case kindPending:
+		if err := t.lockX(ctx, lkPending, e.key); err != nil {
+			return false, err
+		}
+		p, ok := s.pending.get(e.key)
+		if !ok || !p.ExpiresAt.Before(cutoff) {
+			return false, nil
+		}
+		tdel(t, &s.pending, e.key)
+	case kindOTP:
+		if err := t.lockX(ctx, lkOTP, e.key); err != nil {
+			return false, err
+		}
+		o, ok := s.otp.get(e.key)
+		if !ok || !o.ExpiresAt.Before(cutoff) {
+			return false, nil
+		}
+		if err := t.lockX(ctx, lkOTPByCred, o.CredentialID); err != nil {
+			return false, err
+		}
+		tdel(t, &s.otp, e.key)
+		if live, _ := s.otpByCred.get(o.CredentialID); live == e.key {
+			tdel(t, &s.otpByCred, o.CredentialID)
+		}
+	case kindChallenge:
+		if err := t.lockX(ctx, lkChallenge, e.key); err != nil {
+			return false, err
+		}
+		c, ok := s.challenges.get(e.key)
+		if !ok || !c.ExpiresAt.Before(cutoff) {
+			return false, nil
+		}
+		tdel(t, &s.challenges, e.key)
+	case kindSession:
+		if err := t.lockX(ctx, lkSession, e.key); err != nil {
+			return false, err
+		}
+		ss, ok := s.sessions.get(e.key)
+		if !ok || !ss.ExpiresAt.Before(cutoff) {
+			return false, nil
+		}
+		if err := t.lockX(ctx, lkSessByAccount, ss.AccountID); err != nil {
+			return false, err
+		}
+		if err := t.lockX(ctx, lkSessByCred, ss.CredentialID); err != nil {
+			return false, err
+		}
+		tdel(t, &s.sessions, e.key)
+		removeIndex(t, &s.sessByAcct, ss.AccountID, e.key)
+		removeIndex(t, &s.sessByCred, ss.CredentialID, e.key)
+	case kindLimit:
+		if err := t.lockX(ctx, lkLimit, e.key); err != nil {
+			return false, err
+		}
+		w, ok := s.limits.get(e.key)
+		if !ok || !w.end.Before(cutoff) {
+			return false, nil
+		}
+		tdel(t, &s.limits, e.key)
+	case kindIdempotency:
+		if err := t.lockX(ctx, lkIdem, e.key); err != nil {
+			return false, err
+		}
+		r, ok := s.idem.get(e.key)
+		if !ok || !r.ExpiresAt.Before(cutoff) {
+			return false, nil
+		}
+		tdel(t, &s.idem, e.key)
+	}
+	return true, nil
+}
+
+// sweepEvents deletes at most limit events delivered before cutoff, from the
+// head of the outbox, and returns how many it deleted.
+func (t *tx) sweepEvents(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	if err := t.lockX(ctx, lkOutbox, ""); err != nil {
+		return 0, err
+	}
+	s := t.s
+	n := 0
 	for n < limit && len(s.events) > 0 {
 		ev := s.events[0]
 		if ev.DeliveredAt.IsZero() || !ev.DeliveredAt.Before(cutoff) {
 			break
 		}
-		s.events[0] = nil
-		s.events = s.events[1:]
-		delete(s.eventsByID, ev.ID)
+		set(t, &s.events, s.events[1:])
+		del(t, s.eventsByID, ev.ID)
 		acct := s.eventsByAcct[ev.AccountID]
 		if i := slices.Index(acct, ev); i >= 0 {
 			acct = slices.Delete(slices.Clone(acct), i, i+1)
 		}
 		if len(acct) == 0 {
-			delete(s.eventsByAcct, ev.AccountID)
+			del(t, s.eventsByAcct, ev.AccountID)
 		} else {
-			s.eventsByAcct[ev.AccountID] = acct
+			put(t, s.eventsByAcct, ev.AccountID, acct)
 		}
 		n++
 	}
+	// The swept events stay referenced by the array behind s.events (a
+	// rollback restores the old slice) until an Append outgrows it.
 	return n, nil
-}
-
-// expire deletes the record e points at when the record itself expired before
-// cutoff. Entries are not removed when records are consumed, superseded or
-// extended, so an entry may be stale: the record's own expiry decides.
-func (s *Store) expire(e expiryEntry, cutoff time.Time) bool {
-	switch e.kind {
-	case kindPending:
-		p, ok := s.pending[e.key]
-		if !ok || !p.ExpiresAt.Before(cutoff) {
-			return false
-		}
-		delete(s.pending, e.key)
-	case kindOTP:
-		o, ok := s.otp[e.key]
-		if !ok || !o.ExpiresAt.Before(cutoff) {
-			return false
-		}
-		delete(s.otp, e.key)
-		if s.otpByCred[o.CredentialID] == e.key {
-			delete(s.otpByCred, o.CredentialID)
-		}
-	case kindChallenge:
-		c, ok := s.challenges[e.key]
-		if !ok || !c.ExpiresAt.Before(cutoff) {
-			return false
-		}
-		delete(s.challenges, e.key)
-	case kindSession:
-		ss, ok := s.sessions[e.key]
-		if !ok || !ss.ExpiresAt.Before(cutoff) {
-			return false
-		}
-		delete(s.sessions, e.key)
-		s.sessByAcct[ss.AccountID] = without(s.sessByAcct, ss.AccountID, e.key)
-		s.sessByCred[ss.CredentialID] = without(s.sessByCred, ss.CredentialID, e.key)
-	case kindLimit:
-		w, ok := s.limits[e.key]
-		if !ok || !w.end.Before(cutoff) {
-			return false
-		}
-		delete(s.limits, e.key)
-	case kindIdempotency:
-		r, ok := s.idem[e.key]
-		if !ok || !r.ExpiresAt.Before(cutoff) {
-			return false
-		}
-		delete(s.idem, e.key)
-	}
-	return true
-}
-
-// without returns m[k] minus id, deleting the key when nothing is left. It is
-// used outside transactions only.
-func without(m map[string][]string, k, id string) []string {
-	next := slices.DeleteFunc(slices.Clone(m[k]), func(s string) bool { return s == id })
-	if len(next) == 0 {
-		delete(m, k)
-		return nil
-	}
-	return next
-}
-
-type recordKind uint8
-
-const (
-	kindPending recordKind = iota
-	kindOTP
-	kindChallenge
-	kindSession
-	kindLimit
-	kindIdempotency
-)
-
-type expiryEntry struct {
-	at   time.Time
-	key  string
-	kind recordKind
-}
-
-type expiryHeap []expiryEntry
-
-func (h expiryHeap) Len() int           { return len(h) }
-func (h expiryHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiryEntry)) }
-func (h *expiryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
-}
-
-// watch schedules a check of a record at its expiry. A rolled-back write
-// leaves its entry behind; the entry is stale and ignored by Sweep.
-func (t *tx) watch(kind recordKind, key string, at time.Time) {
-	heap.Push(&t.s.expiry, expiryEntry{at: at, key: key, kind: kind})
 }

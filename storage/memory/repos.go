@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -60,44 +61,54 @@ func cloneEvent(e *storage.Event) *storage.Event {
 	return &c
 }
 
+// Every method first takes the locks of the keys it reads (shared) or
+// writes (exclusive), then works on the tables: see locks.go.
+
 // External accounts.
 
 type extRepo struct{ *tx }
 
-func (r extRepo) Create(_ context.Context, a *storage.ExternalAccount) error {
-	if err := r.check(); err != nil {
+func (r extRepo) Create(ctx context.Context, a *storage.ExternalAccount) error {
+	if err := r.lockX(ctx, lkExt, a.ID); err != nil {
 		return err
 	}
-	if _, ok := r.s.ext[a.ID]; ok {
+	if _, ok := r.s.ext.get(a.ID); ok {
 		return storage.ErrDuplicate
 	}
+	if err := r.lockX(ctx, lkExtByCustomer, a.CustomerID); err != nil {
+		return err
+	}
 	a.Version = 1
-	put(r.tx, r.s.ext, a.ID, cloneExt(a))
-	appendIndex(r.tx, r.s.extByCustomer, a.CustomerID, a.ID)
+	tput(r.tx, &r.s.ext, a.ID, cloneExt(a))
+	appendIndex(r.tx, &r.s.extByCustomer, a.CustomerID, a.ID)
 	return nil
 }
 
-func (r extRepo) Get(_ context.Context, id string) (storage.ExternalAccount, error) {
-	if err := r.check(); err != nil {
+func (r extRepo) get(ctx context.Context, id string, mode lockMode) (storage.ExternalAccount, error) {
+	if err := r.lock(ctx, lkExt, id, mode); err != nil {
 		return storage.ExternalAccount{}, err
 	}
-	a, ok := r.s.ext[id]
+	a, ok := r.s.ext.get(id)
 	if !ok {
 		return storage.ExternalAccount{}, storage.ErrNotFound
 	}
 	return *cloneExt(a), nil
 }
 
-// Lock is Get: the store serializes transactions, so the account is held.
-func (r extRepo) Lock(ctx context.Context, id string) (storage.ExternalAccount, error) {
-	return r.Get(ctx, id)
+func (r extRepo) Get(ctx context.Context, id string) (storage.ExternalAccount, error) {
+	return r.get(ctx, id, shared)
 }
 
-func (r extRepo) Update(_ context.Context, a *storage.ExternalAccount) error {
-	if err := r.check(); err != nil {
+// Lock is Get under an exclusive lock, held until the transaction ends.
+func (r extRepo) Lock(ctx context.Context, id string) (storage.ExternalAccount, error) {
+	return r.get(ctx, id, exclusive)
+}
+
+func (r extRepo) Update(ctx context.Context, a *storage.ExternalAccount) error {
+	if err := r.lockX(ctx, lkExt, a.ID); err != nil {
 		return err
 	}
-	cur, ok := r.s.ext[a.ID]
+	cur, ok := r.s.ext.get(a.ID)
 	if !ok {
 		return storage.ErrNotFound
 	}
@@ -105,22 +116,32 @@ func (r extRepo) Update(_ context.Context, a *storage.ExternalAccount) error {
 		return storage.ErrConflict
 	}
 	if cur.CustomerID != a.CustomerID {
-		removeIndex(r.tx, r.s.extByCustomer, cur.CustomerID, a.ID)
-		appendIndex(r.tx, r.s.extByCustomer, a.CustomerID, a.ID)
+		if err := r.lockX(ctx, lkExtByCustomer, cur.CustomerID); err != nil {
+			return err
+		}
+		if err := r.lockX(ctx, lkExtByCustomer, a.CustomerID); err != nil {
+			return err
+		}
+		removeIndex(r.tx, &r.s.extByCustomer, cur.CustomerID, a.ID)
+		appendIndex(r.tx, &r.s.extByCustomer, a.CustomerID, a.ID)
 	}
 	a.Version++
-	put(r.tx, r.s.ext, a.ID, cloneExt(a))
+	tput(r.tx, &r.s.ext, a.ID, cloneExt(a))
 	return nil
 }
 
-func (r extRepo) ListByCustomer(_ context.Context, customerID string) ([]storage.ExternalAccount, error) {
-	if err := r.check(); err != nil {
+func (r extRepo) ListByCustomer(ctx context.Context, customerID string) ([]storage.ExternalAccount, error) {
+	if err := r.lockS(ctx, lkExtByCustomer, customerID); err != nil {
 		return nil, err
 	}
-	ids := r.s.extByCustomer[customerID]
+	ids, _ := r.s.extByCustomer.get(customerID)
 	out := make([]storage.ExternalAccount, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, *cloneExt(r.s.ext[id]))
+		a, err := r.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
 	}
 	return out, nil
 }
@@ -129,36 +150,36 @@ func (r extRepo) ListByCustomer(_ context.Context, customerID string) ([]storage
 
 type challengeRepo struct{ *tx }
 
-func (r challengeRepo) Put(_ context.Context, c *storage.OwnershipChallenge) error {
-	if err := r.check(); err != nil {
+func (r challengeRepo) Put(ctx context.Context, c *storage.OwnershipChallenge) error {
+	if err := r.lockX(ctx, lkChallenge, c.AccountID); err != nil {
 		return err
 	}
 	cp := *c
-	put(r.tx, r.s.challenges, c.AccountID, &cp)
+	tput(r.tx, &r.s.challenges, c.AccountID, &cp)
 	r.watch(kindChallenge, c.AccountID, c.ExpiresAt)
 	return nil
 }
 
-func (r challengeRepo) Get(_ context.Context, accountID string) (storage.OwnershipChallenge, error) {
-	if err := r.check(); err != nil {
+func (r challengeRepo) Get(ctx context.Context, accountID string) (storage.OwnershipChallenge, error) {
+	if err := r.lockS(ctx, lkChallenge, accountID); err != nil {
 		return storage.OwnershipChallenge{}, err
 	}
-	c, ok := r.s.challenges[accountID]
+	c, ok := r.s.challenges.get(accountID)
 	if !ok {
 		return storage.OwnershipChallenge{}, storage.ErrNotFound
 	}
 	return *c, nil
 }
 
-func (r challengeRepo) Consume(_ context.Context, accountID, challengeID string) (storage.OwnershipChallenge, error) {
-	if err := r.check(); err != nil {
+func (r challengeRepo) Consume(ctx context.Context, accountID, challengeID string) (storage.OwnershipChallenge, error) {
+	if err := r.lockX(ctx, lkChallenge, accountID); err != nil {
 		return storage.OwnershipChallenge{}, err
 	}
-	c, ok := r.s.challenges[accountID]
+	c, ok := r.s.challenges.get(accountID)
 	if !ok || c.ID != challengeID {
 		return storage.OwnershipChallenge{}, storage.ErrNotFound
 	}
-	del(r.tx, r.s.challenges, accountID)
+	tdel(r.tx, &r.s.challenges, accountID)
 	return *c, nil
 }
 
@@ -166,36 +187,43 @@ func (r challengeRepo) Consume(_ context.Context, accountID, challengeID string)
 
 type walletRepo struct{ *tx }
 
-func (r walletRepo) Create(_ context.Context, a *storage.InternalAccount) error {
-	if err := r.check(); err != nil {
+func (r walletRepo) Create(ctx context.Context, a *storage.InternalAccount) error {
+	if err := r.lockX(ctx, lkWallet, a.ID); err != nil {
 		return err
 	}
-	if _, ok := r.s.wallets[a.ID]; ok {
+	if _, ok := r.s.wallets.get(a.ID); ok {
 		return storage.ErrDuplicate
+	}
+	if err := r.lockX(ctx, lkWalletByCustomer, a.CustomerID); err != nil {
+		return err
 	}
 	a.Version = 1
 	cp := *a
-	put(r.tx, r.s.wallets, a.ID, &cp)
-	appendIndex(r.tx, r.s.walletsByCust, a.CustomerID, a.ID)
+	tput(r.tx, &r.s.wallets, a.ID, &cp)
+	appendIndex(r.tx, &r.s.walletsByCust, a.CustomerID, a.ID)
 	return nil
 }
 
-func (r walletRepo) Get(_ context.Context, id string) (storage.InternalAccount, error) {
-	if err := r.check(); err != nil {
+func (r walletRepo) get(ctx context.Context, id string, mode lockMode) (storage.InternalAccount, error) {
+	if err := r.lock(ctx, lkWallet, id, mode); err != nil {
 		return storage.InternalAccount{}, err
 	}
-	a, ok := r.s.wallets[id]
+	a, ok := r.s.wallets.get(id)
 	if !ok {
 		return storage.InternalAccount{}, storage.ErrNotFound
 	}
 	return *a, nil
 }
 
-func (r walletRepo) Update(_ context.Context, a *storage.InternalAccount) error {
-	if err := r.check(); err != nil {
+func (r walletRepo) Get(ctx context.Context, id string) (storage.InternalAccount, error) {
+	return r.get(ctx, id, shared)
+}
+
+func (r walletRepo) Update(ctx context.Context, a *storage.InternalAccount) error {
+	if err := r.lockX(ctx, lkWallet, a.ID); err != nil {
 		return err
 	}
-	cur, ok := r.s.wallets[a.ID]
+	cur, ok := r.s.wallets.get(a.ID)
 	if !ok {
 		return storage.ErrNotFound
 	}
@@ -203,29 +231,38 @@ func (r walletRepo) Update(_ context.Context, a *storage.InternalAccount) error 
 		return storage.ErrConflict
 	}
 	if cur.CustomerID != a.CustomerID {
-		removeIndex(r.tx, r.s.walletsByCust, cur.CustomerID, a.ID)
-		appendIndex(r.tx, r.s.walletsByCust, a.CustomerID, a.ID)
+		if err := r.lockX(ctx, lkWalletByCustomer, cur.CustomerID); err != nil {
+			return err
+		}
+		if err := r.lockX(ctx, lkWalletByCustomer, a.CustomerID); err != nil {
+			return err
+		}
+		removeIndex(r.tx, &r.s.walletsByCust, cur.CustomerID, a.ID)
+		appendIndex(r.tx, &r.s.walletsByCust, a.CustomerID, a.ID)
 	}
 	a.Version++
 	cp := *a
-	put(r.tx, r.s.wallets, a.ID, &cp)
+	tput(r.tx, &r.s.wallets, a.ID, &cp)
 	return nil
 }
 
-// Lock is Get: transactions are serialized, so the account stays as read
-// until this one ends.
+// Lock is Get under an exclusive lock, held until the transaction ends.
 func (r walletRepo) Lock(ctx context.Context, id string) (storage.InternalAccount, error) {
-	return r.Get(ctx, id)
+	return r.get(ctx, id, exclusive)
 }
 
-func (r walletRepo) ListByCustomer(_ context.Context, customerID string) ([]storage.InternalAccount, error) {
-	if err := r.check(); err != nil {
+func (r walletRepo) ListByCustomer(ctx context.Context, customerID string) ([]storage.InternalAccount, error) {
+	if err := r.lockS(ctx, lkWalletByCustomer, customerID); err != nil {
 		return nil, err
 	}
-	ids := r.s.walletsByCust[customerID]
+	ids, _ := r.s.walletsByCust.get(customerID)
 	out := make([]storage.InternalAccount, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, *r.s.wallets[id])
+		a, err := r.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
 	}
 	return out, nil
 }
@@ -234,195 +271,294 @@ func (r walletRepo) ListByCustomer(_ context.Context, customerID string) ([]stor
 
 type credRepo struct{ *tx }
 
-// conflicts reports whether c would break a uniqueness rule against the stored
-// credentials other than c itself.
-func (r credRepo) conflicts(c *storage.Credential) bool {
+// lockKeys takes the exclusive locks of the WebAuthn id and the address c
+// is (or will be) listed under.
+func (r credRepo) lockKeys(ctx context.Context, c *storage.Credential) error {
 	if c.Type == storage.Passkey && c.WebAuthn != nil {
-		if owner, ok := r.s.webauthn[string(c.WebAuthn.CredentialID)]; ok && owner != c.ID {
-			return true
+		if err := r.lockX(ctx, lkWebAuthn, string(c.WebAuthn.CredentialID)); err != nil {
+			return err
 		}
 	}
-	for _, id := range r.s.credsByAcct[c.AccountID] {
-		if id == c.ID {
-			continue
-		}
-		o := r.s.creds[id]
-		switch {
-		case o.Type != c.Type:
-		case c.Type == storage.EmailOTP, c.Type == storage.SMSOTP:
-			return true
-		case c.Type == storage.OAuth && c.OAuth != nil && o.OAuth != nil && *c.OAuth == *o.OAuth:
-			return true
-		}
+	if c.Type == storage.EmailOTP {
+		return r.lockX(ctx, lkEmail, c.Email)
 	}
-	return false
-}
-
-func (r credRepo) index(c *storage.Credential) {
-	if c.Type == storage.Passkey && c.WebAuthn != nil {
-		put(r.tx, r.s.webauthn, string(c.WebAuthn.CredentialID), c.ID)
-	}
-}
-
-func (r credRepo) unindex(c *storage.Credential) {
-	if c.Type == storage.Passkey && c.WebAuthn != nil {
-		del(r.tx, r.s.webauthn, string(c.WebAuthn.CredentialID))
-	}
-}
-
-func (r credRepo) Create(_ context.Context, c *storage.Credential) error {
-	if err := r.check(); err != nil {
-		return err
-	}
-	if _, ok := r.s.creds[c.ID]; ok || r.conflicts(c) {
-		return storage.ErrDuplicate
-	}
-	c.Version = 1
-	cp := cloneCred(c)
-	put(r.tx, r.s.creds, c.ID, cp)
-	appendIndex(r.tx, r.s.credsByAcct, c.AccountID, c.ID)
-	r.index(cp)
 	return nil
 }
 
-func (r credRepo) Get(_ context.Context, id string) (storage.Credential, error) {
-	if err := r.check(); err != nil {
+// conflicts reports whether c would break a uniqueness rule against the stored
+// credentials other than c itself. The caller holds the lock of c's account's
+// credentials and lockKeys(c); conflicts reads each of them under a shared
+// lock.
+func (r credRepo) conflicts(ctx context.Context, c *storage.Credential) (bool, error) {
+	if c.Type == storage.Passkey && c.WebAuthn != nil {
+		if owner, ok := r.s.webauthn.get(string(c.WebAuthn.CredentialID)); ok && owner != c.ID {
+			return true, nil
+		}
+	}
+	ids, _ := r.s.credsByAcct.get(c.AccountID)
+	for _, id := range ids {
+		if id == c.ID {
+			continue
+		}
+		if err := r.lockS(ctx, lkCred, id); err != nil {
+			return false, err
+		}
+		o, _ := r.s.creds.get(id)
+		switch {
+		case o.Type != c.Type:
+		case c.Type == storage.EmailOTP, c.Type == storage.SMSOTP:
+			return true, nil
+		case c.Type == storage.OAuth && c.OAuth != nil && o.OAuth != nil && *c.OAuth == *o.OAuth:
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// emailOf returns the address c is listed under, and whether it is listed
+// under one at all (only EMAIL_OTP credentials are).
+func emailOf(c *storage.Credential) (string, bool) {
+	return c.Email, c.Type == storage.EmailOTP
+}
+
+// index lists c under its WebAuthn id and, unless it is listed there
+// already (as was), its address.
+func (r credRepo) index(c, was *storage.Credential) {
+	if c.Type == storage.Passkey && c.WebAuthn != nil {
+		tput(r.tx, &r.s.webauthn, string(c.WebAuthn.CredentialID), c.ID)
+	}
+	if e, ok := emailOf(c); ok {
+		if was != nil {
+			if we, wok := emailOf(was); wok && we == e {
+				return
+			}
+		}
+		appendIndex(r.tx, &r.s.credsByEmail, e, c.ID)
+	}
+}
+
+// unindex removes c from the WebAuthn id index and, unless it stays listed
+// there (as next), from its address.
+func (r credRepo) unindex(c, next *storage.Credential) {
+	if c.Type == storage.Passkey && c.WebAuthn != nil {
+		tdel(r.tx, &r.s.webauthn, string(c.WebAuthn.CredentialID))
+	}
+	if e, ok := emailOf(c); ok {
+		if next != nil {
+			if ne, nok := emailOf(next); nok && ne == e {
+				return
+			}
+		}
+		removeIndex(r.tx, &r.s.credsByEmail, e, c.ID)
+	}
+}
+
+func (r credRepo) Create(ctx context.Context, c *storage.Credential) error {
+	if err := r.lockX(ctx, lkCred, c.ID); err != nil {
+		return err
+	}
+	if _, ok := r.s.creds.get(c.ID); ok {
+		return storage.ErrDuplicate
+	}
+	if err := r.lockX(ctx, lkCredByAccount, c.AccountID); err != nil {
+		return err
+	}
+	if err := r.lockKeys(ctx, c); err != nil {
+		return err
+	}
+	if dup, err := r.conflicts(ctx, c); err != nil || dup {
+		return cmp.Or(err, storage.ErrDuplicate)
+	}
+	c.Version = 1
+	cp := cloneCred(c)
+	tput(r.tx, &r.s.creds, c.ID, cp)
+	appendIndex(r.tx, &r.s.credsByAcct, c.AccountID, c.ID)
+	r.index(cp, nil)
+	return nil
+}
+
+func (r credRepo) get(ctx context.Context, id string, mode lockMode) (storage.Credential, error) {
+	if err := r.lock(ctx, lkCred, id, mode); err != nil {
 		return storage.Credential{}, err
 	}
-	c, ok := r.s.creds[id]
+	c, ok := r.s.creds.get(id)
 	if !ok {
 		return storage.Credential{}, storage.ErrNotFound
 	}
 	return *cloneCred(c), nil
 }
 
-func (r credRepo) Update(_ context.Context, c *storage.Credential) error {
-	if err := r.check(); err != nil {
+func (r credRepo) Get(ctx context.Context, id string) (storage.Credential, error) {
+	return r.get(ctx, id, shared)
+}
+
+func (r credRepo) Update(ctx context.Context, c *storage.Credential) error {
+	if err := r.lockX(ctx, lkCred, c.ID); err != nil {
 		return err
 	}
-	cur, ok := r.s.creds[c.ID]
+	cur, ok := r.s.creds.get(c.ID)
 	if !ok {
 		return storage.ErrNotFound
 	}
 	if cur.Version != c.Version {
 		return storage.ErrConflict
 	}
-	if r.conflicts(c) {
-		return storage.ErrDuplicate
+	// The account's list is read (shared) for the uniqueness check, and
+	// changed (exclusive) only when c moves to another account.
+	moves := cur.AccountID != c.AccountID
+	mode := shared
+	if moves {
+		mode = exclusive
+		if err := r.lockX(ctx, lkCredByAccount, cur.AccountID); err != nil {
+			return err
+		}
 	}
-	if cur.AccountID != c.AccountID {
-		removeIndex(r.tx, r.s.credsByAcct, cur.AccountID, c.ID)
-		appendIndex(r.tx, r.s.credsByAcct, c.AccountID, c.ID)
+	if err := r.lock(ctx, lkCredByAccount, c.AccountID, mode); err != nil {
+		return err
+	}
+	if err := r.lockKeys(ctx, cur); err != nil {
+		return err
+	}
+	if err := r.lockKeys(ctx, c); err != nil {
+		return err
+	}
+	if dup, err := r.conflicts(ctx, c); err != nil || dup {
+		return cmp.Or(err, storage.ErrDuplicate)
+	}
+	if moves {
+		removeIndex(r.tx, &r.s.credsByAcct, cur.AccountID, c.ID)
+		appendIndex(r.tx, &r.s.credsByAcct, c.AccountID, c.ID)
 	}
 	c.Version++
 	cp := cloneCred(c)
-	r.unindex(cur)
-	r.index(cp)
-	put(r.tx, r.s.creds, c.ID, cp)
+	r.unindex(cur, cp)
+	r.index(cp, cur)
+	tput(r.tx, &r.s.creds, c.ID, cp)
 	return nil
 }
 
-func (r credRepo) Delete(_ context.Context, id string) error {
-	if err := r.check(); err != nil {
+func (r credRepo) Delete(ctx context.Context, id string) error {
+	if err := r.lockX(ctx, lkCred, id); err != nil {
 		return err
 	}
-	cur, ok := r.s.creds[id]
+	cur, ok := r.s.creds.get(id)
 	if !ok {
 		return storage.ErrNotFound
 	}
-	del(r.tx, r.s.creds, id)
-	removeIndex(r.tx, r.s.credsByAcct, cur.AccountID, id)
-	r.unindex(cur)
+	if err := r.lockX(ctx, lkCredByAccount, cur.AccountID); err != nil {
+		return err
+	}
+	if err := r.lockKeys(ctx, cur); err != nil {
+		return err
+	}
+	tdel(r.tx, &r.s.creds, id)
+	removeIndex(r.tx, &r.s.credsByAcct, cur.AccountID, id)
+	r.unindex(cur, nil)
 	return nil
 }
 
-func (r credRepo) ListByAccount(_ context.Context, accountID string) ([]storage.Credential, error) {
-	if err := r.check(); err != nil {
-		return nil, err
-	}
-	ids := r.s.credsByAcct[accountID]
+// list returns the credentials with the given ids, read under shared locks.
+func (r credRepo) list(ctx context.Context, ids []string) ([]storage.Credential, error) {
 	out := make([]storage.Credential, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, *cloneCred(r.s.creds[id]))
+		c, err := r.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
 	}
 	return out, nil
 }
 
-func (r credRepo) FindByWebAuthnID(_ context.Context, credentialID []byte) (storage.Credential, error) {
-	if err := r.check(); err != nil {
+func (r credRepo) ListByAccount(ctx context.Context, accountID string) ([]storage.Credential, error) {
+	if err := r.lockS(ctx, lkCredByAccount, accountID); err != nil {
+		return nil, err
+	}
+	ids, _ := r.s.credsByAcct.get(accountID)
+	return r.list(ctx, ids)
+}
+
+func (r credRepo) FindByWebAuthnID(ctx context.Context, credentialID []byte) (storage.Credential, error) {
+	if err := r.lockS(ctx, lkWebAuthn, string(credentialID)); err != nil {
 		return storage.Credential{}, err
 	}
-	id, ok := r.s.webauthn[string(credentialID)]
+	id, ok := r.s.webauthn.get(string(credentialID))
 	if !ok {
 		return storage.Credential{}, storage.ErrNotFound
 	}
-	return *cloneCred(r.s.creds[id]), nil
-}
-
-// Lock is Get: transactions are serialized, so the credential stays as read
-// until this one ends.
-func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, error) {
 	return r.Get(ctx, id)
 }
 
-// LockEmail needs no bookkeeping: transactions are serialized.
-func (r credRepo) LockEmail(context.Context, string) error {
-	return r.check()
+// Lock is Get under an exclusive lock, held until the transaction ends.
+func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, error) {
+	return r.get(ctx, id, exclusive)
 }
 
-func (r credRepo) ListEmailOTPByEmail(_ context.Context, email string) ([]storage.Credential, error) {
-	if err := r.check(); err != nil {
+// LockEmail takes the exclusive lock of the address: the one every write of
+// an EMAIL_OTP credential of the address takes too.
+func (r credRepo) LockEmail(ctx context.Context, email string) error {
+	return r.lockX(ctx, lkEmail, email)
+}
+
+func (r credRepo) ListEmailOTPByEmail(ctx context.Context, email string) ([]storage.Credential, error) {
+	if err := r.lockS(ctx, lkEmail, email); err != nil {
 		return nil, err
 	}
-	// Credentials tied to an email are few per account and the memory store
-	// serves one process; a linear scan keeps the store free of a second
-	// index that every write would have to maintain.
-	var out []storage.Credential
-	for _, c := range r.s.creds {
-		if c.Type == storage.EmailOTP && c.Email == email {
-			out = append(out, *cloneCred(c))
-		}
-	}
-	slices.SortFunc(out, func(a, b storage.Credential) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	return out, nil
+	ids, _ := r.s.credsByEmail.get(email)
+	out, err := r.list(ctx, ids)
+	slices.SortStableFunc(out, func(a, b storage.Credential) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, err
 }
 
 // OTP issuances.
 
 type otpRepo struct{ *tx }
 
-func (r otpRepo) Put(_ context.Context, o *storage.OTPIssuance) error {
-	if err := r.check(); err != nil {
+func (r otpRepo) Put(ctx context.Context, o *storage.OTPIssuance) error {
+	if err := r.lockX(ctx, lkOTPByCred, o.CredentialID); err != nil {
 		return err
 	}
-	if prev, ok := r.s.otpByCred[o.CredentialID]; ok {
-		del(r.tx, r.s.otp, prev)
+	if prev, ok := r.s.otpByCred.get(o.CredentialID); ok {
+		if err := r.lockX(ctx, lkOTP, prev); err != nil {
+			return err
+		}
+		tdel(r.tx, &r.s.otp, prev)
 	}
-	if _, ok := r.s.otp[o.ID]; ok {
+	if err := r.lockX(ctx, lkOTP, o.ID); err != nil {
+		return err
+	}
+	if _, ok := r.s.otp.get(o.ID); ok {
 		return storage.ErrDuplicate
 	}
-	put(r.tx, r.s.otp, o.ID, cloneOTP(o))
-	put(r.tx, r.s.otpByCred, o.CredentialID, o.ID)
+	tput(r.tx, &r.s.otp, o.ID, cloneOTP(o))
+	tput(r.tx, &r.s.otpByCred, o.CredentialID, o.ID)
 	r.watch(kindOTP, o.ID, o.ExpiresAt)
 	return nil
 }
 
-func (r otpRepo) GetByCredential(_ context.Context, credentialID string) (storage.OTPIssuance, error) {
-	if err := r.check(); err != nil {
+func (r otpRepo) GetByCredential(ctx context.Context, credentialID string) (storage.OTPIssuance, error) {
+	if err := r.lockS(ctx, lkOTPByCred, credentialID); err != nil {
 		return storage.OTPIssuance{}, err
 	}
-	id, ok := r.s.otpByCred[credentialID]
+	id, ok := r.s.otpByCred.get(credentialID)
 	if !ok {
 		return storage.OTPIssuance{}, storage.ErrNotFound
 	}
-	return *cloneOTP(r.s.otp[id]), nil
-}
-
-func (r otpRepo) Attempt(_ context.Context, id string, limit int, now time.Time) (storage.OTPIssuance, error) {
-	if err := r.check(); err != nil {
+	if err := r.lockS(ctx, lkOTP, id); err != nil {
 		return storage.OTPIssuance{}, err
 	}
-	o, ok := r.s.otp[id]
+	o, ok := r.s.otp.get(id)
+	if !ok {
+		return storage.OTPIssuance{}, storage.ErrNotFound
+	}
+	return *cloneOTP(o), nil
+}
+
+func (r otpRepo) Attempt(ctx context.Context, id string, limit int, now time.Time) (storage.OTPIssuance, error) {
+	if err := r.lockX(ctx, lkOTP, id); err != nil {
+		return storage.OTPIssuance{}, err
+	}
+	o, ok := r.s.otp.get(id)
 	switch {
 	case !ok:
 		return storage.OTPIssuance{}, storage.ErrNotFound
@@ -437,11 +573,11 @@ func (r otpRepo) Attempt(_ context.Context, id string, limit int, now time.Time)
 	return *cloneOTP(o), nil
 }
 
-func (r otpRepo) Consume(_ context.Context, id string, now time.Time) (storage.OTPIssuance, error) {
-	if err := r.check(); err != nil {
+func (r otpRepo) Consume(ctx context.Context, id string, now time.Time) (storage.OTPIssuance, error) {
+	if err := r.lockX(ctx, lkOTP, id); err != nil {
 		return storage.OTPIssuance{}, err
 	}
-	o, ok := r.s.otp[id]
+	o, ok := r.s.otp.get(id)
 	switch {
 	case !ok:
 		return storage.OTPIssuance{}, storage.ErrNotFound
@@ -458,49 +594,60 @@ func (r otpRepo) Consume(_ context.Context, id string, now time.Time) (storage.O
 
 type sessionRepo struct{ *tx }
 
-func (r sessionRepo) Create(_ context.Context, s *storage.Session) error {
-	if err := r.check(); err != nil {
+func (r sessionRepo) Create(ctx context.Context, s *storage.Session) error {
+	if err := r.lockX(ctx, lkSession, s.ID); err != nil {
 		return err
 	}
-	if _, ok := r.s.sessions[s.ID]; ok {
+	if _, ok := r.s.sessions.get(s.ID); ok {
 		return storage.ErrDuplicate
 	}
-	put(r.tx, r.s.sessions, s.ID, cloneSession(s))
-	appendIndex(r.tx, r.s.sessByAcct, s.AccountID, s.ID)
-	appendIndex(r.tx, r.s.sessByCred, s.CredentialID, s.ID)
+	if err := r.lockX(ctx, lkSessByAccount, s.AccountID); err != nil {
+		return err
+	}
+	if err := r.lockX(ctx, lkSessByCred, s.CredentialID); err != nil {
+		return err
+	}
+	tput(r.tx, &r.s.sessions, s.ID, cloneSession(s))
+	appendIndex(r.tx, &r.s.sessByAcct, s.AccountID, s.ID)
+	appendIndex(r.tx, &r.s.sessByCred, s.CredentialID, s.ID)
 	r.watch(kindSession, s.ID, s.ExpiresAt)
 	return nil
 }
 
-func (r sessionRepo) Get(_ context.Context, id string) (storage.Session, error) {
-	if err := r.check(); err != nil {
+func (r sessionRepo) Get(ctx context.Context, id string) (storage.Session, error) {
+	if err := r.lockS(ctx, lkSession, id); err != nil {
 		return storage.Session{}, err
 	}
-	s, ok := r.s.sessions[id]
+	s, ok := r.s.sessions.get(id)
 	if !ok {
 		return storage.Session{}, storage.ErrNotFound
 	}
 	return *cloneSession(s), nil
 }
 
-func (r sessionRepo) ListActive(_ context.Context, accountID string, now time.Time) ([]storage.Session, error) {
-	if err := r.check(); err != nil {
+func (r sessionRepo) ListActive(ctx context.Context, accountID string, now time.Time) ([]storage.Session, error) {
+	if err := r.lockS(ctx, lkSessByAccount, accountID); err != nil {
 		return nil, err
 	}
+	ids, _ := r.s.sessByAcct.get(accountID)
 	var out []storage.Session
-	for _, id := range r.s.sessByAcct[accountID] {
-		if s := r.s.sessions[id]; s.Active(now) {
-			out = append(out, *cloneSession(s))
+	for _, id := range ids {
+		s, err := r.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if s.Active(now) {
+			out = append(out, s)
 		}
 	}
 	return out, nil
 }
 
-func (r sessionRepo) Revoke(_ context.Context, id string, at time.Time) error {
-	if err := r.check(); err != nil {
+func (r sessionRepo) Revoke(ctx context.Context, id string, at time.Time) error {
+	if err := r.lockX(ctx, lkSession, id); err != nil {
 		return err
 	}
-	s, ok := r.s.sessions[id]
+	s, ok := r.s.sessions.get(id)
 	if !ok {
 		return storage.ErrNotFound
 	}
@@ -511,13 +658,17 @@ func (r sessionRepo) Revoke(_ context.Context, id string, at time.Time) error {
 	return nil
 }
 
-func (r sessionRepo) RevokeByCredential(_ context.Context, credentialID string, at time.Time) (int, error) {
-	if err := r.check(); err != nil {
+func (r sessionRepo) RevokeByCredential(ctx context.Context, credentialID string, at time.Time) (int, error) {
+	if err := r.lockS(ctx, lkSessByCred, credentialID); err != nil {
 		return 0, err
 	}
+	ids, _ := r.s.sessByCred.get(credentialID)
 	n := 0
-	for _, id := range r.s.sessByCred[credentialID] {
-		if s := r.s.sessions[id]; s.RevokedAt.IsZero() {
+	for _, id := range ids {
+		if err := r.lockX(ctx, lkSession, id); err != nil {
+			return n, err
+		}
+		if s, _ := r.s.sessions.get(id); s.RevokedAt.IsZero() {
 			set(r.tx, &s.RevokedAt, at)
 			n++
 		}
@@ -529,34 +680,34 @@ func (r sessionRepo) RevokeByCredential(_ context.Context, credentialID string, 
 
 type pendingRepo struct{ *tx }
 
-func (r pendingRepo) Create(_ context.Context, p *storage.PendingRequest) error {
-	if err := r.check(); err != nil {
+func (r pendingRepo) Create(ctx context.Context, p *storage.PendingRequest) error {
+	if err := r.lockX(ctx, lkPending, p.ID); err != nil {
 		return err
 	}
-	if _, ok := r.s.pending[p.ID]; ok {
+	if _, ok := r.s.pending.get(p.ID); ok {
 		return storage.ErrDuplicate
 	}
-	put(r.tx, r.s.pending, p.ID, clonePending(p))
+	tput(r.tx, &r.s.pending, p.ID, clonePending(p))
 	r.watch(kindPending, p.ID, p.ExpiresAt)
 	return nil
 }
 
-func (r pendingRepo) Get(_ context.Context, id string) (storage.PendingRequest, error) {
-	if err := r.check(); err != nil {
+func (r pendingRepo) Get(ctx context.Context, id string) (storage.PendingRequest, error) {
+	if err := r.lockS(ctx, lkPending, id); err != nil {
 		return storage.PendingRequest{}, err
 	}
-	p, ok := r.s.pending[id]
+	p, ok := r.s.pending.get(id)
 	if !ok {
 		return storage.PendingRequest{}, storage.ErrNotFound
 	}
 	return *clonePending(p), nil
 }
 
-func (r pendingRepo) Consume(_ context.Context, id string, now time.Time) (storage.PendingRequest, error) {
-	if err := r.check(); err != nil {
+func (r pendingRepo) Consume(ctx context.Context, id string, now time.Time) (storage.PendingRequest, error) {
+	if err := r.lockX(ctx, lkPending, id); err != nil {
 		return storage.PendingRequest{}, err
 	}
-	p, ok := r.s.pending[id]
+	p, ok := r.s.pending.get(id)
 	switch {
 	case !ok:
 		return storage.PendingRequest{}, storage.ErrNotFound
@@ -569,12 +720,13 @@ func (r pendingRepo) Consume(_ context.Context, id string, now time.Time) (stora
 	return *clonePending(p), nil
 }
 
-// Outbox.
+// Outbox. Every method holds the one outbox lock: exclusive to write,
+// shared to read.
 
 type outboxRepo struct{ *tx }
 
-func (r outboxRepo) Append(_ context.Context, e *storage.Event) error {
-	if err := r.check(); err != nil {
+func (r outboxRepo) Append(ctx context.Context, e *storage.Event) error {
+	if err := r.lockX(ctx, lkOutbox, ""); err != nil {
 		return err
 	}
 	if _, ok := r.s.eventsByID[e.ID]; ok {
@@ -588,12 +740,12 @@ func (r outboxRepo) Append(_ context.Context, e *storage.Event) error {
 	cp := cloneEvent(e)
 	set(r.tx, &r.s.events, append(r.s.events, cp))
 	put(r.tx, r.s.eventsByID, e.ID, cp)
-	appendIndex(r.tx, r.s.eventsByAcct, e.AccountID, cp)
+	put(r.tx, r.s.eventsByAcct, e.AccountID, append(slices.Clip(r.s.eventsByAcct[e.AccountID]), cp))
 	return nil
 }
 
-func (r outboxRepo) Lease(_ context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]storage.Event, error) {
-	if err := r.check(); err != nil {
+func (r outboxRepo) Lease(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]storage.Event, error) {
+	if err := r.lockX(ctx, lkOutbox, ""); err != nil {
 		return nil, err
 	}
 	var out []storage.Event
@@ -616,8 +768,8 @@ func (r outboxRepo) Lease(_ context.Context, owner string, now time.Time, lease 
 	return out, nil
 }
 
-func (r outboxRepo) MarkDelivered(_ context.Context, ids []string, at time.Time) error {
-	if err := r.check(); err != nil {
+func (r outboxRepo) MarkDelivered(ctx context.Context, ids []string, at time.Time) error {
+	if err := r.lockX(ctx, lkOutbox, ""); err != nil {
 		return err
 	}
 	for _, id := range ids {
@@ -631,8 +783,8 @@ func (r outboxRepo) MarkDelivered(_ context.Context, ids []string, at time.Time)
 }
 
 // failed records a failed delivery of id under owner's lease.
-func (r outboxRepo) failed(id, owner, reason string) (*storage.Event, error) {
-	if err := r.check(); err != nil {
+func (r outboxRepo) failed(ctx context.Context, id, owner, reason string) (*storage.Event, error) {
+	if err := r.lockX(ctx, lkOutbox, ""); err != nil {
 		return nil, err
 	}
 	e, ok := r.s.eventsByID[id]
@@ -649,24 +801,24 @@ func (r outboxRepo) failed(id, owner, reason string) (*storage.Event, error) {
 	return e, nil
 }
 
-func (r outboxRepo) Retry(_ context.Context, id, owner string, next time.Time, reason string) error {
-	e, err := r.failed(id, owner, reason)
+func (r outboxRepo) Retry(ctx context.Context, id, owner string, next time.Time, reason string) error {
+	e, err := r.failed(ctx, id, owner, reason)
 	if err == nil {
 		set(r.tx, &e.NextAttemptAt, next)
 	}
 	return err
 }
 
-func (r outboxRepo) Park(_ context.Context, id, owner string, at time.Time, reason string) error {
-	e, err := r.failed(id, owner, reason)
+func (r outboxRepo) Park(ctx context.Context, id, owner string, at time.Time, reason string) error {
+	e, err := r.failed(ctx, id, owner, reason)
 	if err == nil {
 		set(r.tx, &e.ParkedAt, at)
 	}
 	return err
 }
 
-func (r outboxRepo) Parked(_ context.Context, after int64, limit int) ([]storage.Event, error) {
-	if err := r.check(); err != nil {
+func (r outboxRepo) Parked(ctx context.Context, after int64, limit int) ([]storage.Event, error) {
+	if err := r.lockS(ctx, lkOutbox, ""); err != nil {
 		return nil, err
 	}
 	var out []storage.Event
@@ -681,8 +833,8 @@ func (r outboxRepo) Parked(_ context.Context, after int64, limit int) ([]storage
 	return out, nil
 }
 
-func (r outboxRepo) Redrive(_ context.Context, id string, now time.Time) error {
-	if err := r.check(); err != nil {
+func (r outboxRepo) Redrive(ctx context.Context, id string, now time.Time) error {
+	if err := r.lockX(ctx, lkOutbox, ""); err != nil {
 		return err
 	}
 	e, ok := r.s.eventsByID[id]
@@ -695,8 +847,8 @@ func (r outboxRepo) Redrive(_ context.Context, id string, now time.Time) error {
 	return nil
 }
 
-func (r outboxRepo) ListByAccount(_ context.Context, accountID string) ([]storage.Event, error) {
-	if err := r.check(); err != nil {
+func (r outboxRepo) ListByAccount(ctx context.Context, accountID string) ([]storage.Event, error) {
+	if err := r.lockS(ctx, lkOutbox, ""); err != nil {
 		return nil, err
 	}
 	evs := r.s.eventsByAcct[accountID]
@@ -711,15 +863,15 @@ func (r outboxRepo) ListByAccount(_ context.Context, accountID string) ([]storag
 
 type limitRepo struct{ *tx }
 
-func (r limitRepo) Allow(_ context.Context, key string, now time.Time, window time.Duration, limit int) (time.Duration, error) {
-	if err := r.check(); err != nil {
+func (r limitRepo) Allow(ctx context.Context, key string, now time.Time, window time.Duration, limit int) (time.Duration, error) {
+	if err := r.lockX(ctx, lkLimit, key); err != nil {
 		return 0, err
 	}
-	w, ok := r.s.limits[key]
+	w, ok := r.s.limits.get(key)
 	if !ok || !now.Before(w.end) {
-		put(r.tx, r.s.limits, key, newWindow(now, window))
+		w = newWindow(now, window)
+		tput(r.tx, &r.s.limits, key, w)
 		r.watch(kindLimit, key, now.Add(window))
-		w = r.s.limits[key]
 	}
 	if w.count >= limit {
 		return w.end.Sub(now), nil
@@ -753,36 +905,37 @@ func cloneIdem(r *storage.IdempotencyRecord) *storage.IdempotencyRecord {
 	return &c
 }
 
-func (r idemRepo) Begin(_ context.Context, rec *storage.IdempotencyRecord, now time.Time) error {
-	if err := r.check(); err != nil {
+func (r idemRepo) Begin(ctx context.Context, rec *storage.IdempotencyRecord, now time.Time) error {
+	k := idemKey(rec.Scope, rec.Key)
+	if err := r.lockX(ctx, lkIdem, k); err != nil {
 		return err
 	}
-	k := idemKey(rec.Scope, rec.Key)
-	if old, ok := r.s.idem[k]; ok && old.ExpiresAt.After(now) {
+	if old, ok := r.s.idem.get(k); ok && old.ExpiresAt.After(now) {
 		return storage.ErrDuplicate
 	}
-	put(r.tx, r.s.idem, k, cloneIdem(rec))
+	tput(r.tx, &r.s.idem, k, cloneIdem(rec))
 	r.watch(kindIdempotency, k, rec.ExpiresAt)
 	return nil
 }
 
-func (r idemRepo) Get(_ context.Context, scope, key string) (storage.IdempotencyRecord, error) {
-	if err := r.check(); err != nil {
+func (r idemRepo) Get(ctx context.Context, scope, key string) (storage.IdempotencyRecord, error) {
+	k := idemKey(scope, key)
+	if err := r.lockS(ctx, lkIdem, k); err != nil {
 		return storage.IdempotencyRecord{}, err
 	}
-	rec, ok := r.s.idem[idemKey(scope, key)]
+	rec, ok := r.s.idem.get(k)
 	if !ok {
 		return storage.IdempotencyRecord{}, storage.ErrNotFound
 	}
 	return *cloneIdem(rec), nil
 }
 
-func (r idemRepo) Complete(_ context.Context, rec *storage.IdempotencyRecord) error {
-	if err := r.check(); err != nil {
+func (r idemRepo) Complete(ctx context.Context, rec *storage.IdempotencyRecord) error {
+	k := idemKey(rec.Scope, rec.Key)
+	if err := r.lockX(ctx, lkIdem, k); err != nil {
 		return err
 	}
-	k := idemKey(rec.Scope, rec.Key)
-	old, ok := r.s.idem[k]
+	old, ok := r.s.idem.get(k)
 	switch {
 	case !ok:
 		return storage.ErrNotFound
@@ -795,20 +948,20 @@ func (r idemRepo) Complete(_ context.Context, rec *storage.IdempotencyRecord) er
 	next.Body = slices.Clone(rec.Body)
 	next.Header = cloneIdem(rec).Header
 	next.ExpiresAt = rec.ExpiresAt
-	put(r.tx, r.s.idem, k, next)
+	tput(r.tx, &r.s.idem, k, next)
 	r.watch(kindIdempotency, k, next.ExpiresAt)
 	return nil
 }
 
-func (r idemRepo) Release(_ context.Context, scope, key, token string) error {
-	if err := r.check(); err != nil {
+func (r idemRepo) Release(ctx context.Context, scope, key, token string) error {
+	k := idemKey(scope, key)
+	if err := r.lockX(ctx, lkIdem, k); err != nil {
 		return err
 	}
-	k := idemKey(scope, key)
-	old, ok := r.s.idem[k]
+	old, ok := r.s.idem.get(k)
 	if !ok || old.Token != token || old.State != storage.IdempotencyInProgress {
 		return storage.ErrNotFound
 	}
-	del(r.tx, r.s.idem, k)
+	tdel(r.tx, &r.s.idem, k)
 	return nil
 }

@@ -1,0 +1,163 @@
+package memory
+
+import (
+	"container/heap"
+	"slices"
+	"sync"
+	"time"
+)
+
+// table is a map from string keys to V split into nShards shards, each with
+// its own mutex. The mutex guards the map itself and is held only for one
+// access; what a transaction may read or change is decided by the record
+// locks (locks.go), which it takes before it touches a table.
+type table[V any] struct {
+	shards [nShards]tableShard[V]
+}
+
+type tableShard[V any] struct {
+	mu sync.RWMutex
+	m  map[string]V
+	_  [64]byte // keeps shards off each other's cache lines
+}
+
+func (tb *table[V]) get(k string) (V, bool) {
+	sh := &tb.shards[shardOf(k)]
+	sh.mu.RLock()
+	v, ok := sh.m[k]
+	sh.mu.RUnlock()
+	return v, ok
+}
+
+// swap sets tb[k] = v and returns the previous entry.
+func (tb *table[V]) swap(k string, v V) (old V, had bool) {
+	sh := &tb.shards[shardOf(k)]
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.m = map[string]V{}
+	}
+	old, had = sh.m[k]
+	sh.m[k] = v
+	sh.mu.Unlock()
+	return old, had
+}
+
+// remove deletes tb[k] and returns the deleted entry.
+func (tb *table[V]) remove(k string) (old V, had bool) {
+	sh := &tb.shards[shardOf(k)]
+	sh.mu.Lock()
+	old, had = sh.m[k]
+	delete(sh.m, k)
+	sh.mu.Unlock()
+	return old, had
+}
+
+// Writes of a transaction, each recording its undo entry.
+
+// tput sets tb[k] = v and records how to restore the previous entry.
+func tput[V any](t *tx, tb *table[V], k string, v V) {
+	old, had := tb.swap(k, v)
+	t.undo = append(t.undo, func() {
+		if had {
+			tb.swap(k, old)
+		} else {
+			tb.remove(k)
+		}
+	})
+}
+
+// tdel deletes tb[k] and records how to restore it.
+func tdel[V any](t *tx, tb *table[V], k string) {
+	old, had := tb.remove(k)
+	if had {
+		t.undo = append(t.undo, func() { tb.swap(k, old) })
+	}
+}
+
+// appendIndex appends id to the index slice tb[k], in place when it has
+// room, so a long list grows in amortized constant time. Restoring the old
+// header undoes the append. This is safe because nobody keeps an index
+// slice: readers use it under a shared lock of k and copy what they need
+// before the transaction ends, t holds k exclusively, and removeIndex always
+// makes a new slice.
+func appendIndex(t *tx, tb *table[[]string], k, id string) {
+	old, _ := tb.get(k)
+	tput(t, tb, k, append(old, id))
+}
+
+// removeIndex removes id from the index slice tb[k] into a new slice.
+func removeIndex(t *tx, tb *table[[]string], k, id string) {
+	old, _ := tb.get(k)
+	i := slices.Index(old, id)
+	if i < 0 {
+		return
+	}
+	next := make([]string, 0, len(old)-1)
+	next = append(append(next, old[:i]...), old[i+1:]...)
+	if len(next) == 0 {
+		tdel(t, tb, k)
+		return
+	}
+	tput(t, tb, k, next)
+}
+
+// Expiry.
+
+type recordKind uint8
+
+const (
+	kindPending recordKind = iota
+	kindOTP
+	kindChallenge
+	kindSession
+	kindLimit
+	kindIdempotency
+)
+
+type expiryEntry struct {
+	at   time.Time
+	key  string
+	kind recordKind
+}
+
+type expiryHeap []expiryEntry
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiryEntry)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// expiryShard is a min-heap on expiry of the records whose keys fall in one
+// shard.
+type expiryShard struct {
+	mu sync.Mutex
+	h  expiryHeap
+	_  [64]byte
+}
+
+// push schedules a check of a record at its expiry.
+func (s *Store) push(e expiryEntry) {
+	sh := &s.expiry[shardOf(e.key)]
+	sh.mu.Lock()
+	heap.Push(&sh.h, e)
+	sh.mu.Unlock()
+}
+
+// popExpired removes and returns the earliest entries of shard i that are
+// due before cutoff, at most max of them.
+func (s *Store) popExpired(i int, cutoff time.Time, max int) []expiryEntry {
+	sh := &s.expiry[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	var out []expiryEntry
+	for len(out) < max && len(sh.h) > 0 && sh.h[0].at.Before(cutoff) {
+		out = append(out, heap.Pop(&sh.h).(expiryEntry))
+	}
+	return out
+}
