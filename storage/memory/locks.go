@@ -266,7 +266,7 @@ func (t *tx) lock(ctx context.Context, kind lockKind, key string, mode lockMode)
 			}
 			sh.mu.Unlock()
 			if !upgrade {
-				t.held = append(t.held, k)
+				t.b.held = append(t.b.held, k)
 			}
 			return nil
 		case die:
@@ -310,7 +310,7 @@ func (t *tx) sleep(ctx context.Context, wake <-chan struct{}) error {
 
 // release drops every lock t holds. Called once, when t ends.
 func (t *tx) release() {
-	for _, k := range t.held {
+	for _, k := range t.b.held {
 		sh := &t.s.locks.shards[k.shard]
 		sh.mu.Lock()
 		e := sh.m[k.kind][k.key]
@@ -323,7 +323,6 @@ func (t *tx) release() {
 		sh.drop(k, e)
 		sh.mu.Unlock()
 	}
-	t.held = nil
 }
 
 // awaitLost waits, holding no lock, until no transaction older than t

@@ -248,3 +248,67 @@ func TestCancelWhileWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSweepWaitsForUser: Sweep does not delete an expired record that a
+// running transaction holds (a pending request, which Sweep deletes without
+// a transaction of its own when nobody holds it); it deletes the record once
+// the holder ended.
+func TestSweepWaitsForUser(t *testing.T) {
+	ctx := context.Background()
+	s := memory.New()
+	var ids []string
+	for range 2 {
+		p := storage.PendingRequest{ID: benchID("Request"), Kind: "REVOKE_SESSION", AccountID: "InternalAccount:a",
+			CreatedAt: benchT0, ExpiresAt: benchT0.Add(time.Minute)}
+		if err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) }); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p.ID)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	userDone := make(chan error, 1)
+	go func() {
+		userDone <- s.Atomic(ctx, func(tx storage.Tx) error {
+			if _, err := tx.PendingRequests().Get(ctx, ids[0]); err != nil {
+				return err
+			}
+			select {
+			case <-held:
+			default:
+				close(held)
+			}
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	type result struct {
+		n   int
+		err error
+	}
+	swept := make(chan result, 1)
+	go func() {
+		n, err := s.Sweep(ctx, benchT0.Add(time.Hour), 100)
+		swept <- result{n, err}
+	}()
+	select {
+	case r := <-swept:
+		t.Fatalf("Sweep returned %d, %v while a transaction held an expired request", r.n, r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-userDone; err != nil {
+		t.Fatal(err)
+	}
+	r := <-swept
+	if r.err != nil || r.n != 2 {
+		t.Fatalf("Sweep = %d, %v; want 2, nil", r.n, r.err)
+	}
+	err := s.Atomic(ctx, func(tx storage.Tx) error {
+		_, err := tx.PendingRequests().Get(ctx, ids[0])
+		return err
+	})
+	if !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Get of the swept request = %v, want ErrNotFound", err)
+	}
+}

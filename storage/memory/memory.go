@@ -37,16 +37,19 @@
 // owns.
 //
 // Expired records are found through min-heaps on their expiry (one per
-// shard), so [Store.Sweep] touches only what has expired; it deletes in
-// small transactions of its own. Nothing is persisted: a restart
-// forgets everything. Services with several replicas need the PostgreSQL
-// store.
+// shard), so [Store.Sweep] touches only what has expired. A record guarded
+// by one lock key that nobody holds or waits for is deleted in place under
+// the mutex of its lock shard, which keeps anyone from taking the key
+// meanwhile; the others are deleted in small transactions of Sweep's own.
+// Nothing is persisted: a restart forgets everything. Services with several
+// replicas need the PostgreSQL store.
 package memory
 
 import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -117,7 +120,6 @@ func (s *Store) Atomic(ctx context.Context, fn func(storage.Tx) error) error {
 	for run := 1; ; run++ {
 		t := &tx{s: s, ctx: ctx}
 		t.ts.Store(ts)
-		t.held = t.heldBuf[:0]
 		err := t.run(ctx, fn)
 		if !t.doomed {
 			return err
@@ -139,14 +141,18 @@ func (s *Store) Atomic(ctx context.Context, fn func(storage.Tx) error) error {
 // the locks. When t died in a lock conflict, the result is errRerun, also
 // when fn returned something else or panicked.
 func (t *tx) run(ctx context.Context, fn func(storage.Tx) error) (err error) {
+	t.b = txBufPool.Get().(*txBufs)
 	committed := false
 	defer func() {
 		if !committed {
 			t.rollback()
 		}
-		t.undo = nil
 		t.release()
 		t.done = true
+		if t.b.reset() {
+			txBufPool.Put(t.b)
+		}
+		t.b = nil
 		if t.doomed && !committed {
 			// fn may have panicked over the error of the lost conflict;
 			// the run is discarded and fn runs again. A panic of a run
@@ -173,24 +179,47 @@ func (t *tx) run(ctx context.Context, fn func(storage.Tx) error) (err error) {
 // tx is one run of a transaction: its timestamp, the locks it holds and the
 // undo log of its writes.
 type tx struct {
-	s       *Store
-	ts      atomic.Uint64   // wait-die priority, lower is older; 0 until needed (see age)
-	ctx     context.Context // of the Atomic call
-	held    []lockKey
-	heldBuf [2]lockKey
-	undo    []func()
-	done    bool
+	s    *Store
+	ts   atomic.Uint64   // wait-die priority, lower is older; 0 until needed (see age)
+	ctx  context.Context // of the Atomic call
+	b    *txBufs         // the locks t holds and its undo log; nil once t is done
+	done bool
 	// doomed: t lost a lock conflict at lostOn and must be rerun.
 	doomed   bool
 	lostOn   lockKey
 	lostMode lockMode
 }
 
-func (t *tx) rollback() {
-	for i := len(t.undo) - 1; i >= 0; i-- {
-		t.undo[i]()
+// txBufs are the lock and undo lists of a run, reused by later runs
+// through txBufPool so that a transaction does not allocate them, and kept
+// out of tx to keep that small. Only the lists are reused: a tx handed to
+// fn is never reused, so a leaked tx still reports ErrTxDone.
+type txBufs struct {
+	held []lockKey // the keys t holds
+	undo []func()  // how to undo t's writes, in order
+}
+
+var txBufPool = sync.Pool{New: func() any { return new(txBufs) }}
+
+// reset empties b and clears its arrays so that they keep neither keys nor
+// records alive (past their lengths they are clear already). It returns
+// false for huge lists (of a large transaction), which are not kept.
+func (b *txBufs) reset() bool {
+	const maxKept = 256
+	if cap(b.held) > maxKept || cap(b.undo) > maxKept {
+		return false
 	}
-	t.undo = nil
+	clear(b.held)
+	clear(b.undo)
+	b.held, b.undo = b.held[:0], b.undo[:0]
+	return true
+}
+
+// rollback replays the undo log. Called once, when t ends.
+func (t *tx) rollback() {
+	for i := len(t.b.undo) - 1; i >= 0; i-- {
+		t.b.undo[i]()
+	}
 }
 
 func (t *tx) check() error {
@@ -208,7 +237,7 @@ func (t *tx) check() error {
 func put[K comparable, V any](t *tx, m map[K]V, k K, v V) {
 	old, had := m[k]
 	m[k] = v
-	t.undo = append(t.undo, func() {
+	t.b.undo = append(t.b.undo, func() {
 		if had {
 			m[k] = old
 		} else {
@@ -224,7 +253,7 @@ func del[K comparable, V any](t *tx, m map[K]V, k K) {
 		return
 	}
 	delete(m, k)
-	t.undo = append(t.undo, func() { m[k] = old })
+	t.b.undo = append(t.b.undo, func() { m[k] = old })
 }
 
 // set assigns *p = v and records how to restore it. p points into a record
@@ -232,7 +261,7 @@ func del[K comparable, V any](t *tx, m map[K]V, k K) {
 func set[V any](t *tx, p *V, v V) {
 	old := *p
 	*p = v
-	t.undo = append(t.undo, func() { *p = old })
+	t.b.undo = append(t.b.undo, func() { *p = old })
 }
 
 func (t *tx) ExternalAccounts() storage.ExternalAccounts { return extRepo{t} }
@@ -257,24 +286,39 @@ const sweepBatch = 64
 
 // Sweep deletes what expired before cutoff: pending requests, OTP issuances,
 // ownership challenges, sessions, rate-limit windows, idempotency records,
-// and events delivered before cutoff. See [storage.Store]. It deletes in
-// transactions of at most sweepBatch records, under their locks, so Sweep
-// never deletes what a running transaction uses.
+// and events delivered before cutoff. See [storage.Store]. Sweep never
+// deletes what a running transaction uses: a record of one lock key that
+// nobody holds or waits for is checked and deleted in place (see
+// expireIdle); the others are deleted in transactions of at most sweepBatch
+// records, under their locks.
 func (s *Store) Sweep(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	n := 0
+	var batch []expiryEntry // reused: each batch is done before the next pop
 	for i := range s.expiry {
 		for n < limit {
-			batch := s.popExpired(i, cutoff, min(limit-n, sweepBatch))
+			batch = s.popExpired(i, cutoff, min(limit-n, sweepBatch), batch)
 			if len(batch) == 0 {
 				break
+			}
+			busy := batch[:0] // the entries left to a transaction
+			for _, e := range batch {
+				idle, gone := s.expireIdle(e, cutoff)
+				if !idle {
+					busy = append(busy, e)
+				} else if gone {
+					n++
+				}
+			}
+			if len(busy) == 0 {
+				continue
 			}
 			gone := 0
 			err := s.Atomic(ctx, func(stx storage.Tx) error {
 				gone = 0
-				for _, e := range batch {
+				for _, e := range busy {
 					ok, err := stx.(*tx).expire(ctx, e, cutoff)
 					if err != nil {
 						return err
@@ -286,7 +330,7 @@ func (s *Store) Sweep(ctx context.Context, cutoff time.Time, limit int) (int, er
 				return nil
 			})
 			if err != nil {
-				for _, e := range batch {
+				for _, e := range busy {
 					s.push(e) // still to check
 				}
 				return n, err
@@ -307,6 +351,77 @@ func (s *Store) Sweep(ctx context.Context, cutoff time.Time, limit int) (int, er
 		n += swept
 	}
 	return n, nil
+}
+
+// expireIdle is Sweep's way without a transaction, for records guarded by
+// one lock key: pending requests, ownership challenges, rate-limit windows
+// and idempotency records. When nobody holds or waits for e's key, it
+// deletes the record if the record itself expired before cutoff, all while
+// holding the mutex of the key's lock shard. Nobody can take the key
+// meanwhile, and whoever held it last has committed or rolled back (undo
+// runs before locks are released, under the same mutex), so this is an
+// exclusive lock held for one check and one delete. idle is false when the
+// key is in use, or e is of another kind: then Sweep expires e in a
+// transaction. gone tells whether a record was deleted.
+func (s *Store) expireIdle(e expiryEntry, cutoff time.Time) (idle, gone bool) {
+	var kind lockKind
+	switch e.kind {
+	case kindPending:
+		kind = lkPending
+	case kindChallenge:
+		kind = lkChallenge
+	case kindLimit:
+		kind = lkLimit
+	case kindIdempotency:
+		kind = lkIdem
+	default:
+		return false, false
+	}
+	k := keyOf(kind, e.key)
+	sh := &s.locks.shards[k.shard]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.m[kind][e.key] != nil {
+		return false, false
+	}
+	var at time.Time
+	var ok bool
+	switch e.kind {
+	case kindPending:
+		var p *storage.PendingRequest
+		if p, ok = s.pending.get(e.key); ok {
+			at = p.ExpiresAt
+		}
+	case kindChallenge:
+		var c *storage.OwnershipChallenge
+		if c, ok = s.challenges.get(e.key); ok {
+			at = c.ExpiresAt
+		}
+	case kindLimit:
+		var w *window
+		if w, ok = s.limits.get(e.key); ok {
+			at = w.end
+		}
+	case kindIdempotency:
+		var r *storage.IdempotencyRecord
+		if r, ok = s.idem.get(e.key); ok {
+			at = r.ExpiresAt
+		}
+	}
+	if !ok || !at.Before(cutoff) {
+		return true, false
+	}
+	switch e.kind {
+	case kindPending:
+		s.pending.remove(e.key)
+	case kindChallenge:
+		s.challenges.remove(e.key)
+	case kindLimit:
+		s.limits.remove(e.key)
+	case kindIdempotency:
+		s.idem.remove(e.key)
+	}
+	return true, true
 }
 
 // expire deletes the record e points at when the record itself expired

@@ -48,11 +48,35 @@ func cloneSession(s *storage.Session) *storage.Session {
 }
 
 func clonePending(p *storage.PendingRequest) *storage.PendingRequest {
-	c := *p
-	c.BodyDigest = slices.Clone(p.BodyDigest)
-	c.Payload = slices.Clone(p.Payload)
-	c.Data = slices.Clone(p.Data)
+	c := copyPending(p)
 	return &c
+}
+
+// copyPending copies p and its byte slices, which share one new array (a
+// request is created and consumed on every signed retry: one allocation
+// instead of three). Each copy is capped at its length, so an append to one
+// never writes into another.
+func copyPending(p *storage.PendingRequest) storage.PendingRequest {
+	c := *p
+	var buf []byte
+	if n := len(p.BodyDigest) + len(p.Payload) + len(p.Data); n > 0 {
+		buf = make([]byte, n)
+	}
+	c.BodyDigest, buf = carve(p.BodyDigest, buf)
+	c.Payload, buf = carve(p.Payload, buf)
+	c.Data, _ = carve(p.Data, buf)
+	return c
+}
+
+// carve copies src into the head of buf, which has room for it, and returns
+// the copy and the rest of buf. Like slices.Clone it keeps nil nil and an
+// empty slice empty but not nil.
+func carve(src, buf []byte) (cp, rest []byte) {
+	if len(src) == 0 {
+		return src[:0:0], buf
+	}
+	n := copy(buf, src)
+	return buf[:n:n], buf[n:]
 }
 
 func cloneEvent(e *storage.Event) *storage.Event {
@@ -700,7 +724,7 @@ func (r pendingRepo) Get(ctx context.Context, id string) (storage.PendingRequest
 	if !ok {
 		return storage.PendingRequest{}, storage.ErrNotFound
 	}
-	return *clonePending(p), nil
+	return copyPending(p), nil
 }
 
 func (r pendingRepo) Consume(ctx context.Context, id string, now time.Time) (storage.PendingRequest, error) {
@@ -717,7 +741,7 @@ func (r pendingRepo) Consume(ctx context.Context, id string, now time.Time) (sto
 		return storage.PendingRequest{}, storage.ErrExpired
 	}
 	set(r.tx, &p.ConsumedAt, now)
-	return *clonePending(p), nil
+	return copyPending(p), nil
 }
 
 // Outbox. Every method holds the one outbox lock: exclusive to write,

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"container/heap"
 	"slices"
 	"sync"
 	"time"
@@ -57,7 +56,7 @@ func (tb *table[V]) remove(k string) (old V, had bool) {
 // tput sets tb[k] = v and records how to restore the previous entry.
 func tput[V any](t *tx, tb *table[V], k string, v V) {
 	old, had := tb.swap(k, v)
-	t.undo = append(t.undo, func() {
+	t.b.undo = append(t.b.undo, func() {
 		if had {
 			tb.swap(k, old)
 		} else {
@@ -70,7 +69,7 @@ func tput[V any](t *tx, tb *table[V], k string, v V) {
 func tdel[V any](t *tx, tb *table[V], k string) {
 	old, had := tb.remove(k)
 	if had {
-		t.undo = append(t.undo, func() { tb.swap(k, old) })
+		t.b.undo = append(t.b.undo, func() { tb.swap(k, old) })
 	}
 }
 
@@ -120,17 +119,58 @@ type expiryEntry struct {
 	kind recordKind
 }
 
+// expiryHeap is a min-heap on at. It is typed rather than a
+// container/heap, which would box every entry pushed or popped into an
+// interface (an allocation each).
 type expiryHeap []expiryEntry
 
-func (h expiryHeap) Len() int           { return len(h) }
-func (h expiryHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiryEntry)) }
-func (h *expiryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+// push and pop move entries into a hole rather than swapping them: an
+// entry holds pointers, and every pointer written costs a write barrier
+// while the garbage collector marks.
+func (h *expiryHeap) push(e expiryEntry) {
+	*h = append(*h, expiryEntry{})
+	a := *h
+	i := len(a) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !e.at.Before(a[p].at) {
+			break
+		}
+		a[i] = a[p]
+		i = p
+	}
+	a[i] = e
+}
+
+// pop removes and returns the earliest entry; h must not be empty.
+func (h *expiryHeap) pop() expiryEntry {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	last := a[n]
+	a[n] = expiryEntry{} // drop the key for the garbage collector
+	a = a[:n]
+	*h = a
+	if n == 0 {
+		return top
+	}
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && a[r].at.Before(a[c].at) {
+			c = r
+		}
+		if !a[c].at.Before(last.at) {
+			break
+		}
+		a[i] = a[c]
+		i = c
+	}
+	a[i] = last
+	return top
 }
 
 // expiryShard is a min-heap on expiry of the records whose keys fall in one
@@ -145,19 +185,19 @@ type expiryShard struct {
 func (s *Store) push(e expiryEntry) {
 	sh := &s.expiry[shardOf(e.key)]
 	sh.mu.Lock()
-	heap.Push(&sh.h, e)
+	sh.h.push(e)
 	sh.mu.Unlock()
 }
 
-// popExpired removes and returns the earliest entries of shard i that are
-// due before cutoff, at most max of them.
-func (s *Store) popExpired(i int, cutoff time.Time, max int) []expiryEntry {
+// popExpired removes the earliest entries of shard i that are due before
+// cutoff, at most max of them, and returns them appended to out[:0].
+func (s *Store) popExpired(i int, cutoff time.Time, max int, out []expiryEntry) []expiryEntry {
+	out = out[:0]
 	sh := &s.expiry[i]
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	var out []expiryEntry
 	for len(out) < max && len(sh.h) > 0 && sh.h[0].at.Before(cutoff) {
-		out = append(out, heap.Pop(&sh.h).(expiryEntry))
+		out = append(out, sh.h.pop())
 	}
+	sh.mu.Unlock()
 	return out
 }
