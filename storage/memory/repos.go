@@ -578,19 +578,31 @@ func (r otpRepo) GetByCredential(ctx context.Context, credentialID string) (stor
 	return *cloneOTP(o), nil
 }
 
-func (r otpRepo) Attempt(ctx context.Context, id string, limit int, now time.Time) (storage.OTPIssuance, error) {
+// live locks issuance id and returns it when it is neither consumed nor
+// expired at now: ErrNotFound, ErrConsumed or ErrExpired otherwise, checked
+// in that order.
+func (r otpRepo) live(ctx context.Context, id string, now time.Time) (*storage.OTPIssuance, error) {
 	if err := r.lockX(ctx, lkOTP, id); err != nil {
-		return storage.OTPIssuance{}, err
+		return nil, err
 	}
 	o, ok := r.s.otp.get(id)
 	switch {
 	case !ok:
-		return storage.OTPIssuance{}, storage.ErrNotFound
+		return nil, storage.ErrNotFound
 	case !o.ConsumedAt.IsZero():
-		return storage.OTPIssuance{}, storage.ErrConsumed
+		return nil, storage.ErrConsumed
 	case !now.Before(o.ExpiresAt):
-		return storage.OTPIssuance{}, storage.ErrExpired
-	case o.Attempts >= limit:
+		return nil, storage.ErrExpired
+	}
+	return o, nil
+}
+
+func (r otpRepo) Attempt(ctx context.Context, id string, limit int, now time.Time) (storage.OTPIssuance, error) {
+	o, err := r.live(ctx, id, now)
+	if err != nil {
+		return storage.OTPIssuance{}, err
+	}
+	if o.Attempts >= limit {
 		return storage.OTPIssuance{}, storage.ErrExhausted
 	}
 	set(r.tx, &o.Attempts, o.Attempts+1)
@@ -598,17 +610,9 @@ func (r otpRepo) Attempt(ctx context.Context, id string, limit int, now time.Tim
 }
 
 func (r otpRepo) Consume(ctx context.Context, id string, now time.Time) (storage.OTPIssuance, error) {
-	if err := r.lockX(ctx, lkOTP, id); err != nil {
+	o, err := r.live(ctx, id, now)
+	if err != nil {
 		return storage.OTPIssuance{}, err
-	}
-	o, ok := r.s.otp.get(id)
-	switch {
-	case !ok:
-		return storage.OTPIssuance{}, storage.ErrNotFound
-	case !o.ConsumedAt.IsZero():
-		return storage.OTPIssuance{}, storage.ErrConsumed
-	case !now.Before(o.ExpiresAt):
-		return storage.OTPIssuance{}, storage.ErrExpired
 	}
 	set(r.tx, &o.ConsumedAt, now)
 	return *cloneOTP(o), nil
