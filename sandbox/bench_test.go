@@ -7,10 +7,8 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/walletgate/walletgate/sandbox"
@@ -19,25 +17,14 @@ import (
 	"github.com/walletgate/walletgate/walletauth"
 )
 
-// serve sends one request to h in process.
+// serve sends one request to h in process (see call) and fails the
+// benchmark on a body that does not decode.
 func serve(b *testing.B, h http.Handler, method, path string, body any, out any, headers ...string) int {
-	var raw []byte
-	if body != nil {
-		raw, _ = json.Marshal(body)
+	code, err := call(h, method, path, body, out, headers...)
+	if err != nil {
+		b.Fatal(err)
 	}
-	req := httptest.NewRequest(method, sandbox.DefaultBasePath+path, bytes.NewReader(raw))
-	req.SetBasicAuth(sandbox.DefaultClientID, sandbox.DefaultClientSecret)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	if out != nil {
-		if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
-			b.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
-		}
-	}
-	return rec.Code
+	return code
 }
 
 // benchWallet creates a simulator and one customer's wallet.

@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/sha256"
@@ -24,6 +25,24 @@ func rawReceiverKey(b *testing.B, label string) kem.PrivateKey {
 	return sk
 }
 
+// benchCiphertext seals a code to the bench target key and returns the key
+// with the decoded encapsulated key, ciphertext and additional data: the
+// inputs of the raw opens.
+func benchCiphertext(b *testing.B) (target *ecdh.PrivateKey, enc, ct, ad []byte) {
+	target = testECDH(b, "bench/target")
+	bundle, err := SealOTP(target.PublicKey(), "123456", compressedHex(b, testKey(b, "bench/session")), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var msg clientMessage
+	if err := json.Unmarshal([]byte(bundle), &msg); err != nil {
+		b.Fatal(err)
+	}
+	enc, _ = hex.DecodeString(msg.EncappedPublic)
+	ct, _ = hex.DecodeString(msg.Ciphertext)
+	return target, enc, ct, aad(enc, target.PublicKey().Bytes())
+}
+
 func BenchmarkOpenOTP(b *testing.B) {
 	target := testECDH(b, "bench/target")
 	bundle, err := SealOTP(target.PublicKey(), "123456", compressedHex(b, testKey(b, "bench/session")), nil)
@@ -42,16 +61,7 @@ func BenchmarkOpenOTP(b *testing.B) {
 // directly: receiver setup (decapsulation and key schedule) and AEAD open,
 // with the key already loaded and the hex already decoded.
 func BenchmarkRawHPKEOpen(b *testing.B) {
-	target := testECDH(b, "bench/target")
-	bundle, err := SealOTP(target.PublicKey(), "123456", compressedHex(b, testKey(b, "bench/session")), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var msg clientMessage
-	_ = json.Unmarshal([]byte(bundle), &msg)
-	enc, _ := hex.DecodeString(msg.EncappedPublic)
-	ct, _ := hex.DecodeString(msg.Ciphertext)
-	ad := aad(enc, target.PublicKey().Bytes())
+	_, enc, ct, ad := benchCiphertext(b)
 	skR := rawReceiverKey(b, "bench/target")
 	s := hpke.NewSuite(hpke.KEM_P256_HKDF_SHA256, hpke.KDF_HKDF_SHA256, hpke.AEAD_AES256GCM)
 	info := []byte(HPKEInfo)
@@ -76,16 +86,7 @@ func BenchmarkRawHPKEOpen(b *testing.B) {
 // every call (one fixed-base scalar multiplication for the public key the
 // KEM context needs), as a server holding one target key per issuance must.
 func BenchmarkRawHPKEOpenFromScalar(b *testing.B) {
-	target := testECDH(b, "bench/target")
-	bundle, err := SealOTP(target.PublicKey(), "123456", compressedHex(b, testKey(b, "bench/session")), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var msg clientMessage
-	_ = json.Unmarshal([]byte(bundle), &msg)
-	enc, _ := hex.DecodeString(msg.EncappedPublic)
-	ct, _ := hex.DecodeString(msg.Ciphertext)
-	ad := aad(enc, target.PublicKey().Bytes())
+	target, enc, ct, ad := benchCiphertext(b)
 	scalar := target.Bytes()
 	scheme := hpke.KEM_P256_HKDF_SHA256.Scheme()
 	s := hpke.NewSuite(hpke.KEM_P256_HKDF_SHA256, hpke.KDF_HKDF_SHA256, hpke.AEAD_AES256GCM)
