@@ -246,7 +246,12 @@ func (s *Service) verifyOTPLeg1(ctx context.Context, credentialID string, req Ve
 	var failure error // a wrong code: the attempt is counted and committed
 	err := s.atomic(ctx, func(tx storage.Tx) error {
 		failure = nil
-		c, err := credentialOfType(ctx, tx, credentialID, req.Type)
+		// Hold the credential to the end of the transaction: a revoke of it
+		// either committed before (404) or waits for this attempt, so the
+		// AUTH_CREDENTIAL.OTP_LOCKED event below never follows the
+		// credential's AUTH_CREDENTIAL.REVOKED. It also orders the attempts
+		// of one credential.
+		c, err := lockCredentialOfType(ctx, tx, credentialID, req.Type)
 		if err != nil {
 			return err
 		}

@@ -333,8 +333,28 @@ func credentialOfType(ctx context.Context, tx storage.Tx, id string, typ storage
 	if err != nil {
 		return c, err
 	}
-	if c.Type != typ || typ == storage.OAuth && c.OAuth == nil || typ == storage.Passkey && c.WebAuthn == nil {
-		return c, typeMismatch(typ, c.Type)
+	return c, checkOfType(&c, typ)
+}
+
+// lockCredentialOfType is credentialOfType holding the credential until the
+// transaction ends ([storage.Credentials.Lock]), for a verification that
+// writes an event about it: a concurrent revoke either deleted it before
+// (404) or waits until this transaction commits.
+func lockCredentialOfType(ctx context.Context, tx storage.Tx, id string, typ storage.CredentialType) (storage.Credential, error) {
+	c, err := tx.Credentials().Lock(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return c, notFound("credential", id)
 	}
-	return c, nil
+	if err != nil {
+		return c, err
+	}
+	return c, checkOfType(&c, typ)
+}
+
+// checkOfType is the type check of credentialOfType.
+func checkOfType(c *storage.Credential, typ storage.CredentialType) error {
+	if c.Type != typ || typ == storage.OAuth && c.OAuth == nil || typ == storage.Passkey && c.WebAuthn == nil {
+		return typeMismatch(typ, c.Type)
+	}
+	return nil
 }
