@@ -55,21 +55,8 @@ func (s *Service) CreateWallet(ctx context.Context, w NewWallet) (*storage.Inter
 	err = s.atomic(ctx, func(tx storage.Tx) error {
 		// The address is held from the check to the insert, so two
 		// customers never both tie it to an EMAIL_OTP credential.
-		if err := tx.Credentials().LockEmail(ctx, email); err != nil {
+		if err := holdEmail(ctx, tx, email, w.CustomerID); err != nil {
 			return err
-		}
-		tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, email)
-		if err != nil {
-			return err
-		}
-		for _, c := range tied {
-			owner, err := tx.InternalAccounts().Get(ctx, c.AccountID)
-			if err != nil {
-				return err
-			}
-			if owner.CustomerID != w.CustomerID {
-				return apierror.New(apierror.EmailOTPEmailAlreadyExists, "the email address is already tied to another EMAIL_OTP credential")
-			}
 		}
 		if err := tx.InternalAccounts().Create(ctx, &acct); err != nil {
 			return err
@@ -83,6 +70,38 @@ func (s *Service) CreateWallet(ctx context.Context, w NewWallet) (*storage.Inter
 		return nil, nil, storeErr(err)
 	}
 	return &acct, authMethod(&cred), nil
+}
+
+// holdEmail holds the address email until the transaction ends
+// ([storage.Credentials.LockEmail]) and fails with 409
+// EMAIL_OTP_EMAIL_ALREADY_EXISTS when an EMAIL_OTP credential of a wallet of
+// another customer than customerID is tied to it. Every path that ties an
+// address to an EMAIL_OTP credential calls it in the transaction that ties
+// it, after locking the internal accounts it changes and before any
+// credential lock (the store's lock order), so of two customers racing for
+// one address at most one holds it.
+func holdEmail(ctx context.Context, tx storage.Tx, email, customerID string) error {
+	if err := tx.Credentials().LockEmail(ctx, email); err != nil {
+		return err
+	}
+	tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, email)
+	if err != nil {
+		return err
+	}
+	for _, c := range tied {
+		owner, err := tx.InternalAccounts().Get(ctx, c.AccountID)
+		if err != nil {
+			return err
+		}
+		if owner.CustomerID != customerID {
+			return emailTaken()
+		}
+	}
+	return nil
+}
+
+func emailTaken() *apierror.Error {
+	return apierror.New(apierror.EmailOTPEmailAlreadyExists, "the email address is already tied to another EMAIL_OTP credential")
 }
 
 // AddCredentialRequest is the body of POST /auth/credentials.
@@ -108,6 +127,14 @@ var credentialTypes = []string{string(storage.EmailOTP), string(storage.SMSOTP),
 // one-time code at once: the result carries its otpEncryptionTargetBundle
 // and the code is sent.
 //
+// An EMAIL_OTP credential is tied to the account's email, which no EMAIL_OTP
+// credential of another customer may hold (as in [Service.CreateWallet] and
+// [Service.UpdateEmail]): both legs hold the address and check it, the
+// retry in the transaction that creates the credential, so an address
+// another customer took in between is refused too. A phone number is not
+// exclusive: SMS_OTP credentials of several customers may send to one number
+// (no call ties a customer to a number, and the API has no error for it).
+//
 // On the retry req is not read: the credential comes from the parameters the
 // first call stored, never from the retry's body, so what the user signed is
 // what is added. An OAUTH token and a passkey attestation are verified on the
@@ -120,7 +147,9 @@ var credentialTypes = []string{string(storage.EmailOTP), string(storage.SMSOTP),
 // 400 MISSING_MANDATORY_USER_INFO (no email or phone),
 // 400 EMAIL_OTP_CREDENTIAL_ALREADY_EXISTS / SMS_OTP_CREDENTIAL_ALREADY_EXISTS /
 // PASSKEY_CREDENTIAL_ALREADY_EXISTS, 409 CONFLICT (the same OAUTH identity, or
-// the contact the credential was bound to changed before the retry), 404
+// the contact the credential was bound to changed before the retry), 409
+// EMAIL_OTP_EMAIL_ALREADY_EXISTS (the account's email is tied to an
+// EMAIL_OTP credential of another customer), 404
 // REFERENCE_NOT_FOUND (account), the 401s of OIDC and passkey verification
 // and of signedretry.
 func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, call signedretry.Retry) (*AuthMethod, *signedretry.Challenge, error) {
@@ -257,6 +286,9 @@ func (s *Service) addParams(ctx context.Context, tx storage.Tx, acct *storage.In
 		if acct.Email == "" {
 			return nil, apierror.New(apierror.MissingMandatoryUserInfo, "the customer has no email address")
 		}
+		if err := holdEmail(ctx, tx, acct.Email, acct.CustomerID); err != nil {
+			return nil, err
+		}
 		p.Email, p.Nickname = acct.Email, acct.Email
 	case storage.SMSOTP:
 		if acct.Phone == "" {
@@ -289,8 +321,15 @@ func (s *Service) createFromParams(ctx context.Context, tx storage.Tx, acct *sto
 	changed := apierror.New(apierror.Conflict, "the account's contact changed since the challenge was issued; start again")
 	switch p.Type {
 	case storage.EmailOTP:
-		if retry && acct.Email != p.Email {
-			return nil, changed
+		if retry {
+			if acct.Email != p.Email {
+				return nil, changed
+			}
+			// The address may have been tied to another customer's
+			// EMAIL_OTP credential since the first call checked it.
+			if err := holdEmail(ctx, tx, p.Email, acct.CustomerID); err != nil {
+				return nil, err
+			}
 		}
 		c.Email = p.Email
 	case storage.SMSOTP:
@@ -672,7 +711,7 @@ func (s *Service) tiedCredentials(ctx context.Context, tx storage.Tx, customerID
 	}
 	for _, o := range others {
 		if !mine[o.AccountID] {
-			return nil, nil, apierror.New(apierror.EmailOTPEmailAlreadyExists, "the email address is already tied to another EMAIL_OTP credential")
+			return nil, nil, emailTaken()
 		}
 	}
 	return accts, tied, nil

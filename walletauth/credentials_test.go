@@ -1,6 +1,7 @@
 package walletauth_test
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -324,5 +325,139 @@ func TestUpdateEmail(t *testing.T) {
 		wantErr(t, err, apierror.InvalidInput, "")
 		_, _, err = e.svc.UpdateEmail(ctx, "Customer:404", "a@b.example", nil, call("PATCH", "/c", `{}`))
 		wantErr(t, err, apierror.UserNotFound, "")
+	})
+}
+
+// dropEmailOTP adds an SMS_OTP credential to e's wallet (signed by key, a
+// session of its EMAIL_OTP credential), logs in with it and revokes the
+// EMAIL_OTP credential. It returns the SMS_OTP session's key.
+func (e *env) dropEmailOTP(t *testing.T, key *walletauth.ClientKey) *walletauth.ClientKey {
+	t.Helper()
+	sms := e.addSMS(t, key)
+	k := newKey(t)
+	bundle, err := k.SealOTP(sms.OTPEncryptionTargetBundle, nil, e.outbox.last(t).Code, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, smsKey := e.verify(t, sms.ID, storage.SMSOTP, bundle, k)
+	rc := call("DELETE", "/auth/credentials/"+e.email.ID, "")
+	rch, err := e.svc.RevokeCredential(ctx, e.email.ID, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.RevokeCredential(ctx, e.email.ID, signed(t, rc, rch, smsKey)); err != nil {
+		t.Fatal(err)
+	}
+	return smsKey
+}
+
+// takeAddress has a new wallet of customer take address through a signed
+// email change of that customer: it creates the wallet with another
+// address, logs in and runs the change's first call; complete runs its
+// stamped retry.
+func (e *env) takeAddress(t *testing.T, customer, address string) (complete func() error) {
+	t.Helper()
+	_, cred, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: customer, Email: "first-" + address})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key := e.login(t, cred.ID, storage.EmailOTP)
+	c := call("PATCH", "/customers/"+customer, `{"email":"`+address+`"}`)
+	_, ch, err := e.svc.UpdateEmail(ctx, customer, address, nil, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry := signed(t, c, ch, key)
+	return func() error {
+		_, _, err := e.svc.UpdateEmail(ctx, customer, address, nil, retry)
+		return err
+	}
+}
+
+// TestAddEmailOTPAddressTaken re-adds an EMAIL_OTP credential to a wallet
+// whose address another customer's EMAIL_OTP credential took after the
+// wallet's own was revoked: both legs of the add answer 409
+// EMAIL_OTP_EMAIL_ALREADY_EXISTS and the address stays tied to one customer.
+func TestAddEmailOTPAddressTaken(t *testing.T) {
+	addEmail := walletauth.AddCredentialRequest{Type: storage.EmailOTP}
+	wantTaken := func(t *testing.T, err error) {
+		t.Helper()
+		if !isAPIError(err, http.StatusConflict, apierror.EmailOTPEmailAlreadyExists, "") {
+			t.Fatalf("add of EMAIL_OTP for a taken address: %v, want 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS", err)
+		}
+	}
+	tiedTo := func(t *testing.T, e *env, address string) []string {
+		t.Helper()
+		var owners []string
+		if err := e.store.Atomic(ctx, func(tx storage.Tx) error {
+			owners = nil
+			tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, address)
+			for _, c := range tied {
+				owners = append(owners, c.AccountID)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return owners
+	}
+
+	t.Run("taken before the first call", func(t *testing.T) {
+		e := newEnv(t, nil)
+		_, key := e.login(t, e.email.ID, storage.EmailOTP)
+		e.dropEmailOTP(t, key)
+		if err := e.takeAddress(t, "Customer:2", "ada@example.com")(); err != nil {
+			t.Fatal(err)
+		}
+		req := addEmail
+		req.AccountID = e.wallet.ID
+		_, ch, err := e.svc.AddCredential(ctx, req, call("POST", "/auth/credentials", `{"type":"EMAIL_OTP"}`))
+		wantTaken(t, err)
+		if ch != nil {
+			t.Fatal("a refused add answered a challenge")
+		}
+		if owners := tiedTo(t, e, "ada@example.com"); len(owners) != 1 || owners[0] == e.wallet.ID {
+			t.Fatalf("EMAIL_OTP credentials of the address belong to %v, want only the other customer's wallet", owners)
+		}
+	})
+	t.Run("taken between the legs", func(t *testing.T) {
+		e := newEnv(t, nil)
+		_, key := e.login(t, e.email.ID, storage.EmailOTP)
+		smsKey := e.dropEmailOTP(t, key)
+		req := addEmail
+		req.AccountID = e.wallet.ID
+		c := call("POST", "/auth/credentials", `{"type":"EMAIL_OTP"}`)
+		_, ch, err := e.svc.AddCredential(ctx, req, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.takeAddress(t, "Customer:2", "ada@example.com")(); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = e.svc.AddCredential(ctx, req, signed(t, c, ch, smsKey))
+		wantTaken(t, err)
+		if owners := tiedTo(t, e, "ada@example.com"); len(owners) != 1 || owners[0] == e.wallet.ID {
+			t.Fatalf("EMAIL_OTP credentials of the address belong to %v, want only the other customer's wallet", owners)
+		}
+	})
+	t.Run("the same customer's other wallet", func(t *testing.T) {
+		e := newEnv(t, nil)
+		_, key := e.login(t, e.email.ID, storage.EmailOTP)
+		smsKey := e.dropEmailOTP(t, key)
+		// A second wallet of Customer:1 on the address does not block the
+		// first one's EMAIL_OTP.
+		if _, _, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:1", Email: "ada@example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		req := addEmail
+		req.AccountID = e.wallet.ID
+		c := call("POST", "/auth/credentials", `{"type":"EMAIL_OTP"}`)
+		_, ch, err := e.svc.AddCredential(ctx, req, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.svc.AddCredential(ctx, req, signed(t, c, ch, smsKey)); err != nil {
+			t.Fatalf("add for the customer's own address: %v", err)
+		}
 	})
 }

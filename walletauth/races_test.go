@@ -239,3 +239,48 @@ func TestCreateWalletSameAddress(t *testing.T) {
 		t.Fatalf("a second wallet of the same customer: %v", err)
 	}
 }
+
+// TestAddEmailOTPRacesEmailChange races the retry of an EMAIL_OTP add for a
+// wallet's address against another customer's signed change to that
+// address, both first legs passed: exactly one wins, the other is 409
+// EMAIL_OTP_EMAIL_ALREADY_EXISTS, and the address is tied to one customer.
+func TestAddEmailOTPRacesEmailChange(t *testing.T) {
+	for round := range 5 {
+		e := newEnv(t, nil)
+		_, key := e.login(t, e.email.ID, storage.EmailOTP)
+		smsKey := e.dropEmailOTP(t, key)
+		req := walletauth.AddCredentialRequest{Type: storage.EmailOTP, AccountID: e.wallet.ID}
+		c := call(http.MethodPost, "/auth/credentials", `{"type":"EMAIL_OTP"}`)
+		_, ch, err := e.svc.AddCredential(ctx, req, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		add := signed(t, c, ch, smsKey)
+		change := e.takeAddress(t, "Customer:2", "ada@example.com")
+		errs := together(
+			func() error { _, _, err := e.svc.AddCredential(ctx, req, add); return err },
+			change,
+		)
+		wins := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				wins++
+			case !isAPIError(err, http.StatusConflict, apierror.EmailOTPEmailAlreadyExists, ""):
+				t.Fatalf("round %d: call %d failed with %v, want 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS", round, i, err)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("round %d: %d of the add and the email change succeeded, want 1", round, wins)
+		}
+		if err := e.store.Atomic(ctx, func(tx storage.Tx) error {
+			tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, "ada@example.com")
+			if err == nil && len(tied) != 1 {
+				t.Fatalf("round %d: %d EMAIL_OTP credentials hold the address, want 1", round, len(tied))
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,325 @@
+package postgres_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/secret"
+)
+
+// wauthReplicas is one walletauth deployment on four replicas of one
+// schema: a sandbox service per store, sharing the keys that protect OTP
+// issuances at rest.
+type wauthReplicas struct {
+	stores   []*postgres.Store
+	services []*walletauth.Service
+}
+
+// newWauthReplicas starts the services of replicaStores with cfg (Store,
+// Sandbox and the keys are set here); wrap, when not nil, wraps the store
+// of each replica.
+func newWauthReplicas(t *testing.T, otp walletauth.OTPConfig, wrap func(i int, s storage.Store) storage.Store) *wauthReplicas {
+	t.Helper()
+	r := &wauthReplicas{stores: replicaStores(t)}
+	key, err := secret.GenerateKey(nil, "replicas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := secret.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range r.stores {
+		var st storage.Store = s
+		if wrap != nil {
+			st = wrap(i, s)
+		}
+		svc, err := walletauth.New(walletauth.Config{Store: st, Sandbox: true, Sealer: ring,
+			CodeMACKey: bytes.Repeat([]byte{0x5a}, walletauth.MinCodeMACKeyLen), OTP: otp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.services = append(r.services, svc)
+	}
+	return r
+}
+
+func verifyCall(credID string, typ storage.CredentialType) signedretry.Retry {
+	return signedretry.Retry{Method: http.MethodPost, Path: "/auth/credentials/" + credID + "/verify",
+		Body: []byte(`{"type":"` + string(typ) + `"}`)}
+}
+
+// guess runs leg 1 of an OTP verify of credID with code sealed to bundle.
+func guess(t *testing.T, svc *walletauth.Service, credID string, typ storage.CredentialType, bundle, code string) error {
+	t.Helper()
+	key, err := walletauth.NewClientKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := key.SealOTP(bundle, svc.SigningPublicKey(), code, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = svc.Verify(ctx, credID, walletauth.VerifyRequest{Type: typ, EncryptedOTPBundle: sealed}, verifyCall(credID, typ))
+	return err
+}
+
+// otpLogin verifies an OTP credential with the sandbox code sealed to
+// bundle and returns the session's key.
+func otpLogin(t *testing.T, svc *walletauth.Service, credID string, typ storage.CredentialType, bundle string) *walletauth.ClientKey {
+	t.Helper()
+	key, err := walletauth.NewClientKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := key.SealOTP(bundle, svc.SigningPublicKey(), walletauth.SandboxOTPCode, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := walletauth.VerifyRequest{Type: typ, EncryptedOTPBundle: sealed}
+	c := verifyCall(credID, typ)
+	_, ch, err := svc.Verify(ctx, credID, req, c)
+	if err != nil {
+		t.Fatalf("leg 1: %v", err)
+	}
+	if _, _, err := svc.Verify(ctx, credID, req, stamped(t, c, ch, key)); err != nil {
+		t.Fatalf("leg 2: %v", err)
+	}
+	return key
+}
+
+// wallet creates a wallet of customer on address, logs in with its EMAIL_OTP
+// credential and returns the wallet, the credential and the session's key.
+func (r *wauthReplicas) wallet(t *testing.T, customer, address string) (*storage.InternalAccount, *walletauth.AuthMethod, *walletauth.ClientKey) {
+	t.Helper()
+	svc := r.services[0]
+	w, email, err := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: customer, Email: address, Phone: "+14155550123"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := svc.Challenge(ctx, email.ID, walletauth.ChallengeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, email, otpLogin(t, svc, email.ID, storage.EmailOTP, m.OTPEncryptionTargetBundle)
+}
+
+// addSMS adds an SMS_OTP credential to wallet through a retry stamped by key.
+func (r *wauthReplicas) addSMS(t *testing.T, wallet *storage.InternalAccount, key *walletauth.ClientKey) *walletauth.AuthMethod {
+	t.Helper()
+	svc := r.services[0]
+	add := signedretry.Retry{Method: http.MethodPost, Path: "/auth/credentials",
+		Body: []byte(`{"type":"SMS_OTP","accountId":"` + wallet.ID + `"}`)}
+	req := walletauth.AddCredentialRequest{Type: storage.SMSOTP, AccountID: wallet.ID}
+	_, ch, err := svc.AddCredential(ctx, req, add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sms, _, err := svc.AddCredential(ctx, req, stamped(t, add, ch, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sms
+}
+
+// revoke runs both legs of a credential revoke on svc, the retry stamped by
+// key.
+func revoke(t *testing.T, svc *walletauth.Service, credID string, key *walletauth.ClientKey) error {
+	t.Helper()
+	c := signedretry.Retry{Method: http.MethodDelete, Path: "/auth/credentials/" + credID}
+	ch, err := svc.RevokeCredential(ctx, credID, c)
+	if err != nil {
+		return err
+	}
+	_, err = svc.RevokeCredential(ctx, credID, stamped(t, c, ch, key))
+	return err
+}
+
+// TestReplicasAddEmailOTPRacesEmailChange races, on two replicas, the retry
+// of an EMAIL_OTP add for a wallet's address (its own EMAIL_OTP credential
+// was revoked) against another customer's signed change to that address:
+// exactly one wins, the other is 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS, and one
+// EMAIL_OTP credential holds the address.
+func TestReplicasAddEmailOTPRacesEmailChange(t *testing.T) {
+	r := newWauthReplicas(t, walletauth.OTPConfig{ReissueLimit: 100}, nil)
+	svc := r.services[0]
+	for round := range 8 {
+		address := fmt.Sprintf("taken-%d@example.com", round)
+		w, email, key := r.wallet(t, fmt.Sprintf("Customer:a-%d", round), address)
+		sms := r.addSMS(t, w, key)
+		smsKey := otpLogin(t, svc, sms.ID, storage.SMSOTP, sms.OTPEncryptionTargetBundle)
+		if err := revoke(t, svc, email.ID, smsKey); err != nil {
+			t.Fatal(err)
+		}
+		req := walletauth.AddCredentialRequest{Type: storage.EmailOTP, AccountID: w.ID}
+		add := signedretry.Retry{Method: http.MethodPost, Path: "/auth/credentials", Body: []byte(`{"type":"EMAIL_OTP"}`)}
+		_, ch, err := svc.AddCredential(ctx, req, add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addRetry := stamped(t, add, ch, smsKey)
+
+		other := fmt.Sprintf("Customer:b-%d", round)
+		_, _, otherKey := r.wallet(t, other, "first-"+address)
+		change := signedretry.Retry{Method: http.MethodPatch, Path: "/customers/" + other, Body: []byte(`{"email":"` + address + `"}`)}
+		_, ch, err = svc.UpdateEmail(ctx, other, address, nil, change)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changeRetry := stamped(t, change, ch, otherKey)
+
+		a, b := r.services[1+round%(len(r.services)-1)], r.services[(2+round)%len(r.services)]
+		errs := together(
+			func() error { _, _, err := a.AddCredential(ctx, req, addRetry); return err },
+			func() error { _, _, err := b.UpdateEmail(ctx, other, address, nil, changeRetry); return err },
+		)
+		wins := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				wins++
+			case !isAPIError(err, http.StatusConflict, apierror.EmailOTPEmailAlreadyExists, ""):
+				t.Fatalf("round %d: call %d failed with %v, want 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS", round, i, err)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("round %d: %d of the add and the email change succeeded, want 1", round, wins)
+		}
+		mustAtomic(t, r.stores[0], func(tx storage.Tx) error {
+			tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, address)
+			if err == nil && len(tied) != 1 {
+				t.Fatalf("round %d: %d EMAIL_OTP credentials hold the address, want 1", round, len(tied))
+			}
+			return err
+		})
+	}
+}
+
+// pausingStore runs pause, once armed, when a transaction reads the live OTP
+// issuance of the armed credential, and then goes on: the point of an OTP
+// verify between reading the credential and recording the attempt.
+type pausingStore struct {
+	storage.Store
+	mu     sync.Mutex
+	credID string
+	pause  func()
+}
+
+func (p *pausingStore) arm(credID string, pause func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.credID, p.pause = credID, pause
+}
+
+func (p *pausingStore) Atomic(ctx context.Context, fn func(tx storage.Tx) error) error {
+	return p.Store.Atomic(ctx, func(tx storage.Tx) error { return fn(pausingTx{tx, p}) })
+}
+
+type pausingTx struct {
+	storage.Tx
+	p *pausingStore
+}
+
+func (t pausingTx) OTPIssuances() storage.OTPIssuances { return pausingOTP{t.Tx.OTPIssuances(), t.p} }
+
+type pausingOTP struct {
+	storage.OTPIssuances
+	p *pausingStore
+}
+
+func (o pausingOTP) GetByCredential(ctx context.Context, credentialID string) (storage.OTPIssuance, error) {
+	iss, err := o.OTPIssuances.GetByCredential(ctx, credentialID)
+	o.p.mu.Lock()
+	pause := o.p.pause
+	if credentialID == o.p.credID {
+		o.p.credID, o.p.pause = "", nil
+	} else {
+		pause = nil
+	}
+	o.p.mu.Unlock()
+	if pause != nil {
+		pause()
+	}
+	return iss, err
+}
+
+// TestReplicasOTPLockedNotAfterRevoked runs a revoke of an SMS_OTP credential
+// on one replica while an OTP verify of it on another has read the
+// credential and is about to record the wrong code that locks its issuance:
+// the verify holds the credential, so the revoke commits after it, and no
+// event about the credential follows its AUTH_CREDENTIAL.REVOKED.
+func TestReplicasOTPLockedNotAfterRevoked(t *testing.T) {
+	var paused *pausingStore
+	r := newWauthReplicas(t, walletauth.OTPConfig{MaxAttempts: 1}, func(i int, s storage.Store) storage.Store {
+		if i == 0 {
+			paused = &pausingStore{Store: s}
+			return paused
+		}
+		return s
+	})
+	w, _, key := r.wallet(t, "Customer:locked", "locked@example.com")
+	sms := r.addSMS(t, w, key)
+
+	// The revoke, signed by the EMAIL_OTP session, runs on replica 1 while
+	// the verify on replica 0 is paused; the verify waits for it to finish
+	// (or, when the verify holds the credential, until it is stuck on it).
+	var revokeErr error
+	revoked := make(chan struct{})
+	paused.arm(sms.ID, func() {
+		go func() {
+			defer close(revoked)
+			revokeErr = revoke(t, r.services[1], sms.ID, key)
+		}()
+		select {
+		case <-revoked:
+		case <-time.After(2 * time.Second):
+		}
+	})
+	err := guess(t, r.services[0], sms.ID, storage.SMSOTP, sms.OTPEncryptionTargetBundle, "111111")
+	<-revoked
+	if revokeErr != nil {
+		t.Fatalf("revoke: %v", revokeErr)
+	}
+	if !isAPIError(err, http.StatusUnauthorized, apierror.Unauthorized, "Invalid OTP code") &&
+		!isAPIError(err, http.StatusNotFound, apierror.ReferenceNotFound, "") {
+		t.Fatalf("verify: %v, want 401 UNAUTHORIZED Invalid OTP code or 404 REFERENCE_NOT_FOUND", err)
+	}
+	mustAtomic(t, r.stores[0], func(tx storage.Tx) error {
+		events, err := tx.Outbox().ListByAccount(ctx, w.ID)
+		if err != nil {
+			return err
+		}
+		gone := false
+		for _, e := range events {
+			var p struct {
+				Type string
+				Data struct{ ID string }
+			}
+			if err := json.Unmarshal(e.Payload, &p); err != nil {
+				return err
+			}
+			if p.Data.ID != sms.ID {
+				continue
+			}
+			if gone {
+				t.Fatalf("event %s about %s follows its AUTH_CREDENTIAL.REVOKED", p.Type, sms.ID)
+			}
+			gone = p.Type == walletauth.EventCredentialRevoked
+		}
+		if !gone {
+			t.Fatalf("no AUTH_CREDENTIAL.REVOKED of %s", sms.ID)
+		}
+		return nil
+	})
+}
