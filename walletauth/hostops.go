@@ -31,6 +31,14 @@ type HostOperation struct {
 	// consumes the request, with the stored parameters: its writes and the
 	// consumption commit together, and when it fails neither persists and
 	// the client may retry the same signature. It must act on params only.
+	//
+	// Effect may run more than once for one retry: the store reruns a
+	// transaction that lost a lock conflict or a serialization check
+	// ([storage.Store.Atomic]), and every run but the last is rolled back.
+	// So it must have no effect outside tx (no payment sent, no message,
+	// no write to another system, no change of memory that outlives the
+	// run): do those after Authorize returns, from [Authorized.Parameters].
+	// Whatever it keeps in Go variables is overwritten by each run.
 	Effect func(tx storage.Tx, params json.RawMessage) error
 }
 

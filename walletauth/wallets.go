@@ -19,7 +19,9 @@ import (
 // the client's key. Secret is called on an authorized retry, inside the
 // transaction that consumes the request; an error leaves the request
 // unconsumed and is returned (an *apierror.Error unchanged, anything else as
-// 500 INTERNAL_ERROR).
+// 500 INTERNAL_ERROR). It may be called more than once for one retry (the
+// store reruns a transaction that lost a lock conflict or a serialization
+// check), so it must only read.
 type WalletSecrets interface {
 	Secret(ctx context.Context, accountID string) ([]byte, error)
 }
@@ -136,8 +138,12 @@ type privacyParams struct {
 // returned [WalletPrivacy.PrivateEnabled], the value the user signed, and
 // never the retry's own. apply, when not nil, runs inside the transaction
 // that consumes the request with that value, so a host that keeps the
-// setting in the same store commits it together with the consumption. On the
-// retry, req is not read.
+// setting in the same store commits it together with the consumption. apply
+// may run more than once for one retry (the store reruns a transaction that
+// lost a lock conflict or a serialization check, and rolls back every run
+// but the last), so it must write only through tx and have no effect
+// outside it: a change of another system or of process memory belongs after
+// UpdateWalletPrivacy returns. On the retry, req is not read.
 //
 // Errors: 400 INVALID_INPUT (privateEnabled missing), 404
 // REFERENCE_NOT_FOUND (no such wallet), the 401s of signedretry, errors of
