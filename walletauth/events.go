@@ -38,6 +38,11 @@ import (
 //	                                key) that uses up the attempts of the      failedAttempts
 //	                                code; it commits, then the call answers
 //	                                401 and a new code must be requested
+//	AUTH_CREDENTIAL.OTP_THROTTLED   records the first OTP verification of      as ADDED without
+//	                                the credential refused because its         signedBySessionId, with
+//	                                budget of compared codes is spent          attemptBudget and throttledUntil
+//	                                ([OTPConfig].AttemptBudget), once per      (when codes are compared again)
+//	                                budget window; the call answers 429
 //	AUTH_SESSION.CREATED            creates a session: OTP login (leg 2),      id (the session), accountId,
 //	                                PASSKEY or OAUTH login, and the new        customerId, authMethodId (its
 //	                                session of a refresh                       credential), type, nickname,
@@ -65,6 +70,12 @@ import (
 // nicknames (an address, a phone number, a passkey's name) are personal data
 // but not secrets, and are included.
 //
+// An event is written only about records that exist when it commits: its
+// transaction creates, changes or deletes the record, or holds it
+// ([storage.Credentials.Lock]) from before it reads it, so a concurrent
+// revoke either commits first (and the call answers 404) or waits, and no
+// event about a credential follows its AUTH_CREDENTIAL.REVOKED.
+//
 // Sessions revoked because their credential was revoked are counted in the
 // AUTH_CREDENTIAL.REVOKED event (revokedSessionCount); they get no
 // AUTH_SESSION.REVOKED of their own. Operations of the host authorized
@@ -74,16 +85,19 @@ const (
 	EventCredentialAdded     = "AUTH_CREDENTIAL.ADDED"
 	EventCredentialRevoked   = "AUTH_CREDENTIAL.REVOKED"
 	EventCredentialOTPLocked = "AUTH_CREDENTIAL.OTP_LOCKED"
-	EventSessionCreated      = "AUTH_SESSION.CREATED"
-	EventSessionRevoked      = "AUTH_SESSION.REVOKED"
-	EventSessionRefreshed    = "AUTH_SESSION.REFRESHED"
-	EventEmailUpdated        = "INTERNAL_ACCOUNT.EMAIL_UPDATED"
+	// EventCredentialOTPThrottled reports a credential whose budget of
+	// compared one-time codes is spent ([OTPConfig].AttemptBudget).
+	EventCredentialOTPThrottled = "AUTH_CREDENTIAL.OTP_THROTTLED"
+	EventSessionCreated         = "AUTH_SESSION.CREATED"
+	EventSessionRevoked         = "AUTH_SESSION.REVOKED"
+	EventSessionRefreshed       = "AUTH_SESSION.REFRESHED"
+	EventEmailUpdated           = "INTERNAL_ACCOUNT.EMAIL_UPDATED"
 )
 
 // EventTypes returns every event type the service writes, in the order of
 // the table above (for a host that subscribes to them).
 func EventTypes() []string {
-	return []string{EventCredentialAdded, EventCredentialRevoked, EventCredentialOTPLocked,
+	return []string{EventCredentialAdded, EventCredentialRevoked, EventCredentialOTPLocked, EventCredentialOTPThrottled,
 		EventSessionCreated, EventSessionRevoked, EventSessionRefreshed, EventEmailUpdated}
 }
 
@@ -115,6 +129,12 @@ type CredentialEventData struct {
 	// FailedAttempts is how many verification attempts the locked code
 	// took (OTP_LOCKED only).
 	FailedAttempts int `json:"failedAttempts,omitempty"`
+	// AttemptBudget is the budget of compared codes per window that is
+	// spent (OTP_THROTTLED only).
+	AttemptBudget int `json:"attemptBudget,omitempty"`
+	// ThrottledUntil is when the budget's window ends and codes of the
+	// credential are compared again (OTP_THROTTLED only).
+	ThrottledUntil *time.Time `json:"throttledUntil,omitempty"`
 }
 
 // SessionEventData is the data of the AUTH_SESSION events: the session as

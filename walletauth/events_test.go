@@ -16,6 +16,7 @@ import (
 	"go/parser"
 	"go/token"
 	"maps"
+	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -102,6 +103,23 @@ func (t recTx) InternalAccounts() storage.InternalAccounts {
 	return recAccounts{t.Tx.InternalAccounts(), t.log}
 }
 func (t recTx) OTPIssuances() storage.OTPIssuances { return recOTP{t.Tx.OTPIssuances(), t.log} }
+func (t recTx) RateLimits() storage.RateLimits     { return recLimits{t.Tx.RateLimits(), t.log} }
+
+// recLimits logs the hits a rate limit counted, with the part of the key
+// after its first colon (a credential id for the OTP limits).
+type recLimits struct {
+	storage.RateLimits
+	log func(op, arg string)
+}
+
+func (l recLimits) Allow(ctx context.Context, key string, now time.Time, window time.Duration, limit int) (time.Duration, error) {
+	wait, err := l.RateLimits.Allow(ctx, key, now, window, limit)
+	if err == nil && wait == 0 {
+		_, id, _ := strings.Cut(key, ":")
+		l.log("RateLimits.Allow", id)
+	}
+	return wait, err
+}
 
 type recOutbox struct {
 	storage.Outbox
@@ -191,10 +209,13 @@ var changeOf = map[string]struct{ op, member string }{
 	walletauth.EventCredentialAdded:     {"Credentials.Create", "id"},
 	walletauth.EventCredentialRevoked:   {"Credentials.Delete", "id"},
 	walletauth.EventCredentialOTPLocked: {"OTPIssuances.Attempt", "id"},
-	walletauth.EventSessionCreated:      {"Sessions.Create", "id"},
-	walletauth.EventSessionRevoked:      {"Sessions.Revoke", "id"},
-	walletauth.EventSessionRefreshed:    {"Sessions.Create", "id"},
-	walletauth.EventEmailUpdated:        {"InternalAccounts.Update", "accountId"},
+	// The first refusal of a window counts a hit of the window that marks
+	// the exhaustion reported.
+	walletauth.EventCredentialOTPThrottled: {"RateLimits.Allow", "id"},
+	walletauth.EventSessionCreated:         {"Sessions.Create", "id"},
+	walletauth.EventSessionRevoked:         {"Sessions.Revoke", "id"},
+	walletauth.EventSessionRefreshed:       {"Sessions.Create", "id"},
+	walletauth.EventEmailUpdated:           {"InternalAccounts.Update", "accountId"},
 }
 
 // checkSameTransaction checks that every committed event was appended in
@@ -283,6 +304,11 @@ type evEnv struct {
 // a payload only if it was put there.
 const evAlphabet = "QWXZJKVY"
 
+// evAttemptBudget is the budget of compared codes per credential of the
+// flows: small enough to spend in a few issuances, larger than any flow but
+// the one that spends it compares.
+const evAttemptBudget = 12
+
 func newEvEnv(t *testing.T) *evEnv {
 	t.Helper()
 	p := newIDP(t)
@@ -304,7 +330,7 @@ func newEvEnv(t *testing.T) *evEnv {
 		}
 		t.Cleanup(v.Close)
 		c.Store, c.Passkeys, c.OIDC, c.SigningKey = rec, pk, v, signer
-		c.OTP = walletauth.OTPConfig{Alphabet: evAlphabet, Length: 12}
+		c.OTP = walletauth.OTPConfig{Alphabet: evAlphabet, Length: 12, AttemptBudget: evAttemptBudget}
 	})
 	e.store = rec
 	ev := &evEnv{env: e, rec: rec, idp: p, seen: map[string]int{}, secrets: map[string]string{}, produced: map[string]bool{}}
@@ -972,6 +998,49 @@ func runFlows(t *testing.T) *evEnv {
 			"email": "grace@hopper.example", "authMethodIds": []string{x.m.ID}, "updatedAt": e.clock.Now(), "signedBySessionId": gs.ID}})
 	}
 	e.none(t, "another customer's changes")
+
+	// Spend m1's budget of compared codes across issuances (its login
+	// compared one), four wrong codes per issuance so none locks: the first
+	// verification past the budget writes OTP_THROTTLED and answers 429,
+	// the next ones only answer 429, and codes are compared again once the
+	// window ends.
+	guess := func(bundle, code string) error {
+		sealed, _ := e.seal(t, bundle, code)
+		_, _, err := e.svc.Verify(ctx, m1.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: sealed},
+			e.call("POST", "/auth/credentials/"+m1.ID+"/verify", `{"type":"EMAIL_OTP"}`))
+		return err
+	}
+	var bundle1, code1 string
+	for spent, onIssuance := 1, 0; spent < evAttemptBudget; spent, onIssuance = spent+1, onIssuance+1 {
+		if bundle1 == "" || onIssuance == walletauth.DefaultOTPMaxAttempts-1 {
+			bundle1, onIssuance = e.challenge(t, m1.ID), 0
+			code1 = e.issued(t, m1.ID, bundle1)
+		}
+		wantErr(t, guess(bundle1, otherEvCode(code1)), apierror.Unauthorized, "Invalid OTP code")
+	}
+	e.expect(t, w1.ID)
+	throttled := func(what string) time.Duration {
+		t.Helper()
+		err := guess(bundle1, code1) // the right code: not compared
+		if !isAPIError(err, http.StatusTooManyRequests, apierror.RateLimited, "") || apierror.As(err).RetryAfter <= 0 {
+			t.Fatalf("%s: %v, want 429 RATE_LIMITED with Retry-After", what, err)
+		}
+		return apierror.As(err).RetryAfter
+	}
+	wait := throttled("the first verification past the budget")
+	tw := e.credentialWant(walletauth.EventCredentialOTPThrottled, m1, map[string]any{"customerId": "Customer:3",
+		"nickname": "grace@hopper.example", "attemptBudget": evAttemptBudget, "throttledUntil": e.clock.Now().Add(wait)})
+	e.expect(t, w1.ID, tw)
+	e.clock.Add(time.Minute)
+	if again := throttled("a later verification in the window"); again != wait-time.Minute {
+		t.Fatalf("Retry-After %v a minute later, want %v", again, wait-time.Minute)
+	}
+	e.expect(t, w1.ID)
+	e.clock.Add(wait - time.Minute)
+	bundle1 = e.challenge(t, m1.ID)
+	code1 = e.issued(t, m1.ID, bundle1)
+	wantErr(t, guess(bundle1, otherEvCode(code1)), apierror.Unauthorized, "Invalid OTP code")
+	e.expect(t, w1.ID)
 
 	checkSameTransaction(t, e.rec)
 	// Every event is about one of these wallets: leasing everything the

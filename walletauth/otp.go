@@ -163,7 +163,9 @@ type VerifyRequest struct {
 // opens encryptedOtpBundle with the issuance's target key, compares the code
 // in constant time, consumes the issuance and answers a challenge bound to
 // the bundle's public_key. A wrong code counts a failed attempt; after the
-// configured maximum the code is dead and a new one must be requested. Leg 2
+// configured maximum the code is dead and a new one must be requested. Every
+// compared code also spends one of the credential's budget across issuances
+// ([OTPConfig].AttemptBudget). Leg 2
 // repeats the body stamped by that key and returns the session, whose key is
 // that key (no encryptedSessionSigningKey).
 //
@@ -175,8 +177,10 @@ type VerifyRequest struct {
 // Errors: 404 REFERENCE_NOT_FOUND, 400 INVALID_INPUT (body, type mismatch,
 // malformed bundle), 401 UNAUTHORIZED with details.reason ("Invalid OTP
 // code", "no pending OTP for this credential", "OTP expired", "OTP already
-// used", "too many failed attempts; request a new code"), on leg 2 the
-// 401s of signedretry, and 500 INTERNAL_ERROR when the issuance's stored
+// used", "too many failed attempts; request a new code"), 429 RATE_LIMITED
+// with Retry-After when the credential's budget of compared codes is spent
+// ([OTPConfig].AttemptBudget; nothing is compared), on leg 2 the 401s of
+// signedretry, and 500 INTERNAL_ERROR when the issuance's stored
 // target key does not open (sealed under a key the Sealer no longer holds,
 // or altered in the store); that charges no attempt.
 func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Retry) (*AuthSession, *signedretry.Challenge, error) {
@@ -271,6 +275,19 @@ func (s *Service) verifyOTPLeg1(ctx context.Context, credentialID string, req Ve
 		case iss.Attempts >= s.otp.MaxAttempts:
 			return apierror.Unauthenticated("too many failed attempts; request a new code")
 		}
+		// Spend one of the credential's budget of compared codes, across
+		// issuances, before any code is compared. The store counts it only
+		// within the budget (and only if this transaction commits, so
+		// every check below that fails returns it); past the budget nothing
+		// is compared.
+		wait, err := tx.RateLimits().Allow(ctx, otpBudgetKey+c.ID, now, s.otp.AttemptBudgetWindow, s.otp.AttemptBudget)
+		if err != nil {
+			return err
+		}
+		if wait > 0 {
+			failure = apierror.TooManyRequests(wait)
+			return s.otpThrottled(ctx, tx, &c, now, wait)
+		}
 		// Reserve the attempt before any code is compared: the store counts
 		// it only while fewer than MaxAttempts were made, so no burst of
 		// concurrent guesses gets more codes compared than that.
@@ -327,6 +344,33 @@ func (s *Service) verifyOTPLeg1(ctx context.Context, credentialID string, req Ve
 		return nil, failure
 	}
 	return challenge, nil
+}
+
+// Rate-limit keys of one-time codes, followed by the credential id: the
+// budget of compared codes, and the window in which its exhaustion was
+// reported.
+const (
+	otpBudgetKey    = "otp-compare:"
+	otpThrottledKey = "otp-throttled:"
+)
+
+// otpThrottled records, in tx, that a verification of c found the budget
+// of compared codes spent until now+wait: the first such verification of a
+// window writes AUTH_CREDENTIAL.OTP_THROTTLED, the others nothing (a window
+// of otpThrottledKey that ends with the budget's marks it written).
+func (s *Service) otpThrottled(ctx context.Context, tx storage.Tx, c *storage.Credential, now time.Time, wait time.Duration) error {
+	reported, err := tx.RateLimits().Allow(ctx, otpThrottledKey+c.ID, now, wait, 1)
+	if err != nil || reported > 0 {
+		return err
+	}
+	customer, err := customerOf(ctx, tx, c.AccountID)
+	if err != nil {
+		return err
+	}
+	d := credentialData(c, customer)
+	until := now.Add(wait).UTC()
+	d.AttemptBudget, d.ThrottledUntil = s.otp.AttemptBudget, &until
+	return s.emit(ctx, tx, EventCredentialOTPThrottled, c.AccountID, d, now)
 }
 
 func (s *Service) verifyOTPLeg2(ctx context.Context, credentialID string, call signedretry.Retry) (*AuthSession, error) {

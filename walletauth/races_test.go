@@ -284,3 +284,65 @@ func TestAddEmailOTPRacesEmailChange(t *testing.T) {
 		}
 	}
 }
+
+// TestOTPAttemptBudgetBurst sends more concurrent wrong codes than a
+// credential's budget of compared codes (the per-issuance limit set far
+// above it): exactly the budget's worth are compared, every other one is
+// 429 RATE_LIMITED, one AUTH_CREDENTIAL.OTP_THROTTLED is written, and the
+// right code is refused afterwards.
+func TestOTPAttemptBudgetBurst(t *testing.T) {
+	const budget, guesses = 7, 40
+	e := newEnv(t, func(c *walletauth.Config) { c.OTP.AttemptBudget, c.OTP.MaxAttempts = budget, 1000 })
+	m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := e.outbox.last(t).Code
+	guess := func(code string) func() error {
+		sealed, err := newKey(t).SealOTP(m.OTPEncryptionTargetBundle, e.svc.SigningPublicKey(), code, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() error {
+			_, _, err := e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: sealed},
+				call(http.MethodPost, "/auth/credentials/"+e.email.ID+"/verify", `{"type":"EMAIL_OTP"}`))
+			return err
+		}
+	}
+	var fns []func() error
+	for range guesses {
+		fns = append(fns, guess(otherCode(code)))
+	}
+	compared, throttled := 0, 0
+	for i, err := range together(fns...) {
+		switch {
+		case isAPIError(err, http.StatusUnauthorized, apierror.Unauthorized, "Invalid OTP code"):
+			compared++
+		case isAPIError(err, http.StatusTooManyRequests, apierror.RateLimited, "") && apierror.As(err).RetryAfter > 0:
+			throttled++
+		default:
+			t.Fatalf("guess %d answered %v", i, err)
+		}
+	}
+	if compared != budget || throttled != guesses-budget {
+		t.Fatalf("%d codes compared and %d refused, want %d and %d", compared, throttled, budget, guesses-budget)
+	}
+	if err := guess(code)(); !isAPIError(err, http.StatusTooManyRequests, apierror.RateLimited, "") {
+		t.Fatalf("the right code past the budget: %v, want 429 RATE_LIMITED", err)
+	}
+	if err := e.store.Atomic(ctx, func(tx storage.Tx) error {
+		events, err := tx.Outbox().ListByAccount(ctx, e.wallet.ID)
+		n := 0
+		for _, ev := range events {
+			if ev.Type == walletauth.EventCredentialOTPThrottled {
+				n++
+			}
+		}
+		if err == nil && n != 1 {
+			t.Fatalf("%d OTP_THROTTLED events, want 1", n)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

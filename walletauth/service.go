@@ -25,6 +25,11 @@ const (
 	DefaultOTPMaxAttempts   = 5
 	DefaultOTPReissueLimit  = 5
 	DefaultOTPReissueWindow = 10 * time.Minute
+	// DefaultOTPAttemptBudget codes of a credential may be compared per
+	// DefaultOTPAttemptBudgetWindow, across its issuances (see
+	// [OTPConfig].AttemptBudget for the bound this gives).
+	DefaultOTPAttemptBudget       = 24
+	DefaultOTPAttemptBudgetWindow = 24 * time.Hour
 	// SandboxOTPCode is the code every one-time code is in sandbox mode.
 	SandboxOTPCode = "000000"
 )
@@ -78,6 +83,34 @@ type OTPConfig struct {
 	// zeros mean DefaultOTPReissueLimit and DefaultOTPReissueWindow.
 	ReissueLimit  int
 	ReissueWindow time.Duration
+	// AttemptBudget codes of one credential may be compared in
+	// AttemptBudgetWindow, across all its issuances: a verification spends
+	// one before it compares a code, the right one included, so a user
+	// spends one per login and one per mistyped code. A verification past
+	// the budget compares nothing and answers 429 RATE_LIMITED with
+	// Retry-After (the time until the window ends); the first of a window
+	// writes AUTH_CREDENTIAL.OTP_THROTTLED. The count is kept by the store
+	// ([storage.RateLimits]), so it holds across replicas. Zeros mean
+	// DefaultOTPAttemptBudget and DefaultOTPAttemptBudgetWindow.
+	//
+	// The bound: a window opens at the first compared code and lasts
+	// AttemptBudgetWindow, so any span of that length meets at most two
+	// windows, and at most 2 × AttemptBudget codes of a credential are
+	// compared in it. A code is drawn uniformly from A = len(Alphabet)^Length
+	// values and an issuance takes at most MaxAttempts guesses, so each
+	// compared guess is right with probability at most
+	// 1/(A − MaxAttempts + 1). An account has at most two OTP credentials
+	// (one EMAIL_OTP, one SMS_OTP), so guessing logs in to a given account
+	// within one AttemptBudgetWindow with probability at most
+	//
+	//	4 × AttemptBudget / (A − MaxAttempts + 1)
+	//
+	// With the defaults (6 digits, MaxAttempts 5, 24 codes per 24 hours):
+	// 96 / 999,996 ≈ 9.6 × 10⁻⁵ per account per day, below 10⁻⁴. Accounts
+	// attacked in parallel each have that bound; raising AttemptBudget or
+	// shortening the window or the code raises it in proportion.
+	AttemptBudget       int
+	AttemptBudgetWindow time.Duration
 }
 
 // Config configures a [Service].
@@ -235,6 +268,12 @@ func (c OTPConfig) withDefaults() OTPConfig {
 	}
 	if c.ReissueWindow <= 0 {
 		c.ReissueWindow = DefaultOTPReissueWindow
+	}
+	if c.AttemptBudget <= 0 {
+		c.AttemptBudget = DefaultOTPAttemptBudget
+	}
+	if c.AttemptBudgetWindow <= 0 {
+		c.AttemptBudgetWindow = DefaultOTPAttemptBudgetWindow
 	}
 	return c
 }

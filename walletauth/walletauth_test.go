@@ -3,6 +3,7 @@ package walletauth_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -385,4 +386,101 @@ func TestSandboxOTP(t *testing.T) {
 	if len(e.outbox.sent) != 0 {
 		t.Fatal("sandbox delivered a code")
 	}
+}
+
+// TestOTPAttemptBudget spends a credential's budget of compared codes
+// across issuances: every compared code spends one (wrong ones and the
+// right one of a login), verifications that compare nothing spend none, the
+// first verification past the budget is 429 RATE_LIMITED with Retry-After
+// until the window ends and compares nothing (the right code fails too),
+// and once the window ends codes are compared again.
+func TestOTPAttemptBudget(t *testing.T) {
+	const budget = 9
+	e := newEnv(t, func(c *walletauth.Config) {
+		c.OTP.AttemptBudget, c.OTP.AttemptBudgetWindow, c.OTP.MaxAttempts, c.OTP.ReissueLimit = budget, time.Hour, 3, 100
+	})
+	key := newKey(t)
+	var bundle string
+	issue := func() {
+		t.Helper()
+		m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bundle = m.OTPEncryptionTargetBundle
+	}
+	guess := func(code string) error {
+		sealed, err := key.SealOTP(bundle, e.svc.SigningPublicKey(), code, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: sealed},
+			call("POST", "/auth/credentials/"+e.email.ID+"/verify", `{"type":"EMAIL_OTP"}`))
+		return err
+	}
+	start := e.clock.Now()
+	// A login spends one.
+	issue()
+	if err := guess(e.outbox.last(t).Code); err != nil {
+		t.Fatal(err)
+	}
+	// Two issuances locked by wrong codes spend six; their further
+	// attempts compare nothing and spend nothing.
+	for range 2 {
+		issue()
+		code := e.outbox.last(t).Code
+		for range 3 {
+			wantErr(t, guess(otherCode(code)), apierror.Unauthorized, "Invalid OTP code")
+		}
+		wantErr(t, guess(code), apierror.Unauthorized, tooManyAttempts)
+	}
+	e.clock.Add(10 * time.Minute)
+	issue()
+	code := e.outbox.last(t).Code
+	for range budget - 7 {
+		wantErr(t, guess(otherCode(code)), apierror.Unauthorized, "Invalid OTP code")
+	}
+	// The budget is spent: the right code of a live issuance is refused
+	// without being compared.
+	err := guess(code)
+	if !isAPIError(err, http.StatusTooManyRequests, apierror.RateLimited, "") {
+		t.Fatalf("past the budget: %v, want 429 RATE_LIMITED", err)
+	}
+	if got, want := apierror.As(err).RetryAfter, start.Add(time.Hour).Sub(e.clock.Now()); got != want {
+		t.Fatalf("Retry-After %v, want %v (the end of the window)", got, want)
+	}
+	if got := apierror.As(err).RetryAfterSeconds(); got != 50*60 {
+		t.Fatalf("Retry-After header %d s, want %d", got, 50*60)
+	}
+	e.clock.Add(50*time.Minute - time.Second)
+	issue()
+	code = e.outbox.last(t).Code
+	if err := guess(code); !isAPIError(err, http.StatusTooManyRequests, apierror.RateLimited, "") || apierror.As(err).RetryAfterSeconds() != 1 {
+		t.Fatalf("a second before the window ends: %v, want 429 RATE_LIMITED with Retry-After 1", err)
+	}
+	e.clock.Add(time.Second)
+	if err := guess(code); err != nil {
+		t.Fatalf("the right code once the window ended: %v", err)
+	}
+}
+
+// TestOTPAttemptBudgetDefaults checks the bound the defaults give, as the
+// documentation of OTPConfig.AttemptBudget states it: an attacker who
+// compares every code the budget allows on both OTP credentials of an
+// account for a day logs in with probability at most 1e-4.
+func TestOTPAttemptBudgetDefaults(t *testing.T) {
+	codes := 1.0
+	for range walletauth.DefaultOTPLength {
+		codes *= 10
+	}
+	if walletauth.DefaultOTPAttemptBudgetWindow < 24*time.Hour {
+		t.Fatalf("the default window %v is shorter than a day", walletauth.DefaultOTPAttemptBudgetWindow)
+	}
+	// Two OTP credentials, two windows met by any day.
+	compared := 2 * 2 * walletauth.DefaultOTPAttemptBudget
+	p := float64(compared) / (codes - walletauth.DefaultOTPMaxAttempts + 1)
+	if p > 1e-4 {
+		t.Fatalf("a day's guessing succeeds with probability up to %.3g, want at most 1e-4", p)
+	}
+	t.Logf("%d codes compared per account per day at most: success probability at most %.3g", compared, p)
 }

@@ -3,6 +3,9 @@ package postgres_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -20,15 +23,14 @@ import (
 
 // wauthReplicas is one walletauth deployment on four replicas of one
 // schema: a sandbox service per store, sharing the keys that protect OTP
-// issuances at rest.
+// issuances at rest and the key that signs target bundles.
 type wauthReplicas struct {
 	stores   []*postgres.Store
 	services []*walletauth.Service
 }
 
-// newWauthReplicas starts the services of replicaStores with cfg (Store,
-// Sandbox and the keys are set here); wrap, when not nil, wraps the store
-// of each replica.
+// newWauthReplicas starts a service with the OTP policy otp on each of
+// replicaStores; wrap, when not nil, wraps the store of replica i.
 func newWauthReplicas(t *testing.T, otp walletauth.OTPConfig, wrap func(i int, s storage.Store) storage.Store) *wauthReplicas {
 	t.Helper()
 	r := &wauthReplicas{stores: replicaStores(t)}
@@ -40,12 +42,17 @@ func newWauthReplicas(t *testing.T, otp walletauth.OTPConfig, wrap func(i int, s
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Replicas share the key that signs OTP target bundles, as they must.
+	signer, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, s := range r.stores {
 		var st storage.Store = s
 		if wrap != nil {
 			st = wrap(i, s)
 		}
-		svc, err := walletauth.New(walletauth.Config{Store: st, Sandbox: true, Sealer: ring,
+		svc, err := walletauth.New(walletauth.Config{Store: st, Sandbox: true, Sealer: ring, SigningKey: signer,
 			CodeMACKey: bytes.Repeat([]byte{0x5a}, walletauth.MinCodeMACKeyLen), OTP: otp})
 		if err != nil {
 			t.Fatal(err)
@@ -321,5 +328,73 @@ func TestReplicasOTPLockedNotAfterRevoked(t *testing.T) {
 			t.Fatalf("no AUTH_CREDENTIAL.REVOKED of %s", sms.ID)
 		}
 		return nil
+	})
+}
+
+// TestReplicasOTPAttemptBudget sends wrong codes of one credential from 16
+// goroutines on each of four replicas, the per-issuance limit set far above
+// the credential's budget of compared codes: exactly the budget's worth are
+// compared, every other one is 429 RATE_LIMITED with Retry-After, one
+// AUTH_CREDENTIAL.OTP_THROTTLED is written, and the right code is refused
+// afterwards.
+func TestReplicasOTPAttemptBudget(t *testing.T) {
+	const budget = 10
+	r := newWauthReplicas(t, walletauth.OTPConfig{AttemptBudget: budget, MaxAttempts: 1000}, nil)
+	svc := r.services[0]
+	w, email, err := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:budget", Email: "budget@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := svc.Challenge(ctx, email.ID, walletauth.ChallengeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := walletauth.NewClientKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := key.SealOTP(m.OTPEncryptionTargetBundle, svc.SigningPublicKey(), "111111", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byStore := map[*postgres.Store]*walletauth.Service{}
+	for i, s := range r.stores {
+		byStore[s] = r.services[i]
+	}
+	errs := race(t, r.stores, func(c context.Context, s *postgres.Store) error {
+		_, _, err := byStore[s].Verify(c, email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: sealed},
+			verifyCall(email.ID, storage.EmailOTP))
+		return err
+	})
+	compared, throttled := 0, 0
+	for i, err := range errs {
+		switch {
+		case isAPIError(err, http.StatusUnauthorized, apierror.Unauthorized, "Invalid OTP code"):
+			compared++
+		case isAPIError(err, http.StatusTooManyRequests, apierror.RateLimited, "") && apierror.As(err).RetryAfter > 0:
+			throttled++
+		default:
+			t.Fatalf("guess %d answered %v", i, err)
+		}
+	}
+	if compared != budget || throttled != len(errs)-budget {
+		t.Fatalf("%d codes compared and %d refused, want %d and %d", compared, throttled, budget, len(errs)-budget)
+	}
+	err = guess(t, r.services[1], email.ID, storage.EmailOTP, m.OTPEncryptionTargetBundle, walletauth.SandboxOTPCode)
+	if !isAPIError(err, http.StatusTooManyRequests, apierror.RateLimited, "") {
+		t.Fatalf("the right code past the budget: %v, want 429 RATE_LIMITED", err)
+	}
+	mustAtomic(t, r.stores[0], func(tx storage.Tx) error {
+		events, err := tx.Outbox().ListByAccount(ctx, w.ID)
+		n := 0
+		for _, e := range events {
+			if e.Type == walletauth.EventCredentialOTPThrottled {
+				n++
+			}
+		}
+		if err == nil && n != 1 {
+			t.Fatalf("%d OTP_THROTTLED events, want 1", n)
+		}
+		return err
 	})
 }
