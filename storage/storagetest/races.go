@@ -38,6 +38,9 @@ type Replicas func(tb testing.TB) []storage.Store
 //     is deleted are all revoked or refused;
 //   - concurrent [storage.IdempotencyKeys.Begin] calls with one scope and
 //     key: exactly one commits;
+//   - concurrent hits on one rate-limit key ([storage.RateLimits.Allow]),
+//     some rolled back after they were allowed: exactly the limit of hits
+//     commit, and the window refuses more until it ends;
 //   - relays leasing one outbox ([storage.Outbox.Lease]) and marking what
 //     they leased delivered hand out every event exactly once, the events
 //     of an account one at a time and in Seq order.
@@ -60,6 +63,7 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"SessionOfDeletedCredential", raceSessionOfDeletedCredential},
 		{"IdempotencyBeginOnce", raceIdempotencyBeginOnce},
 		{"LeaseOnce", raceLeaseOnce},
+		{"RateLimit", raceRateLimit},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
