@@ -16,15 +16,15 @@ import (
 // are, typically the authenticated platform, and is required: a nil scope is
 // an error ([ErrNoScope]) and no handler is returned, and a keyed request
 // for which scope returns "" is 500 INTERNAL_ERROR without running next, so
-// one caller never receives another's stored response. A request without the header
-// passes through untouched. The body, at most [Options.MaxBody] bytes, is
-// read in full before next runs and given to it again. The first response
-// is written as next wrote it; a replay writes the stored status, the
-// selected headers and the body, with [ReplayedHeader] set to "true".
-// Errors are written as apierror bodies. A keyed request's body must be
-// empty or JSON (it is canonicalized for the fingerprint); anything else is
-// 400 INVALID_INPUT. Handlers that stream or hijack the
-// connection are not supported: the response is buffered.
+// one caller never receives another's stored response. A request without
+// the header passes through untouched (scope is not called). The body, at
+// most [Options.MaxBody] bytes, is read in full before next runs and given
+// to it again. The first response is written as next wrote it; a replay
+// writes the stored status, the selected headers and the body, with
+// [ReplayedHeader] set to "true". Errors are written as apierror bodies. A
+// keyed request's body must be empty or JSON (it is canonicalized for the
+// fingerprint); anything else is 400 INVALID_INPUT. Handlers that stream or
+// hijack the connection are not supported: the response is buffered.
 func (g *Guard) Middleware(scope func(*http.Request) string, next http.Handler) (http.Handler, error) {
 	if scope == nil {
 		return nil, ErrNoScope
