@@ -77,6 +77,16 @@
 // right; and that it mounts the adapters as documented or calls the methods
 // with the request's raw body.
 //
+// What it assumes of the user's wallet (the client holding the session key):
+// that it shows and checks a payload before stamping it, and stamps only the
+// operation it started ([github.com/walletgate/walletgate/signedretry.Expectation]:
+// the route's operation type, the account, the digest of the body it sent,
+// every parameter, an expiry ahead), and that it pins the bundle signing key
+// when it seals a code to a target bundle or opens an export. A client that
+// stamps whatever payload it is handed signs what the relay chooses, for
+// example the export of the wallet to the relay's key; examples/client shows
+// the safe pattern.
+//
 // What sandbox mode gives up: the one-time code is always 000000 and is not
 // delivered, the literals sandbox-valid-signature and
 // sandbox-valid-passkey-signature stand in for a session signature and a

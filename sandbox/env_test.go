@@ -57,6 +57,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(sim.Close)
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
 	return &env{t: t, sim: sim, srv: srv, clock: c, base: sandbox.DefaultBasePath,

@@ -304,7 +304,8 @@ func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
 // idempotencyKey (the Idempotency-Key header), when not empty, must be a
 // UUID and makes execution happen at most once per key, through the
 // storage-backed [idempotency.Guard] (records in the simulator's Store, so
-// replicas sharing a database agree). The fingerprint is POST, the path of
+// replicas sharing a database agree), scoped by the platform credentials
+// (the keys of one platform are never another's). The fingerprint is POST, the path of
 // the quote's execute route and the canonical body. Only the 200 of the
 // retry that executed is stored: the 202 challenge of a first call is not a
 // final response and releases the key at once (the same key then carries
@@ -329,7 +330,7 @@ func (s *Simulator) ExecuteQuote(ctx context.Context, quoteID, idempotencyKey st
 	}
 	var out *Quote
 	var challenge *signedretry.Challenge
-	req := idempotency.Request{Scope: idempotencyScope, Key: idempotencyKey, Method: http.MethodPost,
+	req := idempotency.Request{Scope: s.idempotencyScope(), Key: idempotencyKey, Method: http.MethodPost,
 		Path: s.cfg.BasePath + "/quotes/" + quoteID + "/execute", Body: call.Body}
 	resp, replayed, err := s.idem.Do(ctx, req, func(ctx context.Context) (idempotency.Response, error) {
 		q, ch, err := s.executeQuote(ctx, quoteID, call)
@@ -361,8 +362,9 @@ func (s *Simulator) ExecuteQuote(ctx context.Context, quoteID, idempotencyKey st
 }
 
 // idempotencyScope is the scope of the simulator's Idempotency-Key records:
-// the sandbox serves one platform.
-const idempotencyScope = "sandbox"
+// the platform its credentials authenticate (the sandbox serves one, and
+// every HTTP request reaches the routes only with its client id).
+func (s *Simulator) idempotencyScope() string { return "Platform:" + s.cfg.ClientID }
 
 func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signedretry.Retry) (*Quote, *signedretry.Challenge, error) {
 	var src QuoteSource

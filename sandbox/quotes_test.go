@@ -219,7 +219,7 @@ func TestExecuteQuoteIdempotencyKey(t *testing.T) {
 	}
 	// The record is in the simulator's store, holding the 200 only.
 	rerr := e.sim.Store().Atomic(context.Background(), func(tx storage.Tx) error {
-		rec, err := tx.Idempotency().Get(context.Background(), "sandbox", key[1])
+		rec, err := tx.Idempotency().Get(context.Background(), "Platform:"+sandbox.DefaultClientID, key[1])
 		if err == nil && (rec.State != storage.IdempotencyComplete || rec.Status != 200) {
 			t.Fatalf("stored record %s %d, want COMPLETE 200", rec.State, rec.Status)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/sweep"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/passkey"
@@ -142,6 +143,8 @@ type Simulator struct {
 	state *state
 
 	hooks webhooks
+	// stopSweep ends the sweeper of expired records and waits for it.
+	stopSweep func()
 
 	mux     *http.ServeMux
 	handler http.Handler
@@ -206,8 +209,31 @@ func New(cfg Config) (*Simulator, error) {
 		ov.Close()
 		return nil, err
 	}
+	if err := s.startSweeper(); err != nil {
+		s.hooks.close()
+		ov.Close()
+		return nil, err
+	}
 	s.routes()
 	return s, nil
+}
+
+// startSweeper runs a [sweep.Sweeper] on the store until Close, with the
+// simulator's clock and the sweeper's defaults: every minute, the records
+// that expired more than an hour ago.
+func (s *Simulator) startSweeper() error {
+	sw, err := sweep.New(sweep.Config{Store: s.store, Clock: s.clock})
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = sw.Run(ctx)
+	}()
+	s.stopSweep = func() { stop(); <-done }
+	return nil
 }
 
 func cleanBase(p string) string {
@@ -221,9 +247,11 @@ func cleanBase(p string) string {
 	return p
 }
 
-// Close releases the OpenID verifier's background work. The simulator must
-// not be used afterwards.
+// Close stops the simulator's background work (the sweeper of expired
+// records, the webhook relay, the OpenID verifier) and waits for it. The
+// simulator must not be used afterwards.
 func (s *Simulator) Close() {
+	s.stopSweep()
 	s.hooks.close()
 	s.oidc.Close()
 }

@@ -27,6 +27,15 @@
 // with details.reason for a Request-Id that is unknown, expired, already used
 // or bound to another operation.
 //
+// A client must not stamp whatever payload it is handed: a stamp authorizes
+// the operation the payload names, so whoever relays the challenge could
+// answer one call with the challenge of another (a session refresh answered
+// with the wallet export of the relay's own key). [Expectation] is the
+// client's check before stamping: [ParsePayload] reads the payload strictly,
+// and [Expectation.Check] requires the operation type of the route called,
+// the account, the digest of the body sent, exactly the parameters expected
+// and an expiry still ahead; [Expectation.Stamp] stamps only then.
+//
 // The stamp itself ([NewStamp], [ParseStamp], [Stamp.Verify]) and the body
 // digest ([BodyDigest], over the canonical form of
 // [apierror.Canonicalize]) are usable on their own;

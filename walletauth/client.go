@@ -48,6 +48,10 @@ func (k *ClientKey) SealOTP(targetBundle string, trustedSigner *ecdsa.PublicKey,
 }
 
 // Stamp signs payloadToSign and returns the Service-Wallet-Signature value.
+// It signs whatever it is given: a client checks the payload is the
+// operation it started before stamping it, with
+// [signedretry.Expectation.Stamp] (which stamps only after its checks) or
+// [signedretry.Expectation.Check].
 func (k *ClientKey) Stamp(payloadToSign string) (string, error) {
 	return signedretry.NewStamp(k.key, []byte(payloadToSign))
 }

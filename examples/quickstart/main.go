@@ -14,7 +14,6 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -36,7 +35,6 @@ import (
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
-	"github.com/walletgate/walletgate/walletauth/envelope"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
@@ -76,6 +74,10 @@ func run(ctx context.Context) error {
 	srv := httptest.NewServer(sim.Handler())
 	defer srv.Close()
 	c := client.New(srv.URL+sim.BasePath(), sandbox.DefaultClientID, sandbox.DefaultClientSecret)
+	// The client pins the service's bundle signing key, as a wallet pins the
+	// enclave key: OTP target bundles and export bundles signed by any other
+	// key are refused.
+	c.BundleSigner, c.OrganizationID = sim.Auth().SigningPublicKey(), sandbox.SandboxOrganizationID
 	start := time.Now()
 	fmt.Printf("walletgate sandbox at %s%s\n\n", srv.URL, sim.BasePath())
 
@@ -100,17 +102,19 @@ func run(ctx context.Context) error {
 	emailCred := creds.Data[0]
 	step("the wallet starts with one credential: %s %s (%s)", emailCred.Type, emailCred.ID, emailCred.Nickname)
 
-	// 2. EMAIL_OTP login: the code is sealed to the server's HPKE target,
-	// leg 1 answers a payload, the device key stamps it and becomes the
-	// session key.
-	sess, sessionKey, err := c.LoginOTP(ctx, emailCred.ID, storage.EmailOTP, walletauth.SandboxOTPCode)
+	// 2. EMAIL_OTP login: the code is sealed to the server's HPKE target
+	// (its bundle signed by the pinned key), leg 1 answers a payload, the
+	// client checks it is the VERIFY_OTP of this credential for its key, the
+	// device key stamps it and becomes the session key.
+	sess, sessionKey, err := c.LoginOTP(ctx, wallet, emailCred.ID, storage.EmailOTP, walletauth.SandboxOTPCode)
 	if err != nil {
 		return fmt.Errorf("EMAIL_OTP login: %w", err)
 	}
 	step("EMAIL_OTP login: session %s, key %s…, expires %s", sess.ID, sessionKey.PublicKeyHex()[:16], sess.ExpiresAt.Format(time.RFC3339))
 
 	// 3. Add a passkey: the platform issues a registration challenge, the
-	// authenticator attests, and the session key signs the retry.
+	// authenticator attests, and the session key signs the retry once the
+	// payload is checked to add exactly this passkey.
 	pk, err := client.NewSoftwarePasskey(sandbox.DefaultRPID, "http://localhost")
 	if err != nil {
 		return err
@@ -123,9 +127,14 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var passkeyCred walletauth.AuthMethod
-	if _, err := c.Signed(ctx, "POST", "/auth/credentials", map[string]any{"type": "PASSKEY", "accountId": wallet,
-		"nickname": "Ada's laptop", "challenge": rc.Challenge, "attestation": att}, sessionKey, &passkeyCred); err != nil {
+	addPasskey := walletauth.AddCredentialRequest{Type: storage.Passkey, AccountID: wallet, Nickname: "Ada's laptop",
+		Challenge: rc.Challenge, Attestation: att}
+	want, err := client.PasskeyAddParams(att, addPasskey.Nickname, rc.Challenge)
+	if err != nil {
+		return err
+	}
+	passkeyCred, err := c.AddCredential(ctx, addPasskey, want, sessionKey)
+	if err != nil {
 		return fmt.Errorf("add passkey: %w", err)
 	}
 	step("passkey %q added (%s) through a signed retry", passkeyCred.Nickname, passkeyCred.ID)
@@ -159,9 +168,12 @@ func run(ctx context.Context) error {
 	// sandbox its signature may be a dummy; every claim is still checked.
 	token := sandboxIDToken(map[string]any{"iss": "https://accounts.google.com", "aud": sandbox.DefaultOIDCAudience,
 		"sub": "108723981", "email": "ada.lovelace@gmail.example", "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()})
-	var oauthCred walletauth.AuthMethod
-	if _, err := c.Signed(ctx, "POST", "/auth/credentials", map[string]any{"type": "OAUTH", "accountId": wallet, "oidcToken": token},
-		sessionKey, &oauthCred); err != nil {
+	if want, err = client.OAuthAddParams(token); err != nil {
+		return err
+	}
+	oauthCred, err := c.AddCredential(ctx, walletauth.AddCredentialRequest{Type: storage.OAuth, AccountID: wallet, OIDCToken: token},
+		want, sessionKey)
+	if err != nil {
 		return fmt.Errorf("add OAuth: %w", err)
 	}
 	step("OAuth credential %s added for %s", oauthCred.ID, oauthCred.Nickname)
@@ -175,7 +187,7 @@ func run(ctx context.Context) error {
 	step("OAuth login with a nonce bound to the client key: session %s", osess.ID)
 
 	// 5. Revoke the OAuth credential: a session of another credential signs.
-	if _, err := c.Signed(ctx, "DELETE", "/auth/credentials/"+oauthCred.ID, nil, sessionKey, nil); err != nil {
+	if _, err := c.RevokeCredential(ctx, wallet, oauthCred.ID, sessionKey); err != nil {
 		return fmt.Errorf("revoke: %w", err)
 	}
 	if _, err := c.Do(ctx, "GET", "/auth/credentials?accountId="+wallet, nil, nil, &creds); err != nil {
@@ -183,22 +195,17 @@ func run(ctx context.Context) error {
 	}
 	step("OAuth credential revoked (and its sessions with it); %d credentials left", len(creds.Data))
 
-	// 6. A signed wallet export, sealed to the client's key.
+	// 6. A signed wallet export, sealed to the client's key: the payload
+	// must bind that key, the bundle must be signed by the pinned key.
 	exportKey, err := walletauth.NewClientKey()
 	if err != nil {
 		return err
 	}
-	uncompressed := hex.EncodeToString(must(exportKey.PrivateKey().PublicKey.Bytes()))
-	var export sandbox.WalletExport
-	if _, err := c.Signed(ctx, "POST", "/internal-accounts/"+wallet+"/export", map[string]string{"clientPublicKey": uncompressed},
-		sessionKey, &export); err != nil {
+	words, err := c.ExportWallet(ctx, wallet, sessionKey, exportKey)
+	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	words, err := openExport(exportKey, export.EncryptedWalletCredentials, sim.Auth().SigningPublicKey())
-	if err != nil {
-		return err
-	}
-	step("wallet exported through a signed retry; the bundle is signed by the service key and the mnemonic decrypts to %d words", len(strings.Fields(words)))
+	step("wallet exported through a signed retry; the bundle is signed by the service key and the mnemonic decrypts to %d words", len(strings.Fields(string(words))))
 
 	// 7. Ownership of an Ethereum wallet (EIP-191) and a Solana wallet
 	// (Ed25519).
@@ -279,19 +286,6 @@ func proveOwnership(ctx context.Context, c *client.Client, customerID, accountTy
 func sandboxIDToken(claims map[string]any) string {
 	enc := func(v any) string { return base64.RawURLEncoding.EncodeToString(must(json.Marshal(v))) }
 	return enc(map[string]string{"alg": "RS256", "kid": "sandbox", "typ": "JWT"}) + "." + enc(claims) + ".ZHVtbXk"
-}
-
-// openExport decrypts encryptedWalletCredentials with the client key.
-// openExport checks that the export bundle is signed by the service's key
-// (pinned, as a wallet pins the enclave key) for the sandbox organization,
-// and opens it with the client key it was sealed to.
-func openExport(k *walletauth.ClientKey, bundle string, signer *ecdsa.PublicKey) (string, error) {
-	priv, err := k.PrivateKey().ECDH()
-	if err != nil {
-		return "", err
-	}
-	pt, err := envelope.OpenExportBundle(priv, bundle, signer, sandbox.SandboxOrganizationID)
-	return string(pt), err
 }
 
 func must[T any](v T, err error) T {

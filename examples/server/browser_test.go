@@ -68,7 +68,7 @@ func TestChromiumPasskeyAgainstServer(t *testing.T) {
 	origin := "http://" + sandbox.DefaultRPID + ":" + u.Port() // the server's default -origin
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := client.New(srv.base, sandbox.DefaultClientID, sandbox.DefaultClientSecret)
+	c := clientOf(t, srv)
 
 	var cust sandbox.Customer
 	if _, err := c.Do(ctx, "POST", "/customers", map[string]any{"customerType": "INDIVIDUAL", "fullName": "Ada Lovelace",
@@ -84,7 +84,7 @@ func TestChromiumPasskeyAgainstServer(t *testing.T) {
 	if _, err := c.Do(ctx, "GET", "/auth/credentials?accountId="+wallet, nil, nil, &creds); err != nil {
 		t.Fatal(err)
 	}
-	_, sessionKey, err := c.LoginOTP(ctx, creds.Data[0].ID, storage.EmailOTP, walletauth.SandboxOTPCode)
+	_, sessionKey, err := c.LoginOTP(ctx, wallet, creds.Data[0].ID, storage.EmailOTP, walletauth.SandboxOTPCode)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,9 +136,15 @@ func TestChromiumPasskeyAgainstServer(t *testing.T) {
 	}
 	var att passkey.Attestation
 	call(fmt.Sprintf("register(%q, %q, %q)", rc.RPID, wallet, rc.Challenge), &att)
-	var cred walletauth.AuthMethod
-	if _, err := c.Signed(ctx, "POST", "/auth/credentials", map[string]any{"type": "PASSKEY", "accountId": wallet,
-		"nickname": "Chromium", "challenge": rc.Challenge, "attestation": att}, sessionKey, &cred); err != nil {
+	// The client checks the payload adds exactly the passkey Chromium
+	// attested before the session key stamps it.
+	want, err := client.PasskeyAddParams(&att, "Chromium", rc.Challenge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := c.AddCredential(ctx, walletauth.AddCredentialRequest{Type: storage.Passkey, AccountID: wallet,
+		Nickname: "Chromium", Challenge: rc.Challenge, Attestation: &att}, want, sessionKey)
+	if err != nil {
 		t.Fatalf("add passkey: %v", err)
 	}
 	if cred.Type != storage.Passkey || cred.CredentialID != att.CredentialID {

@@ -15,6 +15,10 @@
 // (wallets, credentials, sessions, signed-retry requests, external accounts)
 // live in PostgreSQL, migrated on start; the simulator's own records
 // (customers, balances, quotes, cards) stay in memory and are lost on exit.
+// In either store, expired records (signed-retry requests, OTP issuances,
+// sessions, challenges, rate-limit windows, idempotency records, delivered
+// events) are deleted an hour after they expire by the simulator's sweeper
+// (storage/sweep), which runs at start and then every minute until exit.
 //
 // OTP issuances are stored as production stores them: the code as an
 // HMAC-SHA256 and the target private key sealed with AES-256-GCM. The keys
@@ -60,6 +64,7 @@ import (
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/sweep"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
@@ -206,7 +211,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	log.Info("serving the walletgate sandbox", "url", "http://"+ln.Addr().String()+sim.BasePath(),
 		"client_id", *clientID, "rp_id", *rpID, "origin", *origin, "store", storeName, "webhook_url", *webhookURL,
-		"bundle_signing_key", bundleSigningKey(sim))
+		"bundle_signing_key", bundleSigningKey(sim), "sweep_interval", sweep.DefaultInterval, "sweep_margin", sweep.DefaultMargin)
 
 	select {
 	case err := <-errc:

@@ -19,6 +19,7 @@ import (
 
 	"github.com/walletgate/walletgate/examples/client"
 	"github.com/walletgate/walletgate/sandbox"
+	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
 )
@@ -93,13 +94,19 @@ func (s *server) stop(t *testing.T, limit time.Duration) error {
 // stops when the test ends and must stop cleanly.
 func serve(t *testing.T, args ...string) string {
 	t.Helper()
+	return running(t, args...).base
+}
+
+// running is serve returning the server.
+func running(t *testing.T, args ...string) *server {
+	t.Helper()
 	s := start(t, args...)
 	t.Cleanup(func() {
 		if err := s.stop(t, 10*time.Second); err != nil {
 			t.Errorf("server stopped with %v", err)
 		}
 	})
-	return s.base
+	return s
 }
 
 // dial opens a raw connection to the server at base URL. The connection
@@ -433,13 +440,26 @@ func TestServerAssociationFlagErrors(t *testing.T) {
 	}
 }
 
+// clientOf returns a client of the server that pins the bundle signing key
+// the server logged.
+func clientOf(t *testing.T, s *server) *client.Client {
+	t.Helper()
+	c := client.New(s.base, sandbox.DefaultClientID, sandbox.DefaultClientSecret)
+	signer, err := signedretry.ParsePublicKey(s.signing)
+	if err != nil {
+		t.Fatalf("the logged bundle_signing_key %q: %v", s.signing, err)
+	}
+	c.BundleSigner, c.OrganizationID = signer, sandbox.SandboxOrganizationID
+	return c
+}
+
 // refreshWith logs in to a fresh customer's wallet with EMAIL_OTP and
 // refreshes the session for a new compressed client key; it returns the
 // refreshed session, the new key, and the client.
-func refreshWith(t *testing.T, base string) (*walletauth.AuthSession, *walletauth.ClientKey, *client.Client) {
+func refreshWith(t *testing.T, s *server) (*walletauth.AuthSession, *walletauth.ClientKey, *client.Client) {
 	t.Helper()
 	ctx := context.Background()
-	c := client.New(base, sandbox.DefaultClientID, sandbox.DefaultClientSecret)
+	c := clientOf(t, s)
 	var cust sandbox.Customer
 	if _, err := c.Do(ctx, "POST", "/customers", map[string]any{"customerType": "INDIVIDUAL", "fullName": "Ada Lovelace",
 		"email": "ada@example.com"}, nil, &cust); err != nil {
@@ -449,11 +469,12 @@ func refreshWith(t *testing.T, base string) (*walletauth.AuthSession, *walletaut
 	if _, err := c.Do(ctx, "GET", "/internal-accounts?customerId="+cust.ID, nil, nil, &wallets); err != nil || len(wallets.Data) != 1 {
 		t.Fatalf("wallets: %+v %v", wallets, err)
 	}
+	wallet := wallets.Data[0].ID
 	var creds struct{ Data []walletauth.AuthMethod }
-	if _, err := c.Do(ctx, "GET", "/auth/credentials?accountId="+wallets.Data[0].ID, nil, nil, &creds); err != nil || len(creds.Data) != 1 {
+	if _, err := c.Do(ctx, "GET", "/auth/credentials?accountId="+wallet, nil, nil, &creds); err != nil || len(creds.Data) != 1 {
 		t.Fatalf("credentials: %+v %v", creds, err)
 	}
-	sess, key, err := c.LoginOTP(ctx, creds.Data[0].ID, storage.EmailOTP, walletauth.SandboxOTPCode)
+	sess, key, err := c.LoginOTP(ctx, wallet, creds.Data[0].ID, storage.EmailOTP, walletauth.SandboxOTPCode)
 	if err != nil {
 		t.Fatalf("login: %v", err)
 	}
@@ -464,28 +485,27 @@ func refreshWith(t *testing.T, base string) (*walletauth.AuthSession, *walletaut
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fresh walletauth.AuthSession
-	res, err := c.Signed(ctx, "POST", "/auth/sessions/"+sess.ID+"/refresh", map[string]string{"clientPublicKey": next.PublicKeyHex()}, key, &fresh)
-	if err != nil || res.Status != http.StatusCreated || fresh.ID == "" || fresh.ID == sess.ID {
-		t.Fatalf("refresh: %v %v %+v", res, err, fresh)
+	fresh, err := c.RefreshSession(ctx, wallet, sess.ID, key, next)
+	if err != nil || fresh.ID == "" || fresh.ID == sess.ID || fresh.AccountID != wallet {
+		t.Fatalf("refresh: %v %+v", err, fresh)
 	}
-	return &fresh, next, c
+	return fresh, next, c
 }
 
 func TestServerClientHeldKeys(t *testing.T) {
-	fresh, key, c := refreshWith(t, serve(t, "-client-held-keys"))
+	fresh, key, c := refreshWith(t, running(t, "-client-held-keys"))
 	if fresh.EncryptedSessionSigningKey != "" {
 		t.Fatalf("client-held mode returned an encryptedSessionSigningKey: %+v", fresh)
 	}
 	// The client's own key is the new session's key: it stamps a revocation.
-	res, err := c.Signed(context.Background(), "DELETE", "/auth/sessions/"+fresh.ID, nil, key, nil)
+	res, err := c.RevokeSession(context.Background(), fresh.AccountID, fresh.ID, key)
 	if err != nil || res.Status != http.StatusNoContent {
 		t.Fatalf("revoking with the client-held key: %+v %v", res, err)
 	}
 }
 
 func TestServerServerGeneratedKeysByDefault(t *testing.T) {
-	fresh, key, c := refreshWith(t, serve(t))
+	fresh, key, c := refreshWith(t, running(t))
 	if fresh.EncryptedSessionSigningKey == "" {
 		t.Fatalf("the default mode returned no encryptedSessionSigningKey: %+v", fresh)
 	}
@@ -494,10 +514,10 @@ func TestServerServerGeneratedKeysByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The client key is not the session key; the opened one is.
-	if res, err := c.Signed(context.Background(), "DELETE", "/auth/sessions/"+fresh.ID, nil, key, nil); err == nil {
+	if res, err := c.RevokeSession(context.Background(), fresh.AccountID, fresh.ID, key); err == nil {
 		t.Fatalf("the client key signed for a server-generated session: %+v", res)
 	}
-	res, err := c.Signed(context.Background(), "DELETE", "/auth/sessions/"+fresh.ID, nil, sessionKey, nil)
+	res, err := c.RevokeSession(context.Background(), fresh.AccountID, fresh.ID, sessionKey)
 	if err != nil || res.Status != http.StatusNoContent {
 		t.Fatalf("revoking with the opened session key: %+v %v", res, err)
 	}

@@ -22,7 +22,10 @@ func ExampleGuard_Middleware() {
 	})
 	guard := idempotency.New(memory.New(), idempotency.Options{})
 	platform := func(r *http.Request) string { return "Platform:demo" } // in practice: the authenticated caller
-	h := guard.Middleware(platform, pay)
+	h, err := guard.Middleware(platform, pay)
+	if err != nil {
+		panic(err)
+	}
 
 	for range 2 {
 		r := httptest.NewRequest("POST", "/payments", strings.NewReader(`{"amount":100}`))

@@ -11,18 +11,24 @@ import (
 )
 
 // Middleware runs next at most once per Idempotency-Key, as [Guard.Do]
-// does, with the key in the scope scope(r) (for example the authenticated
-// platform; nil means one scope for everyone) and the request's method,
-// URL path and body as its fingerprint. A request without the header
-// passes through untouched. The body, at most [Options.MaxBody] bytes, is
-// read in full before next runs and given to it again. The first response
-// is written as next wrote it; a replay writes the stored status, the
-// selected headers and the body, with [ReplayedHeader] set to "true".
-// Errors are written as apierror bodies. A keyed request's body must be
-// empty or JSON (it is canonicalized for the fingerprint); anything else is
-// 400 INVALID_INPUT. Handlers that stream or hijack the
-// connection are not supported: the response is buffered.
-func (g *Guard) Middleware(scope func(*http.Request) string, next http.Handler) http.Handler {
+// does, with the key in the scope scope(r) and the request's method, URL
+// path, raw query and body as its fingerprint. scope names whose keys these
+// are, typically the authenticated platform, and is required: a nil scope is
+// an error ([ErrNoScope]) and no handler is returned, and a keyed request
+// for which scope returns "" is 500 INTERNAL_ERROR without running next, so
+// one caller never receives another's stored response. A request without
+// the header passes through untouched (scope is not called). The body, at
+// most [Options.MaxBody] bytes, is read in full before next runs and given
+// to it again. The first response is written as next wrote it; a replay
+// writes the stored status, the selected headers and the body, with
+// [ReplayedHeader] set to "true". Errors are written as apierror bodies. A
+// keyed request's body must be empty or JSON (it is canonicalized for the
+// fingerprint); anything else is 400 INVALID_INPUT. Handlers that stream or
+// hijack the connection are not supported: the response is buffered.
+func (g *Guard) Middleware(scope func(*http.Request) string, next http.Handler) (http.Handler, error) {
+	if scope == nil {
+		return nil, ErrNoScope
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, err := FromHeader(r.Header)
 		if err != nil {
@@ -43,10 +49,7 @@ func (g *Guard) Middleware(scope func(*http.Request) string, next http.Handler) 
 			apierror.Write(w, apierror.New(apierror.InvalidInput, "the request body could not be read"))
 			return
 		}
-		req := Request{Key: key, Method: r.Method, Path: r.URL.Path, Body: body}
-		if scope != nil {
-			req.Scope = scope(r)
-		}
+		req := Request{Scope: scope(r), Key: key, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: body}
 		var rec *recorder
 		resp, replayed, err := g.Do(r.Context(), req, func(ctx context.Context) (Response, error) {
 			rec = &recorder{header: http.Header{}}
@@ -71,7 +74,7 @@ func (g *Guard) Middleware(scope func(*http.Request) string, next http.Handler) 
 		}
 		w.WriteHeader(resp.Status)
 		_, _ = w.Write(resp.Body)
-	})
+	}), nil
 }
 
 // recorder buffers a response.

@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -57,10 +58,79 @@ func counter(runs *atomic.Int32) http.Handler {
 	})
 }
 
+// middleware returns g's middleware around next, failing the test when it
+// cannot be built.
+func middleware(t *testing.T, g *idempotency.Guard, scope func(*http.Request) string, next http.Handler) http.Handler {
+	t.Helper()
+	h, err := g.Middleware(scope, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestMiddlewareQueryInFingerprint: the same key and body on another query
+// string is another request, never the replay of the first.
+func TestMiddlewareQueryInFingerprint(t *testing.T) {
+	var runs atomic.Int32
+	g := idempotency.New(memory.New(), idempotency.Options{})
+	h := middleware(t, g, func(*http.Request) string { return "Platform:1" }, counter(&runs))
+	k := []string{idempotency.Header, key}
+	if r := send(t, h, "POST", "/pay?amount=1", `{}`, k...); r.status != 201 {
+		t.Fatalf("first: %+v", r)
+	}
+	send(t, h, "POST", "/pay?amount=1000", `{}`, k...).wantError(t, 409, apierror.Conflict)
+	send(t, h, "POST", "/pay", `{}`, k...).wantError(t, 409, apierror.Conflict)
+	if r := send(t, h, "POST", "/pay?amount=1", `{}`, k...); r.status != 201 || r.header.Get(idempotency.ReplayedHeader) != "true" {
+		t.Fatalf("same query: %+v, want the replay", r)
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("%d runs, want 1", runs.Load())
+	}
+}
+
+// TestMiddlewareScopeRequired: without a scope function there is no
+// middleware; a scope function that names no scope answers 500 and runs
+// nothing, so tenant B never receives tenant A's stored response.
+func TestMiddlewareScopeRequired(t *testing.T) {
+	var runs atomic.Int32
+	g := idempotency.New(memory.New(), idempotency.Options{})
+	if h, err := g.Middleware(nil, counter(&runs)); !errors.Is(err, idempotency.ErrNoScope) || h != nil {
+		t.Fatalf("nil scope: %v, %v; want ErrNoScope", h, err)
+	}
+	tenant := func(r *http.Request) string {
+		if u, _, ok := r.BasicAuth(); ok {
+			return "Platform:" + u
+		}
+		return ""
+	}
+	h := middleware(t, g, tenant, counter(&runs))
+	k := []string{idempotency.Header, key}
+	a := send(t, h, "POST", "/pay", `{"a":1}`, append(k, "Authorization", basic("tenant-a"))...)
+	b := send(t, h, "POST", "/pay", `{"a":1}`, append(k, "Authorization", basic("tenant-b"))...)
+	if a.status != 201 || b.status != 201 || b.header.Get(idempotency.ReplayedHeader) != "" || a.body == b.body {
+		t.Fatalf("tenant A %+v, tenant B %+v: B must execute on its own", a, b)
+	}
+	send(t, h, "POST", "/pay", `{"a":1}`, k...).wantError(t, 500, apierror.InternalError)
+	if runs.Load() != 2 {
+		t.Fatalf("%d runs, want 2", runs.Load())
+	}
+	// Without a key the scope is not needed.
+	if r := send(t, h, "POST", "/pay", `{"a":1}`); r.status != 201 {
+		t.Fatalf("without a key: %+v", r)
+	}
+}
+
+func basic(user string) string {
+	r := httptest.NewRequest("GET", "/", nil)
+	r.SetBasicAuth(user, "secret")
+	return r.Header.Get("Authorization")
+}
+
 func TestMiddleware(t *testing.T) {
 	var runs atomic.Int32
 	g := idempotency.New(memory.New(), idempotency.Options{MaxBody: 64})
-	h := g.Middleware(func(r *http.Request) string { return r.Header.Get("X-Platform") }, counter(&runs))
+	h := middleware(t, g, func(r *http.Request) string { return "Platform:" + r.Header.Get("X-Platform") }, counter(&runs))
 	k := []string{idempotency.Header, key}
 
 	first := send(t, h, "POST", "/pay", `{"a":1}`, k...)

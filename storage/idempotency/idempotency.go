@@ -5,13 +5,19 @@
 //
 // # Outcomes
 //
-// A request names a key, a scope (whose keys they are: a platform, a
-// customer) and a fingerprint: the SHA-256 of its method, path and the
-// SHA-256 of its canonical body ([apierror.Canonicalize], so bodies that
-// differ only in whitespace, member order or number spelling are the same
-// request). With the key K in scope S:
+// A request names a key, a scope (whose keys they are: the authenticated
+// platform, a customer) and a fingerprint: the SHA-256 of its method, path,
+// raw query string and the SHA-256 of its canonical body
+// ([apierror.Canonicalize], so bodies that differ only in whitespace, member
+// order or number spelling are the same request; queries are compared byte
+// for byte, so the same parameters in another order are another request).
+// Keys of different scopes never meet: the scope is required, and a keyed
+// request with an empty scope is refused before anything executes. With the
+// key K in scope S:
 //
 //   - no request without a key is affected: it simply executes;
+//   - a key with an empty scope is 500 INTERNAL_ERROR (the host did not say
+//     whose keys they are), and nothing executes;
 //   - a key that is not a UUID is 400 INVALID_INPUT naming the
 //     Idempotency-Key header, and nothing executes;
 //   - the first request reserves K (a record IN_PROGRESS) and executes;
@@ -135,13 +141,19 @@ func New(store storage.Store, opts Options) *Guard {
 }
 
 // Request is what identifies a request: the caller's Scope, the Key as the
-// client sent it (Idempotency-Key), and the Method, Path and Body the
+// client sent it (Idempotency-Key), and the Method, Path, Query and Body the
 // fingerprint is made of.
 type Request struct {
-	Scope  string
-	Key    string
+	// Scope names whose keys these are, typically the authenticated
+	// platform; required with a Key, so that one caller never receives
+	// another's stored response.
+	Scope string
+	Key   string
+	// Method and Path are the request's; Query is its raw query string
+	// (URL.RawQuery, without "?").
 	Method string
 	Path   string
+	Query  string
 	Body   []byte
 }
 
@@ -199,16 +211,19 @@ func FromHeader(h http.Header) (string, error) {
 }
 
 // Fingerprint returns the fingerprint of a request: the SHA-256 of the
-// method, the path and the SHA-256 of the canonical body. A body that is not
-// acceptable JSON is 400 INVALID_INPUT (an empty body is acceptable).
-func Fingerprint(method, path string, body []byte) ([]byte, error) {
+// method, the path, the raw query string (each length-prefixed, so no two
+// splits of one string collide) and the SHA-256 of the canonical body. Two
+// requests that differ in any of them have different fingerprints. A body
+// that is not acceptable JSON is 400 INVALID_INPUT (an empty body is
+// acceptable).
+func Fingerprint(method, path, query string, body []byte) ([]byte, error) {
 	canon, err := apierror.Canonicalize(body)
 	if err != nil {
 		return nil, err
 	}
 	digest := sha256.Sum256(canon)
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(method), []byte(path)} {
+	for _, part := range [][]byte{[]byte(method), []byte(path), []byte(query)} {
 		var n [8]byte
 		for i, l := 0, uint64(len(part)); i < 8; i++ {
 			n[i] = byte(l >> (8 * i))
@@ -227,6 +242,10 @@ var (
 	ErrInProgress = errors.New("a request with this key is in progress")
 	// ErrMismatch: the key was used for a different request.
 	ErrMismatch = errors.New("the Idempotency-Key was used for a different request")
+	// ErrNoScope: a keyed request without a scope, a host's mistake that
+	// would let callers share keys (the cause of a 500 INTERNAL_ERROR, and
+	// of the error of [Guard.Middleware] without a scope function).
+	ErrNoScope = errors.New("idempotency: a keyed request needs a scope")
 )
 
 func conflict(cause error) *apierror.Error {
@@ -238,7 +257,8 @@ func conflict(cause error) *apierror.Error {
 // stored response with replayed true. When req.Key is empty fn simply runs.
 // Errors of its own are *apierror.Error values: 400 INVALID_INPUT (key or
 // body), 409 CONFLICT (wrapping [ErrInProgress] or [ErrMismatch]) and 500
-// INTERNAL_ERROR (the store failed; nothing executed).
+// INTERNAL_ERROR (a key with an empty req.Scope, wrapping [ErrNoScope], or
+// the store failed; nothing executed).
 //
 // fn receives a context that ends with the reservation's lease. When fn
 // returns an error, or a response [Options.Keep] rejects, or panics (the
@@ -250,11 +270,14 @@ func (g *Guard) Do(ctx context.Context, req Request, fn func(context.Context) (R
 		resp, err = fn(ctx)
 		return resp, false, err
 	}
+	if req.Scope == "" {
+		return Response{}, false, apierror.Internal(ErrNoScope)
+	}
 	key, err := ParseKey(req.Key)
 	if err != nil {
 		return Response{}, false, err
 	}
-	fp, err := Fingerprint(req.Method, req.Path, req.Body)
+	fp, err := Fingerprint(req.Method, req.Path, req.Query, req.Body)
 	if err != nil {
 		return Response{}, false, err
 	}

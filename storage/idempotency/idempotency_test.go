@@ -103,18 +103,26 @@ func TestFromHeader(t *testing.T) {
 }
 
 func TestFingerprintCanonical(t *testing.T) {
-	a, err := idempotency.Fingerprint("POST", "/p", []byte(`{"a":1,"b":[1.0,2]}`))
+	a, err := idempotency.Fingerprint("POST", "/p", "", []byte(`{"a":1,"b":[1.0,2]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := idempotency.Fingerprint("POST", "/p", []byte(" {\"b\":[1,2e0], \"a\":1}\n"))
-	c, _ := idempotency.Fingerprint("POST", "/p", []byte(`{"a":2,"b":[1,2]}`))
-	d, _ := idempotency.Fingerprint("POST", "/pa", nil)
-	e, _ := idempotency.Fingerprint("POSTa", "/p", nil)
+	b, _ := idempotency.Fingerprint("POST", "/p", "", []byte(" {\"b\":[1,2e0], \"a\":1}\n"))
+	c, _ := idempotency.Fingerprint("POST", "/p", "", []byte(`{"a":2,"b":[1,2]}`))
+	d, _ := idempotency.Fingerprint("POST", "/pa", "", nil)
+	e, _ := idempotency.Fingerprint("POSTa", "/p", "", nil)
 	if string(a) != string(b) || string(a) == string(c) || string(d) == string(e) {
 		t.Fatal("fingerprints do not follow the canonical body and the method/path boundary")
 	}
-	_, err = idempotency.Fingerprint("POST", "/p", []byte(`{"a":`))
+	// The query is part of the request, and its boundary with the path too.
+	q1, _ := idempotency.Fingerprint("GET", "/p", "amount=1", nil)
+	q2, _ := idempotency.Fingerprint("GET", "/p", "amount=2", nil)
+	q0, _ := idempotency.Fingerprint("GET", "/p", "", nil)
+	qp, _ := idempotency.Fingerprint("GET", "/pamount=1", "", nil)
+	if string(q1) == string(q2) || string(q1) == string(q0) || string(qp) == string(q1) {
+		t.Fatal("fingerprints do not follow the query string")
+	}
+	_, err = idempotency.Fingerprint("POST", "/p", "", []byte(`{"a":`))
 	wantAPIError(t, err, 400, apierror.InvalidInput)
 }
 
@@ -172,6 +180,26 @@ func TestDoReplays(t *testing.T) {
 	}
 }
 
+// TestDoRequiresScope: a keyed request without a scope never executes and
+// never reads another scope's record; without a key it simply runs.
+func TestDoRequiresScope(t *testing.T) {
+	f := newFixture(t)
+	if _, _, err := f.guard.Do(ctx, req(`{"a":1}`), f.respond(201, nil)); err != nil {
+		t.Fatal(err)
+	}
+	r := req(`{"a":1}`)
+	r.Scope = ""
+	resp, replayed, err := f.guard.Do(ctx, r, f.respond(201, nil))
+	wantAPIError(t, err, 500, apierror.InternalError)
+	if !errors.Is(err, idempotency.ErrNoScope) || replayed || resp.Body != nil || f.runs.Load() != 1 {
+		t.Fatalf("empty scope: %v replayed=%v body=%s runs=%d", err, replayed, resp.Body, f.runs.Load())
+	}
+	r.Key = ""
+	if _, _, err := f.guard.Do(ctx, r, f.respond(201, nil)); err != nil || f.runs.Load() != 2 {
+		t.Fatalf("without a key: %v, %d runs", err, f.runs.Load())
+	}
+}
+
 func TestDoMismatchConflicts(t *testing.T) {
 	f := newFixture(t)
 	if _, _, err := f.guard.Do(ctx, req(`{"a":1}`), f.respond(200, nil)); err != nil {
@@ -181,6 +209,7 @@ func TestDoMismatchConflicts(t *testing.T) {
 		"body":   req(`{"a":2}`),
 		"path":   {Scope: "Platform:1", Key: key, Method: "POST", Path: "/quotes/Q2/execute", Body: []byte(`{"a":1}`)},
 		"method": {Scope: "Platform:1", Key: key, Method: "PUT", Path: "/quotes/Q1/execute", Body: []byte(`{"a":1}`)},
+		"query":  {Scope: "Platform:1", Key: key, Method: "POST", Path: "/quotes/Q1/execute", Query: "dryRun=true", Body: []byte(`{"a":1}`)},
 	} {
 		_, _, err := f.guard.Do(ctx, r, f.respond(200, nil))
 		e := wantAPIError(t, err, 409, apierror.Conflict)
