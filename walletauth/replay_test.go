@@ -66,6 +66,10 @@ type replayedSession struct {
 	Credential string
 	Created    int64 // Seq of AUTH_SESSION.CREATED
 	Revoked    int64 // Seq of its revoke (its own, or its credential's)
+	// Previous is the session it was refreshed from, Refreshed the Seq of
+	// its AUTH_SESSION.REFRESHED (empty and 0 for a login).
+	Previous  string
+	Refreshed int64
 }
 
 // replay is the records of one internal account rebuilt from its outbox,
@@ -319,6 +323,9 @@ func (r *replay) sessionEvent(e *storage.Event, d *walletauth.SessionEventData, 
 	case walletauth.EventSessionRefreshed:
 		if s == nil || !r.createdJustBefore(e, d.ID) {
 			r.report(kindEventData, e.Seq, "%s of session %s without its AUTH_SESSION.CREATED just before", e.Type, d.ID)
+		}
+		if s != nil {
+			s.Previous, s.Refreshed = d.PreviousSessionID, e.Seq
 		}
 		if d.SignedBySessionID != "" && d.SignedBySessionID != d.PreviousSessionID {
 			r.report(kindEventData, e.Seq, "refresh of %s signed by another session %s", d.PreviousSessionID, d.SignedBySessionID)
