@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/walletauth"
 )
 
@@ -455,5 +456,93 @@ func checkOutbox(t testing.TB, store storage.Store, now time.Time, accountIDs ..
 		for _, v := range append(r.violations, diff...) {
 			t.Error(v)
 		}
+	}
+}
+
+// TestReplayFindsViolations feeds the replay an outbox that breaks each rule
+// it checks, and a store that disagrees with its outbox.
+func TestReplayFindsViolations(t *testing.T) {
+	st := memory.New()
+	acct := "InternalAccount:00000000-0000-4000-8000-000000000001"
+	x, y, z := "AuthMethod:00000000-0000-4000-8000-00000000000a", "AuthMethod:00000000-0000-4000-8000-00000000000b",
+		"AuthMethod:00000000-0000-4000-8000-00000000000c"
+	sx, sy := "Session:00000000-0000-4000-8000-00000000000a", "Session:00000000-0000-4000-8000-00000000000b"
+	now := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
+	zero := 0
+	one := 1
+	events := []struct {
+		typ  string
+		data any
+	}{
+		{walletauth.EventCredentialAdded, walletauth.CredentialEventData{ID: x, AccountID: acct, Type: storage.EmailOTP, Nickname: "a@example.com"}},
+		{walletauth.EventCredentialAdded, walletauth.CredentialEventData{ID: y, AccountID: acct, Type: storage.SMSOTP, Nickname: "+14155550123"}},
+		{walletauth.EventCredentialAdded, walletauth.CredentialEventData{ID: z, AccountID: acct, Type: storage.OAuth, Nickname: "z"}},
+		{walletauth.EventSessionCreated, walletauth.SessionEventData{ID: sx, AccountID: acct, AuthMethodID: x}},
+		{walletauth.EventSessionCreated, walletauth.SessionEventData{ID: sy, AccountID: acct, AuthMethodID: y}},
+		// x revoked by a session of y, then y by a session of x: the
+		// second commits after its signer's credential was revoked.
+		{walletauth.EventCredentialRevoked, walletauth.CredentialEventData{ID: x, AccountID: acct, SignedBySessionID: sy, RevokedSessionCount: &one}},
+		{walletauth.EventCredentialRevoked, walletauth.CredentialEventData{ID: y, AccountID: acct, SignedBySessionID: sx, RevokedSessionCount: &one}},
+		// Events about x after its revoke.
+		{walletauth.EventCredentialOTPLocked, walletauth.CredentialEventData{ID: x, AccountID: acct, FailedAttempts: 5}},
+		{walletauth.EventSessionCreated, walletauth.SessionEventData{ID: "Session:00000000-0000-4000-8000-0000000000ff", AccountID: acct, AuthMethodID: x}},
+		// A host's record of an operation stamped by sx, after x's revoke.
+		{"HOST.OPERATION", map[string]string{"signer": sx}},
+		// z revoked, leaving no credential.
+		{walletauth.EventCredentialRevoked, walletauth.CredentialEventData{ID: z, AccountID: acct, RevokedSessionCount: &zero}},
+	}
+	err := st.Atomic(ctx, func(tx storage.Tx) error {
+		for _, ev := range events {
+			e, err := storage.NewEvent(nil, ev.typ, acct, ev.data, now)
+			if err != nil {
+				return err
+			}
+			if err := tx.Outbox().Append(ctx, &e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := replayOutbox(ctx, st, acct, func(e *storage.Event) (string, bool) {
+		var env struct {
+			Data map[string]string `json:"data"`
+		}
+		return env.Data["signer"], json.Unmarshal(e.Payload, &env) == nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, v := range r.violations {
+		got[v.Kind]++
+	}
+	want := map[string]int{kindCrossSigned: 1, kindGone: 2, kindAfterRevoke: 1, kindNoCredential: 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("violations %v, want %v:\n%v", got, want, r.violations)
+	}
+
+	// A store that lost a credential and a session revoke no event tells.
+	e := newEnv(t, nil)
+	sess, key := e.login(t, e.email.ID, storage.EmailOTP)
+	sms := e.addSMS(t, key)
+	err = e.store.Atomic(ctx, func(tx storage.Tx) error {
+		return errors.Join(tx.Credentials().Delete(ctx, sms.ID), tx.Sessions().Revoke(ctx, sess.ID, e.clock.Now()))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = replayOutbox(ctx, e.store, e.wallet.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff, err := r.compareStore(ctx, e.store, e.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.violations) != 0 || len(diff) != 2 || diff[0].Kind != kindStore || diff[1].Kind != kindStore {
+		t.Fatalf("replay %v, store differences %v; want the missing credential and the revoked session", r.violations, diff)
 	}
 }
