@@ -510,7 +510,8 @@ func TestReplayFindsViolations(t *testing.T) {
 		var env struct {
 			Data map[string]string `json:"data"`
 		}
-		return env.Data["signer"], json.Unmarshal(e.Payload, &env) == nil
+		err := json.Unmarshal(e.Payload, &env)
+		return env.Data["signer"], err == nil
 	})
 	if err != nil {
 		t.Fatal(err)
