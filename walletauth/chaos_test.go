@@ -1370,8 +1370,8 @@ func (w *chaosWorld) checkExternal(x *chaosExternal) ([]violation, error) {
 	return out, nil
 }
 
-// summarize fails t with the violations grouped by kind and logs the
-// figures of the run.
+// summarize fails t with the violations grouped by kind (three of each, or
+// all with -v) and logs the figures of the run.
 func (w *chaosWorld) summarize(t *testing.T, d time.Duration, vs []violation) {
 	var names []string
 	total := [3]int{}
@@ -1409,7 +1409,7 @@ func (w *chaosWorld) summarize(t *testing.T, d time.Duration, vs []violation) {
 	}
 	for _, k := range kinds {
 		for i, v := range byKind[k] {
-			if i == 3 {
+			if i == 3 && !testing.Verbose() {
 				fmt.Fprintf(&b, "    ... and %d more\n", len(byKind[k])-3)
 				break
 			}
@@ -1485,11 +1485,11 @@ func TestChaosPostgres(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			case <-time.After(time.Duration(20+rng.IntN(230)) * time.Millisecond):
+			case <-time.After(time.Duration(50+rng.IntN(450)) * time.Millisecond):
 			}
 			var k int64
 			err := checkPool.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-				WHERE application_name = $1 AND pid <> pg_backend_pid() ORDER BY random() LIMIT $2) k`, app, 1+rng.IntN(3)).Scan(&k)
+				WHERE application_name = $1 AND pid <> pg_backend_pid() ORDER BY random() LIMIT $2) k`, app, 1+rng.IntN(2)).Scan(&k)
 			if err == nil {
 				w.kills.Add(k)
 			}
