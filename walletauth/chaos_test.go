@@ -543,7 +543,7 @@ func (w *chaosWorld) wrongOTP(c context.Context, rng *rand.Rand, cw *chaosWallet
 	n := 1 + rng.IntN(walletauth.DefaultOTPMaxAttempts+2)
 	fns := make([]func() error, n)
 	for i := range fns {
-		fns[i] = w.guess(rng, cred, m.OTPEncryptionTargetBundle, c)
+		fns[i] = w.guess(c, rng, cred, m.OTPEncryptionTargetBundle)
 	}
 	for _, err := range together(fns...) {
 		w.countGuess(cred.ID, err)
@@ -551,7 +551,7 @@ func (w *chaosWorld) wrongOTP(c context.Context, rng *rand.Rand, cw *chaosWallet
 }
 
 // guess returns a leg 1 of cred with a wrong code sealed to bundle.
-func (w *chaosWorld) guess(rng *rand.Rand, cred chaosCredential, bundle string, c context.Context) func() error {
+func (w *chaosWorld) guess(c context.Context, rng *rand.Rand, cred chaosCredential, bundle string) func() error {
 	svc, _, _ := w.svc(rng)
 	return func() error {
 		key, _ := walletauth.NewClientKey()
@@ -652,8 +652,8 @@ func (w *chaosWorld) addCredential(c context.Context, rng *rand.Rand, cw *chaosW
 	})
 }
 
-// revokeCredential revokes cred with a retry stamped by signer; it returns
-// the error of the retry (nil when it was not attempted as well).
+// revokeCredentialLeg1 asks to revoke cred and returns the call and its
+// challenge.
 func (w *chaosWorld) revokeCredentialLeg1(c context.Context, rng *rand.Rand, cred string) (signedretry.Retry, *signedretry.Challenge, error) {
 	first := call("DELETE", "/auth/credentials/"+cred, "")
 	svc, _, _ := w.svc(rng)
@@ -662,6 +662,8 @@ func (w *chaosWorld) revokeCredentialLeg1(c context.Context, rng *rand.Rand, cre
 	return first, ch, err
 }
 
+// revokeCredentialLeg2 sends the retry of a revoke stamped by signer and
+// returns its error.
 func (w *chaosWorld) revokeCredentialLeg2(c context.Context, svc *walletauth.Service, cw *chaosWallet, cred string,
 	first signedretry.Retry, ch *signedretry.Challenge, signer chaosSession) error {
 	retry, err := stamp(first, ch, signer.Key)
@@ -718,7 +720,7 @@ func (w *chaosWorld) revokeWhileGuessing(c context.Context, rng *rand.Rand, cw *
 	}
 	fns := []func() error{func() error { return w.revokeCredentialLeg2(c, svc, cw, cred.ID, first, ch, signer) }}
 	for range walletauth.DefaultOTPMaxAttempts + 1 {
-		fns = append(fns, w.guess(rng, cred, m.OTPEncryptionTargetBundle, c))
+		fns = append(fns, w.guess(c, rng, cred, m.OTPEncryptionTargetBundle))
 	}
 	for _, err := range together(fns...)[1:] {
 		w.countGuess(cred.ID, err)
@@ -1130,7 +1132,7 @@ func (w *chaosWorld) guessTarget(c context.Context, rng *rand.Rand) {
 }
 
 // run runs the workers for d, and the watcher of email addresses.
-func (w *chaosWorld) run(t *testing.T, d time.Duration, seed uint64) {
+func (w *chaosWorld) run(d time.Duration, seed uint64) {
 	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
 	for i := range chaosServices * chaosWorkersPerSvc {
@@ -1495,7 +1497,7 @@ func TestChaosPostgres(t *testing.T) {
 			}
 		}
 	}()
-	w.run(t, d, seed)
+	w.run(d, seed)
 	close(stop)
 	<-killed
 	// Close the services' pools so that no transaction of theirs is still
@@ -1518,6 +1520,6 @@ func TestChaosMemory(t *testing.T) {
 	d := chaosRunTime(t, true)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
-	w.run(t, d, seed)
+	w.run(d, seed)
 	w.summarize(t, d, w.verdict(t))
 }
