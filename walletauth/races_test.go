@@ -2,6 +2,7 @@ package walletauth_test
 
 import (
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 
@@ -78,6 +79,7 @@ func TestRevokeCredentialCrossSigned(t *testing.T) {
 			}
 			return creds, sessions
 		})
+		checkOutbox(t, e.store, e.clock.Now(), e.wallet.ID)
 	}
 }
 
@@ -147,6 +149,7 @@ func TestOTPLeg1Burst(t *testing.T) {
 			fns = append(fns, leg1(t, e, bundle, otherCode(code)))
 		}
 		invalid, tooMany := countOTPAnswers(t, together(fns...), -1)
+		checkOutbox(t, e.store, e.clock.Now(), e.wallet.ID)
 		if invalid != walletauth.DefaultOTPMaxAttempts || tooMany != wrongGuesses-walletauth.DefaultOTPMaxAttempts {
 			t.Fatalf("%d answers were Invalid OTP code and %d too many failed attempts, want %d and %d",
 				invalid, tooMany, walletauth.DefaultOTPMaxAttempts, wrongGuesses-walletauth.DefaultOTPMaxAttempts)
@@ -163,6 +166,7 @@ func TestOTPLeg1Burst(t *testing.T) {
 			fns = append(fns, leg1(t, e, bundle, otherCode(code)))
 		}
 		countOTPAnswers(t, together(fns...), 0)
+		checkOutbox(t, e.store, e.clock.Now(), e.wallet.ID)
 	})
 }
 
@@ -213,16 +217,17 @@ func countOTPAnswers(t *testing.T, errs []error, right int) (invalid, tooMany in
 // hold the address on a second wallet.
 func TestCreateWalletSameAddress(t *testing.T) {
 	e := newEnv(t, nil)
-	errs := together(
-		func() error {
-			_, _, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:a", Email: "Shared@example.com"})
+	wallets := []string{e.wallet.ID, "", ""}
+	create := func(i int, customer, email string) func() error {
+		return func() error {
+			w, _, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: customer, Email: email})
+			if err == nil {
+				wallets[i] = w.ID
+			}
 			return err
-		},
-		func() error {
-			_, _, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:b", Email: "shared@example.com"})
-			return err
-		},
-	)
+		}
+	}
+	errs := together(create(1, "Customer:a", "Shared@example.com"), create(2, "Customer:b", "shared@example.com"))
 	wins := 0
 	for _, err := range errs {
 		switch {
@@ -235,9 +240,11 @@ func TestCreateWalletSameAddress(t *testing.T) {
 	if wins != 1 {
 		t.Fatalf("%d wallets took one address", wins)
 	}
-	if _, _, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:1", Email: "ada@example.com"}); err != nil {
+	second, _, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:1", Email: "ada@example.com"})
+	if err != nil {
 		t.Fatalf("a second wallet of the same customer: %v", err)
 	}
+	checkOutbox(t, e.store, e.clock.Now(), append(slices.DeleteFunc(wallets, func(id string) bool { return id == "" }), second.ID)...)
 }
 
 // TestAddEmailOTPRacesEmailChange races the retry of an EMAIL_OTP add for a

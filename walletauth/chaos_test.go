@@ -1,0 +1,1525 @@
+package walletauth_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/accounts"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/oidc"
+)
+
+// The chaos test runs random signed operations, ownership proofs, address
+// changes and payouts on a few wallets at once through several services
+// sharing one store, with faults (on PostgreSQL: connections of the test's
+// own application_name terminated at random; on every store: short deadlines
+// and cancellations). A checker then replays every account's outbox into
+// records and compares them with the store and with every answer the clients
+// got: an error is "maybe happened", a success must have happened.
+//
+// Run it longer for figures:
+//
+//	go test -run TestChaos ./walletauth -chaos.duration=1m
+//
+// (or WALLETGATE_CHAOS_DURATION=1m).
+var chaosDuration = flag.Duration("chaos.duration", 0,
+	"how long TestChaosPostgres runs (0: WALLETGATE_CHAOS_DURATION, else 20s); TestChaosMemory runs a tenth of it")
+
+func chaosRunTime(t *testing.T, memoryStore bool) time.Duration {
+	d := *chaosDuration
+	if d == 0 {
+		if s := os.Getenv("WALLETGATE_CHAOS_DURATION"); s != "" {
+			var err error
+			if d, err = time.ParseDuration(s); err != nil {
+				t.Fatalf("WALLETGATE_CHAOS_DURATION: %v", err)
+			}
+		}
+	}
+	if d == 0 {
+		d = 20 * time.Second
+		if testing.Short() {
+			d = 5 * time.Second
+		}
+	}
+	if memoryStore {
+		d /= 10
+	}
+	return d
+}
+
+// Limits of the run: every loop is bounded in count as well as in time.
+const (
+	chaosWallets          = 3
+	chaosServices         = 4
+	chaosWorkersPerSvc    = 4
+	chaosConnsPerPool     = 8 // 4 pools of 8, plus 4 for the checker: 36 connections
+	chaosMaxOpsPerWorker  = 200_000
+	chaosMaxSessions      = 12
+	chaosMaxOAuth         = 3
+	chaosThreshold        = 100_000 // USDC verification threshold, minor units
+	chaosMaximum          = 500_000 // USDC single-payout maximum
+	chaosDailyGuessBudget = 100     // wrong 6-digit codes a day that keep a day's success at 1e-4
+	chaosHostOp           = "CHAOS_OPERATION"
+	eventHostOp           = "CHAOS.HOST_OPERATION"
+	eventPayout           = "CHAOS.PAYOUT"
+	eventAddressChanged   = "CHAOS.ADDRESS_CHANGED"
+)
+
+// Kinds of violations only the chaos checker finds (see also replay_test.go).
+const (
+	kindCrossSignedAnswers = "A: cross-signed revokes both answered 200"
+	kindTwoCustomers       = "B: one email address on EMAIL_OTP credentials of two customers"
+	kindProofOther         = "D: ownership proof of one address activated another"
+	kindGate               = "E: payout committed while the account's status refuses it"
+	kindStalePayout        = "E: payout committed to an address the account no longer had"
+	kindCurrency           = "F: payout committed in a currency other than the account's"
+	kindMaximum            = "F: payout above the maximum committed"
+	kindUnproven           = "F: wallet of an unknown type or custodian paid without a proof"
+	kindGuessBudget        = "G: wrong OTP codes compared for one credential beyond a day's budget"
+	kindLost               = "a 200 left no trace in the outbox"
+	kindRefusedCommitted   = "a refused operation committed"
+)
+
+// The account types and custodians the test's host knows.
+var (
+	chaosKnownTypes = []string{ownership.AccountEthereum}
+	chaosKnownVASPs = []string{"Vetted Custodian"}
+)
+
+// chaosSession is a session a client holds (it may have been revoked since).
+type chaosSession struct {
+	ID, Credential string
+	Key            *walletauth.ClientKey
+}
+
+// chaosCredential is a credential a client believes exists.
+type chaosCredential struct {
+	ID      string
+	Type    storage.CredentialType
+	Subject string // OAUTH
+}
+
+// chaosWallet is what the clients of one wallet believe.
+type chaosWallet struct {
+	ID, Customer string
+	ext          []*chaosExternal
+
+	mu       sync.Mutex
+	creds    map[string]chaosCredential
+	sessions []chaosSession
+	subjects int
+}
+
+// chaosExternal is an external account of the wallet's customer and the
+// keys of the two addresses it moves between.
+type chaosExternal struct {
+	ID    string
+	keys  map[string]*ecdsa.PrivateKey // by address
+	addrs [2]string
+
+	mu      sync.Mutex
+	message string // the latest challenge message a client got
+}
+
+// chaosAccount is how the test renders external accounts (in verify answers
+// and STATUS_UPDATED events).
+type chaosAccount struct {
+	ID            string `json:"id"`
+	Status        string `json:"status"`
+	Address       string `json:"address"`
+	AccountType   string `json:"accountType"`
+	VaspName      string `json:"vaspName,omitempty"`
+	OwnershipType string `json:"ownershipType,omitempty"`
+	Currency      string `json:"currency"`
+	Version       int64  `json:"version"`
+}
+
+// chaosPayoutData is the data of the test's CHAOS.PAYOUT records: what the
+// gate decided on.
+type chaosPayoutData struct {
+	OpID     string `json:"opId"`
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	Address  string `json:"address"`
+	Status   string `json:"status"`
+}
+
+// chaosParams are the signed parameters of a host operation.
+type chaosParams struct {
+	OpID   string         `json:"opId"`
+	Payout *chaosPayParam `json:"payout,omitempty"`
+}
+
+type chaosPayParam struct {
+	AccountID string `json:"accountId"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
+}
+
+// chaosWorld is one run: the services, the wallets and what the clients saw.
+type chaosWorld struct {
+	auth   []*walletauth.Service
+	own    []*ownership.Service
+	stores []storage.Store
+	check  storage.Store // the checker's store (a pool that is never killed)
+
+	wallets []*chaosWallet
+	// target is a wallet only guessed at: wrong codes against its
+	// EMAIL_OTP credential, across issuances, and logins.
+	target *chaosWallet
+	emails []string // the addresses email changes pick from
+
+	mu         sync.Mutex
+	ops        map[string]*[3]int // ok, refused, maybe by operation
+	expects    []chaosExpect
+	hostSigner map[string]string // host op id -> the session that stamped it
+	hostResult map[string]string // host op id -> "ok", "refused" or "maybe"
+	proofs     map[[2]string]int // (account, address) -> verify calls proving it
+	wrong      map[string]int    // credential -> wrong codes compared
+	client     []violation
+	kills      atomic.Int64
+	seq        atomic.Int64
+}
+
+// chaosExpect is something a 200 promised: check it against the replays.
+type chaosExpect struct {
+	Account string
+	What    string
+	Holds   func(r *replay) bool
+}
+
+func (w *chaosWorld) count(op string, err error) string {
+	o := outcome(err)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.ops[op]
+	if c == nil {
+		c = new([3]int)
+		w.ops[op] = c
+	}
+	switch o {
+	case "ok":
+		c[0]++
+	case "refused":
+		c[1]++
+	default:
+		c[2]++
+	}
+	return o
+}
+
+// outcome classifies an answer: "ok", "refused" (a 4xx) or "maybe" (a 5xx,
+// a deadline, a lost connection: it may have committed).
+func outcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	if e := apierror.As(err); e != nil && e.Status() < 500 {
+		return "refused"
+	}
+	return "maybe"
+}
+
+func (w *chaosWorld) expect(account, what string, holds func(r *replay) bool) {
+	w.mu.Lock()
+	w.expects = append(w.expects, chaosExpect{account, what, holds})
+	w.mu.Unlock()
+}
+
+func (w *chaosWorld) violate(kind, account, format string, args ...any) {
+	w.mu.Lock()
+	w.client = append(w.client, violation{Kind: kind, Account: account, Detail: fmt.Sprintf(format, args...)})
+	w.mu.Unlock()
+}
+
+func (w *chaosWorld) newOpID() string { return fmt.Sprintf("op-%d", w.seq.Add(1)) }
+
+// stamp signs the retry of c with k, as a client does.
+func stamp(c signedretry.Retry, ch *signedretry.Challenge, k *walletauth.ClientKey) (signedretry.Retry, error) {
+	if ch == nil {
+		return c, errors.New("no challenge to sign")
+	}
+	sig, err := k.Stamp(ch.PayloadToSign)
+	c.Signature, c.RequestID = sig, ch.RequestID
+	return c, err
+}
+
+// chaosToken is a sandbox ID token (the signature is not checked) for sub,
+// bound to the client key's nonce when nonce is set.
+func chaosToken(sub, nonce string) string {
+	now := time.Now()
+	claims := map[string]any{"iss": "https://accounts.google.com", "aud": "chaos-client", "sub": sub,
+		"email": sub + "@idp.example", "iat": now.Unix(), "exp": now.Add(10 * time.Minute).Unix()}
+	if nonce != "" {
+		claims["nonce"] = nonce
+	}
+	payload, _ := json.Marshal(claims)
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString([]byte(`{"alg":"ES256","kid":"chaos"}`)) + "." + enc.EncodeToString(payload) + "." + enc.EncodeToString([]byte("sandbox"))
+}
+
+func evmKey(label string) (*ecdsa.PrivateKey, string) {
+	k, err := crypto.ToECDSA(crypto.Keccak256([]byte(label)))
+	if err != nil {
+		panic(err)
+	}
+	return k, crypto.PubkeyToAddress(k.PublicKey).Hex()
+}
+
+func evmSignText(k *ecdsa.PrivateKey, msg string) string {
+	sig, err := crypto.Sign(accounts.TextHash([]byte(msg)), k)
+	if err != nil {
+		panic(err)
+	}
+	sig[64] += 27
+	return "0x" + hex.EncodeToString(sig)
+}
+
+func renderChaos(a storage.ExternalAccount) any {
+	return chaosAccount{ID: a.ID, Status: string(a.Status), Address: a.Address, AccountType: a.AccountType, VaspName: a.VaspName,
+		OwnershipType: a.OwnershipType, Currency: a.Currency, Version: a.Version}
+}
+
+// newChaosWorld builds one walletauth and one ownership service per store
+// (replicas sharing one database), and the wallets with their external
+// accounts.
+func newChaosWorld(t *testing.T, stores []storage.Store, check storage.Store) *chaosWorld {
+	t.Helper()
+	signing, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer := testKeyring(t, "chaos-1")
+	w := &chaosWorld{stores: stores, check: check, ops: map[string]*[3]int{}, hostSigner: map[string]string{},
+		hostResult: map[string]string{}, proofs: map[[2]string]int{}, wrong: map[string]int{}}
+	for _, st := range stores {
+		v, err := oidc.New(context.Background(), oidc.Config{Issuers: []oidc.Issuer{oidc.Google("chaos-client")}, Sandbox: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(v.Close)
+		svc, err := walletauth.New(walletauth.Config{Store: st, Sandbox: true, SigningKey: signing, OrganizationID: "org-chaos",
+			Sealer: sealer, CodeMACKey: testCodeMACKey, ClientHeldKeys: true, OIDC: v,
+			OTP: walletauth.OTPConfig{ReissueLimit: 1_000_000, ReissueWindow: time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, err := ownership.New(ownership.Config{Store: st, Service: "chaos.example", Render: renderChaos,
+			Payouts: ownership.PayoutPolicy{VerificationThresholds: ownership.Limits{ByCurrency: map[string]int64{"USDC": chaosThreshold}},
+				MaxAmounts: ownership.Limits{ByCurrency: map[string]int64{"USDC": chaosMaximum}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.auth, w.own = append(w.auth, svc), append(w.own, own)
+	}
+	for i := range chaosWallets {
+		w.emails = append(w.emails, fmt.Sprintf("shared%d@example.com", i))
+	}
+	w.emails = append(w.emails, "spare@example.com")
+	for i := range chaosWallets {
+		customer := fmt.Sprintf("Customer:chaos-%d", i)
+		acct, cred, err := w.auth[0].CreateWallet(ctx, walletauth.NewWallet{CustomerID: customer, Email: w.emails[i],
+			Phone: fmt.Sprintf("+1415555%04d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cw := &chaosWallet{ID: acct.ID, Customer: customer, creds: map[string]chaosCredential{cred.ID: {ID: cred.ID, Type: storage.EmailOTP}}}
+		// The payout accounts: a proper self-custody wallet, one of a type
+		// spelled in lowercase, one naming a custodian nobody vouches for.
+		for j, n := range []ownership.NewAccount{
+			{AccountType: ownership.AccountEthereum, OwnershipType: ownership.FirstParty},
+			{AccountType: strings.ToLower(ownership.AccountEthereum), OwnershipType: ownership.FirstParty},
+			{AccountType: ownership.AccountEthereum, OwnershipType: ownership.FirstParty, VaspName: "Unvetted Exchange"},
+		} {
+			x := &chaosExternal{keys: map[string]*ecdsa.PrivateKey{}}
+			for k := range x.addrs {
+				key, addr := evmKey(fmt.Sprintf("chaos-%d-%d-%d", i, j, k))
+				x.addrs[k], x.keys[addr] = addr, key
+			}
+			n.CustomerID, n.Address, n.Currency = customer, x.addrs[0], "USDC"
+			a, err := w.own[0].RegisterAccount(ctx, n)
+			switch {
+			case err == nil:
+				x.ID = a.ID
+				cw.ext = append(cw.ext, x)
+			case j == 0 || outcome(err) != "refused":
+				t.Fatalf("registering %+v: %v", n, err)
+			default:
+				t.Logf("registration of %s (vasp %q) refused: %v", n.AccountType, n.VaspName, err)
+			}
+		}
+		w.wallets = append(w.wallets, cw)
+	}
+	acct, cred, err := w.auth[0].CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:chaos-target", Email: "target@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.target = &chaosWallet{ID: acct.ID, Customer: acct.CustomerID, creds: map[string]chaosCredential{cred.ID: {ID: cred.ID, Type: storage.EmailOTP}}}
+	return w
+}
+
+// all returns every wallet of the run.
+func (w *chaosWorld) all() []*chaosWallet { return append(slices.Clone(w.wallets), w.target) }
+
+// opCtx gives an operation its context: mostly a generous deadline, some
+// a deadline of a few milliseconds, some a cancellation at a random moment.
+func opCtx(rng *rand.Rand) (context.Context, context.CancelFunc) {
+	switch n := rng.IntN(100); {
+	case n < 4:
+		return context.WithTimeout(ctx, time.Duration(1+rng.IntN(15))*time.Millisecond)
+	case n < 8:
+		c, cancel := context.WithCancel(ctx)
+		timer := time.AfterFunc(time.Duration(rng.IntN(25))*time.Millisecond, cancel)
+		return c, func() { timer.Stop(); cancel() }
+	default:
+		return context.WithTimeout(ctx, 10*time.Second)
+	}
+}
+
+func (w *chaosWorld) svc(rng *rand.Rand) (*walletauth.Service, *ownership.Service, storage.Store) {
+	i := rng.IntN(len(w.auth))
+	return w.auth[i], w.own[i], w.stores[i]
+}
+
+// pick helpers read the clients' beliefs of a wallet.
+
+// session picks a session the clients hold, other than those skip names.
+func (cw *chaosWallet) session(rng *rand.Rand, skip func(chaosSession) bool) (chaosSession, bool) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	var ok []chaosSession
+	for _, s := range cw.sessions {
+		if skip == nil || !skip(s) {
+			ok = append(ok, s)
+		}
+	}
+	if len(ok) == 0 {
+		return chaosSession{}, false
+	}
+	return ok[rng.IntN(len(ok))], true
+}
+
+// credential picks a credential the clients believe exists, of those keep
+// accepts.
+func (cw *chaosWallet) credential(rng *rand.Rand, keep func(chaosCredential) bool) (chaosCredential, bool) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	var ok []chaosCredential
+	for _, c := range cw.creds {
+		if keep == nil || keep(c) {
+			ok = append(ok, c)
+		}
+	}
+	if len(ok) == 0 {
+		return chaosCredential{}, false
+	}
+	slices.SortFunc(ok, func(a, b chaosCredential) int { return strings.Compare(a.ID, b.ID) })
+	return ok[rng.IntN(len(ok))], true
+}
+
+func (cw *chaosWallet) addSession(s chaosSession) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	cw.sessions = append(cw.sessions, s)
+	if len(cw.sessions) > chaosMaxSessions {
+		cw.sessions = slices.Delete(cw.sessions, 0, len(cw.sessions)-chaosMaxSessions)
+	}
+}
+
+func (cw *chaosWallet) dropSession(id string) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	cw.sessions = slices.DeleteFunc(cw.sessions, func(s chaosSession) bool { return s.ID == id })
+}
+
+func (cw *chaosWallet) dropCredential(id string) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	delete(cw.creds, id)
+	cw.sessions = slices.DeleteFunc(cw.sessions, func(s chaosSession) bool { return s.Credential == id })
+}
+
+// resync lets the clients learn the wallet's credentials and active sessions,
+// as an app does when it lists them.
+func (w *chaosWorld) resync(c context.Context, svc *walletauth.Service, cw *chaosWallet) {
+	creds, err := svc.ListCredentials(c, cw.ID)
+	if err != nil {
+		return
+	}
+	sessions, err := svc.ListSessions(c, cw.ID)
+	if err != nil {
+		return
+	}
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	known := cw.creds
+	cw.creds = map[string]chaosCredential{}
+	for _, m := range creds {
+		cw.creds[m.ID] = chaosCredential{ID: m.ID, Type: m.Type, Subject: known[m.ID].Subject}
+	}
+	active := map[string]bool{}
+	for _, s := range sessions {
+		active[s.ID] = true
+	}
+	cw.sessions = slices.DeleteFunc(cw.sessions, func(s chaosSession) bool { return !active[s.ID] })
+}
+
+// The operations. Each returns after both legs (when it has two), records
+// its outcome and, for a 200, what the outbox must show.
+
+func (w *chaosWorld) loginOTP(c context.Context, rng *rand.Rand, cw *chaosWallet) {
+	cred, ok := cw.credential(rng, func(x chaosCredential) bool { return x.Type == storage.EmailOTP || x.Type == storage.SMSOTP })
+	if !ok {
+		return
+	}
+	svc, _, _ := w.svc(rng)
+	m, err := svc.Challenge(c, cred.ID, walletauth.ChallengeRequest{})
+	if w.count("otp challenge", err) != "ok" {
+		return
+	}
+	key, _ := walletauth.NewClientKey()
+	bundle, err := key.SealOTP(m.OTPEncryptionTargetBundle, svc.SigningPublicKey(), walletauth.SandboxOTPCode, nil)
+	if err != nil {
+		panic(err)
+	}
+	req := walletauth.VerifyRequest{Type: cred.Type, EncryptedOTPBundle: bundle}
+	body, _ := json.Marshal(req)
+	first := call("POST", "/auth/credentials/"+cred.ID+"/verify", string(body))
+	svc, _, _ = w.svc(rng)
+	_, ch, err := svc.Verify(c, cred.ID, req, first)
+	if w.count("otp verify leg 1", err) != "ok" {
+		return
+	}
+	retry, err := stamp(first, ch, key)
+	if err != nil {
+		panic(err)
+	}
+	svc, _, _ = w.svc(rng)
+	sess, _, err := svc.Verify(c, cred.ID, req, retry)
+	if w.count("otp login", err) != "ok" {
+		return
+	}
+	cw.addSession(chaosSession{ID: sess.ID, Credential: cred.ID, Key: key})
+	w.expect(cw.ID, "AUTH_SESSION.CREATED of OTP session "+sess.ID, func(r *replay) bool { return r.Sessions[sess.ID] != nil })
+}
+
+func (w *chaosWorld) wrongOTP(c context.Context, rng *rand.Rand, cw *chaosWallet) {
+	cred, ok := cw.credential(rng, func(x chaosCredential) bool { return x.Type == storage.EmailOTP || x.Type == storage.SMSOTP })
+	if !ok {
+		return
+	}
+	svc, _, _ := w.svc(rng)
+	m, err := svc.Challenge(c, cred.ID, walletauth.ChallengeRequest{})
+	if w.count("otp challenge", err) != "ok" {
+		return
+	}
+	n := 1 + rng.IntN(walletauth.DefaultOTPMaxAttempts+2)
+	fns := make([]func() error, n)
+	for i := range fns {
+		fns[i] = w.guess(c, rng, cred, m.OTPEncryptionTargetBundle)
+	}
+	for _, err := range together(fns...) {
+		w.countGuess(cred.ID, err)
+	}
+}
+
+// guess returns a leg 1 of cred with a wrong code sealed to bundle.
+func (w *chaosWorld) guess(c context.Context, rng *rand.Rand, cred chaosCredential, bundle string) func() error {
+	svc, _, _ := w.svc(rng)
+	return func() error {
+		key, _ := walletauth.NewClientKey()
+		sealed, err := key.SealOTP(bundle, svc.SigningPublicKey(), "123456", nil)
+		if err != nil {
+			return err
+		}
+		req := walletauth.VerifyRequest{Type: cred.Type, EncryptedOTPBundle: sealed}
+		body, _ := json.Marshal(req)
+		_, _, err = svc.Verify(c, cred.ID, req, call("POST", "/auth/credentials/"+cred.ID+"/verify", string(body)))
+		return err
+	}
+}
+
+// countGuess records the answer to a wrong code: "Invalid OTP code" means
+// the code was compared.
+func (w *chaosWorld) countGuess(cred string, err error) {
+	w.count("otp wrong code", err)
+	if isAPIError(err, 401, apierror.Unauthorized, "Invalid OTP code") {
+		w.mu.Lock()
+		w.wrong[cred]++
+		w.mu.Unlock()
+	}
+}
+
+func (w *chaosWorld) loginOAuth(c context.Context, rng *rand.Rand, cw *chaosWallet) {
+	cred, ok := cw.credential(rng, func(x chaosCredential) bool { return x.Type == storage.OAuth && x.Subject != "" })
+	if !ok {
+		return
+	}
+	key, _ := walletauth.NewClientKey()
+	svc, _, _ := w.svc(rng)
+	sess, _, err := svc.Verify(c, cred.ID, walletauth.VerifyRequest{Type: storage.OAuth,
+		OIDCToken: chaosToken(cred.Subject, oidc.NonceFor(key.PublicKeyHex())), ClientPublicKey: key.PublicKeyHex()}, signedretry.Retry{})
+	if w.count("oauth login", err) != "ok" {
+		return
+	}
+	cw.addSession(chaosSession{ID: sess.ID, Credential: cred.ID, Key: key})
+	w.expect(cw.ID, "AUTH_SESSION.CREATED of OAUTH session "+sess.ID, func(r *replay) bool { return r.Sessions[sess.ID] != nil })
+}
+
+func (w *chaosWorld) addCredential(c context.Context, rng *rand.Rand, cw *chaosWallet) {
+	signer, ok := cw.session(rng, nil)
+	if !ok {
+		return
+	}
+	cw.mu.Lock()
+	var has [2]bool
+	oauth := 0
+	for _, x := range cw.creds {
+		switch x.Type {
+		case storage.EmailOTP:
+			has[0] = true
+		case storage.SMSOTP:
+			has[1] = true
+		case storage.OAuth:
+			oauth++
+		}
+	}
+	req := walletauth.AddCredentialRequest{AccountID: cw.ID}
+	sub := ""
+	switch {
+	case !has[0] && rng.IntN(2) == 0:
+		req.Type = storage.EmailOTP
+	case !has[1] && rng.IntN(2) == 0:
+		req.Type = storage.SMSOTP
+	case oauth < chaosMaxOAuth:
+		cw.subjects++
+		sub = fmt.Sprintf("%s-sub-%d", cw.Customer, cw.subjects)
+		req.Type, req.OIDCToken = storage.OAuth, chaosToken(sub, "")
+	}
+	cw.mu.Unlock()
+	if req.Type == "" {
+		return
+	}
+	body, _ := json.Marshal(req)
+	first := call("POST", "/auth/credentials", string(body))
+	svc, _, _ := w.svc(rng)
+	_, ch, err := svc.AddCredential(c, req, first)
+	if w.count("add credential leg 1", err) != "ok" {
+		return
+	}
+	retry, err := stamp(first, ch, signer.Key)
+	if err != nil {
+		panic(err)
+	}
+	svc, _, _ = w.svc(rng)
+	m, _, err := svc.AddCredential(c, req, retry)
+	if w.count("add credential", err) != "ok" {
+		return
+	}
+	cw.mu.Lock()
+	cw.creds[m.ID] = chaosCredential{ID: m.ID, Type: m.Type, Subject: sub}
+	cw.mu.Unlock()
+	w.expect(cw.ID, "AUTH_CREDENTIAL.ADDED of "+m.ID+" signed by "+signer.ID, func(r *replay) bool {
+		x := r.Credentials[m.ID]
+		return x != nil && r.Signers[x.Added] == signer.ID
+	})
+}
+
+// revokeCredentialLeg1 asks to revoke cred and returns the call and its
+// challenge.
+func (w *chaosWorld) revokeCredentialLeg1(c context.Context, rng *rand.Rand, cred string) (signedretry.Retry, *signedretry.Challenge, error) {
+	first := call("DELETE", "/auth/credentials/"+cred, "")
+	svc, _, _ := w.svc(rng)
+	ch, err := svc.RevokeCredential(c, cred, first)
+	w.count("revoke credential leg 1", err)
+	return first, ch, err
+}
+
+// revokeCredentialLeg2 sends the retry of a revoke stamped by signer and
+// returns its error.
+func (w *chaosWorld) revokeCredentialLeg2(c context.Context, svc *walletauth.Service, cw *chaosWallet, cred string,
+	first signedretry.Retry, ch *signedretry.Challenge, signer chaosSession) error {
+	retry, err := stamp(first, ch, signer.Key)
+	if err != nil {
+		panic(err)
+	}
+	_, err = svc.RevokeCredential(c, cred, retry)
+	if w.count("revoke credential", err) == "ok" {
+		cw.dropCredential(cred)
+		w.expect(cw.ID, "AUTH_CREDENTIAL.REVOKED of "+cred+" signed by "+signer.ID, func(r *replay) bool {
+			x := r.Credentials[cred]
+			return x != nil && x.Revoked != 0 && r.Signers[x.Revoked] == signer.ID
+		})
+	}
+	return err
+}
+
+func (w *chaosWorld) revokeCredential(c context.Context, rng *rand.Rand, cw *chaosWallet) {
+	cred, ok := cw.credential(rng, nil)
+	if !ok {
+		return
+	}
+	signer, ok := cw.session(rng, func(s chaosSession) bool { return s.Credential == cred.ID })
+	if !ok {
+		return
+	}
+	first, ch, err := w.revokeCredentialLeg1(c, rng, cred.ID)
+	if err != nil {
+		return
+	}
+	svc, _, _ := w.svc(rng)
+	_ = w.revokeCredentialLeg2(c, svc, cw, cred.ID, first, ch, signer)
+}
+
+// revokeWhileGuessing revokes a one-time-code credential while wrong codes
+// are sent for it: no OTP_LOCKED may follow the REVOKED.
+func (w *chaosWorld) revokeWhileGuessing(c context.Context, rng *rand.Rand, cw *chaosWallet) {
+	cred, ok := cw.credential(rng, func(x chaosCredential) bool { return x.Type == storage.EmailOTP || x.Type == storage.SMSOTP })
+	if !ok {
+		return
+	}
+	signer, ok := cw.session(rng, func(s chaosSession) bool { return s.Credential == cred.ID })
+	if !ok {
+		return
+	}
+	svc, _, _ := w.svc(rng)
+	m, err := svc.Challenge(c, cred.ID, walletauth.ChallengeRequest{})
+	if w.count("otp challenge", err) != "ok" {
+		return
+	}
+	first, ch, err := w.revokeCredentialLeg1(c, rng, cred.ID)
+	if err != nil {
+		return
+	}
+	fns := []func() error{func() error { return w.revokeCredentialLeg2(c, svc, cw, cred.ID, first, ch, signer) }}
+	for range walletauth.DefaultOTPMaxAttempts + 1 {
+		fns = append(fns, w.guess(c, rng, cred, m.OTPEncryptionTargetBundle))
+	}
+	for _, err := range together(fns...)[1:] {
+		w.countGuess(cred.ID, err)
+	}
+}
+
+// crossRevoke revokes two credentials at once, each stamped by a session
+// of the other: at most one may succeed.
+func (w *chaosWorld) crossRevoke(c context.Context, rng *rand.Rand, cw *chaosWallet) {
+	x, ok := cw.credential(rng, nil)
+	if !ok {
+		return
+	}
+	y, ok := cw.credential(rng, func(o chaosCredential) bool { return o.ID != x.ID })
+	if !ok {
+		return
+	}
+	// Revoking x is stamped by sy (a session of y), revoking y by sx (a
+	// session of x).
+	sx, okx := cw.session(rng, func(s chaosSession) bool { return s.Credential != x.ID })
+	sy, oky := cw.session(rng, func(s chaosSession) bool { return s.Credential != y.ID })
+	if !okx || !oky {
+		return
+	}
+	fx, chx, err := w.revokeCredentialLeg1(c, rng, x.ID)
+	if err != nil {
+		return
+	}
+	fy, chy, err := w.revokeCredentialLeg1(c, rng, y.ID)
+	if err != nil {
+		return
+	}
+	svcX, _, _ := w.svc(rng)
+	svcY, _, _ := w.svc(rng)
+	errs := together(
+		func() error { return w.revokeCredentialLeg2(c, svcX, cw, x.ID, fx, chx, sy) },
+		func() error { return w.revokeCredentialLeg2(c, svcY, cw, y.ID, fy, chy, sx) },
+	)
+	won := 0
+	for _, err := range errs {
+		if err == nil {
+			won++
+		}
+	}
+	w.count(fmt.Sprintf("cross-signed pair, %d won", won), nil)
+	if won == 2 {
+		w.violate(kindCrossSignedAnswers, cw.ID, "revoke of %s stamped by %s (of %s) and revoke of %s stamped by %s (of %s) both answered 200",
+			x.ID, sy.ID, y.ID, y.ID, sx.ID, x.ID)
+	}
+}
+
+func (w *chaosWorld) refreshSession(c context.Context, rng *rand.Rand, cw *chaosWallet) {
+	s, ok := cw.session(rng, nil)
+	if !ok {
+		return
+	}
+	key, _ := walletauth.NewClientKey()
+	req := walletauth.RefreshRequest{ClientPublicKey: key.PublicKeyHex()}
+	body, _ := json.Marshal(req)
+	first := call("POST", "/auth/sessions/"+s.ID+"/refresh", string(body))
+	svc, _, _ := w.svc(rng)
+	_, ch, err := svc.RefreshSession(c, s.ID, req, first)
+	if w.count("refresh session leg 1", err) != "ok" {
+		return
+	}
+	retry, err := stamp(first, ch, s.Key)
+	if err != nil {
+		panic(err)
+	}
+	svc, _, _ = w.svc(rng)
+	fresh, _, err := svc.RefreshSession(c, s.ID, req, retry)
+	if w.count("refresh session", err) != "ok" {
+		return
+	}
+	cw.addSession(chaosSession{ID: fresh.ID, Credential: s.Credential, Key: key})
+	w.expect(cw.ID, "AUTH_SESSION.REFRESHED of "+s.ID+" into "+fresh.ID, func(r *replay) bool {
+		x := r.Sessions[fresh.ID]
+		return x != nil && x.Previous == s.ID && r.Signers[x.Refreshed] == s.ID
+	})
+}
+
+func (w *chaosWorld) revokeSession(c context.Context, rng *rand.Rand, cw *chaosWallet) {
+	target, ok := cw.session(rng, nil)
+	if !ok {
+		return
+	}
+	signer, ok := cw.session(rng, nil)
+	if !ok {
+		return
+	}
+	first := call("DELETE", "/auth/sessions/"+target.ID, "")
+	svc, _, _ := w.svc(rng)
+	ch, err := svc.RevokeSession(c, target.ID, first)
+	if w.count("revoke session leg 1", err) != "ok" {
+		return
+	}
+	retry, err := stamp(first, ch, signer.Key)
+	if err != nil {
+		panic(err)
+	}
+	svc, _, _ = w.svc(rng)
+	_, err = svc.RevokeSession(c, target.ID, retry)
+	if w.count("revoke session", err) != "ok" {
+		return
+	}
+	cw.dropSession(target.ID)
+	w.expect(cw.ID, "AUTH_SESSION.REVOKED of "+target.ID, func(r *replay) bool {
+		x := r.Sessions[target.ID]
+		return x != nil && x.Revoked != 0
+	})
+}
+
+func (w *chaosWorld) updateEmail(c context.Context, rng *rand.Rand, cw *chaosWallet) {
+	email := w.emails[rng.IntN(len(w.emails))]
+	body := `{"email":"` + email + `"}`
+	first := call("PATCH", "/customers/"+cw.Customer, body)
+	svc, _, _ := w.svc(rng)
+	change, ch, err := svc.UpdateEmail(c, cw.Customer, email, nil, first)
+	if w.count("email change leg 1", err) != "ok" {
+		return
+	}
+	if ch != nil {
+		signer, ok := cw.session(rng, nil)
+		if !ok {
+			return
+		}
+		retry, err := stamp(first, ch, signer.Key)
+		if err != nil {
+			panic(err)
+		}
+		svc, _, _ = w.svc(rng)
+		change, _, err = svc.UpdateEmail(c, cw.Customer, email, nil, retry)
+		if w.count("email change", err) != "ok" {
+			return
+		}
+	}
+	w.expect(cw.ID, "the account had the address "+change.Email, func(r *replay) bool { return slices.Contains(r.Emails, change.Email) })
+}
+
+// hostOperation runs a host operation through Authorize whose effect
+// writes the host's record (and, for a payout, decides the gate with
+// CheckPayoutIn in the same transaction and records the payout).
+func (w *chaosWorld) hostOperation(c context.Context, rng *rand.Rand, cw *chaosWallet) {
+	signer, ok := cw.session(rng, nil)
+	if !ok {
+		return
+	}
+	p := chaosParams{OpID: w.newOpID()}
+	if len(cw.ext) > 0 && rng.IntN(2) == 0 {
+		x := cw.ext[rng.IntN(len(cw.ext))]
+		p.Payout = &chaosPayParam{AccountID: x.ID, Amount: randomAmount(rng), Currency: randomCurrency(rng)}
+	}
+	body, _ := json.Marshal(p)
+	first := call("POST", "/chaos/operations", string(body))
+	i := rng.IntN(len(w.auth))
+	_, ch, err := w.auth[i].Authorize(c, walletauth.HostOperation{Type: chaosHostOp, AccountID: cw.ID, Parameters: p}, first)
+	if w.count("host operation leg 1", err) != "ok" {
+		return
+	}
+	retry, err := stamp(first, ch, signer.Key)
+	if err != nil {
+		panic(err)
+	}
+	w.mu.Lock()
+	w.hostSigner[p.OpID] = signer.ID
+	w.mu.Unlock()
+	i = rng.IntN(len(w.auth))
+	own := w.own[i]
+	effect := func(tx storage.Tx, raw json.RawMessage) error {
+		var sp chaosParams
+		if err := json.Unmarshal(raw, &sp); err != nil {
+			return err
+		}
+		if sp.Payout != nil {
+			if err := payout(c, tx, own, sp.OpID, sp.Payout); err != nil {
+				return err
+			}
+		}
+		return appendEvent(c, tx, eventHostOp, cw.ID, map[string]string{"opId": sp.OpID})
+	}
+	a, _, err := w.auth[i].Authorize(c, walletauth.HostOperation{Type: chaosHostOp, AccountID: cw.ID, Effect: effect}, retry)
+	op := "host operation"
+	if p.Payout != nil {
+		op = "host payout"
+	}
+	o := w.count(op, err)
+	w.mu.Lock()
+	w.hostResult[p.OpID] = o
+	w.mu.Unlock()
+	if o == "ok" && a.SessionID != signer.ID {
+		w.violate(kindEventData, cw.ID, "host operation %s stamped by %s answered signer %s", p.OpID, signer.ID, a.SessionID)
+	}
+}
+
+func randomAmount(rng *rand.Rand) int64 {
+	return []int64{chaosThreshold / 2, chaosThreshold * 2, chaosMaximum * 2}[rng.IntN(3)]
+}
+
+func randomCurrency(rng *rand.Rand) string {
+	switch n := rng.IntN(10); {
+	case n < 6:
+		return "USDC"
+	case n < 9:
+		return "usdc"
+	default:
+		return "EUR"
+	}
+}
+
+// payout decides the gate in tx and records the payout on the external
+// account, as a host that debits in the same database does.
+func payout(c context.Context, tx storage.Tx, own *ownership.Service, opID string, p *chaosPayParam) error {
+	d, err := own.CheckPayoutIn(c, tx, ownership.Payout{AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency})
+	if err != nil {
+		return err
+	}
+	return appendEvent(c, tx, eventPayout, p.AccountID, chaosPayoutData{OpID: opID, Amount: p.Amount, Currency: p.Currency,
+		Address: d.Account.Address, Status: string(d.Account.Status)})
+}
+
+func appendEvent(c context.Context, tx storage.Tx, typ, subject string, data any) error {
+	e, err := storage.NewEvent(nil, typ, subject, data, time.Now())
+	if err != nil {
+		return err
+	}
+	return tx.Outbox().Append(c, &e)
+}
+
+func (w *chaosWorld) directPayout(c context.Context, rng *rand.Rand, cw *chaosWallet) {
+	if len(cw.ext) == 0 {
+		return
+	}
+	x := cw.ext[rng.IntN(len(cw.ext))]
+	_, own, st := w.svc(rng)
+	p := &chaosPayParam{AccountID: x.ID, Amount: randomAmount(rng), Currency: randomCurrency(rng)}
+	err := st.Atomic(c, func(tx storage.Tx) error { return payout(c, tx, own, w.newOpID(), p) })
+	w.count("payout", err)
+}
+
+func (w *chaosWorld) startChallenge(c context.Context, rng *rand.Rand, x *chaosExternal) {
+	_, own, _ := w.svc(rng)
+	ch, err := own.StartChallenge(c, x.ID, ownership.MethodWalletSignature, ownership.CustomerTree)
+	if w.count("ownership challenge", err) != "ok" {
+		return
+	}
+	x.mu.Lock()
+	x.message = ch.MessageToSign
+	x.mu.Unlock()
+}
+
+// verifyOwnership proves the address the latest challenge message names,
+// signed by that address's key, as a wallet does.
+func (w *chaosWorld) verifyOwnership(c context.Context, rng *rand.Rand, x *chaosExternal) {
+	x.mu.Lock()
+	msg := x.message
+	x.mu.Unlock()
+	addr := ""
+	for _, line := range strings.Split(msg, "\n") {
+		if a, ok := strings.CutPrefix(line, "Address: "); ok {
+			addr = a
+		}
+	}
+	key := x.keys[addr]
+	if key == nil {
+		return
+	}
+	w.mu.Lock()
+	w.proofs[[2]string{x.ID, addr}]++
+	w.mu.Unlock()
+	_, own, _ := w.svc(rng)
+	out, err := own.Verify(c, x.ID, ownership.VerifyRequest{Signature: evmSignText(key, msg)}, ownership.CustomerTree)
+	if w.count("ownership verify", err) != "ok" {
+		return
+	}
+	if a, ok := out.(chaosAccount); !ok || a.Address != addr || a.Status != string(storage.StatusActive) {
+		w.violate(kindProofOther, x.ID, "a proof of %s answered 200 with %+v", addr, out)
+	}
+}
+
+// changeAddress is the host changing the account's address: the account
+// needs a new proof (PENDING_OWNERSHIP_VERIFICATION), recorded with the
+// host's own event.
+func (w *chaosWorld) changeAddress(c context.Context, rng *rand.Rand, x *chaosExternal) {
+	w.count("address change", w.moveAddress(c, rng, x))
+}
+
+// proveWhileMoving proves the address of a fresh challenge while the host
+// moves the account to its other address: the proof may activate the
+// account only at the address it proves.
+func (w *chaosWorld) proveWhileMoving(c context.Context, rng *rand.Rand, x *chaosExternal) {
+	if err := w.moveAddress(c, rng, x); w.count("address change", err) != "ok" {
+		return
+	}
+	w.startChallenge(c, rng, x)
+	r1, r2 := rand.New(rand.NewPCG(rng.Uint64(), 1)), rand.New(rand.NewPCG(rng.Uint64(), 2))
+	together(
+		func() error { w.verifyOwnership(c, r1, x); return nil },
+		func() error {
+			time.Sleep(time.Duration(r2.IntN(1000)) * time.Microsecond)
+			w.changeAddress(c, r2, x)
+			return nil
+		})
+}
+
+func (w *chaosWorld) moveAddress(c context.Context, rng *rand.Rand, x *chaosExternal) error {
+	_, _, st := w.svc(rng)
+	return st.Atomic(c, func(tx storage.Tx) error {
+		a, err := tx.ExternalAccounts().Lock(c, x.ID)
+		if err != nil {
+			return err
+		}
+		switch a.Status {
+		case storage.StatusActive, storage.StatusPendingOwnershipVerification, storage.StatusUnverified:
+		default:
+			return apierror.New(apierror.Conflict, "the account is %s", a.Status)
+		}
+		if a.Address == x.addrs[1] {
+			a.Address = x.addrs[0]
+		} else {
+			a.Address = x.addrs[1]
+		}
+		a.Status, a.UpdatedAt = storage.StatusPendingOwnershipVerification, time.Now().UTC()
+		if err := tx.ExternalAccounts().Update(c, &a); err != nil {
+			return err
+		}
+		return appendEvent(c, tx, eventAddressChanged, a.ID, renderChaos(a))
+	})
+}
+
+func (w *chaosWorld) review(c context.Context, rng *rand.Rand, x *chaosExternal) {
+	_, own, _ := w.svc(rng)
+	to := storage.StatusUnderReview
+	if rng.IntN(2) == 0 {
+		to = storage.StatusPendingOwnershipVerification
+	}
+	_, err := own.SetStatus(c, x.ID, to)
+	w.count("status change", err)
+}
+
+// step runs one random operation on a random wallet.
+func (w *chaosWorld) step(rng *rand.Rand) {
+	c, cancel := opCtx(rng)
+	defer cancel()
+	cw := w.wallets[rng.IntN(len(w.wallets))]
+	svc, _, _ := w.svc(rng)
+	if rng.IntN(10) == 0 {
+		w.resync(c, svc, cw)
+	}
+	cw.mu.Lock()
+	noSession := len(cw.sessions) == 0
+	cw.mu.Unlock()
+	if noSession {
+		w.loginOTP(c, rng, cw)
+		w.loginOAuth(c, rng, cw)
+		return
+	}
+	var x *chaosExternal
+	if len(cw.ext) > 0 {
+		x = cw.ext[rng.IntN(len(cw.ext))]
+	}
+	switch n := rng.IntN(100); {
+	case n < 7:
+		w.loginOTP(c, rng, cw)
+	case n < 10:
+		w.loginOAuth(c, rng, cw)
+	case n < 14:
+		w.wrongOTP(c, rng, cw)
+	case n < 20:
+		w.guessTarget(c, rng)
+	case n < 27:
+		w.addCredential(c, rng, cw)
+	case n < 31:
+		w.revokeCredential(c, rng, cw)
+	case n < 36:
+		w.crossRevoke(c, rng, cw)
+	case n < 40:
+		w.revokeWhileGuessing(c, rng, cw)
+	case n < 47:
+		w.refreshSession(c, rng, cw)
+	case n < 53:
+		w.revokeSession(c, rng, cw)
+	case n < 58:
+		w.updateEmail(c, rng, cw)
+	case n < 69:
+		w.hostOperation(c, rng, cw)
+	case n < 73:
+		w.directPayout(c, rng, cw)
+	case n < 78:
+		w.startChallenge(c, rng, x)
+	case n < 84:
+		w.verifyOwnership(c, rng, x)
+	case n < 88:
+		w.changeAddress(c, rng, x)
+	case n < 98:
+		w.proveWhileMoving(c, rng, cw.ext[0])
+	default:
+		w.review(c, rng, x)
+	}
+}
+
+// guessTarget sends wrong codes for the target wallet's credential, and
+// sometimes logs in with the right one, as an attacker and its owner do.
+func (w *chaosWorld) guessTarget(c context.Context, rng *rand.Rand) {
+	if rng.IntN(8) == 0 {
+		w.loginOTP(c, rng, w.target)
+		return
+	}
+	w.wrongOTP(c, rng, w.target)
+}
+
+// run runs the workers for d, and the watcher of email addresses.
+func (w *chaosWorld) run(d time.Duration, seed uint64) {
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for i := range chaosServices * chaosWorkersPerSvc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(i)))
+			for n := 0; n < chaosMaxOpsPerWorker && time.Now().Before(deadline); n++ {
+				w.step(rng)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 0; n < 100_000 && time.Now().Before(deadline); n++ {
+			w.watchEmails()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	wg.Wait()
+}
+
+// watchEmails reports an address tied to EMAIL_OTP credentials of two
+// customers, read in one statement per address.
+func (w *chaosWorld) watchEmails() {
+	customers := map[string]string{}
+	for _, cw := range w.wallets {
+		customers[cw.ID] = cw.Customer
+	}
+	for _, email := range w.emails {
+		var creds []storage.Credential
+		err := w.check.Atomic(ctx, func(tx storage.Tx) error {
+			var err error
+			creds, err = tx.Credentials().ListEmailOTPByEmail(ctx, email)
+			return err
+		})
+		if err != nil {
+			continue
+		}
+		owners := map[string][]string{}
+		for _, c := range creds {
+			owners[customers[c.AccountID]] = append(owners[customers[c.AccountID]], c.ID)
+		}
+		if len(owners) > 1 {
+			key := fmt.Sprint(owners)
+			w.mu.Lock()
+			seen := slices.ContainsFunc(w.client, func(v violation) bool { return v.Kind == kindTwoCustomers && v.Detail == key })
+			if !seen {
+				w.client = append(w.client, violation{Kind: kindTwoCustomers, Account: email, Detail: key})
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// verdict replays every account and checks the clients' answers; it
+// returns the violations found.
+func (w *chaosWorld) verdict(t *testing.T) []violation {
+	w.watchEmails()
+	out := slices.Clone(w.client)
+	replays := map[string]*replay{}
+	foreign := func(e *storage.Event) (string, bool) {
+		if e.Type != eventHostOp {
+			return "", false
+		}
+		var env struct {
+			Data struct {
+				OpID string `json:"opId"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(e.Payload, &env) != nil {
+			return "", false
+		}
+		return w.hostSigner[env.Data.OpID], true
+	}
+	hostOps := map[string]bool{}
+	for _, cw := range w.all() {
+		r, err := replayOutbox(ctx, w.check, cw.ID, foreign)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replays[cw.ID] = r
+		out = append(out, r.violations...)
+		diff, err := r.compareStore(ctx, w.check, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, diff...)
+		for _, e := range r.Events {
+			if e.Type == eventHostOp {
+				var env struct {
+					Data struct {
+						OpID string `json:"opId"`
+					} `json:"data"`
+				}
+				_ = json.Unmarshal(e.Payload, &env)
+				hostOps[env.Data.OpID] = true
+			}
+		}
+	}
+	for _, x := range w.expects {
+		if !x.Holds(replays[x.Account]) {
+			out = append(out, violation{Kind: kindLost, Account: x.Account, Detail: x.What})
+		}
+	}
+	for id, o := range w.hostResult {
+		switch {
+		case o == "ok" && !hostOps[id]:
+			out = append(out, violation{Kind: kindLost, Detail: "host operation " + id})
+		case o == "refused" && hostOps[id]:
+			out = append(out, violation{Kind: kindRefusedCommitted, Detail: "host operation " + id + " answered 4xx and committed"})
+		}
+	}
+	for cred, n := range w.wrong {
+		if n > chaosDailyGuessBudget {
+			out = append(out, violation{Kind: kindGuessBudget, Account: cred,
+				Detail: fmt.Sprintf("%d wrong codes compared in one run; a day's budget for 6 digits at 1e-4 is %d", n, chaosDailyGuessBudget)})
+		}
+	}
+	for _, cw := range w.wallets {
+		for _, x := range cw.ext {
+			vs, err := w.checkExternal(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, vs...)
+		}
+	}
+	return out
+}
+
+// checkExternal replays an external account's outbox: its status and
+// address from STATUS_UPDATED and the host's address changes, every payout
+// against the gate's rules at its point in commit order, and every
+// activation against the proofs the clients submitted.
+func (w *chaosWorld) checkExternal(x *chaosExternal) ([]violation, error) {
+	var events []storage.Event
+	err := w.check.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		events, err = tx.Outbox().ListByAccount(ctx, x.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []violation
+	bad := func(kind string, seq int64, format string, args ...any) {
+		out = append(out, violation{Kind: kind, Account: x.ID, Seq: seq, Detail: fmt.Sprintf(format, args...)})
+	}
+	var cur chaosAccount
+	proven := false
+	activations := map[string]int{}
+	for i, e := range events {
+		var env struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(e.Payload, &env); err != nil {
+			return nil, err
+		}
+		switch e.Type {
+		case ownership.EventStatusUpdated, eventAddressChanged:
+			var a chaosAccount
+			if err := json.Unmarshal(env.Data, &a); err != nil {
+				return nil, err
+			}
+			if i > 0 && e.Type == ownership.EventStatusUpdated && a.Status == string(storage.StatusActive) {
+				activations[a.Address]++
+				w.mu.Lock()
+				proofs := w.proofs[[2]string{x.ID, a.Address}]
+				w.mu.Unlock()
+				if activations[a.Address] > proofs {
+					bad(kindProofOther, e.Seq, "ACTIVE at %s (activation %d of that address) with %d proofs of it submitted", a.Address,
+						activations[a.Address], proofs)
+				}
+				proven = true
+			} else {
+				proven = false
+			}
+			cur = a
+		case eventPayout:
+			var p chaosPayoutData
+			if err := json.Unmarshal(env.Data, &p); err != nil {
+				return nil, err
+			}
+			// The test's own view of the gate: a wallet type (not a fiat
+			// *_ACCOUNT), not THIRD_PARTY, is self custody unless a known
+			// custodian holds it; an unknown type or custodian proves
+			// nothing.
+			unknown := !slices.Contains(chaosKnownTypes, cur.AccountType) || cur.VaspName != "" && !slices.Contains(chaosKnownVASPs, cur.VaspName)
+			gated := !strings.HasSuffix(strings.ToUpper(cur.AccountType), "_ACCOUNT") && cur.OwnershipType != ownership.ThirdParty &&
+				(cur.VaspName == "" || unknown)
+			if p.Currency != cur.Currency {
+				bad(kindCurrency, e.Seq, "%d %s paid to an account in %s", p.Amount, p.Currency, cur.Currency)
+			}
+			if strings.EqualFold(p.Currency, "USDC") && p.Amount > chaosMaximum {
+				bad(kindMaximum, e.Seq, "%d %s paid; the maximum is %d USDC", p.Amount, p.Currency, chaosMaximum)
+			}
+			refused := ""
+			switch storage.AccountStatus(cur.Status) {
+			case storage.StatusActive:
+				if gated && !proven && p.Amount >= chaosThreshold {
+					refused = "ACTIVE with no proof"
+				}
+			case storage.StatusPendingOwnershipVerification:
+				if gated && p.Amount >= chaosThreshold {
+					refused = fmt.Sprintf("PENDING_OWNERSHIP_VERIFICATION (threshold %d)", chaosThreshold)
+				}
+			default:
+				refused = cur.Status
+			}
+			switch {
+			case refused == "":
+			case unknown:
+				bad(kindUnproven, e.Seq, "%d %s paid to %s (type %q, vasp %q) while %s", p.Amount, p.Currency,
+					cur.Address, cur.AccountType, cur.VaspName, refused)
+			default:
+				bad(kindGate, e.Seq, "%d %s paid while %s", p.Amount, p.Currency, refused)
+			}
+			if p.Address != cur.Address {
+				bad(kindStalePayout, e.Seq, "paid to %s while the account's address was %s", p.Address, cur.Address)
+			}
+		}
+	}
+	var stored storage.ExternalAccount
+	err = w.check.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		stored, err = tx.ExternalAccounts().Get(ctx, x.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if string(stored.Status) != cur.Status || stored.Address != cur.Address {
+		bad(kindStore, 0, "stored %s at %s, the events say %s at %s", stored.Status, stored.Address, cur.Status, cur.Address)
+	}
+	return out, nil
+}
+
+// summarize fails t with the violations grouped by kind (three of each, or
+// all with -v) and logs the figures of the run.
+func (w *chaosWorld) summarize(t *testing.T, d time.Duration, vs []violation) {
+	var names []string
+	total := [3]int{}
+	for name, c := range w.ops {
+		names = append(names, name)
+		for i := range c {
+			total[i] += c[i]
+		}
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "chaos run of %s: %d operations (%d ok, %d refused, %d maybe), %d connections killed\n",
+		d, total[0]+total[1]+total[2], total[0], total[1], total[2], w.kills.Load())
+	for _, name := range names {
+		c := w.ops[name]
+		fmt.Fprintf(&b, "  %-26s ok %6d  refused %6d  maybe %6d\n", name, c[0], c[1], c[2])
+	}
+	t.Log(b.String())
+	if len(vs) == 0 {
+		return
+	}
+	byKind := map[string][]violation{}
+	var kinds []string
+	for _, v := range vs {
+		if byKind[v.Kind] == nil {
+			kinds = append(kinds, v.Kind)
+		}
+		byKind[v.Kind] = append(byKind[v.Kind], v)
+	}
+	sort.Strings(kinds)
+	b.Reset()
+	fmt.Fprintf(&b, "%d violations:\n", len(vs))
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "  %4d  %s\n", len(byKind[k]), k)
+	}
+	for _, k := range kinds {
+		for i, v := range byKind[k] {
+			if i == 3 && !testing.Verbose() {
+				fmt.Fprintf(&b, "    ... and %d more\n", len(byKind[k])-3)
+				break
+			}
+			fmt.Fprintf(&b, "    %s\n", v)
+		}
+	}
+	t.Error(b.String())
+}
+
+// TestChaosPostgres runs the chaos test on 4 pools sharing one schema, with
+// backends of the test's application_name terminated at random.
+func TestChaosPostgres(t *testing.T) {
+	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("set WALLETGATE_POSTGRES_DSN to run the chaos test on PostgreSQL (CI sets it)")
+	}
+	var nb [6]byte
+	if _, err := crand.Read(nb[:]); err != nil {
+		t.Fatal(err)
+	}
+	app := "wgchaos_" + hex.EncodeToString(nb[:])
+	open := func(name string, conns int32) *pgxpool.Pool {
+		cfg, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.MaxConns = conns
+		cfg.ConnConfig.RuntimeParams["application_name"] = name
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		return pool
+	}
+	checkPool := open(app+"_check", 4)
+	schema := app
+	t.Cleanup(func() {
+		if _, err := checkPool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	if _, err := postgres.Migrate(ctx, checkPool, postgres.WithSchema(schema)); err != nil {
+		t.Fatal(err)
+	}
+	check, err := postgres.New(checkPool, postgres.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pools []*pgxpool.Pool
+	var stores []storage.Store
+	for range chaosServices {
+		p := open(app, chaosConnsPerPool)
+		s, err := postgres.New(p, postgres.WithSchema(schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pools, stores = append(pools, p), append(stores, s)
+	}
+	w := newChaosWorld(t, stores, check)
+	d := chaosRunTime(t, false)
+	seed := rand.Uint64()
+	t.Logf("seed %d, application_name %s", seed, app)
+
+	// The killer terminates a few backends of the test's own
+	// application_name at random intervals, never anyone else's.
+	stop := make(chan struct{})
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		rng := rand.New(rand.NewPCG(seed, 1<<32))
+		for n := 0; n < 100_000; n++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(50+rng.IntN(450)) * time.Millisecond):
+			}
+			var k int64
+			err := checkPool.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+				WHERE application_name = $1 AND pid <> pg_backend_pid() ORDER BY random() LIMIT $2) k`, app, 1+rng.IntN(2)).Scan(&k)
+			if err == nil {
+				w.kills.Add(k)
+			}
+		}
+	}()
+	w.run(d, seed)
+	close(stop)
+	<-killed
+	// Close the services' pools so that no transaction of theirs is still
+	// open on the server when the checker reads.
+	for _, p := range pools {
+		p.Close()
+	}
+	w.summarize(t, d, w.verdict(t))
+}
+
+// TestChaosMemory runs the chaos test on the memory store (4 services on
+// one store), with deadlines and cancellations, under -race.
+func TestChaosMemory(t *testing.T) {
+	st := memory.New()
+	stores := make([]storage.Store, chaosServices)
+	for i := range stores {
+		stores[i] = st
+	}
+	w := newChaosWorld(t, stores, st)
+	d := chaosRunTime(t, true)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	w.run(d, seed)
+	w.summarize(t, d, w.verdict(t))
+}
