@@ -45,7 +45,11 @@
 // host-driven changes, writes an EXTERNAL_ACCOUNT.STATUS_UPDATED event to the
 // store's outbox in the same transaction as the change; storage/relay hands
 // them to a publisher (storage/webhook signs and sends them), the events of
-// an account in order.
+// an account in order. The event of a change decided by [Service.Verify]
+// also has a "proof" member, {"method": "WALLET_SIGNATURE", "address": ...}:
+// the address the signature was checked against, which is the account's
+// address when the change commits (Verify applies the change by
+// compare-and-set on the version it checked, and answers 409 otherwise).
 //
 // # The payout gate
 //
