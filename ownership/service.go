@@ -66,9 +66,15 @@ type Config struct {
 	// verify and the data of events); nil means [AccountJSON].
 	Render func(storage.ExternalAccount) any
 	// Payouts configures the payout gate ([Service.CheckPayout]): the
-	// verification thresholds and the single-transaction maxima. The zero
-	// value has neither (see [PayoutPolicy]).
+	// verification thresholds and the single-transaction maxima. New
+	// refuses a policy that [PayoutPolicy.Validate] refuses. The zero value
+	// configures no currency, so the gate refuses every payout (see
+	// [PayoutPolicy]).
 	Payouts PayoutPolicy
+	// VASPs is the directory of the custodians whose wallets registration
+	// accepts as custodial (a vaspName); nil accepts none, so every
+	// vaspName is refused.
+	VASPs VASPDirectory
 }
 
 // Service runs the ownership challenge lifecycle of external accounts. It
@@ -84,6 +90,7 @@ type Service struct {
 	rand      io.Reader
 	render    func(storage.ExternalAccount) any
 	payouts   PayoutPolicy
+	vasps     VASPDirectory
 }
 
 // New returns a service for cfg.
@@ -92,11 +99,8 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("ownership: Config.Store is required")
 	}
 	s := &Service{store: cfg.Store, verifiers: cfg.Verifiers, liveness: cfg.Liveness, service: cfg.Service,
-		network: cfg.Network, ttl: cfg.ChallengeTTL, clock: cfg.Clock, rand: cfg.Rand, render: cfg.Render}
-	if err := cfg.Payouts.VerificationThresholds.validate("VerificationThresholds"); err != nil {
-		return nil, err
-	}
-	if err := cfg.Payouts.MaxAmounts.validate("MaxAmounts"); err != nil {
+		network: cfg.Network, ttl: cfg.ChallengeTTL, clock: cfg.Clock, rand: cfg.Rand, render: cfg.Render, vasps: cfg.VASPs}
+	if err := cfg.Payouts.Validate(); err != nil {
 		return nil, err
 	}
 	s.payouts = PayoutPolicy{VerificationThresholds: cfg.Payouts.VerificationThresholds.clone(), MaxAmounts: cfg.Payouts.MaxAmounts.clone()}
