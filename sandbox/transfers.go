@@ -193,9 +193,15 @@ func (s *Simulator) TransferIn(ctx context.Context, req TransferRequest) (*Trans
 // and answers the challenge (202), whose parameters bind the source wallet,
 // the destination account, the amount and the currency; the retry executes
 // those parameters, never the retry's own values. The checks are made on
-// the first call, again on the retry's request before its signature is
-// consumed (so a retry that would fail leaves the request usable), and again
-// on the signed parameters. call is the request as in
+// the first call (an early answer), and on the retry on the signed
+// parameters inside the store transaction that consumes the signed request:
+// the payout gate ([ownership.Service.CheckPayoutIn], holding the
+// destination account until that transaction ends), the accounts and the
+// balance. A retry that fails them leaves the request usable. The ledger is
+// process memory: the simulator's lock is held from before that
+// transaction until the transfer is written to the ledger, so the payout is
+// ordered at the transaction's commit and no status change commits between
+// the gate's decision and it. call is the request as in
 // [Simulator.UpdateCustomer]. With an IdempotencyKey, a repeat of a
 // completed transfer returns the first result (the challenge leg is not
 // remembered).
@@ -203,8 +209,10 @@ func (s *Simulator) TransferIn(ctx context.Context, req TransferRequest) (*Trans
 // Errors: those of TransferIn, 400 INVALID_AMOUNT (balance too low), 400
 // EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED (the destination is a first-party
 // self-custody wallet still pending ownership verification and the amount
-// reaches Config.VerificationThreshold, or whose last verification failed),
-// decided by the library's payout gate (ownership.PayoutPolicy), the 401s of
+// reaches the verification threshold, see Config.VerificationThreshold, or
+// whose last verification failed), 409 CONFLICT (the destination receives
+// no payouts: PENDING, UNDER_REVIEW, INACTIVE), decided by the library's
+// payout gate with details.field destination.accountId, the 401s of
 // signedretry.
 func (s *Simulator) TransferOut(ctx context.Context, req TransferRequest, call signedretry.Retry) (*Transaction, *signedretry.Challenge, error) {
 	call, err := s.defaults(call, http.MethodPost, "/transfer-out", req)
