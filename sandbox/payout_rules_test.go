@@ -2,15 +2,22 @@ package sandbox_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"os"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/postgres"
 )
 
 // TestQuoteRefusesAnotherCustomersAccount: a quote cannot pay an external
@@ -216,8 +223,55 @@ func (r adversaryAccounts) Lock(ctx context.Context, id string) (storage.Externa
 // that read it without holding it, for each n in turn; a transfer decided
 // on such a read would pay a wallet that had already become UNVERIFIED.
 func TestTransferOutDecidesOnTheHeldAccount(t *testing.T) {
+	stores := map[string]func() storage.Store{"memory": func() storage.Store { return memory.New() }}
+	if pg := payoutPostgres(t); pg != nil {
+		stores["postgres"] = func() storage.Store { return pg }
+	}
+	for name, store := range stores {
+		t.Run(name, func(t *testing.T) { transferOutDecidesOnTheHeldAccount(t, store) })
+	}
+}
+
+// payoutPostgres returns a store on a fresh schema of the database
+// WALLETGATE_POSTGRES_DSN names (one pool of at most 4 connections), or nil
+// when it is not set.
+func payoutPostgres(t *testing.T) storage.Store {
+	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
+	if dsn == "" {
+		return nil
+	}
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	schema := "wgpayout_" + hex.EncodeToString(id[:])
+	t.Cleanup(func() { // registered after Close, so it runs before it
+		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	if _, err := postgres.Migrate(ctx, pool, postgres.WithSchema(schema)); err != nil {
+		t.Fatal(err)
+	}
+	store, err := postgres.New(pool, postgres.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+func transferOutDecidesOnTheHeldAccount(t *testing.T, store func() storage.Store) {
 	for n := 1; n <= 4; n++ {
-		adv := &snapshotAdversary{Store: memory.New()}
+		adv := &snapshotAdversary{Store: store()}
 		e := newEnvWith(t, sandbox.Config{Store: adv})
 		c, w := e.customer("Held Account")
 		key := e.login(w)

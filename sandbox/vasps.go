@@ -4,7 +4,9 @@ package sandbox
 // directory: an external wallet registered with one of these names as
 // accountInfo.vaspName is custodial (ACTIVE from the start and not gated by
 // ownership verification). Names are matched exactly; any other vaspName is
-// 400 INVALID_INPUT (field accountInfo.vaspName).
+// 400 INVALID_INPUT (field accountInfo.vaspName). The directory is built
+// from this list when the package loads; changing the slice later has no
+// effect.
 var SandboxVASPs = []string{"Coinbase", "Kraken", "Binance", "Sandbox VASP"}
 
 // vaspDirectory is the sandbox's [ownership.VASPDirectory].
