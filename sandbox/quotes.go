@@ -340,9 +340,9 @@ func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
 // Idempotency-Key is not a UUID), the refusals of the payout gate (400
 // EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED, 409 CONFLICT for an account that
 // receives no payouts, with details.field destination.accountId), 404
-// QUOTE_NOT_FOUND, 409 CONFLICT (not
-// pending, expired, funded in real time, or the Idempotency-Key was used for
-// another request or its request is in progress), the 401s of signedretry.
+// QUOTE_NOT_FOUND, 409 CONFLICT (not pending, expired, funded in real time,
+// or the Idempotency-Key was used for another request or its request is in
+// progress), the 401s of signedretry.
 func (s *Simulator) ExecuteQuote(ctx context.Context, quoteID, idempotencyKey string, call signedretry.Retry) (*Quote, *signedretry.Challenge, error) {
 	call, err := s.defaults(call, http.MethodPost, "/quotes/"+quoteID+"/execute", nil)
 	if err != nil {
@@ -571,10 +571,11 @@ type SendRequest struct {
 // destination account as held in a store transaction, as for
 // [Simulator.ExecuteQuote].
 //
-// Errors: the refusals of the payout gate, 400 INVALID_INPUT (quoteId missing, or the quote has no real-time
-// funding instructions), 400 INVALID_CURRENCY (not the quote's sending
-// currency), 400 INVALID_AMOUNT (not the quote's amount), 404
-// QUOTE_NOT_FOUND, 409 CONFLICT (not pending or expired).
+// Errors: the refusals of the payout gate (details.field
+// destination.accountId), 400 INVALID_INPUT (quoteId missing, or the quote
+// has no real-time funding instructions), 400 INVALID_CURRENCY (not the
+// quote's sending currency), 400 INVALID_AMOUNT (not the quote's amount),
+// 404 QUOTE_NOT_FOUND, 409 CONFLICT (not pending or expired).
 func (s *Simulator) Send(ctx context.Context, req SendRequest) (*Transaction, error) {
 	if req.QuoteID == "" {
 		return nil, apierror.InvalidField("quoteId", nil, "is required")
