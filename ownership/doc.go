@@ -10,8 +10,15 @@
 // later verifies signatures, for the service's network), and the account
 // starts PENDING_OWNERSHIP_VERIFICATION when it is a FIRST_PARTY
 // self-custody wallet whose type has a verifier, ACTIVE otherwise
-// ([Verifiers.StartingStatus]). Host-driven changes, such as a deletion to
-// INACTIVE, go through [Service.SetStatus].
+// ([Verifiers.StartingStatus]). Registration fails closed: an account type
+// it does not know (not a fiat type, not Lightning, no verifier; spelled
+// exactly, so "ethereum_wallet" is refused) is 400, and so is a currency
+// that is not a currency code. A vaspName makes a wallet custodial, which
+// exempts it from the ownership rule, so it must name a VASP of the
+// host's [VASPDirectory] (Config.VASPs), whose name for it is stored; any
+// other vaspName is 400, and without a directory every one is.
+// Host-driven changes, such as a deletion to INACTIVE, go through
+// [Service.SetStatus].
 //
 // # The proof
 //
@@ -45,7 +52,11 @@
 // host-driven changes, writes an EXTERNAL_ACCOUNT.STATUS_UPDATED event to the
 // store's outbox in the same transaction as the change; storage/relay hands
 // them to a publisher (storage/webhook signs and sends them), the events of
-// an account in order.
+// an account in order. The event of a change decided by [Service.Verify]
+// also has a "proof" member, {"method": "WALLET_SIGNATURE", "address": ...}:
+// the address the signature was checked against, which is the account's
+// address when the change commits (Verify applies the change by
+// compare-and-set on the version it checked, and answers 409 otherwise).
 //
 // # The payout gate
 //
@@ -54,12 +65,21 @@
 // account, an amount in minor units, its currency and optionally a corridor.
 // The limits are host configuration ([Config.Payouts], a [PayoutPolicy]):
 // verification thresholds and single-transaction maxima per currency and
-// per corridor, exact integers in minor units. Where both a currency and a
-// corridor limit exist, the lower one applies. [PayoutPolicy.Decide] is the
-// same rule on an account already read.
+// per corridor ("USD:MXN", sending then receiving currency), exact integers
+// in minor units. Where both a currency and a corridor limit exist, the
+// lower one applies. [PayoutPolicy.Decide] is the same rule on an account
+// already read.
+//
+// Currencies fail closed. Codes are checked when the policy is built
+// ([PayoutPolicy.Validate], from [New]) and on every call, spelled exactly
+// (3 to 12 uppercase letters and digits): "usdc" is not USDC, it is 400
+// INVALID_INPUT. An account is paid in its own currency only, and a
+// corridor must receive that currency. A currency without a configured
+// single-transaction maximum is refused, never unlimited.
 //
 // The ownership rule applies to gated accounts ([Gated]): wallets (every
-// account type but the fiat *_ACCOUNT types; LIGHTNING_ACCOUNT is a wallet)
+// account type but the service's fiat types, [IsFiat]; LIGHTNING_ACCOUNT
+// and unknown types count as wallets)
 // in self custody (no vaspName) that are not THIRD_PARTY (an empty
 // ownershipType counts as first party). SPEC ties ownership verification to
 // first-party self-custody wallets: a fiat account's holder is checked by
@@ -70,8 +90,16 @@
 //	account                 status                          refusal (else allowed)
 //	any                     (unknown id)                    404 REFERENCE_NOT_FOUND
 //	any                     any                             400 INVALID_AMOUNT if amount <= 0
+//	any                     any                             400 INVALID_INPUT (details.field currency
+//	                                                        or corridor) if not a code or a corridor
+//	any                     any                             400 INVALID_CURRENCY if the currency is
+//	                                                        not the account's
+//	any                     any                             400 INVALID_INPUT (corridor) if the
+//	                                                        corridor receives another currency
 //	any                     PENDING, UNDER_REVIEW,          409 CONFLICT, every amount
 //	                        INACTIVE, any other value
+//	any                     ACTIVE, PENDING_OWNERSHIP_      400 INVALID_CURRENCY if the currency has
+//	                        VERIFICATION, UNVERIFIED        no configured maximum
 //	any                     ACTIVE, PENDING_OWNERSHIP_      400 TRANSACTION_SIZE_LIMIT_EXCEEDED
 //	                        VERIFICATION, UNVERIFIED        if amount > maximum
 //	not gated               ACTIVE, PENDING_OWNERSHIP_      allowed (RuleNotGated)
@@ -85,7 +113,7 @@
 //
 // Why:
 //
-//   - PENDING_OWNERSHIP_VERIFICATION: SPEC 3.1 allows transfers below
+//   - PENDING_OWNERSHIP_VERIFICATION: the service allows transfers below
 //     regulatory thresholds, so an amount strictly below the threshold
 //     passes and one that reaches it does not. A currency (and corridor)
 //     without a configured threshold has threshold 0: fail closed.
@@ -100,7 +128,7 @@
 //     (closed or deleted) are states verification cannot change, so they
 //     answer 409 CONFLICT, SPEC's generic resource-state conflict, for
 //     every account kind; so does any status the gate does not know.
-//   - The maximum (SPEC 8) binds every account, and is checked before the
+//   - The maximum binds every account, and is checked before the
 //     threshold: verifying ownership would not lift it.
 //   - Status values PENDING_OWNERSHIP_VERIFICATION and UNVERIFIED on an
 //     account that is not gated do not restrict it: the library never sets

@@ -45,17 +45,48 @@ const (
 )
 
 // Limits are amounts in minor units (exact integers, never floats) keyed by
-// currency code and by corridor. The corridor is a name the host chooses
-// (for example "US-MX" or "USD:EUR"); currency codes and corridor names are
-// compared exactly.
+// currency code and by corridor. Keys are compared exactly and validated
+// when the policy is ([PayoutPolicy.Validate], which [New] runs): a
+// currency code is 3 to 12 uppercase ASCII letters and digits, the first a
+// letter (ISO 4217 such as USD, or a token code such as USDC); a corridor is
+// the sending and the receiving currency codes joined by a colon, for
+// example "USD:MXN".
 type Limits struct {
-	// ByCurrency holds the limit per currency (ISO 4217 or a token code
-	// such as USDC), in minor units of that currency.
+	// ByCurrency holds the limit per currency, in minor units of that
+	// currency.
 	ByCurrency map[string]int64
 	// ByCorridor holds the limit per corridor, in minor units of the
-	// payout's currency.
+	// corridor's receiving currency (the payout's currency).
 	ByCorridor map[string]int64
 }
+
+// ValidCurrency reports whether code is a currency code as the payout gate
+// accepts it: 3 to 12 uppercase ASCII letters and digits, the first a
+// letter. No other spelling is accepted ("usdc" is not USDC).
+func ValidCurrency(code string) bool {
+	if len(code) < 3 || len(code) > 12 || code[0] < 'A' || code[0] > 'Z' {
+		return false
+	}
+	for i := 1; i < len(code); i++ {
+		if c := code[i]; (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// corridorCurrencies splits a corridor "SEND:RECV" into its currency codes;
+// ok is false when it is not two valid codes joined by one colon.
+func corridorCurrencies(corridor string) (send, recv string, ok bool) {
+	send, recv, found := strings.Cut(corridor, ":")
+	return send, recv, found && ValidCurrency(send) && ValidCurrency(recv)
+}
+
+// currencyRule and corridorRule describe the accepted spellings in errors.
+const (
+	currencyRule = "3 to 12 uppercase letters and digits, the first a letter"
+	corridorRule = `two currency codes joined by a colon, sending then receiving, e.g. "USD:MXN"`
+)
 
 // find returns the stricter (lower) of the limits that apply to the currency
 // and the corridor, or ok false when neither is configured. On a tie the
@@ -75,14 +106,20 @@ func (l *Limits) find(currency, corridor string) (Limit, bool) {
 }
 
 func (l *Limits) validate(name string) error {
-	for _, m := range []struct {
-		kind string
-		m    map[string]int64
-	}{{"ByCurrency", l.ByCurrency}, {"ByCorridor", l.ByCorridor}} {
-		for k, v := range m.m {
-			if v < 0 {
-				return fmt.Errorf("ownership: Config.Payouts.%s.%s[%q] is negative (%d)", name, m.kind, k, v)
-			}
+	for k, v := range l.ByCurrency {
+		if !ValidCurrency(k) {
+			return fmt.Errorf("ownership: payout policy: %s.ByCurrency[%q] is not a currency code (%s)", name, k, currencyRule)
+		}
+		if v < 0 {
+			return fmt.Errorf("ownership: payout policy: %s.ByCurrency[%q] is negative (%d)", name, k, v)
+		}
+	}
+	for k, v := range l.ByCorridor {
+		if _, _, ok := corridorCurrencies(k); !ok {
+			return fmt.Errorf("ownership: payout policy: %s.ByCorridor[%q] is not a corridor (%s)", name, k, corridorRule)
+		}
+		if v < 0 {
+			return fmt.Errorf("ownership: payout policy: %s.ByCorridor[%q] is negative (%d)", name, k, v)
 		}
 	}
 	return nil
@@ -92,24 +129,38 @@ func (l Limits) clone() Limits {
 	return Limits{ByCurrency: maps.Clone(l.ByCurrency), ByCorridor: maps.Clone(l.ByCorridor)}
 }
 
-// PayoutPolicy is the host's configuration of the payout gate. The zero
-// value has no thresholds and no maxima: a wallet pending ownership
-// verification receives nothing, every other usable account receives any
-// amount.
+// PayoutPolicy is the host's configuration of the payout gate. It fails
+// closed: a payout is refused in a currency without a configured
+// single-transaction maximum (MaxAmounts.ByCurrency), so the zero value
+// refuses every payout; a host that wants no maximum in a currency
+// configures math.MaxInt64 for it. Build it once, check it with
+// [PayoutPolicy.Validate] (New does), and do not modify it afterwards.
 type PayoutPolicy struct {
 	// VerificationThresholds are the amounts from which a first-party
 	// self-custody wallet must be ACTIVE (ownership verified) to be paid:
 	// a wallet in PENDING_OWNERSHIP_VERIFICATION receives amounts strictly
-	// below the threshold (SPEC 3.1: transfers below regulatory thresholds
-	// are still allowed). When both the currency and the corridor have one,
-	// the lower applies; when neither has one, the threshold is zero (fail
-	// closed: such a wallet receives nothing in that currency).
+	// below the threshold (transfers below regulatory thresholds are still
+	// allowed). When both the currency and the corridor have one, the lower
+	// applies; when neither has one, the threshold is zero (fail closed:
+	// such a wallet receives nothing in that currency).
 	VerificationThresholds Limits
-	// MaxAmounts are the single-transaction maxima (SPEC 8): an amount above
-	// the maximum (equal passes) answers 400 TRANSACTION_SIZE_LIMIT_EXCEEDED
-	// for every account. When both the currency and the corridor have one,
-	// the lower applies; when neither has one, there is no maximum.
+	// MaxAmounts are the single-transaction maxima: an amount above the
+	// maximum (equal passes) answers 400 TRANSACTION_SIZE_LIMIT_EXCEEDED for
+	// every account. Every currency paid out must have one in ByCurrency: a
+	// payout in a currency without one is refused (400 INVALID_CURRENCY). A
+	// corridor's maximum, when lower, applies instead.
 	MaxAmounts Limits
+}
+
+// Validate checks the policy: every key is a currency code or a corridor as
+// [Limits] describes, and no limit is negative. The error names the first
+// offending map and key. [New] runs it on Config.Payouts; a host that calls
+// [PayoutPolicy.Decide] on its own policy runs it once when building it.
+func (p *PayoutPolicy) Validate() error {
+	if err := p.VerificationThresholds.validate("VerificationThresholds"); err != nil {
+		return err
+	}
+	return p.MaxAmounts.validate("MaxAmounts")
 }
 
 // Payout is a payment a host is about to make to an external account.
@@ -118,11 +169,15 @@ type Payout struct {
 	AccountID string
 	// Amount is in minor units of Currency; it must be positive.
 	Amount int64
-	// Currency is the currency of Amount; empty means the account's
-	// currency. The limits are looked up by it.
+	// Currency is the currency of Amount, a currency code (see [Limits]);
+	// empty means the account's currency. It must be the account's
+	// currency: an account is paid in its own currency only. The limits
+	// are looked up by it.
 	Currency string
-	// Corridor optionally names the trade corridor of the payment, as keyed
-	// in [Limits.ByCorridor].
+	// Corridor optionally names the trade corridor of the payment,
+	// "SEND:RECV" as keyed in [Limits.ByCorridor]; its receiving currency
+	// must be the payout's. A corridor the policy does not configure adds
+	// no limit: the currency's apply.
 	Corridor string
 }
 
@@ -157,20 +212,20 @@ type Decision struct {
 	// Threshold is the verification threshold that applied, for
 	// RuleBelowThreshold; nil otherwise.
 	Threshold *Limit
-	// Maximum is the single-transaction maximum that applied, nil when none
-	// is configured for the payout.
+	// Maximum is the single-transaction maximum that applied (every allowed
+	// payout has one).
 	Maximum *Limit
 
 	limits [2]Limit // what Threshold and Maximum point to: one allocation
 }
 
 // Gated reports whether the ownership rule applies to the account: a wallet
-// (any account type that is not a fiat *_ACCOUNT type; LIGHTNING_ACCOUNT is a
-// wallet) that is self custody (no vaspName) and not THIRD_PARTY. An empty
-// ownershipType counts as first party, so an unknown owner fails closed.
+// (any account type that is not one of the service's fiat types, see
+// [IsFiat]; LIGHTNING_ACCOUNT and unknown types count as wallets) that is
+// self custody (no vaspName) and not THIRD_PARTY. An empty ownershipType
+// counts as first party, so an unknown owner or type fails closed.
 func Gated(a *storage.ExternalAccount) bool {
-	fiat := strings.HasSuffix(a.AccountType, "_ACCOUNT") && a.AccountType != AccountLightningAlias
-	return !fiat && a.VaspName == "" && a.OwnershipType != ThirdParty
+	return !IsFiat(a.AccountType) && a.VaspName == "" && a.OwnershipType != ThirdParty
 }
 
 // Decide applies the payout rules (see the package documentation) to an
@@ -178,8 +233,16 @@ func Gated(a *storage.ExternalAccount) bool {
 // an allowed payout, or:
 //
 //   - 400 INVALID_AMOUNT: the amount is not positive;
+//   - 400 INVALID_INPUT with details.field "currency" or "corridor": not a
+//     currency code or a corridor as [Limits] describes;
+//   - 400 INVALID_CURRENCY with details.field "currency": the payout's
+//     currency is not the account's;
+//   - 400 INVALID_INPUT with details.field "corridor": the corridor's
+//     receiving currency is not the payout's;
 //   - 409 CONFLICT: the account's status allows no payout (PENDING,
 //     UNDER_REVIEW, INACTIVE or a status the gate does not know);
+//   - 400 INVALID_CURRENCY with details.field "currency": the policy has
+//     no single-transaction maximum for the currency (fail closed);
 //   - 400 TRANSACTION_SIZE_LIMIT_EXCEEDED: the amount is above the maximum;
 //   - 400 EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED: a gated wallet that is
 //     UNVERIFIED, or PENDING_OWNERSHIP_VERIFICATION with an amount at or
@@ -211,6 +274,23 @@ func (p *PayoutPolicy) Decide(a *storage.ExternalAccount, pay Payout) (*Decision
 		return nil, refuse(apierror.InvalidAmount, nil,
 			fmt.Sprintf("amount %d is not a positive integer in minor units", pay.Amount)).WithDetail("field", "amount")
 	}
+	if pay.Currency != "" && !ValidCurrency(pay.Currency) {
+		return nil, refuse(apierror.InvalidInput, nil,
+			fmt.Sprintf("currency %q is not a currency code (%s)", pay.Currency, currencyRule)).WithDetail("field", "currency")
+	}
+	_, recv, ok := corridorCurrencies(pay.Corridor)
+	if pay.Corridor != "" && !ok {
+		return nil, refuse(apierror.InvalidInput, nil,
+			fmt.Sprintf("corridor %q is not a corridor (%s)", pay.Corridor, corridorRule)).WithDetail("field", "corridor")
+	}
+	if cur != a.Currency {
+		return nil, refuse(apierror.InvalidCurrency, nil,
+			fmt.Sprintf("the payout is in %s but the account receives %s only", cur, a.Currency)).WithDetail("field", "currency")
+	}
+	if pay.Corridor != "" && recv != cur {
+		return nil, refuse(apierror.InvalidInput, nil,
+			fmt.Sprintf("corridor %s receives %s, not the payout's currency %s", pay.Corridor, recv, cur)).WithDetail("field", "corridor")
+	}
 	switch a.Status {
 	case storage.StatusActive, storage.StatusPendingOwnershipVerification, storage.StatusUnverified:
 	case storage.StatusPending:
@@ -223,13 +303,16 @@ func (p *PayoutPolicy) Decide(a *storage.ExternalAccount, pay Payout) (*Decision
 		return nil, refuse(apierror.Conflict, nil, fmt.Sprintf("the account status %q allows no payouts", a.Status))
 	}
 	d := &Decision{Account: *a, Gated: Gated(a)}
-	if m, ok := p.MaxAmounts.find(cur, pay.Corridor); ok {
-		d.limits[0] = m
-		d.Maximum = &d.limits[0]
-		if pay.Amount > m.Amount {
-			return nil, refuse(apierror.TransactionSizeLimitExceeded, &m, fmt.Sprintf(
-				"amount %d %s is above the single-transaction maximum %s", pay.Amount, cur, m))
-		}
+	if _, ok := p.MaxAmounts.ByCurrency[cur]; !ok {
+		return nil, refuse(apierror.InvalidCurrency, nil, fmt.Sprintf(
+			"no single-transaction maximum is configured for %q: payouts in it are refused", cur)).WithDetail("field", "currency")
+	}
+	m, _ := p.MaxAmounts.find(cur, pay.Corridor)
+	d.limits[0] = m
+	d.Maximum = &d.limits[0]
+	if pay.Amount > m.Amount {
+		return nil, refuse(apierror.TransactionSizeLimitExceeded, &m, fmt.Sprintf(
+			"amount %d %s is above the single-transaction maximum %s", pay.Amount, cur, m))
 	}
 	switch {
 	case !d.Gated:

@@ -15,7 +15,7 @@ func BenchmarkCheckPayout(b *testing.B) {
 	store := memory.New()
 	svc := newPayoutService(b, store)
 	a := putAccount(b, store, status(storage.StatusPendingOwnershipVerification))
-	p := ownership.Payout{AccountID: a.ID, Amount: 1_000_000, Corridor: "US-MX"}
+	p := ownership.Payout{AccountID: a.ID, Amount: 1_000_000, Corridor: "USD:USDC"}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := svc.CheckPayout(ctx, p); err != nil {
@@ -30,7 +30,7 @@ func BenchmarkCheckPayoutIn(b *testing.B) {
 	store := memory.New()
 	svc := newPayoutService(b, store)
 	a := putAccount(b, store, status(storage.StatusPendingOwnershipVerification))
-	p := ownership.Payout{AccountID: a.ID, Amount: 1_000_000, Corridor: "US-MX"}
+	p := ownership.Payout{AccountID: a.ID, Amount: 1_000_000, Corridor: "USD:USDC"}
 	b.ReportAllocs()
 	for b.Loop() {
 		err := store.Atomic(ctx, func(tx storage.Tx) error {
@@ -64,7 +64,7 @@ func BenchmarkStoreGetAccount(b *testing.B) {
 func BenchmarkDecide(b *testing.B) {
 	a := storage.ExternalAccount{ID: "ExternalAccount:1", Status: storage.StatusPendingOwnershipVerification,
 		OwnershipType: ownership.FirstParty, Currency: "USDC", AccountType: ownership.AccountEthereum}
-	p := ownership.Payout{AccountID: a.ID, Amount: 1_000_000, Corridor: "US-MX"}
+	p := ownership.Payout{AccountID: a.ID, Amount: 1_000_000, Corridor: "USD:USDC"}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := testPolicy.Decide(&a, p); err != nil {

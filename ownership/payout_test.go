@@ -17,15 +17,16 @@ import (
 	"github.com/walletgate/walletgate/storage/memory"
 )
 
-// testPolicy: USDC has 6 decimals, EUR and USD 2.
+// testPolicy: USDC has 6 decimals, EUR, USD and GBP 2, BTC 8. GBP has no
+// maximum, so no payout is made in it.
 var testPolicy = ownership.PayoutPolicy{
 	VerificationThresholds: ownership.Limits{
-		ByCurrency: map[string]int64{"USDC": 1_000_000_000, "EUR": 100_000},
-		ByCorridor: map[string]int64{"EU-SELF": 50_000, "LOOSE": 9_000_000_000},
+		ByCurrency: map[string]int64{"USDC": 1_000_000_000, "EUR": 100_000, "GBP": 100_000},
+		ByCorridor: map[string]int64{"GBP:EUR": 50_000, "USD:EUR": 9_000_000_000},
 	},
 	MaxAmounts: ownership.Limits{
-		ByCurrency: map[string]int64{"USDC": 10_000_000_000, "USD": 1_000_000},
-		ByCorridor: map[string]int64{"US-MX": 5_000_000_000},
+		ByCurrency: map[string]int64{"USDC": 10_000_000_000, "USD": 1_000_000, "EUR": 100_000_000, "BTC": 100_000_000},
+		ByCorridor: map[string]int64{"USD:USDC": 5_000_000_000},
 	},
 }
 
@@ -100,6 +101,7 @@ func TestCheckPayoutOutcomes(t *testing.T) {
 		code     apierror.Code    // zero: allowed
 		reason   string
 		limit    *ownership.Limit // details.limit of a refusal
+		field    string           // details.field of a refusal, when set
 		rule     string           // of an allowed payout
 		thr, max *ownership.Limit // of an allowed payout
 		gated    bool
@@ -109,10 +111,10 @@ func TestCheckPayoutOutcomes(t *testing.T) {
 			rule: ownership.RuleVerified, max: usdcMax, gated: true},
 		{name: "active wallet above the currency maximum", pay: ownership.Payout{Amount: 10_000_000_001},
 			code: apierror.TransactionSizeLimitExceeded, reason: "amount 10000000001 USDC is above the single-transaction maximum 10000000000 (currency USDC)", limit: usdcMax},
-		{name: "corridor maximum stricter", pay: ownership.Payout{Amount: 6_000_000_000, Corridor: "US-MX"},
-			code: apierror.TransactionSizeLimitExceeded, reason: "maximum 5000000000 (corridor US-MX)",
-			limit: &ownership.Limit{Scope: ownership.ScopeCorridor, Key: "US-MX", Amount: 5_000_000_000}},
-		{name: "currency maximum stricter than an unknown corridor", pay: ownership.Payout{Amount: 10_000_000_001, Corridor: "ELSEWHERE"},
+		{name: "corridor maximum stricter", pay: ownership.Payout{Amount: 6_000_000_000, Corridor: "USD:USDC"},
+			code: apierror.TransactionSizeLimitExceeded, reason: "maximum 5000000000 (corridor USD:USDC)",
+			limit: &ownership.Limit{Scope: ownership.ScopeCorridor, Key: "USD:USDC", Amount: 5_000_000_000}},
+		{name: "currency maximum stricter than an unknown corridor", pay: ownership.Payout{Amount: 10_000_000_001, Corridor: "MXN:USDC"},
 			code: apierror.TransactionSizeLimitExceeded, reason: "(currency USDC)", limit: usdcMax},
 		{name: "pending wallet below the threshold", mod: pov, pay: ownership.Payout{Amount: 999_999_999},
 			rule: ownership.RuleBelowThreshold, thr: usdcThr, max: usdcMax, gated: true},
@@ -121,20 +123,36 @@ func TestCheckPayoutOutcomes(t *testing.T) {
 			reason: "amount 1000000000 USDC reaches the verification threshold 1000000000 (currency USDC) of a wallet PENDING_OWNERSHIP_VERIFICATION"},
 		{name: "pending wallet above the maximum", mod: pov, pay: ownership.Payout{Amount: 20_000_000_000},
 			code: apierror.TransactionSizeLimitExceeded, reason: "above the single-transaction maximum", limit: usdcMax},
-		{name: "corridor threshold stricter", mod: eur, pay: ownership.Payout{Amount: 50_000, Corridor: "EU-SELF"},
-			code: apierror.ExternalAccountVerificationRequired, reason: "threshold 50000 (corridor EU-SELF)",
-			limit: &ownership.Limit{Scope: ownership.ScopeCorridor, Key: "EU-SELF", Amount: 50_000}},
-		{name: "below the corridor threshold", mod: eur, pay: ownership.Payout{Amount: 49_999, Corridor: "EU-SELF"},
-			rule: ownership.RuleBelowThreshold, thr: &ownership.Limit{Scope: ownership.ScopeCorridor, Key: "EU-SELF", Amount: 50_000}, gated: true},
-		{name: "a looser corridor does not loosen the currency", mod: eur, pay: ownership.Payout{Amount: 100_000, Corridor: "LOOSE"},
+		{name: "corridor threshold stricter", mod: eur, pay: ownership.Payout{Amount: 50_000, Corridor: "GBP:EUR"},
+			code: apierror.ExternalAccountVerificationRequired, reason: "threshold 50000 (corridor GBP:EUR)",
+			limit: &ownership.Limit{Scope: ownership.ScopeCorridor, Key: "GBP:EUR", Amount: 50_000}},
+		{name: "below the corridor threshold", mod: eur, pay: ownership.Payout{Amount: 49_999, Corridor: "GBP:EUR"},
+			rule: ownership.RuleBelowThreshold, thr: &ownership.Limit{Scope: ownership.ScopeCorridor, Key: "GBP:EUR", Amount: 50_000}, gated: true,
+			max: &ownership.Limit{Scope: ownership.ScopeCurrency, Key: "EUR", Amount: 100_000_000}},
+		{name: "a looser corridor does not loosen the currency", mod: eur, pay: ownership.Payout{Amount: 100_000, Corridor: "USD:EUR"},
 			code: apierror.ExternalAccountVerificationRequired, reason: "threshold 100000 (currency EUR)",
 			limit: &ownership.Limit{Scope: ownership.ScopeCurrency, Key: "EUR", Amount: 100_000}},
 		{name: "no threshold configured fails closed", mod: func(a *storage.ExternalAccount) { pov(a); a.Currency = "BTC" },
 			pay: ownership.Payout{Amount: 1}, code: apierror.ExternalAccountVerificationRequired,
 			reason: "amount 1 BTC reaches the verification threshold 0 (default: none is configured)", limit: &ownership.Limit{Scope: ownership.ScopeDefault}},
 		{name: "payout currency other than the account's", mod: pov, pay: ownership.Payout{Amount: 100_000, Currency: "EUR"},
-			code: apierror.ExternalAccountVerificationRequired, reason: "amount 100000 EUR reaches the verification threshold 100000 (currency EUR)",
-			limit: &ownership.Limit{Scope: ownership.ScopeCurrency, Key: "EUR", Amount: 100_000}},
+			code: apierror.InvalidCurrency, field: "currency", reason: "the payout is in EUR but the account receives USDC only"},
+		{name: "lowercase currency", pay: ownership.Payout{Amount: 20_000_000_000, Currency: "usdc"},
+			code: apierror.InvalidInput, field: "currency", reason: `currency "usdc" is not a currency code`},
+		{name: "lowercase currency below every limit", mod: pov, pay: ownership.Payout{Amount: 1, Currency: "Usdc"},
+			code: apierror.InvalidInput, field: "currency", reason: `currency "Usdc" is not a currency code`},
+		{name: "currency without a configured maximum fails closed", mod: func(a *storage.ExternalAccount) { a.Currency = "GBP" },
+			pay: ownership.Payout{Amount: 1}, code: apierror.InvalidCurrency, field: "currency",
+			reason: `no single-transaction maximum is configured for "GBP"`},
+		{name: "account currency that is not a code fails closed", mod: func(a *storage.ExternalAccount) { a.Currency = "usdc" },
+			pay: ownership.Payout{Amount: 1}, code: apierror.InvalidCurrency, field: "currency",
+			reason: `no single-transaction maximum is configured for "usdc"`},
+		{name: "corridor that is not a currency pair", pay: ownership.Payout{Amount: 1, Corridor: "US-MX"},
+			code: apierror.InvalidInput, field: "corridor", reason: `corridor "US-MX" is not a corridor`},
+		{name: "corridor receiving another currency", pay: ownership.Payout{Amount: 1, Corridor: "USD:EUR"},
+			code: apierror.InvalidInput, field: "corridor", reason: "corridor USD:EUR receives EUR, not the payout's currency USDC"},
+		{name: "unknown _ACCOUNT type is gated", mod: func(a *storage.ExternalAccount) { pov(a); a.AccountType = "ETH_ACCOUNT" },
+			pay: ownership.Payout{Amount: 1_000_000_000}, code: apierror.ExternalAccountVerificationRequired, reason: "reaches the verification threshold", limit: usdcThr},
 		{name: "unverified wallet, any amount", mod: status(storage.StatusUnverified), pay: ownership.Payout{Amount: 1},
 			code: apierror.ExternalAccountVerificationRequired, reason: "last ownership verification failed (UNVERIFIED)"},
 		{name: "unverified wallet above the maximum", mod: status(storage.StatusUnverified), pay: ownership.Payout{Amount: 10_000_000_001},
@@ -204,6 +222,9 @@ func TestCheckPayoutOutcomes(t *testing.T) {
 					t.Fatalf("decision %+v with error %v", d, err)
 				}
 				e := wantRefusal(t, err, tc.code, tc.reason, tc.limit)
+				if f, _ := e.Details["field"].(string); tc.field != "" && f != tc.field {
+					t.Fatalf("details.field %q, want %q", f, tc.field)
+				}
 				if e.Details["accountId"] != a.ID || e.Details["status"] != string(a.Status) || e.Details["amount"] != tc.pay.Amount {
 					t.Fatalf("details %v", e.Details)
 				}
@@ -240,22 +261,38 @@ func TestCheckPayoutUnknownAccount(t *testing.T) {
 	wantNotFound(err)
 }
 
-// TestPayoutPolicyConfig: negative limits are refused; New copies the maps.
+// TestPayoutPolicyConfig: New refuses negative limits and keys that are not
+// currency codes or corridors, naming the map and key; it copies the maps.
 func TestPayoutPolicyConfig(t *testing.T) {
-	_, err := ownership.New(ownership.Config{Store: memory.New(), Payouts: ownership.PayoutPolicy{
-		MaxAmounts: ownership.Limits{ByCorridor: map[string]int64{"US-MX": -1}}}})
-	if err == nil || !strings.Contains(err.Error(), `MaxAmounts.ByCorridor["US-MX"] is negative`) {
-		t.Fatalf("error %v", err)
-	}
-	_, err = ownership.New(ownership.Config{Store: memory.New(), Payouts: ownership.PayoutPolicy{
-		VerificationThresholds: ownership.Limits{ByCurrency: map[string]int64{"USD": -1}}}})
-	if err == nil || !strings.Contains(err.Error(), `VerificationThresholds.ByCurrency["USD"] is negative`) {
-		t.Fatalf("error %v", err)
+	for _, tc := range []struct {
+		p    ownership.PayoutPolicy
+		want string
+	}{
+		{ownership.PayoutPolicy{MaxAmounts: ownership.Limits{ByCorridor: map[string]int64{"USD:MXN": -1}}},
+			`MaxAmounts.ByCorridor["USD:MXN"] is negative`},
+		{ownership.PayoutPolicy{VerificationThresholds: ownership.Limits{ByCurrency: map[string]int64{"USD": -1}}},
+			`VerificationThresholds.ByCurrency["USD"] is negative`},
+		{ownership.PayoutPolicy{MaxAmounts: ownership.Limits{ByCurrency: map[string]int64{"usdc": 1}}},
+			`MaxAmounts.ByCurrency["usdc"] is not a currency code`},
+		{ownership.PayoutPolicy{VerificationThresholds: ownership.Limits{ByCurrency: map[string]int64{"US": 1}}},
+			`VerificationThresholds.ByCurrency["US"] is not a currency code`},
+		{ownership.PayoutPolicy{VerificationThresholds: ownership.Limits{ByCorridor: map[string]int64{"US-MX": 1}}},
+			`VerificationThresholds.ByCorridor["US-MX"] is not a corridor`},
+		{ownership.PayoutPolicy{MaxAmounts: ownership.Limits{ByCorridor: map[string]int64{"USD:mxn": 1}}},
+			`MaxAmounts.ByCorridor["USD:mxn"] is not a corridor`},
+	} {
+		_, err := ownership.New(ownership.Config{Store: memory.New(), Payouts: tc.p})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New: %v, want %q", err, tc.want)
+		}
+		if verr := tc.p.Validate(); fmt.Sprint(verr) != fmt.Sprint(err) {
+			t.Errorf("Validate: %v, New: %v", verr, err)
+		}
 	}
 	by := map[string]int64{"USDC": 100}
 	store := memory.New()
 	svc, err := ownership.New(ownership.Config{Store: store, Payouts: ownership.PayoutPolicy{
-		VerificationThresholds: ownership.Limits{ByCurrency: by}}})
+		VerificationThresholds: ownership.Limits{ByCurrency: by}, MaxAmounts: ownership.Limits{ByCurrency: map[string]int64{"USDC": 1 << 40}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,6 +301,14 @@ func TestPayoutPolicyConfig(t *testing.T) {
 	_, err = svc.CheckPayout(ctx, ownership.Payout{AccountID: a.ID, Amount: 100})
 	wantRefusal(t, err, apierror.ExternalAccountVerificationRequired, "threshold 100 (currency USDC)",
 		&ownership.Limit{Scope: ownership.ScopeCurrency, Key: "USDC", Amount: 100})
+	// The zero policy configures no currency: every payout is refused.
+	zero, err := ownership.New(ownership.Config{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	active := putAccount(t, store, nil)
+	_, err = zero.CheckPayout(ctx, ownership.Payout{AccountID: active.ID, Amount: 1})
+	wantRefusal(t, err, apierror.InvalidCurrency, `no single-transaction maximum is configured for "USDC"`, nil)
 }
 
 // TestGated: which accounts the ownership rule applies to.
@@ -277,6 +322,8 @@ func TestGated(t *testing.T) {
 		{ownership.AccountLightning, ownership.FirstParty, "", true},
 		{ownership.AccountLightningAlias, ownership.FirstParty, "", true},
 		{"CUSTOM_CHAIN", ownership.FirstParty, "", true},
+		{"ETH_ACCOUNT", ownership.FirstParty, "", true},
+		{"usd_account", ownership.FirstParty, "", true},
 		{ownership.AccountSolana, ownership.ThirdParty, "", false},
 		{ownership.AccountSolana, ownership.FirstParty, "Exchange", false},
 		{"EUR_ACCOUNT", ownership.FirstParty, "", false},

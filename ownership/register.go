@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/storage"
@@ -36,6 +37,48 @@ func (vs Verifiers) ValidateAddress(w Wallet) error {
 	return nil
 }
 
+// VASPDirectory is the host's directory of VASPs: the custodial platforms
+// (exchanges, hosted wallets) it recognizes for counterparty declarations.
+// A wallet registered with a vaspName is custodial, which exempts it from
+// the ownership rule ([Gated]), so registration takes the name from the
+// directory and refuses one it does not list. Implementations are safe for
+// concurrent use.
+type VASPDirectory interface {
+	// LookupVASP returns the directory's name of the VASP the client
+	// named, stored as the account's VaspName, and false when the
+	// directory does not list it.
+	LookupVASP(name string) (string, bool)
+}
+
+// fiatTypes are the service's fiat account types.
+var fiatTypes = map[string]bool{}
+
+func init() {
+	for _, t := range strings.Fields(`AED_ACCOUNT BDT_ACCOUNT BRL_ACCOUNT BWP_ACCOUNT CAD_ACCOUNT COP_ACCOUNT
+		DKK_ACCOUNT EGP_ACCOUNT EUR_ACCOUNT GBP_ACCOUNT GHS_ACCOUNT GTQ_ACCOUNT HKD_ACCOUNT HTG_ACCOUNT IDR_ACCOUNT
+		INR_ACCOUNT JMD_ACCOUNT KES_ACCOUNT MWK_ACCOUNT MXN_ACCOUNT MYR_ACCOUNT NGN_ACCOUNT PHP_ACCOUNT PKR_ACCOUNT
+		RWF_ACCOUNT SGD_ACCOUNT SLV_ACCOUNT THB_ACCOUNT TZS_ACCOUNT UGX_ACCOUNT USD_ACCOUNT VND_ACCOUNT XAF_ACCOUNT
+		XOF_ACCOUNT ZAR_ACCOUNT ZMW_ACCOUNT CNY_ACCOUNT SWIFT_ACCOUNT`) {
+		fiatTypes[t] = true
+	}
+}
+
+// IsFiat reports whether accountType is one of the service's fiat account
+// types (USD_ACCOUNT, EUR_ACCOUNT, ..., SWIFT_ACCOUNT), spelled exactly.
+// Any other type, including an unknown one, is not fiat.
+func IsFiat(accountType string) bool { return fiatTypes[accountType] }
+
+// KnownType reports whether registration accepts accountType: a fiat type
+// ([IsFiat]), one of the Lightning spellings, or a type with a verifier in
+// vs. Types are spelled exactly ("ethereum_wallet" is not ETHEREUM_WALLET).
+func (vs Verifiers) KnownType(accountType string) bool {
+	if IsFiat(accountType) || accountType == AccountLightning || accountType == AccountLightningAlias {
+		return true
+	}
+	v, ok := vs[accountType]
+	return ok && v != nil
+}
+
 // NewAccount is an external account to register with
 // [Service.RegisterAccount].
 type NewAccount struct {
@@ -54,13 +97,15 @@ type NewAccount struct {
 	// ("mainnet", "testnet", "signet" or "regtest"); when set it must be
 	// the service's network. Empty means the service's network.
 	Network string
-	// Currency is the account's currency code. Required.
+	// Currency is the account's currency code (see [ValidCurrency]).
+	// Required.
 	Currency string
 	// OwnershipType is [FirstParty], [ThirdParty] or empty. It is required
 	// for a self-custody wallet (a type with a verifier, without VaspName).
 	OwnershipType string
 	// VaspName names the custodian of a custodial wallet; empty for self
-	// custody.
+	// custody. It must be listed by the service's [VASPDirectory]
+	// (Config.VASPs), whose name for it is stored.
 	VaspName string
 	// PlatformAccountID is the host's own reference, stored as given.
 	PlatformAccountID string
@@ -69,7 +114,7 @@ type NewAccount struct {
 	Info json.RawMessage
 }
 
-// StartingStatus is the status a new account starts in (SPEC 3.1): a
+// StartingStatus is the status a new account starts in: a
 // FIRST_PARTY self-custody wallet (no vaspName) whose type has a signature
 // verifier in vs starts PENDING_OWNERSHIP_VERIFICATION, because its
 // ownership must be proven; every other account starts ACTIVE.
@@ -87,9 +132,11 @@ func (vs Verifiers) StartingStatus(a *storage.ExternalAccount) storage.AccountSt
 // EXTERNAL_ACCOUNT.STATUS_UPDATED event in the same transaction: either
 // both commit or neither does. It returns the stored account.
 //
-// Errors: 400 INVALID_INPUT listing every invalid field (accountInfo.accountType,
-// accountInfo.address, network, currency, ownershipType, accountInfo), 409
-// CONFLICT when the id exists.
+// Errors: 400 INVALID_INPUT listing every invalid field
+// (accountInfo.accountType: missing or not a known type, see
+// [Verifiers.KnownType]; accountInfo.address; accountInfo.vaspName: not in
+// the VASP directory; network; currency: missing or not a currency code;
+// ownershipType; accountInfo), 409 CONFLICT when the id exists.
 func (s *Service) RegisterAccount(ctx context.Context, n NewAccount) (*storage.ExternalAccount, error) {
 	var out *storage.ExternalAccount
 	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
@@ -131,8 +178,19 @@ func (s *Service) RegisterAccountIn(ctx context.Context, tx storage.Tx, n NewAcc
 func (s *Service) newAccount(n NewAccount) (storage.ExternalAccount, error) {
 	var v apierror.Validation
 	v.Check(n.AccountType != "", "accountInfo.accountType", nil, "is required")
+	v.Check(n.AccountType == "" || s.verifiers.KnownType(n.AccountType), "accountInfo.accountType", nil,
+		"is not a known account type (a fiat *_ACCOUNT type, LIGHTNING or a wallet type with a verifier, spelled exactly)")
 	v.Check(n.Address != "", "accountInfo.address", nil, "is required")
 	v.Check(n.Currency != "", "currency", nil, "is required")
+	v.Check(n.Currency == "" || ValidCurrency(n.Currency), "currency", nil, "is not a currency code ("+currencyRule+")")
+	vasp := ""
+	if n.VaspName != "" {
+		var ok bool
+		if s.vasps != nil {
+			vasp, ok = s.vasps.LookupVASP(n.VaspName)
+		}
+		v.Check(ok && vasp != "", "accountInfo.vaspName", nil, "is not a VASP in the service's directory")
+	}
 	v.Check(n.OwnershipType == "" || n.OwnershipType == FirstParty || n.OwnershipType == ThirdParty,
 		"ownershipType", apierror.OneOf(FirstParty, ThirdParty), "is not an ownership type")
 	v.Check(len(n.Info) == 0 || json.Valid(n.Info), "accountInfo", nil, "is not valid JSON")
@@ -146,7 +204,7 @@ func (s *Service) newAccount(n NewAccount) (storage.ExternalAccount, error) {
 			v.Add("network", apierror.OneOf(s.network.String()), "the service runs on "+s.network.String())
 		}
 	}
-	if n.AccountType != "" && n.Address != "" {
+	if n.AccountType != "" && n.Address != "" && s.verifiers.KnownType(n.AccountType) {
 		if err := s.verifiers.ValidateAddress(Wallet{AccountType: n.AccountType, Address: n.Address, Network: network}); err != nil {
 			v.Add("accountInfo.address", nil, reasonOf(err))
 		}
@@ -167,7 +225,7 @@ func (s *Service) newAccount(n NewAccount) (storage.ExternalAccount, error) {
 	now := s.clock().UTC()
 	return storage.ExternalAccount{ID: id, CustomerID: n.CustomerID, PlatformAccountID: n.PlatformAccountID,
 		OwnershipType: n.OwnershipType, Currency: n.Currency, AccountType: n.AccountType, Address: n.Address,
-		Network: n.Network, VaspName: n.VaspName, Info: append(json.RawMessage(nil), n.Info...), CreatedAt: now, UpdatedAt: now}, nil
+		Network: n.Network, VaspName: vasp, Info: append(json.RawMessage(nil), n.Info...), CreatedAt: now, UpdatedAt: now}, nil
 }
 
 // reasonOf returns details.reason of a verifier's rejection, or its message.

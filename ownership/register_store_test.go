@@ -1,11 +1,19 @@
 package ownership_test
 
 import (
+	"context"
+	"crypto/ecdsa"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"sync"
 	"testing"
 
+	"github.com/ethereum/go-ethereum/accounts"
+	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/walletgate/walletgate/apierror"
 
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
@@ -85,4 +93,129 @@ func TestSetStatusConcurrent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A proof applies only to the account it was checked against: when the
+// address changes between the signature check and the status change (here
+// from inside the verifier, which runs between Verify's two transactions),
+// Verify answers 409 and changes nothing; the same signature then answers
+// 409 because the challenge names the old address; a new challenge signed
+// by the new address's key activates the account, and the status event
+// names the proven address.
+func TestVerifyAppliesToTheProvenAddress(t *testing.T) {
+	oldKey, newKey := mustKey(), mustKeyN(2)
+	oldAddr, newAddr := crypto.PubkeyToAddress(oldKey.PublicKey).Hex(), crypto.PubkeyToAddress(newKey.PublicKey).Hex()
+	for name, store := range regStores(t) {
+		t.Run(name, func(t *testing.T) {
+			var id string
+			swap := true
+			evm := ownership.EVMVerifier{}
+			vs := ownership.DefaultVerifiers()
+			vs[ownership.AccountEthereum] = ownership.VerifierFunc(func(c context.Context, w ownership.Wallet, msg []byte, sig ownership.Signature) error {
+				if swap { // the host changes the address while the signature is checked
+					swap = false
+					err := store.Atomic(c, func(tx storage.Tx) error {
+						a, err := tx.ExternalAccounts().Get(c, id)
+						if err != nil {
+							return err
+						}
+						a.Address = newAddr
+						return tx.ExternalAccounts().Update(c, &a)
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				return evm.Verify(c, w, msg, sig)
+			})
+			svc, err := ownership.New(ownership.Config{Store: store, Verifiers: vs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := svc.RegisterAccount(ctx, ownership.NewAccount{CustomerID: "Customer:1", AccountType: ownership.AccountEthereum,
+				Address: oldAddr, Currency: "USDC", OwnershipType: ownership.FirstParty})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id = a.ID
+			c, err := svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.CustomerTree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sig := signEVMWith(t, oldKey, c.MessageToSign)
+			_, err = svc.Verify(ctx, id, ownership.VerifyRequest{Signature: sig}, ownership.CustomerTree)
+			wantErr(t, err, apierror.Conflict, "the account changed after the signature was checked")
+			stored := storedAccount(t, store, id)
+			if stored.Status != storage.StatusPendingOwnershipVerification || stored.Address != newAddr {
+				t.Fatalf("after the 409: status %s address %s", stored.Status, stored.Address)
+			}
+			if err := store.Atomic(ctx, func(tx storage.Tx) error { _, err := tx.Challenges().Get(ctx, id); return err }); err != nil {
+				t.Fatalf("the 409 consumed the challenge: %v", err)
+			}
+			// The same signature again: the challenge names the old address.
+			_, err = svc.Verify(ctx, id, ownership.VerifyRequest{Signature: sig}, ownership.CustomerTree)
+			wantErr(t, err, apierror.Conflict, "start a new challenge")
+			if st := storedAccount(t, store, id).Status; st != storage.StatusPendingOwnershipVerification {
+				t.Fatalf("status %s after a stale challenge", st)
+			}
+			// A proof of the new address activates it, and the event says so.
+			c, err = svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.CustomerTree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.Verify(ctx, id, ownership.VerifyRequest{Signature: signEVMWith(t, newKey, c.MessageToSign)}, ownership.CustomerTree); err != nil {
+				t.Fatal(err)
+			}
+			ev := eventsOf(t, store, id)
+			var last struct {
+				Data  struct{ Status string }
+				Proof struct{ Method, Address string }
+			}
+			if err := json.Unmarshal(ev[len(ev)-1].Payload, &last); err != nil {
+				t.Fatal(err)
+			}
+			if last.Data.Status != "ACTIVE" || last.Proof.Method != ownership.MethodWalletSignature || last.Proof.Address != newAddr {
+				t.Fatalf("last event %s", ev[len(ev)-1].Payload)
+			}
+			for _, e := range ev[:len(ev)-1] {
+				if eventStatus(t, e) == "ACTIVE" {
+					t.Fatalf("an ACTIVE event before the proof of the new address: %s", e.Payload)
+				}
+			}
+		})
+	}
+}
+
+func mustKeyN(n byte) *ecdsa.PrivateKey {
+	seed := make([]byte, 32)
+	seed[31] = n
+	k, err := crypto.ToECDSA(seed)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+func signEVMWith(t *testing.T, k *ecdsa.PrivateKey, msg string) string {
+	t.Helper()
+	sig, err := crypto.Sign(accounts.TextHash([]byte(msg)), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig[64] += 27
+	return "0x" + hex.EncodeToString(sig)
+}
+
+func storedAccount(t *testing.T, store storage.Store, id string) storage.ExternalAccount {
+	t.Helper()
+	var a storage.ExternalAccount
+	err := store.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		a, err = tx.ExternalAccounts().Get(ctx, id)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -30,6 +30,16 @@ var (
 	regFixedNow = time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
 )
 
+// vaspDirectory is a VASPDirectory keyed by the name clients send.
+type vaspDirectory map[string]string
+
+func (d vaspDirectory) LookupVASP(name string) (string, bool) {
+	v, ok := d[name]
+	return v, ok
+}
+
+var testVASPs = vaspDirectory{"Coinbase": "Coinbase", "Kraken": "Kraken", "kraken.com": "Kraken"}
+
 func mustKey() *ecdsa.PrivateKey {
 	k, err := crypto.HexToECDSA("4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318")
 	if err != nil {
@@ -41,7 +51,8 @@ func mustKey() *ecdsa.PrivateKey {
 func newRegService(t *testing.T, vs ownership.Verifiers, network ownership.Network) (*ownership.Service, storage.Store) {
 	t.Helper()
 	store := memory.New()
-	svc, err := ownership.New(ownership.Config{Store: store, Verifiers: vs, Network: network, Clock: func() time.Time { return regFixedNow }})
+	svc, err := ownership.New(ownership.Config{Store: store, Verifiers: vs, Network: network, Clock: func() time.Time { return regFixedNow },
+		VASPs: testVASPs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,6 +204,14 @@ func TestRegisterAccountInvalidFields(t *testing.T) {
 			[]string{"network"}},
 		{"other network", ownership.NewAccount{AccountType: ownership.AccountBitcoin, Address: regBitcoin, Currency: "BTC",
 			OwnershipType: ownership.FirstParty, Network: "testnet"}, []string{"network"}},
+		{"unknown account type", ownership.NewAccount{AccountType: "ethereum_wallet", Address: regEVM, Currency: "USDC",
+			OwnershipType: ownership.FirstParty}, []string{"accountInfo.accountType"}},
+		{"unknown fiat-looking type", ownership.NewAccount{AccountType: "ETH_ACCOUNT", Address: "12345", Currency: "USD"},
+			[]string{"accountInfo.accountType"}},
+		{"currency not a code", ownership.NewAccount{AccountType: "USD_ACCOUNT", Address: "12345", Currency: "usd"},
+			[]string{"currency"}},
+		{"VASP not in the directory", ownership.NewAccount{AccountType: ownership.AccountEthereum, Address: regEVM, Currency: "USDC",
+			OwnershipType: ownership.FirstParty, VaspName: "Exchange"}, []string{"accountInfo.vaspName"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := svc.RegisterAccount(ctx, tc.n)
@@ -218,6 +237,8 @@ func TestRegisterAccountStartingStatus(t *testing.T) {
 			VaspName: "Coinbase"}, storage.StatusActive},
 		{"custodial without ownership type", ownership.NewAccount{AccountType: ownership.AccountSolana, Address: regSolana, VaspName: "Kraken"},
 			storage.StatusActive},
+		{"custodial named another way", ownership.NewAccount{AccountType: ownership.AccountSolana, Address: regSolana, VaspName: "kraken.com",
+			OwnershipType: ownership.FirstParty}, storage.StatusActive},
 		{"fiat first party", ownership.NewAccount{AccountType: "USD_ACCOUNT", Address: "123456789", OwnershipType: ownership.FirstParty},
 			storage.StatusActive},
 		{"lightning invoice without verifier", ownership.NewAccount{AccountType: ownership.AccountLightning, Address: "lnbc1invoice",
@@ -230,7 +251,7 @@ func TestRegisterAccountStartingStatus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.Status != tc.want || a.OwnershipType != tc.n.OwnershipType || a.VaspName != tc.n.VaspName {
+			if a.Status != tc.want || a.OwnershipType != tc.n.OwnershipType || a.VaspName != testVASPs[tc.n.VaspName] {
 				t.Fatalf("account = %+v, want status %s", a, tc.want)
 			}
 			var stored storage.ExternalAccount
@@ -361,5 +382,24 @@ func TestValidateAddressWithoutVerifier(t *testing.T) {
 	err := vs.ValidateAddress(ownership.Wallet{AccountType: ownership.AccountSolana, Address: "x"})
 	if !errors.Is(err, ownership.ErrMalformed) {
 		t.Fatalf("solana: %v", err)
+	}
+}
+
+// Without a directory no vaspName is accepted: a custodial claim is what
+// exempts a wallet from the ownership rule, so it fails closed.
+func TestRegisterAccountVASPWithoutDirectory(t *testing.T) {
+	store := memory.New()
+	svc, err := ownership.New(ownership.Config{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.RegisterAccount(ctx, ownership.NewAccount{CustomerID: "Customer:1", AccountType: ownership.AccountEthereum,
+		Address: regEVM, Currency: "USDC", OwnershipType: ownership.FirstParty, VaspName: "Coinbase"})
+	status, code, fields := fieldsOf(t, err)
+	if status != 400 || code != apierror.InvalidInput || !reflect.DeepEqual(fields, []string{"accountInfo.vaspName"}) {
+		t.Fatalf("got %d %s %v (%v)", status, code, fields, err)
+	}
+	if n := len(allEvents(t, store)); n != 0 {
+		t.Fatalf("%d events after a refused registration", n)
 	}
 }

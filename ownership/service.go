@@ -66,9 +66,15 @@ type Config struct {
 	// verify and the data of events); nil means [AccountJSON].
 	Render func(storage.ExternalAccount) any
 	// Payouts configures the payout gate ([Service.CheckPayout]): the
-	// verification thresholds and the single-transaction maxima. The zero
-	// value has neither (see [PayoutPolicy]).
+	// verification thresholds and the single-transaction maxima. New
+	// refuses a policy that [PayoutPolicy.Validate] refuses. The zero value
+	// configures no currency, so the gate refuses every payout (see
+	// [PayoutPolicy]).
 	Payouts PayoutPolicy
+	// VASPs is the directory of the custodians whose wallets registration
+	// accepts as custodial (a vaspName); nil accepts none, so every
+	// vaspName is refused.
+	VASPs VASPDirectory
 }
 
 // Service runs the ownership challenge lifecycle of external accounts. It
@@ -84,6 +90,7 @@ type Service struct {
 	rand      io.Reader
 	render    func(storage.ExternalAccount) any
 	payouts   PayoutPolicy
+	vasps     VASPDirectory
 }
 
 // New returns a service for cfg.
@@ -92,11 +99,8 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("ownership: Config.Store is required")
 	}
 	s := &Service{store: cfg.Store, verifiers: cfg.Verifiers, liveness: cfg.Liveness, service: cfg.Service,
-		network: cfg.Network, ttl: cfg.ChallengeTTL, clock: cfg.Clock, rand: cfg.Rand, render: cfg.Render}
-	if err := cfg.Payouts.VerificationThresholds.validate("VerificationThresholds"); err != nil {
-		return nil, err
-	}
-	if err := cfg.Payouts.MaxAmounts.validate("MaxAmounts"); err != nil {
+		network: cfg.Network, ttl: cfg.ChallengeTTL, clock: cfg.Clock, rand: cfg.Rand, render: cfg.Render, vasps: cfg.VASPs}
+	if err := cfg.Payouts.Validate(); err != nil {
 		return nil, err
 	}
 	s.payouts = PayoutPolicy{VerificationThresholds: cfg.Payouts.VerificationThresholds.clone(), MaxAmounts: cfg.Payouts.MaxAmounts.clone()}
@@ -309,9 +313,24 @@ type VerifyRequest struct {
 // consumed either way, exactly once: of concurrent verifies, one decides and
 // the others answer 409.
 //
+// The signature is checked against the account as one transaction reads it,
+// and the status is changed in a second one by compare-and-set on the
+// version that was read: the account goes ACTIVE only when it is still
+// exactly the account whose address the signature proved, and the
+// EXTERNAL_ACCOUNT.STATUS_UPDATED event names that address (its "proof"
+// member: method and address). When the account changed in between, Verify
+// answers 409 CONFLICT ("the account changed after the signature was
+// checked") and changes nothing: the challenge stays outstanding and the
+// status as it is. The client submits the same signature again; that call
+// checks it against the account as it is then, and answers 409 CONFLICT
+// ("the challenge was issued for other account details") when the address,
+// type or network the challenge names is no longer the account's, in which
+// case the client starts a new challenge and signs its message.
+//
 // Errors: 400 INVALID_INPUT (missing signature, unknown scheme, invalid or
 // expired signature), 404 REFERENCE_NOT_FOUND, 409 CONFLICT (no outstanding
-// WALLET_SIGNATURE challenge).
+// WALLET_SIGNATURE challenge, a challenge for other account details, or an
+// account changed during the call; details.reason says which).
 func (s *Service) Verify(ctx context.Context, accountID string, req VerifyRequest, tree Tree) (any, error) {
 	received := s.clock()
 	if req.Signature == "" {
@@ -327,6 +346,12 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 		ch, err = tx.Challenges().Get(ctx, accountID)
 		if errors.Is(err, storage.ErrNotFound) || err == nil && ch.Method != MethodWalletSignature {
 			return noChallenge()
+		}
+		if err == nil && ch.Message != s.message(&acct, ch.Nonce, ch.IssuedAt, ch.ExpiresAt) {
+			// The challenge names another address, type or network than
+			// the account now has: no signature over it proves this one.
+			const reason = "the challenge was issued for other account details (address, type or network); start a new challenge"
+			return apierror.New(apierror.Conflict, "%s", reason).WithDetail("reason", reason)
 		}
 		return err
 	})
@@ -358,6 +383,13 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 		if err != nil {
 			return err
 		}
+		if a.Version != acct.Version {
+			// The signature was checked against the account as read at
+			// acct.Version; any change since (its address above all) voids
+			// that check. The error rolls everything back: the challenge
+			// stays outstanding and the status unchanged.
+			return changedSinceCheck()
+		}
 		if _, err := tx.Challenges().Consume(ctx, accountID, ch.ID); err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
 				return noChallenge()
@@ -371,7 +403,7 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 		if failure != nil {
 			to = storage.StatusUnverified
 		}
-		if err := s.transition(ctx, tx, &a, to, s.clock().UTC()); err != nil {
+		if err := s.transitionProof(ctx, tx, &a, to, s.clock().UTC(), &proof{Method: MethodWalletSignature, Address: acct.Address}); err != nil {
 			return err
 		}
 		out = a
@@ -433,16 +465,36 @@ func (s *Service) CompleteLiveness(ctx context.Context, accountID string, passed
 // transition changes the account's status by compare-and-set and writes the
 // EXTERNAL_ACCOUNT.STATUS_UPDATED event in the same transaction.
 func (s *Service) transition(ctx context.Context, tx storage.Tx, a *storage.ExternalAccount, to storage.AccountStatus, now time.Time) error {
+	return s.transitionProof(ctx, tx, a, to, now, nil)
+}
+
+// transitionProof is transition for a change decided by a proof, which the
+// event names.
+func (s *Service) transitionProof(ctx context.Context, tx storage.Tx, a *storage.ExternalAccount, to storage.AccountStatus, now time.Time, p *proof) error {
 	a.Status, a.UpdatedAt = to, now
 	if err := tx.ExternalAccounts().Update(ctx, a); err != nil {
 		return err
 	}
-	return s.event(ctx, tx, a, now)
+	return s.eventProof(ctx, tx, a, now, p)
+}
+
+// proof is the "proof" member of a status event decided by a WALLET_SIGNATURE
+// verification: the method and the address the signature was checked
+// against (public data; the signature itself is never written).
+type proof struct {
+	Method  string `json:"method"`
+	Address string `json:"address"`
 }
 
 // event writes the EXTERNAL_ACCOUNT.STATUS_UPDATED event of a's current
 // status to the outbox of tx.
 func (s *Service) event(ctx context.Context, tx storage.Tx, a *storage.ExternalAccount, now time.Time) error {
+	return s.eventProof(ctx, tx, a, now, nil)
+}
+
+// eventProof is event with the proof that decided the change, when p is not
+// nil.
+func (s *Service) eventProof(ctx context.Context, tx storage.Tx, a *storage.ExternalAccount, now time.Time, p *proof) error {
 	id, err := storage.NewID(s.rand, "Webhook")
 	if err != nil {
 		return err
@@ -452,11 +504,19 @@ func (s *Service) event(ctx context.Context, tx storage.Tx, a *storage.ExternalA
 		Type      string    `json:"type"`
 		Timestamp time.Time `json:"timestamp"`
 		Data      any       `json:"data"`
-	}{id, EventStatusUpdated, now, s.render(*a)})
+		Proof     *proof    `json:"proof,omitempty"`
+	}{id, EventStatusUpdated, now, s.render(*a), p})
 	if err != nil {
 		return err
 	}
 	return tx.Outbox().Append(ctx, &storage.Event{ID: id, Type: EventStatusUpdated, AccountID: a.ID, Payload: payload, CreatedAt: now})
+}
+
+// changedSinceCheck is the 409 of a verify whose account changed between
+// the signature check and the status change.
+func changedSinceCheck() error {
+	const reason = "the account changed after the signature was checked; submit the signature again"
+	return apierror.New(apierror.Conflict, "%s", reason).WithDetail("reason", reason)
 }
 
 func noChallenge() error {

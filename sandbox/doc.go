@@ -105,4 +105,25 @@
 // exactly once, executing the signed parameters. The Go methods take a
 // signedretry.Retry describing the request; its zero Method, Path and Body
 // are filled in from the arguments.
+//
+// # Payouts
+//
+// Transfer-out, quote execution and the payment of a real-time funded quote
+// go through the library's payout gate (ownership.Service.CheckPayoutIn),
+// decided on the destination account as held in the store transaction that
+// consumes the signed request: an account that became UNVERIFIED or
+// INACTIVE after the challenge or the quote is refused, and the request
+// stays usable. The EXECUTE_QUOTE parameters bind every value the
+// execution uses (quote, source wallet, sending amount and currency,
+// destination, receiving amount and currency, exchange rate, fees). Quotes
+// and transfers pay only the source customer's own external accounts.
+//
+// The verification threshold is one value in every currency:
+// Config.VerificationThreshold US dollars (default 1000) at the sandbox's
+// fixed rates, rounded down, so a pending wallet receives less than 1000
+// USDC, 920 EUR, 17500 MXN or 0.01 BTC. The single-transaction maximum of
+// every currency is [MaxAmount] smallest units.
+//
+// A vaspName makes a wallet custodial only when it names a VASP of the
+// sandbox's directory, [SandboxVASPs]; any other is 400 INVALID_INPUT.
 package sandbox

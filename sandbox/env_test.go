@@ -52,8 +52,15 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvWith(t, sandbox.Config{})
+}
+
+// newEnvWith is newEnv for cfg; its Clock is the env's.
+func newEnvWith(t testing.TB, cfg sandbox.Config) *env {
+	t.Helper()
 	c := newClock()
-	sim, err := sandbox.New(sandbox.Config{Clock: c.Now})
+	cfg.Clock = c.Now
+	sim, err := sandbox.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,9 +130,12 @@ func parseExternalCreateTree(body []byte, network ownership.Network, platform bo
 // PARTIAL_MATCH, 104 PENDING, 106 UNSUPPORTED, 107 CHECKED_BY_RECEIVING_FI,
 // otherwise MATCHED).
 //
-// Errors: 400 INVALID_INPUT listing every invalid field, 400
-// INVALID_BANK_ACCOUNT (identifier suffix 105), 404 USER_NOT_FOUND, 409
-// CONFLICT (the customer already has a defaultUmaDepositAccount).
+// A vaspName must name a VASP of [SandboxVASPs], exactly.
+//
+// Errors: 400 INVALID_INPUT listing every invalid field (a vaspName not in
+// the directory is accountInfo.vaspName), 400 INVALID_BANK_ACCOUNT
+// (identifier suffix 105), 404 USER_NOT_FOUND, 409 CONFLICT (the customer
+// already has a defaultUmaDepositAccount).
 func (s *Simulator) CreateExternalAccount(ctx context.Context, req ExternalAccountCreate) (*ExternalAccount, error) {
 	body, err := marshalBody(req)
 	if err != nil {

@@ -348,7 +348,7 @@ func TestExternalAccountAddressesUseVerifierParsers(t *testing.T) {
 		{"spark not bech32m", map[string]any{"currency": "BTC", "ownershipType": "FIRST_PARTY",
 			"accountInfo": map[string]any{"accountType": "SPARK_WALLET", "address": "spark1pgssyuuuhnrrdjswal5c3s3rafw9w3y5dd4cjy3duxlf7hjzkp0rqx6dj6mrhu"}}},
 		{"spark custodial is still checked", map[string]any{"currency": "BTC",
-			"accountInfo": map[string]any{"accountType": "SPARK_WALLET", "address": "spark1BAD", "vaspName": "Exchange"}}},
+			"accountInfo": map[string]any{"accountType": "SPARK_WALLET", "address": "spark1BAD", "vaspName": "Kraken"}}},
 	} {
 		tc.body["customerId"] = c.ID
 		err := e.do("POST", "/customers/external-accounts", tc.body).fails(t, 400, apierror.InvalidInput)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/idempotency"
@@ -113,8 +114,7 @@ type Quote struct {
 type quote struct {
 	rec        Quote
 	customerID string
-	identifier string       // destination account identifier (suffix outcomes)
-	uma        *umaScenario // set for a sandbox UMA destination
+	identifier string // destination account identifier (suffix outcomes)
 }
 
 func (q *quote) view(now time.Time) *Quote {
@@ -126,9 +126,13 @@ func (q *quote) view(now time.Time) *Quote {
 	return &out
 }
 
-// CreateQuote prices a payment at the sandbox's fixed rates (no fees).
+// CreateQuote prices a payment at the sandbox's fixed rates (no fees). An
+// external-account destination must belong to the source's customer (as
+// for transfer-out). The payout gate's answer at creation is an early one:
+// execution decides again.
 //
-// Errors: 400 INVALID_INPUT (every invalid field), 400 INVALID_AMOUNT /
+// Errors: 400 INVALID_INPUT (every invalid field; a destination account of
+// another customer, with details.field destination.accountId), 400 INVALID_AMOUNT /
 // AMOUNT_OUT_OF_RANGE / INVALID_CURRENCY, 400 INVALID_UMA_ADDRESS, 400
 // EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED, 404 REFERENCE_NOT_FOUND (an
 // account), 404 USER_NOT_FOUND (a customer), 404 UMA_NOT_FOUND (a UMA
@@ -197,6 +201,10 @@ func (s *Simulator) createQuote(ctx context.Context, req QuoteRequest) (*Quote, 
 		if err != nil {
 			return nil, err
 		}
+		if ext.CustomerID != q.customerID {
+			return nil, apierror.New(apierror.InvalidInput, "the destination external account belongs to another customer than the source").
+				WithDetail("field", "destination.accountId")
+		}
 		dstExt, q.identifier = &ext, ext.Address
 		dst.Currency, dst.UMAAddress = ext.Currency, ""
 	default:
@@ -215,7 +223,7 @@ func (s *Simulator) createQuote(ctx context.Context, req QuoteRequest) (*Quote, 
 		if dst.Currency != sc.currency {
 			return nil, apierror.New(apierror.InvalidCurrency, "%s receives %s only", addr, sc.currency).WithDetail("field", "destination.currency")
 		}
-		dst.UMAAddress, dst.AccountID, q.uma = addr, "", &sc
+		dst.UMAAddress, dst.AccountID = addr, ""
 	}
 	send, recv, err := price(req.LockedCurrencySide, req.LockedCurrencyAmount, src.Currency, dst.Currency)
 	if err != nil {
@@ -301,6 +309,19 @@ func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
 // payout and refund failed, anything else completed) or the sandbox UMA
 // address. Failed payouts refund the wallet, except 007.
 //
+// The challenge's parameters (EXECUTE_QUOTE) bind every value the execution
+// uses: the quote, the source wallet, the sending amount and currency, the
+// destination (account or UMA address), the receiving amount and currency,
+// the exchange rate and the fees. The retry executes those signed values
+// only. It decides the payout gate again ([ownership.Service.CheckPayoutIn]
+// on the signed destination and receiving amount) and checks the wallet's
+// balance inside the transaction that consumes the signed request, so a
+// wallet that became UNVERIFIED or INACTIVE after the quote was made is
+// refused (the request stays usable), and no status change commits between
+// the decision and the consumption. The ledger is process memory: the
+// simulator's lock is held from before that transaction until the payout
+// is written to it, so the payout is ordered at the transaction's commit.
+//
 // idempotencyKey (the Idempotency-Key header), when not empty, must be a
 // UUID and makes execution happen at most once per key, through the
 // storage-backed [idempotency.Guard] (records in the simulator's Store, so
@@ -317,9 +338,12 @@ func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
 // key answers 409 CONFLICT "a request with this key is in progress".
 //
 // Errors: 400 INVALID_AMOUNT (balance too low), 400 INVALID_INPUT (the
-// Idempotency-Key is not a UUID), 404 QUOTE_NOT_FOUND, 409 CONFLICT (not
-// pending, expired, funded in real time, or the Idempotency-Key was used for
-// another request or its request is in progress), the 401s of signedretry.
+// Idempotency-Key is not a UUID), the refusals of the payout gate (400
+// EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED, 409 CONFLICT for an account that
+// receives no payouts, with details.field destination.accountId), 404
+// QUOTE_NOT_FOUND, 409 CONFLICT (not pending, expired, funded in real time,
+// or the Idempotency-Key was used for another request or its request is in
+// progress), the 401s of signedretry.
 func (s *Simulator) ExecuteQuote(ctx context.Context, quoteID, idempotencyKey string, call signedretry.Retry) (*Quote, *signedretry.Challenge, error) {
 	call, err := s.defaults(call, http.MethodPost, "/quotes/"+quoteID+"/execute", nil)
 	if err != nil {
@@ -367,8 +391,7 @@ func (s *Simulator) ExecuteQuote(ctx context.Context, quoteID, idempotencyKey st
 func (s *Simulator) idempotencyScope() string { return "Platform:" + s.cfg.ClientID }
 
 func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signedretry.Retry) (*Quote, *signedretry.Challenge, error) {
-	var src QuoteSource
-	var amount int64
+	var params quoteParams
 	check := func(st *state, now time.Time) (*quote, error) {
 		q := st.quotes[quoteID]
 		switch {
@@ -391,35 +414,79 @@ func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signe
 	err := s.locked(func(st *state, now time.Time) error {
 		q, err := check(st, now)
 		if err == nil {
-			src, amount = q.rec.Source, q.rec.TotalSendingAmount
+			params = q.params()
 		}
 		return err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	_, ch, err := s.auth.Authorize(ctx, quoteOperation(quoteID, src, amount), call)
+	_, ch, err := s.auth.Authorize(ctx, quoteOperation(params), call)
 	return nil, ch, err
 }
 
-// quoteParams are the parameters of an EXECUTE_QUOTE payload: the quote and
-// the amount it takes from the wallet.
+// quoteParams are the parameters of an EXECUTE_QUOTE payload: every value
+// the execution uses, so the signer sees where the money goes, how much
+// leaves the wallet and how much arrives. The execution uses these values
+// only.
 type quoteParams struct {
-	QuoteID  string `json:"quoteId"`
+	QuoteID         string `json:"quoteId"`
+	SourceAccountID string `json:"sourceAccountId"`
+	// Amount and Currency are what leaves the wallet.
 	Amount   int64  `json:"amount"`
 	Currency string `json:"currency"`
+	// The destination: an external account or a UMA address.
+	DestinationAccountID  string `json:"destinationAccountId,omitempty"`
+	DestinationUMAAddress string `json:"destinationUmaAddress,omitempty"`
+	// ReceivingAmount and ReceivingCurrency are what the destination
+	// receives.
+	ReceivingAmount   int64   `json:"receivingAmount"`
+	ReceivingCurrency string  `json:"receivingCurrency"`
+	ExchangeRate      float64 `json:"exchangeRate"`
+	Fees              int64   `json:"fees"`
 }
 
-func quoteOperation(quoteID string, src QuoteSource, amount int64) walletauth.HostOperation {
-	return walletauth.HostOperation{Type: OpExecuteQuote, AccountID: src.AccountID,
-		Parameters: quoteParams{QuoteID: quoteID, Amount: amount, Currency: src.Currency}}
+// params returns the execution parameters of the quote.
+func (q *quote) params() quoteParams {
+	r := &q.rec
+	return quoteParams{QuoteID: r.ID, SourceAccountID: r.Source.AccountID, Amount: r.TotalSendingAmount, Currency: r.SendingCurrency,
+		DestinationAccountID: r.Destination.AccountID, DestinationUMAAddress: r.Destination.UMAAddress,
+		ReceivingAmount: r.TotalReceivingAmount, ReceivingCurrency: r.ReceivingCurrency, ExchangeRate: r.ExchangeRate, Fees: r.Fees}
+}
+
+func quoteOperation(p quoteParams) walletauth.HostOperation {
+	return walletauth.HostOperation{Type: OpExecuteQuote, AccountID: p.SourceAccountID, Parameters: p}
+}
+
+// gateQuote decides the payout gate for the signed parameters p of quote q
+// inside tx, holding the destination account until tx ends: the account
+// must still be the quote customer's, and the gate must allow the
+// receiving amount in the receiving currency.
+func (s *Simulator) gateQuote(ctx context.Context, tx storage.Tx, q *quote, p quoteParams) (*ownership.Decision, error) {
+	if m := s.state.extMeta[p.DestinationAccountID]; m != nil && m.deleted {
+		return nil, apierror.New(apierror.Conflict, "the destination external account %s was deleted", p.DestinationAccountID).
+			WithDetail("field", "destination.accountId")
+	}
+	d, err := s.own.CheckPayoutIn(ctx, tx, ownership.Payout{AccountID: p.DestinationAccountID, Amount: p.ReceivingAmount,
+		Currency: p.ReceivingCurrency})
+	if err != nil {
+		return nil, withField(err, "destination.accountId")
+	}
+	if d.Account.CustomerID != q.customerID {
+		return nil, apierror.New(apierror.InvalidInput, "the destination external account belongs to another customer than the source").
+			WithDetail("field", "destination.accountId")
+	}
+	return d, nil
 }
 
 // executeQuoteRetry completes the signed retry of an execution. The
 // simulator's lock is held from the checks through the consumption of the
 // request to the payout, so a retry that passes the checks cannot fail
 // after consuming its request, and one that fails leaves it usable. (The
-// lock is taken before the store, as everywhere in the simulator.)
+// lock is taken before the store, as everywhere in the simulator.) The
+// signed parameters are checked, the payout gate decided and the balance
+// checked inside the transaction that consumes the request (the
+// operation's Effect); the payout is written with the signed values only.
 func (s *Simulator) executeQuoteRetry(ctx context.Context, quoteID string, call signedretry.Retry,
 	check func(*state, time.Time) (*quote, error)) (*Quote, *signedretry.Challenge, error) {
 	txID, err := s.newID("Transaction")
@@ -434,40 +501,56 @@ func (s *Simulator) executeQuoteRetry(ctx context.Context, quoteID string, call 
 	if err != nil {
 		return nil, nil, err
 	}
-	src, amount := q.rec.Source, q.rec.TotalSendingAmount
-	op := quoteOperation(quoteID, src, amount)
-	a, _, err := s.auth.Authorize(ctx, op, call)
-	if err != nil {
-		return nil, nil, err
-	}
+	op := quoteOperation(q.params())
 	var signed quoteParams
-	if err := a.DecodeParameters(&signed); err != nil {
+	identifier := ""
+	op.Effect = func(tx storage.Tx, raw json.RawMessage) error {
+		var p quoteParams
+		if err := apierror.DecodeBytes(raw, &p); err != nil {
+			return apierror.Internal(fmt.Errorf("sandbox: decoding signed parameters of quote %s: %w", quoteID, err))
+		}
+		// The quote is immutable and the simulator's lock is held, so a
+		// difference is a broken invariant; nothing is paid then.
+		if p != q.params() {
+			return apierror.Internal(fmt.Errorf("sandbox: quote %s no longer matches its signed execution", quoteID))
+		}
+		if p.DestinationAccountID != "" {
+			d, err := s.gateQuote(ctx, tx, q, p)
+			if err != nil {
+				return err
+			}
+			identifier = d.Account.Address
+		}
+		if err := balanceCheck(s.state, p.SourceAccountID, p.Amount, p.Currency); err != nil {
+			return err
+		}
+		signed = p
+		return nil
+	}
+	if _, _, err := s.auth.Authorize(ctx, op, call); err != nil {
 		return nil, nil, err
 	}
-	// What is paid is what was signed: the quote is immutable and the
-	// simulator's lock is held, so a difference is a broken invariant.
-	if signed != op.Parameters {
-		return nil, nil, apierror.Internal(fmt.Errorf("sandbox: quote %s no longer matches its signed execution", quoteID))
-	}
-	debit := []move{{src.AccountID, src.Currency, -amount}}
-	refund := []move{{src.AccountID, src.Currency, amount}}
-	s.state.startPayout(q, txID, now, debit, refund)
+	debit := []move{{signed.SourceAccountID, signed.Currency, -signed.Amount}}
+	refund := []move{{signed.SourceAccountID, signed.Currency, signed.Amount}}
+	s.state.startPayout(q, signed, identifier, txID, now, debit, refund)
 	return q.view(now), nil, nil
 }
 
-// startPayout creates the transaction of an executed quote and schedules
-// its timeline.
-func (st *state) startPayout(q *quote, txID string, now time.Time, debit, refund []move) *transaction {
+// startPayout creates the transaction of an executed quote from its
+// execution parameters p (for a signed execution, the signed ones) and
+// schedules its timeline; identifier is the destination account's
+// identifier, which selects the sandbox outcome.
+func (st *state) startPayout(q *quote, p quoteParams, identifier, txID string, now time.Time, debit, refund []move) *transaction {
 	r := &q.rec
-	tx := &transaction{rec: Transaction{ID: txID, Type: Outgoing, CustomerID: q.customerID, QuoteID: r.ID,
-		Source:      Endpoint{AccountID: r.Source.AccountID, CustomerID: r.Source.CustomerID, Currency: r.SendingCurrency},
-		Destination: Endpoint{AccountID: r.Destination.AccountID, UMAAddress: r.Destination.UMAAddress, Currency: r.ReceivingCurrency},
-		SentAmount:  &Money{r.TotalSendingAmount, r.SendingCurrency}, ReceivedAmount: &Money{r.TotalReceivingAmount, r.ReceivingCurrency},
-		ExchangeRate: r.ExchangeRate, CreatedAt: now, UpdatedAt: now}}
-	if q.uma != nil {
-		tx.steps = umaSteps(*q.uma, now, debit, nil, refund)
+	tx := &transaction{rec: Transaction{ID: txID, Type: Outgoing, CustomerID: q.customerID, QuoteID: p.QuoteID,
+		Source:      Endpoint{AccountID: p.SourceAccountID, CustomerID: r.Source.CustomerID, Currency: p.Currency},
+		Destination: Endpoint{AccountID: p.DestinationAccountID, UMAAddress: p.DestinationUMAAddress, Currency: p.ReceivingCurrency},
+		SentAmount:  &Money{p.Amount, p.Currency}, ReceivedAmount: &Money{p.ReceivingAmount, p.ReceivingCurrency},
+		ExchangeRate: p.ExchangeRate, CreatedAt: now, UpdatedAt: now}}
+	if sc, ok := umaScenarios[p.DestinationUMAAddress]; ok && p.DestinationUMAAddress != "" {
+		tx.steps = umaSteps(sc, now, debit, nil, refund)
 	} else {
-		tx.steps = payoutSteps(q.identifier, now, debit, refund)
+		tx.steps = payoutSteps(identifier, now, debit, refund)
 	}
 	r.TransactionID, r.Status, r.UpdatedAt = txID, QuoteProcessing, now
 	st.schedule(tx, now)
@@ -486,13 +569,16 @@ type SendRequest struct {
 // Send simulates the customer paying a real-time funded quote's payment
 // instructions: the quote executes with the destination outcomes of
 // [Simulator.ExecuteQuote] (nothing is debited or refunded) and the
-// transaction is returned.
+// transaction is returned. The payout gate decides again, on the
+// destination account as held in a store transaction, as for
+// [Simulator.ExecuteQuote].
 //
-// Errors: 400 INVALID_INPUT (quoteId missing, or the quote has no real-time
-// funding instructions), 400 INVALID_CURRENCY (not the quote's sending
-// currency), 400 INVALID_AMOUNT (not the quote's amount), 404
-// QUOTE_NOT_FOUND, 409 CONFLICT (not pending or expired).
-func (s *Simulator) Send(_ context.Context, req SendRequest) (*Transaction, error) {
+// Errors: the refusals of the payout gate (details.field
+// destination.accountId), 400 INVALID_INPUT (quoteId missing, or the quote
+// has no real-time funding instructions), 400 INVALID_CURRENCY (not the
+// quote's sending currency), 400 INVALID_AMOUNT (not the quote's amount),
+// 404 QUOTE_NOT_FOUND, 409 CONFLICT (not pending or expired).
+func (s *Simulator) Send(ctx context.Context, req SendRequest) (*Transaction, error) {
 	if req.QuoteID == "" {
 		return nil, apierror.InvalidField("quoteId", nil, "is required")
 	}
@@ -517,7 +603,23 @@ func (s *Simulator) Send(_ context.Context, req SendRequest) (*Transaction, erro
 		case !now.Before(q.rec.ExpiresAt):
 			return apierror.New(apierror.Conflict, "quote %s expired at %s", req.QuoteID, q.rec.ExpiresAt.Format(time.RFC3339))
 		}
-		out = st.startPayout(q, txID, now, nil, nil).view()
+		// The payout gate decides on the destination account, held in
+		// the transaction, before the payout is written to the ledger
+		// (the simulator's lock is held across both).
+		p, identifier := q.params(), q.identifier
+		if p.DestinationAccountID != "" {
+			err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+				d, err := s.gateQuote(ctx, tx, q, p)
+				if err == nil {
+					identifier = d.Account.Address
+				}
+				return err
+			})
+			if err != nil {
+				return apierror.As(err)
+			}
+		}
+		out = st.startPayout(q, p, identifier, txID, now, nil, nil).view()
 		return nil
 	})
 	return out, err

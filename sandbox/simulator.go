@@ -35,9 +35,9 @@ const (
 	DefaultWalletCurrency = "USDB"
 	// DefaultUMADomain is the domain of the UMA addresses given to customers.
 	DefaultUMADomain = "sandbox.walletgate.dev"
-	// DefaultVerificationThreshold is the amount, in major units of the
-	// transfer's currency, from which a destination wallet still pending
-	// ownership verification blocks a transfer.
+	// DefaultVerificationThreshold is the value, in US dollars, from which
+	// a destination wallet still pending ownership verification blocks a
+	// payout (see Config.VerificationThreshold).
 	DefaultVerificationThreshold = 1000
 	// DefaultQuoteTTL is how long a quote can be executed.
 	DefaultQuoteTTL = 5 * time.Minute
@@ -70,7 +70,14 @@ type Config struct {
 	// UMADomain is the domain of generated customer UMA addresses; empty
 	// means DefaultUMADomain.
 	UMADomain string
-	// VerificationThreshold is DefaultVerificationThreshold when zero.
+	// VerificationThreshold is the value, in whole US dollars, from which
+	// a first-party self-custody wallet still pending ownership
+	// verification receives no payout (400
+	// EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED). It is the same value in
+	// every currency: each sandbox currency's threshold is this many
+	// dollars at the sandbox's fixed rates, rounded down to its smallest
+	// unit (1000 USD is 1000 USDC, 920 EUR, 17500 MXN, 0.01 BTC). Zero
+	// means DefaultVerificationThreshold.
 	VerificationThreshold int64
 	// QuoteTTL is DefaultQuoteTTL when zero.
 	QuoteTTL time.Duration
@@ -199,7 +206,11 @@ func New(cfg Config) (*Simulator, error) {
 	// Reservation tokens come from crypto/rand, not cfg.Rand, so keys do not
 	// shift a seeded simulator's ids.
 	s.idem = idempotency.New(cfg.Store, idempotency.Options{Now: cfg.Clock})
-	policy := s.payoutPolicy()
+	policy, err := s.payoutPolicy()
+	if err != nil {
+		ov.Close()
+		return nil, err
+	}
 	s.payouts = &policy
 	if s.own, err = s.newOwnership(); err != nil {
 		ov.Close()

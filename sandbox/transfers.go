@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -191,9 +193,15 @@ func (s *Simulator) TransferIn(ctx context.Context, req TransferRequest) (*Trans
 // and answers the challenge (202), whose parameters bind the source wallet,
 // the destination account, the amount and the currency; the retry executes
 // those parameters, never the retry's own values. The checks are made on
-// the first call, again on the retry's request before its signature is
-// consumed (so a retry that would fail leaves the request usable), and again
-// on the signed parameters. call is the request as in
+// the first call (an early answer), and on the retry on the signed
+// parameters inside the store transaction that consumes the signed request:
+// the payout gate ([ownership.Service.CheckPayoutIn], holding the
+// destination account until that transaction ends), the accounts and the
+// balance. A retry that fails them leaves the request usable. The ledger is
+// process memory: the simulator's lock is held from before that
+// transaction until the transfer is written to the ledger, so the payout is
+// ordered at the transaction's commit and no status change commits between
+// the gate's decision and it. call is the request as in
 // [Simulator.UpdateCustomer]. With an IdempotencyKey, a repeat of a
 // completed transfer returns the first result (the challenge leg is not
 // remembered).
@@ -201,8 +209,10 @@ func (s *Simulator) TransferIn(ctx context.Context, req TransferRequest) (*Trans
 // Errors: those of TransferIn, 400 INVALID_AMOUNT (balance too low), 400
 // EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED (the destination is a first-party
 // self-custody wallet still pending ownership verification and the amount
-// reaches Config.VerificationThreshold, or whose last verification failed),
-// decided by the library's payout gate (ownership.PayoutPolicy), the 401s of
+// reaches the verification threshold, see Config.VerificationThreshold, or
+// whose last verification failed), 409 CONFLICT (the destination receives
+// no payouts: PENDING, UNDER_REVIEW, INACTIVE), decided by the library's
+// payout gate with details.field destination.accountId, the 401s of
 // signedretry.
 func (s *Simulator) TransferOut(ctx context.Context, req TransferRequest, call signedretry.Retry) (*Transaction, *signedretry.Challenge, error) {
 	call, err := s.defaults(call, http.MethodPost, "/transfer-out", req)
@@ -228,33 +238,62 @@ type transferParams struct {
 
 func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call signedretry.Retry) (*Transaction, *signedretry.Challenge, error) {
 	extID, walletID := req.Destination.AccountID, req.Source.AccountID
-	plan, err := s.checkTransfer(ctx, extID, walletID, req.Amount, false)
-	if err != nil {
-		return nil, nil, err
-	}
 	op := walletauth.HostOperation{Type: OpTransferOut, AccountID: walletID}
 	if call.Signature == "" && call.RequestID == "" {
+		// First leg: an early answer on the request as it is now.
+		if err := checkTransferIDs(extID, walletID, false); err != nil {
+			return nil, nil, err
+		}
+		var plan transferPlan
+		err := s.locked(func(st *state, _ time.Time) error {
+			return s.store.Atomic(ctx, func(tx storage.Tx) error {
+				var err error
+				plan, err = s.planTransfer(ctx, tx, st, extID, walletID, req.Amount, false)
+				return err
+			})
+		})
+		if err != nil {
+			return nil, nil, apierror.As(err)
+		}
 		op.Parameters = transferParams{SourceAccountID: walletID, DestinationAccountID: extID, Amount: req.Amount, Currency: plan.cur}
 		_, ch, err := s.auth.Authorize(ctx, op, call)
 		return nil, ch, err
 	}
-	a, _, err := s.auth.Authorize(ctx, op, call)
+	id, err := s.newID("Transaction")
 	if err != nil {
 		return nil, nil, err
 	}
-	var p transferParams
-	if err := a.DecodeParameters(&p); err != nil {
+	// The retry: the gate, the balance and the other checks decide on the
+	// signed parameters only, inside the transaction that consumes the
+	// signed request (op.Effect), so a refusal leaves the request usable
+	// and nothing the gate read can change before the consumption commits.
+	// The simulator's ledger is process memory: the simulator's lock is
+	// held from before that transaction until the transfer is written to
+	// the ledger, so no other simulator call sees or changes the wallet in
+	// between; the payout is ordered at the transaction's commit.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.state.settle(now)
+	var plan transferPlan
+	op.Effect = func(tx storage.Tx, raw json.RawMessage) error {
+		var p transferParams
+		if err := apierror.DecodeBytes(raw, &p); err != nil {
+			return apierror.Internal(fmt.Errorf("sandbox: decoding signed transfer parameters: %w", err))
+		}
+		var err error
+		if plan, err = s.planTransfer(ctx, tx, s.state, p.DestinationAccountID, p.SourceAccountID, p.Amount, false); err != nil {
+			return err
+		}
+		if plan.cur != p.Currency {
+			return apierror.New(apierror.Conflict, "the destination account's currency is %s, the signed transfer is in %s", plan.cur, p.Currency)
+		}
+		return nil
+	}
+	if _, _, err := s.auth.Authorize(ctx, op, call); err != nil {
 		return nil, nil, err
 	}
-	// From here on, only the signed parameters.
-	plan, err = s.checkTransfer(ctx, p.DestinationAccountID, p.SourceAccountID, p.Amount, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	if plan.cur != p.Currency {
-		return nil, nil, apierror.New(apierror.Conflict, "the destination account's currency is %s, the signed transfer is in %s", plan.cur, p.Currency)
-	}
-	return s.schedule(plan)
+	return s.state.scheduleTransfer(plan, id, now), nil, nil
 }
 
 // transferPlan is a checked transfer, ready to schedule.
@@ -267,18 +306,31 @@ type transferPlan struct {
 }
 
 func (s *Simulator) transfer(ctx context.Context, extID, walletID string, amount int64, in bool) (*Transaction, error) {
-	plan, err := s.checkTransfer(ctx, extID, walletID, amount, in)
+	if err := checkTransferIDs(extID, walletID, in); err != nil {
+		return nil, err
+	}
+	id, err := s.newID("Transaction")
 	if err != nil {
 		return nil, err
 	}
-	t, _, err := s.schedule(plan)
-	return t, err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.state.settle(now)
+	var plan transferPlan
+	err = s.store.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		plan, err = s.planTransfer(ctx, tx, s.state, extID, walletID, amount, in)
+		return err
+	})
+	if err != nil {
+		return nil, apierror.As(err)
+	}
+	return s.state.scheduleTransfer(plan, id, now), nil
 }
 
-// checkTransfer checks a transfer between a customer's external account
-// and embedded wallet (for a transfer out, the wallet's balance too).
-func (s *Simulator) checkTransfer(ctx context.Context, extID, walletID string, amount int64, in bool) (transferPlan, error) {
-	plan := transferPlan{amount: amount, in: in}
+// checkTransferIDs checks the form of a transfer's account ids.
+func checkTransferIDs(extID, walletID string, in bool) error {
 	extField, walletField := "destination.accountId", "source.accountId"
 	if in {
 		extField, walletField = walletField, extField
@@ -286,14 +338,34 @@ func (s *Simulator) checkTransfer(ctx context.Context, extID, walletID string, a
 	var v apierror.Validation
 	v.Check(storage.ValidID(extID, "ExternalAccount"), extField, apierror.Pattern(`^ExternalAccount:[0-9a-fA-F-]{36}$`), "must be an ExternalAccount id")
 	v.Check(storage.ValidID(walletID, "InternalAccount"), walletField, apierror.Pattern(`^InternalAccount:[0-9a-fA-F-]{36}$`), "must be an InternalAccount id")
-	if err := v.Err(); err != nil {
+	return v.Err()
+}
+
+// planTransfer checks a transfer between a customer's external account and
+// embedded wallet inside the store transaction tx, with the simulator's
+// lock held (st is its state). For a transfer out it runs the payout gate
+// with [ownership.Service.CheckPayoutIn], which holds the external account
+// until tx ends, and checks the wallet's balance.
+func (s *Simulator) planTransfer(ctx context.Context, tx storage.Tx, st *state, extID, walletID string, amount int64, in bool) (transferPlan, error) {
+	plan := transferPlan{amount: amount, in: in}
+	if err := checkTransferIDs(extID, walletID, in); err != nil {
 		return plan, err
+	}
+	notFound := func(kind, id string) error {
+		return apierror.New(apierror.ReferenceNotFound, "%s %s not found", kind, id)
 	}
 	var err error
-	if plan.ext, err = s.externalAccount(ctx, extID); err != nil {
+	if plan.ext, err = tx.ExternalAccounts().Get(ctx, extID); errors.Is(err, storage.ErrNotFound) {
+		return plan, notFound("external account", extID)
+	} else if err != nil {
 		return plan, err
 	}
-	if plan.wal, err = s.internalAccount(ctx, walletID); err != nil {
+	if m := st.extMeta[extID]; m != nil && m.deleted {
+		return plan, notFound("external account", extID)
+	}
+	if plan.wal, err = tx.InternalAccounts().Get(ctx, walletID); errors.Is(err, storage.ErrNotFound) {
+		return plan, notFound("internal account", walletID)
+	} else if err != nil {
 		return plan, err
 	}
 	if plan.ext.CustomerID != plan.wal.CustomerID {
@@ -303,16 +375,15 @@ func (s *Simulator) checkTransfer(ctx context.Context, extID, walletID string, a
 	if err := checkAmount("amount", amount, plan.cur); err != nil {
 		return plan, err
 	}
-	if !in {
-		if err := s.checkVerified(&plan.ext, amount, "destination.accountId"); err != nil {
-			return plan, err
-		}
-		err := s.locked(func(st *state, _ time.Time) error { return balanceCheck(st, walletID, amount, plan.cur) })
-		if err != nil {
-			return plan, err
-		}
+	if in {
+		return plan, nil
 	}
-	return plan, nil
+	d, err := s.own.CheckPayoutIn(ctx, tx, ownership.Payout{AccountID: extID, Amount: amount, Currency: plan.cur})
+	if err != nil {
+		return plan, withField(err, "destination.accountId")
+	}
+	plan.ext = d.Account // as held
+	return plan, balanceCheck(st, walletID, amount, plan.cur)
 }
 
 func balanceCheck(st *state, walletID string, amount int64, cur string) error {
@@ -322,68 +393,68 @@ func balanceCheck(st *state, walletID string, amount int64, cur string) error {
 	return nil
 }
 
-// schedule creates the transaction of a checked transfer; the balance of a
-// transfer out is checked again under the lock that debits it.
-func (s *Simulator) schedule(plan transferPlan) (*Transaction, *signedretry.Challenge, error) {
-	id, err := s.newID("Transaction")
-	if err != nil {
-		return nil, nil, err
-	}
+// scheduleTransfer creates the transaction of a planned transfer, with the
+// simulator's lock held; a transfer out debits the wallet at once.
+func (st *state) scheduleTransfer(plan transferPlan, id string, now time.Time) *Transaction {
 	extID, walletID, amount, cur := plan.ext.ID, plan.wal.ID, plan.amount, plan.cur
-	var out *Transaction
-	err = s.locked(func(st *state, now time.Time) error {
-		tx := &transaction{rec: Transaction{ID: id, CustomerID: plan.wal.CustomerID, CreatedAt: now, UpdatedAt: now}}
-		m := Money{amount, cur}
-		tx.rec.SentAmount, tx.rec.ReceivedAmount = &m, &m
-		var hold, release, credit []move
-		if plan.in {
-			tx.rec.Type = Incoming
-			tx.rec.Source, tx.rec.Destination = Endpoint{AccountID: extID, Currency: cur}, Endpoint{AccountID: walletID, Currency: cur}
-			credit = []move{{walletID, cur, amount}}
-		} else {
-			if err := balanceCheck(st, walletID, amount, cur); err != nil {
-				return err
-			}
-			tx.rec.Type = Outgoing
-			tx.rec.Source, tx.rec.Destination = Endpoint{AccountID: walletID, Currency: cur}, Endpoint{AccountID: extID, Currency: cur}
-			hold, release = []move{{walletID, cur, -amount}}, []move{{walletID, cur, amount}}
-		}
-		tx.steps = transferSteps(plan.ext.Address, now, hold, release, credit)
-		st.schedule(tx, now)
-		out = tx.view()
-		return nil
-	})
-	return out, nil, err
+	tx := &transaction{rec: Transaction{ID: id, CustomerID: plan.wal.CustomerID, CreatedAt: now, UpdatedAt: now}}
+	m := Money{amount, cur}
+	tx.rec.SentAmount, tx.rec.ReceivedAmount = &m, &m
+	var hold, release, credit []move
+	if plan.in {
+		tx.rec.Type = Incoming
+		tx.rec.Source, tx.rec.Destination = Endpoint{AccountID: extID, Currency: cur}, Endpoint{AccountID: walletID, Currency: cur}
+		credit = []move{{walletID, cur, amount}}
+	} else {
+		tx.rec.Type = Outgoing
+		tx.rec.Source, tx.rec.Destination = Endpoint{AccountID: walletID, Currency: cur}, Endpoint{AccountID: extID, Currency: cur}
+		hold, release = []move{{walletID, cur, -amount}}, []move{{walletID, cur, amount}}
+	}
+	tx.steps = transferSteps(plan.ext.Address, now, hold, release, credit)
+	st.schedule(tx, now)
+	return tx.view()
 }
 
-// checkVerified applies the library's payout gate
-// ([ownership.PayoutPolicy.Decide]) to a payment of amount (smallest units
-// of ext's currency) to ext, with the sandbox's thresholds: a first-party
-// self-custody wallet still PENDING_OWNERSHIP_VERIFICATION receives only
-// amounts below Config.VerificationThreshold (major units), one whose last
-// verification failed (UNVERIFIED) receives nothing until a new challenge is
-// started, and accounts the gate finds unusable answer 409 CONFLICT. The
-// sandbox configures no single-transaction maxima (MaxAmount is checked
-// before, as AMOUNT_OUT_OF_RANGE). The refusal names field in
-// details.field.
-func (s *Simulator) checkVerified(ext *storage.ExternalAccount, amount int64, field string) error {
-	_, err := s.payouts.Decide(ext, ownership.Payout{AccountID: ext.ID, Amount: amount, Currency: ext.Currency})
+// withField names field in details.field of an *apierror.Error.
+func withField(err error, field string) error {
 	if e := apierror.As(err); e != nil {
 		return e.WithDetail("field", field)
 	}
 	return err
 }
 
-// payoutPolicy is the gate configuration of the simulator: the verification
-// threshold of every sandbox currency, in its smallest units. The ownership
-// service is configured with it, and the simulator's own payouts decide with
-// the same policy.
-func (s *Simulator) payoutPolicy() ownership.PayoutPolicy {
-	by := make(map[string]int64, len(currencies))
+// checkVerified applies the library's payout gate
+// ([ownership.PayoutPolicy.Decide]) to a payment of amount (smallest units
+// of ext's currency) to ext as already read, with the sandbox's policy. It
+// is an early answer (quote creation); a payout itself decides with
+// [ownership.Service.CheckPayoutIn] in the transaction that records it. The
+// refusal names field in details.field.
+func (s *Simulator) checkVerified(ext *storage.ExternalAccount, amount int64, field string) error {
+	_, err := s.payouts.Decide(ext, ownership.Payout{AccountID: ext.ID, Amount: amount, Currency: ext.Currency})
+	return withField(err, field)
+}
+
+// payoutPolicy is the gate configuration of the simulator. The
+// verification threshold of each sandbox currency is the same value,
+// Config.VerificationThreshold US dollars, converted at the sandbox's fixed
+// rates and rounded down to the currency's smallest unit (so 1000 USD is
+// 1000 USDC, 920 EUR and 0.01 BTC). The single-transaction maximum of each
+// is MaxAmount smallest units, the sandbox's largest amount. The ownership
+// service is configured with it, and the simulator's own payouts decide
+// with the same policy.
+func (s *Simulator) payoutPolicy() (ownership.PayoutPolicy, error) {
+	thr := make(map[string]int64, len(currencies))
+	maxima := make(map[string]int64, len(currencies))
+	usd := majorUnits(s.cfg.VerificationThreshold, "USD")
 	for cur := range currencies {
-		by[cur] = majorUnits(s.cfg.VerificationThreshold, cur)
+		v, ok := convert(usd, "USD", cur, false)
+		if !ok {
+			return ownership.PayoutPolicy{}, fmt.Errorf("sandbox: Config.VerificationThreshold %d USD is beyond the range of %s", s.cfg.VerificationThreshold, cur)
+		}
+		thr[cur], maxima[cur] = v, MaxAmount
 	}
-	return ownership.PayoutPolicy{VerificationThresholds: ownership.Limits{ByCurrency: by}}
+	p := ownership.PayoutPolicy{VerificationThresholds: ownership.Limits{ByCurrency: thr}, MaxAmounts: ownership.Limits{ByCurrency: maxima}}
+	return p, p.Validate()
 }
 
 // idempotent runs fn once per Idempotency-Key and scope: a repeat of the

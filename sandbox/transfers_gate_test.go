@@ -49,7 +49,7 @@ func TestTransferOutPayoutGate(t *testing.T) {
 		"accountType": "ETHEREUM_WALLET", "address": "0x" + strings.Repeat("b", 37) + "0a2",
 		"beneficiary": map[string]any{"beneficiaryType": "INDIVIDUAL", "fullName": "Someone Else", "countryOfResidence": "FR"}}})
 	custodial := e.external(c.ID, map[string]any{"currency": "USDC", "ownershipType": "FIRST_PARTY", "accountInfo": map[string]any{
-		"accountType": "ETHEREUM_WALLET", "address": "0x" + strings.Repeat("c", 37) + "0a3", "vaspName": "Exchange"}})
+		"accountType": "ETHEREUM_WALLET", "address": "0x" + strings.Repeat("c", 37) + "0a3", "vaspName": "Kraken"}})
 	for _, id := range []string{third.ID, custodial.ID} {
 		_, r = e.transfer(false, id, w, 5_000_000_000)
 		r.ok(t, 201, nil)

@@ -134,7 +134,7 @@ func TestTransferErrors(t *testing.T) {
 	_, r = e.transfer(true, ext.ID, otherWallet, 1)
 	r.fails(t, 400, apierror.InvalidInput)
 	xyz := e.external(c.ID, map[string]any{"currency": "XYZ", "ownershipType": "THIRD_PARTY", "accountInfo": map[string]any{
-		"accountType": "ETHEREUM_WALLET", "address": "0x9999999999999999999999999999999999999999", "vaspName": "Exchange"}})
+		"accountType": "ETHEREUM_WALLET", "address": "0x9999999999999999999999999999999999999999", "vaspName": "Kraken"}})
 	_, r = e.transfer(true, xyz.ID, w, 1)
 	r.fails(t, 400, apierror.InvalidCurrency)
 	e.do("GET", "/transactions/Transaction:nope", nil).fails(t, 404, apierror.TransactionNotFound)

@@ -68,7 +68,7 @@ func (sandboxLiveness) Start(_ context.Context, a storage.ExternalAccount, _ tim
 
 func (s *Simulator) newOwnership() (*ownership.Service, error) {
 	return ownership.New(ownership.Config{Store: s.store, Clock: s.clock, Rand: s.rand, Liveness: sandboxLiveness{},
-		Service: "walletgate sandbox", Network: s.cfg.Network, Payouts: s.payoutPolicy(),
+		Service: "walletgate sandbox", Network: s.cfg.Network, Payouts: *s.payouts, VASPs: sandboxVASPs,
 		// The store transaction that writes an event must not take the
 		// simulator's mutex, so events carry the stored fields only.
 		Render: func(a storage.ExternalAccount) any { return externalView(&a, nil) }})

@@ -16,8 +16,10 @@ import (
 	"github.com/walletgate/walletgate/storage/postgres"
 )
 
-// gatePolicy: a wallet pending verification receives below 1000 USDC.
-var gatePolicy = ownership.PayoutPolicy{VerificationThresholds: ownership.Limits{ByCurrency: map[string]int64{"USDC": 1_000_000_000}}}
+// gatePolicy: a wallet pending verification receives below 1000 USDC; no
+// payout is above 1,000,000 USDC.
+var gatePolicy = ownership.PayoutPolicy{VerificationThresholds: ownership.Limits{ByCurrency: map[string]int64{"USDC": 1_000_000_000}},
+	MaxAmounts: ownership.Limits{ByCurrency: map[string]int64{"USDC": 1_000_000_000_000}}}
 
 func gateService(t *testing.T, s storage.Store) *ownership.Service {
 	t.Helper()
