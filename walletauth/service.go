@@ -102,6 +102,11 @@ type Config struct {
 	// RetryTTL is the lifetime of signed-retry challenges; zero means
 	// signedretry.DefaultTTL.
 	RetryTTL time.Duration
+	// MaxPendingChallenges caps the live signed-retry challenges of one
+	// wallet (issued, neither used nor expired); a first leg beyond it is
+	// 429 RATE_LIMITED with Retry-After. Zero means
+	// signedretry.DefaultMaxPending; negative is refused.
+	MaxPendingChallenges int
 	// OTP is the one-time code policy.
 	OTP OTPConfig
 	// ClientHeldKeys makes a compressed clientPublicKey itself the session
@@ -183,6 +188,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Sender == nil && !cfg.Sandbox {
 		return nil, errors.New("walletauth: Config.Sender is required outside sandbox mode")
 	}
+	if cfg.MaxPendingChallenges < 0 {
+		return nil, errors.New("walletauth: Config.MaxPendingChallenges is negative")
+	}
 	sealer, codeKey, err := secretKeys(&cfg)
 	if err != nil {
 		return nil, err
@@ -212,7 +220,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s.otp = s.otp.withDefaults()
 	s.retry = signedretry.NewManager(signedretry.Config{Store: cfg.Store, Clock: s.clock, Rand: s.rand,
-		TTL: cfg.RetryTTL, Sandbox: cfg.Sandbox})
+		TTL: cfg.RetryTTL, MaxPending: cfg.MaxPendingChallenges, Sandbox: cfg.Sandbox})
 	return s, nil
 }
 
