@@ -67,10 +67,22 @@ func (f *fixture) addSession(t testing.TB, account, cred string, key *ecdsa.Priv
 	s := storage.Session{ID: newID(t, "Session"), AccountID: account, CredentialID: cred,
 		PublicKey: elliptic.MarshalCompressed(elliptic.P256(), key.X, key.Y),
 		CreatedAt: f.clock.Now(), ExpiresAt: f.clock.Now().Add(15 * time.Minute)}
-	if err := f.store.Atomic(ctx, func(tx storage.Tx) error { return tx.Sessions().Create(ctx, &s) }); err != nil {
+	if err := f.store.Atomic(ctx, func(tx storage.Tx) error {
+		if err := tx.Credentials().Create(ctx, oauthCredential(cred, account, f.clock.Now())); err != nil {
+			return err
+		}
+		return tx.Sessions().Create(ctx, &s)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	return s.ID
+}
+
+// oauthCredential is a credential a session can be issued by.
+func oauthCredential(id, account string, now time.Time) *storage.Credential {
+	return &storage.Credential{ID: id, AccountID: account, Type: storage.OAuth, Nickname: "test",
+		OAuth: &storage.OAuthIdentity{Issuer: "https://issuer.example", Audience: "walletgate", Subject: id},
+		CreatedAt: now, UpdatedAt: now}
 }
 
 func newID(t testing.TB, prefix string) string {
