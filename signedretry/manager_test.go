@@ -81,7 +81,7 @@ func (f *fixture) addSession(t testing.TB, account, cred string, key *ecdsa.Priv
 // oauthCredential is a credential a session can be issued by.
 func oauthCredential(id, account string, now time.Time) *storage.Credential {
 	return &storage.Credential{ID: id, AccountID: account, Type: storage.OAuth, Nickname: "test",
-		OAuth: &storage.OAuthIdentity{Issuer: "https://issuer.example", Audience: "walletgate", Subject: id},
+		OAuth:     &storage.OAuthIdentity{Issuer: "https://issuer.example", Audience: "walletgate", Subject: id},
 		CreatedAt: now, UpdatedAt: now}
 }
 
