@@ -54,7 +54,9 @@ func postgresStore(t *testing.T, dsn string) storage.Store {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	schema := "wgtest_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE") })
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	})
 	if _, err := postgres.Migrate(ctx, pool, postgres.WithSchema(schema)); err != nil {
 		t.Fatal(err)
 	}
