@@ -102,9 +102,10 @@ type Config struct {
 	// RetryTTL is the lifetime of signed-retry challenges; zero means
 	// signedretry.DefaultTTL.
 	RetryTTL time.Duration
-	// MaxPendingChallenges caps the live signed-retry challenges of one
-	// wallet (issued, neither used nor expired); a first leg beyond it is
-	// 429 RATE_LIMITED with Retry-After. Zero means
+	// MaxPendingChallenges caps the live challenges of one wallet
+	// (signed-retry and passkey login challenges issued, neither used nor
+	// expired, counted together); a first leg beyond it is 429 RATE_LIMITED
+	// with Retry-After. Zero means
 	// signedretry.DefaultMaxPending; negative is refused.
 	MaxPendingChallenges int
 	// OTP is the one-time code policy.
@@ -171,9 +172,12 @@ type Service struct {
 	passkey  *passkey.Verifier
 	oidc     *oidc.Verifier
 	retryTTL time.Duration
-	sealer   secret.Sealer
-	codeKey  []byte
-	secrets  WalletSecrets
+	// maxPending caps the live challenges of a wallet (signed retries and
+	// passkey logins).
+	maxPending int
+	sealer     secret.Sealer
+	codeKey    []byte
+	secrets    WalletSecrets
 }
 
 // New returns a service for cfg. It fails, returning a plain error, when
@@ -210,6 +214,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if s.retryTTL <= 0 {
 		s.retryTTL = signedretry.DefaultTTL
+	}
+	if s.maxPending = cfg.MaxPendingChallenges; s.maxPending == 0 {
+		s.maxPending = signedretry.DefaultMaxPending
 	}
 	if s.signer == nil {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), s.rand)

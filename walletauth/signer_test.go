@@ -277,3 +277,35 @@ func TestRefreshRacesRevoke(t *testing.T) {
 		}
 	})
 }
+
+// TestMaxPendingChallenges: first legs of one wallet past
+// Config.MaxPendingChallenges are 429 RATE_LIMITED with Retry-After; another
+// wallet is not affected; a negative cap is refused.
+func TestMaxPendingChallenges(t *testing.T) {
+	e := newEnv(t, func(c *walletauth.Config) { c.MaxPendingChallenges = 2 })
+	op := walletauth.HostOperation{Type: "TRANSFER_OUT", AccountID: e.wallet.ID, Parameters: map[string]string{"amount": "10"}}
+	first := call(http.MethodPost, "/transfers", `{"amount":"10"}`)
+	for range 2 {
+		if _, _, err := e.svc.Authorize(ctx, op, first); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err := e.svc.Authorize(ctx, op, first)
+	if !isAPIError(err, http.StatusTooManyRequests, apierror.RateLimited, "") || apierror.As(err).RetryAfterSeconds() <= 0 {
+		t.Fatalf("a first leg past the cap: %v, want 429 RATE_LIMITED with Retry-After", err)
+	}
+	_, _, err = e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, walletauth.PrivacyRequest{PrivateEnabled: new(bool)},
+		call(http.MethodPatch, "/wallets/"+e.wallet.ID, `{"privateEnabled":false}`), nil)
+	wantErr(t, err, apierror.RateLimited, "")
+	other, _, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:2", Email: "grace@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.AccountID = other.ID
+	if _, _, err := e.svc.Authorize(ctx, op, first); err != nil {
+		t.Fatalf("another wallet: %v", err)
+	}
+	if _, err := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true, MaxPendingChallenges: -1}); err == nil {
+		t.Fatal("a negative MaxPendingChallenges was accepted")
+	}
+}
