@@ -31,6 +31,10 @@ type HostOperation struct {
 	// consumes the request, with the stored parameters: its writes and the
 	// consumption commit together, and when it fails neither persists and
 	// the client may retry the same signature. It must act on params only.
+	// It runs with the wallet, the signing session and its credential
+	// locked (signedretry.Manager.Complete), so a revoke of the signer
+	// waits for it; it must not lock another internal account, which would
+	// come before them in the store's lock order.
 	Effect func(tx storage.Tx, params json.RawMessage) error
 }
 
