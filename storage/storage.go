@@ -40,15 +40,15 @@
 //     an account that has none), [Credentials.Lock] keeps a credential from
 //     being deleted while a session of it is created, and
 //     [Credentials.LockEmail] orders changes that tie an email address to
-//     EMAIL_OTP credentials, and [Sessions.LockSigner] keeps the session
-//     that signs an operation, and its credential, from being revoked
-//     until the operation commits.
+//     EMAIL_OTP credentials, [Sessions.LockSigner] keeps the session that
+//     signs an operation, and its credential, from being revoked until the
+//     operation commits, and [PendingRequests.CreateLimited] counts an
+//     account's live requests and adds one under a lock of them.
 //
 // Locks are taken in this order, so transactions never wait for each other
 // in a cycle: internal accounts (several in ascending id order), then an
-// email address, then credentials, then sessions. The pending requests of
-// an account are counted under a lock of their own ([PendingRequests.Create]
-// with a limit), taken last.
+// email address, then credentials, then sessions. The lock of an account's
+// pending requests ([PendingRequests.CreateLimited]) is taken last.
 //
 // # Time
 //
@@ -260,7 +260,7 @@ type Sessions interface {
 	// holds it; the credential and the session at least shared: a Revoke or
 	// RevokeByCredential of the session and a Delete of the credential wait
 	// until the transaction ends, and one that committed before is seen. A
-	// signed operation locks its signer so before it checks that the
+	// signed operation locks its signer this way before it checks that the
 	// session is active, so the check still holds when the operation
 	// commits. ErrNotFound when the session does not exist or is not of
 	// accountID, or its credential does not exist. The account need not
@@ -276,8 +276,8 @@ type PendingRequests interface {
 	// account: it stores p only while p.AccountID has fewer than limit live
 	// requests (unconsumed, ExpiresAt after p.CreatedAt). Otherwise it stores
 	// nothing and returns ErrExhausted and retryAt, the earliest ExpiresAt
-	// of those live requests, when one of them stops counting at the
-	// latest. The count and the insert are one step under a lock of the
+	// of those live requests (by then at the latest one stops counting).
+	// The count and the insert are one step under a lock of the
 	// account's requests held until the transaction ends: of any number of
 	// concurrent CreateLimited calls for one account, on any replica, no
 	// more commit than keep the account at limit live requests. ErrDuplicate
