@@ -33,7 +33,9 @@ const SandboxSignature = "sandbox-valid-signature"
 
 // Rule says who may sign the retry of an operation. The signer is checked
 // against storage when the retry arrives, not when the challenge is issued, so
-// a session revoked or expired in between no longer signs.
+// a session revoked or expired in between no longer signs; and it is held
+// locked from the check until the operation commits, so a revoke cannot
+// commit in between.
 type Rule string
 
 // Signer rules (DESIGN section 3).
