@@ -19,9 +19,15 @@
 //   - the key is allowed to sign under the operation's [Rule], checked
 //     against the sessions in storage when the retry arrives.
 //
-// [Manager.Complete] consumes the request and runs the operation's effect in
-// one store transaction: either both happen or neither does, and a failed
-// retry leaves the request usable. Failures are the 401s of the service:
+// [Manager.Complete] consumes the request, checks the signer and runs the
+// operation's effect in one store transaction: either all of it happens or
+// none does, and a failed retry leaves the request usable. The signing
+// session and its credential are checked under row locks held to the commit
+// (after the operation's account, in the store's lock order), so a revoke of
+// either commits before the check, and the retry is refused, or waits for
+// the operation: an operation never commits after its signer's revoke.
+// An account holds at most [Config].MaxPending live challenges; a first leg
+// beyond it is 429 RATE_LIMITED with Retry-After. Failures are the 401s of the service:
 // WALLET_SIGNATURE_MISSING, REQUEST_ID_MISSING, WALLET_SIGNATURE_MALFORMED,
 // WALLET_SIGNATURE_BODY_MISMATCH, WALLET_SIGNATURE_INVALID, and UNAUTHORIZED
 // with details.reason for a Request-Id that is unknown, expired, already used

@@ -56,9 +56,13 @@ func Example_httpRoute() {
 	// A session the client holds the key of.
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	sessionID, _ := storage.NewID(nil, "Session")
+	credentialID, _ := storage.NewID(nil, "AuthMethod")
 	_ = store.Atomic(context.Background(), func(tx storage.Tx) error {
+		_ = tx.Credentials().Create(context.Background(), &storage.Credential{ID: credentialID, AccountID: account,
+			Type: storage.OAuth, OAuth: &storage.OAuthIdentity{Issuer: "https://issuer.example", Subject: "ada"}})
 		return tx.Sessions().Create(context.Background(), &storage.Session{ID: sessionID, AccountID: account,
-			PublicKey: elliptic.MarshalCompressed(elliptic.P256(), key.X, key.Y), ExpiresAt: time.Now().Add(time.Hour)})
+			CredentialID: credentialID, PublicKey: elliptic.MarshalCompressed(elliptic.P256(), key.X, key.Y),
+			ExpiresAt: time.Now().Add(time.Hour)})
 	})
 
 	// First call.

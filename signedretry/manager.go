@@ -23,13 +23,19 @@ import (
 // DefaultTTL is how long a signed-retry challenge stays valid by default.
 const DefaultTTL = 5 * time.Minute
 
+// DefaultMaxPending is how many live challenges (issued, neither used nor
+// expired) one account may hold by default.
+const DefaultMaxPending = 64
+
 // SandboxSignature is the legacy header value that sandbox managers accept in
 // place of a real signature.
 const SandboxSignature = "sandbox-valid-signature"
 
 // Rule says who may sign the retry of an operation. The signer is checked
 // against storage when the retry arrives, not when the challenge is issued, so
-// a session revoked or expired in between no longer signs.
+// a session revoked or expired in between no longer signs; and it is held
+// locked from the check until the operation commits, so a revoke cannot
+// commit in between.
 type Rule string
 
 // Signer rules (DESIGN section 3).
@@ -67,6 +73,10 @@ type Config struct {
 	Rand io.Reader
 	// TTL is the lifetime of a challenge; zero means DefaultTTL.
 	TTL time.Duration
+	// MaxPending caps the live challenges of one account (issued, neither
+	// used nor expired), so first legs cannot pile up records without
+	// bound; zero means DefaultMaxPending. Negative is a programming error.
+	MaxPending int
 	// Sandbox makes the literal SandboxSignature pass the signature check.
 	// The request is still single use and the Request-Id still required.
 	// Never set it in production.
@@ -81,16 +91,20 @@ type Manager struct {
 	clock   func() time.Time
 	rand    io.Reader
 	ttl     time.Duration
+	max     int
 	sandbox bool
 }
 
-// NewManager returns a manager for cfg. It panics when cfg.Store is nil, a
-// programming error that no request can cause.
+// NewManager returns a manager for cfg. It panics when cfg.Store is nil or
+// cfg.MaxPending is negative, programming errors that no request can cause.
 func NewManager(cfg Config) *Manager {
 	if cfg.Store == nil {
 		panic("signedretry: Config.Store is nil")
 	}
-	m := &Manager{store: cfg.Store, clock: cfg.Clock, rand: cfg.Rand, ttl: cfg.TTL, sandbox: cfg.Sandbox}
+	if cfg.MaxPending < 0 {
+		panic("signedretry: Config.MaxPending is negative")
+	}
+	m := &Manager{store: cfg.Store, clock: cfg.Clock, rand: cfg.Rand, ttl: cfg.TTL, max: cfg.MaxPending, sandbox: cfg.Sandbox}
 	if m.clock == nil {
 		m.clock = time.Now
 	}
@@ -99,6 +113,9 @@ func NewManager(cfg Config) *Manager {
 	}
 	if m.ttl <= 0 {
 		m.ttl = DefaultTTL
+	}
+	if m.max == 0 {
+		m.max = DefaultMaxPending
 	}
 	return m
 }
@@ -153,7 +170,11 @@ type payload struct {
 // Issue stores a pending request for op and returns its challenge. The
 // payload binds the operation, the account, the parameters and the SHA-256 of
 // the canonical body; the server keeps it byte for byte. A body that is not
-// JSON (or empty) answers 400 INVALID_INPUT.
+// JSON (or empty) answers 400 INVALID_INPUT. An account that already holds
+// [Config].MaxPending live challenges gets 429 RATE_LIMITED, with
+// Retry-After until the first of them expires; the count and the insert are
+// one step in the store, so concurrent first legs, on any replica, never
+// exceed the cap.
 func (m *Manager) Issue(ctx context.Context, op Operation) (*Challenge, error) {
 	var c *Challenge
 	err := m.store.Atomic(ctx, func(tx storage.Tx) error {
@@ -207,7 +228,13 @@ func (m *Manager) IssueIn(ctx context.Context, tx storage.Tx, op Operation) (*Ch
 		BodyDigest: digest[:], Payload: p, SignerRule: string(op.Signer.Rule), SignerRef: op.Signer.Ref,
 		Data: params, CreatedAt: now, ExpiresAt: expires,
 	}
-	if err := tx.PendingRequests().Create(ctx, &rec); err != nil {
+	retryAt, err := tx.PendingRequests().CreateLimited(ctx, &rec, m.max)
+	if errors.Is(err, storage.ErrExhausted) {
+		e := apierror.TooManyRequests(max(retryAt.Sub(now), time.Second))
+		e.Message = "the account holds too many live signed-retry challenges; complete one or wait until one expires"
+		return nil, e
+	}
+	if err != nil {
 		return nil, apierror.Internal(err)
 	}
 	return &Challenge{PayloadToSign: string(p), RequestID: id, ExpiresAt: expires, Type: op.CredentialType}, nil
@@ -272,7 +299,15 @@ func (a *Authorization) DecodeParameters(dst any) error {
 // transaction that consumes the request: when it returns an error, nothing it
 // wrote persists and the request stays unconsumed, so the client may retry.
 // It takes its inputs from [Authorization.DecodeParameters], never from the
-// retry's body: the body was only compared with the first call's.
+// retry's body: the body was only compared with the first call's. The store
+// may run it more than once (see [storage.Store.Atomic]).
+//
+// It runs with the signer's locks held (see [Manager.Complete]), so it takes
+// only locks that come later in the store's lock order: the operation's
+// internal account again, credentials and sessions of that account, and
+// records outside the order. An effect that locks other internal accounts
+// or an email address takes them in the lock step of
+// [Manager.CompleteLocking].
 type Effect func(tx storage.Tx, a *Authorization) error
 
 // Complete checks a retry and, when it is authorized, consumes the request and
@@ -289,7 +324,32 @@ type Effect func(tx storage.Tx, a *Authorization) error
 //
 // Errors from effect are returned unchanged. A failed retry never consumes the
 // request.
+//
+// The signer check and the effect are one serializable unit. Under the
+// session rules the consuming transaction locks the operation's internal
+// account, then the signing session's credential, then the session
+// ([storage.Sessions.LockSigner]), checks the session on what it locked
+// (not revoked, not expired, of the account, issued by a credential that
+// still exists, of another credential for OtherCredentialSession) and runs
+// effect with the locks held. A revoke of the session or of its credential
+// takes the conflicting lock: it either commits first, and the retry
+// answers 401 WALLET_SIGNATURE_INVALID, or waits until the operation has
+// committed. BoundKey needs no lock: the key was bound when the challenge
+// was issued.
 func (m *Manager) Complete(ctx context.Context, r Retry, effect Effect) (*Authorization, error) {
+	return m.CompleteLocking(ctx, r, nil, effect)
+}
+
+// CompleteLocking is [Manager.Complete] for an operation whose effect locks
+// internal accounts other than the operation's own, or an email address. lock
+// runs in the consuming transaction right after the request is consumed and
+// before the signer is checked; it takes those locks in the store's lock
+// order (internal accounts in ascending id order, the operation's among
+// them, then the address), so that the signer's credential and session are
+// locked after them and no two transactions wait for each other in a cycle.
+// lock only locks and reads: a decision it makes is taken before the signer
+// is known to be allowed. A nil lock is Complete.
+func (m *Manager) CompleteLocking(ctx context.Context, r Retry, lock, effect Effect) (*Authorization, error) {
 	if r.Signature == "" {
 		return nil, apierror.New(apierror.WalletSignatureMissing, "the Service-Wallet-Signature header is required on a signed retry")
 	}
@@ -346,6 +406,11 @@ func (m *Manager) Complete(ctx context.Context, r Retry, effect Effect) (*Author
 		if _, err := tx.PendingRequests().Consume(ctx, p.ID, now); err != nil {
 			return requestError(err)
 		}
+		if lock != nil {
+			if err := lock(tx, a); err != nil {
+				return err
+			}
+		}
 		if err := m.authorize(ctx, tx, &p, stamp, now, a); err != nil {
 			return err
 		}
@@ -363,10 +428,35 @@ func (m *Manager) Complete(ctx context.Context, r Retry, effect Effect) (*Author
 // authorize checks the signer rule against the sessions in storage at now and
 // records the signing session in a. stamp is nil for the sandbox literal,
 // which stands in for the key match but not for the rule: a session rule
-// still needs a qualifying active session.
+// still needs a qualifying active session. Every session rule decides on a
+// session locked with [storage.Sessions.LockSigner], so a revoke of the
+// session or its credential cannot commit between the check and the end of
+// the transaction.
 func (m *Manager) authorize(ctx context.Context, tx storage.Tx, p *storage.PendingRequest, stamp *Stamp, now time.Time, a *Authorization) error {
 	denied := apierror.New(apierror.WalletSignatureInvalid, "the signing key is not allowed to authorize this request")
-	switch Rule(p.SignerRule) {
+	rule := Rule(p.SignerRule)
+	// qualifies reports whether s, read under its lock, may sign.
+	qualifies := func(s *storage.Session) bool {
+		return s.Active(now) && s.AccountID == p.AccountID &&
+			(rule != OtherCredentialSession || s.CredentialID != p.SignerRef) &&
+			(stamp == nil || sessionKey(stamp, s))
+	}
+	// signer locks session id and reports whether it qualifies.
+	signer := func(id string) (bool, error) {
+		s, err := tx.Sessions().LockSigner(ctx, p.AccountID, id)
+		if errors.Is(err, storage.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, apierror.Internal(err)
+		}
+		if !qualifies(&s) {
+			return false, nil
+		}
+		a.SessionID, a.CredentialID = s.ID, s.CredentialID
+		return true, nil
+	}
+	switch rule {
 	case BoundKey:
 		if stamp == nil {
 			return nil
@@ -377,8 +467,8 @@ func (m *Manager) authorize(ctx context.Context, tx storage.Tx, p *storage.Pendi
 		}
 		return nil
 	case Session:
-		s, err := tx.Sessions().Get(ctx, p.SignerRef)
-		if errors.Is(err, storage.ErrNotFound) || err == nil && (!s.Active(now) || s.AccountID != p.AccountID) {
+		s, err := tx.Sessions().LockSigner(ctx, p.AccountID, p.SignerRef)
+		if errors.Is(err, storage.ErrNotFound) || err == nil && !s.Active(now) {
 			return apierror.New(apierror.WalletSignatureInvalid, "the session allowed to sign is no longer active")
 		}
 		if err != nil {
@@ -390,21 +480,22 @@ func (m *Manager) authorize(ctx context.Context, tx storage.Tx, p *storage.Pendi
 		a.SessionID, a.CredentialID = s.ID, s.CredentialID
 		return nil
 	case AnySession, OtherCredentialSession:
+		// The list only names candidates; each is decided on under its
+		// lock, since a revoke may commit between the list and the lock.
 		sessions, err := tx.Sessions().ListActive(ctx, p.AccountID, now)
 		if err != nil {
 			return apierror.Internal(err)
 		}
 		for i := range sessions {
-			s := &sessions[i]
-			if Rule(p.SignerRule) == OtherCredentialSession && s.CredentialID == p.SignerRef {
+			if !qualifies(&sessions[i]) {
 				continue
 			}
-			if stamp == nil || sessionKey(stamp, s) {
-				a.SessionID, a.CredentialID = s.ID, s.CredentialID
-				return nil
+			ok, err := signer(sessions[i].ID)
+			if err != nil || ok {
+				return err
 			}
 		}
-		if Rule(p.SignerRule) == OtherCredentialSession {
+		if rule == OtherCredentialSession {
 			return apierror.New(apierror.WalletSignatureInvalid, "the signing key is not an active session of another credential of the account")
 		}
 		return apierror.New(apierror.WalletSignatureInvalid, "the signing key is not an active session of the account")

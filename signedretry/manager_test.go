@@ -10,6 +10,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -67,10 +69,22 @@ func (f *fixture) addSession(t testing.TB, account, cred string, key *ecdsa.Priv
 	s := storage.Session{ID: newID(t, "Session"), AccountID: account, CredentialID: cred,
 		PublicKey: elliptic.MarshalCompressed(elliptic.P256(), key.X, key.Y),
 		CreatedAt: f.clock.Now(), ExpiresAt: f.clock.Now().Add(15 * time.Minute)}
-	if err := f.store.Atomic(ctx, func(tx storage.Tx) error { return tx.Sessions().Create(ctx, &s) }); err != nil {
+	if err := f.store.Atomic(ctx, func(tx storage.Tx) error {
+		if err := tx.Credentials().Create(ctx, oauthCredential(cred, account, f.clock.Now())); err != nil {
+			return err
+		}
+		return tx.Sessions().Create(ctx, &s)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	return s.ID
+}
+
+// oauthCredential is a credential a session can be issued by.
+func oauthCredential(id, account string, now time.Time) *storage.Credential {
+	return &storage.Credential{ID: id, AccountID: account, Type: storage.OAuth, Nickname: "test",
+		OAuth:     &storage.OAuthIdentity{Issuer: "https://issuer.example", Audience: "walletgate", Subject: id},
+		CreatedAt: now, UpdatedAt: now}
 }
 
 func newID(t testing.TB, prefix string) string {
@@ -531,4 +545,58 @@ func TestNewManagerWithoutStore(t *testing.T) {
 		}
 	}()
 	signedretry.NewManager(signedretry.Config{})
+}
+
+// TestMaxPending caps the live challenges of one account: the first leg past
+// the cap is 429 RATE_LIMITED with Retry-After until the earliest expires,
+// other accounts are not affected, and a used or expired challenge stops
+// counting.
+func TestMaxPending(t *testing.T) {
+	f := newFixture(t, false)
+	f.mgr = signedretry.NewManager(signedretry.Config{Store: f.store, Clock: f.clock.Now, MaxPending: 3, TTL: time.Minute})
+	var first *signedretry.Challenge
+	for i := range 3 {
+		c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
+		if i == 0 {
+			first = c
+		}
+		f.clock.Add(10 * time.Second)
+	}
+	_, err := f.mgr.Issue(ctx, signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: f.account, Method: "POST",
+		Path: "/auth/credentials", Body: []byte(body), Signer: signedretry.Signer{Rule: signedretry.AnySession}})
+	wantErr(t, err, apierror.RateLimited, "")
+	if s := apierror.As(err).RetryAfterSeconds(); s != 30 {
+		t.Fatalf("Retry-After %d s, want 30 (until the first challenge expires)", s)
+	}
+	rec := httptest.NewRecorder()
+	apierror.Write(rec, err)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "30" {
+		t.Fatalf("written as %d with Retry-After %q, want 429 and 30", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	// Another account has its own cap.
+	other := signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: newID(t, "InternalAccount"), Method: "POST",
+		Path: "/auth/credentials", Body: []byte(body), Signer: signedretry.Signer{Rule: signedretry.AnySession}}
+	if _, err := f.mgr.Issue(ctx, other); err != nil {
+		t.Fatalf("another account: %v", err)
+	}
+	// Using a challenge frees its place.
+	if _, err := f.mgr.Complete(ctx, retry(first, stamp(t, f.keyA, first.PayloadToSign)), nil); err != nil {
+		t.Fatal(err)
+	}
+	f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
+	_, err = f.mgr.Issue(ctx, signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: f.account, Method: "POST",
+		Path: "/auth/credentials", Body: []byte(body), Signer: signedretry.Signer{Rule: signedretry.AnySession}})
+	wantErr(t, err, apierror.RateLimited, "")
+	// So does expiring.
+	f.clock.Add(time.Minute)
+	f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
+}
+
+func TestNewManagerNegativeMaxPending(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("NewManager with a negative MaxPending did not panic")
+		}
+	}()
+	signedretry.NewManager(signedretry.Config{Store: memory.New(), MaxPending: -1})
 }

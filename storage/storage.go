@@ -40,11 +40,17 @@
 //     an account that has none), [Credentials.Lock] keeps a credential from
 //     being deleted while a session of it is created, and
 //     [Credentials.LockEmail] orders changes that tie an email address to
-//     EMAIL_OTP credentials.
+//     EMAIL_OTP credentials, [Sessions.LockSigner] keeps the session that
+//     signs an operation, and its credential, from being revoked until the
+//     operation commits, and [PendingRequests.CreateLimited] counts an
+//     account's live requests and adds one under a lock of them.
 //
 // Locks are taken in this order, so transactions never wait for each other
 // in a cycle: internal accounts (several in ascending id order), then an
-// email address, then credentials.
+// email address, then credentials, then sessions, then external accounts
+// (a payout signed by a session locks its signer before the external account
+// it pays, [ExternalAccounts.Lock]). The lock of an account's pending
+// requests ([PendingRequests.CreateLimited]) is taken last.
 //
 // # Time
 //
@@ -249,12 +255,36 @@ type Sessions interface {
 	// RevokeByCredential revokes every unrevoked session issued by the
 	// credential and returns how many it revoked.
 	RevokeByCredential(ctx context.Context, credentialID string, at time.Time) (int, error)
+	// LockSigner holds the internal account accountID, then the credential
+	// that issued session id, then the session (the lock order) until the
+	// transaction ends, and returns the session as Get does, read after the
+	// locks were granted. The account is held as [InternalAccounts.Lock]
+	// holds it; the credential and the session at least shared: a Revoke or
+	// RevokeByCredential of the session and a Delete of the credential wait
+	// until the transaction ends, and one that committed before is seen. A
+	// signed operation locks its signer this way before it checks that the
+	// session is active, so the check still holds when the operation
+	// commits. ErrNotFound when the session does not exist or is not of
+	// accountID, or its credential does not exist. The account need not
+	// exist.
+	LockSigner(ctx context.Context, accountID, id string) (Session, error)
 }
 
 // PendingRequests stores single-use requests keyed by their Request id.
 type PendingRequests interface {
 	// Create stores a new pending request; ErrDuplicate when the id exists.
 	Create(ctx context.Context, p *PendingRequest) error
+	// CreateLimited is Create for a request that counts against its
+	// account: it stores p only while p.AccountID has fewer than limit live
+	// requests (unconsumed, ExpiresAt after p.CreatedAt). Otherwise it stores
+	// nothing and returns ErrExhausted and retryAt, the earliest ExpiresAt
+	// of those live requests (by then at the latest one stops counting).
+	// The count and the insert are one step under a lock of the
+	// account's requests held until the transaction ends: of any number of
+	// concurrent CreateLimited calls for one account, on any replica, no
+	// more commit than keep the account at limit live requests. ErrDuplicate
+	// when the id exists. limit must be positive.
+	CreateLimited(ctx context.Context, p *PendingRequest, limit int) (retryAt time.Time, err error)
 	// Get returns the request (consumed and expired ones included, until
 	// swept) or ErrNotFound.
 	Get(ctx context.Context, id string) (PendingRequest, error)

@@ -210,19 +210,33 @@ func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, c
 // call bound, from the stored parameters alone.
 func (s *Service) completeAdd(ctx context.Context, call signedretry.Retry) (*AuthMethod, error) {
 	call.Type = OpAddCredential
-	var created *storage.Credential
-	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
-		var p AddParams
+	var (
+		created *storage.Credential
+		p       AddParams
+		acct    storage.InternalAccount
+	)
+	// The wallet and, for EMAIL_OTP, the address are locked before the
+	// signer (the store's lock order: internal accounts, then an address,
+	// then credentials and sessions).
+	lock := func(tx storage.Tx, a *signedretry.Authorization) error {
 		if err := a.DecodeParameters(&p); err != nil {
 			return err
 		}
-		acct, err := tx.InternalAccounts().Lock(ctx, a.AccountID)
+		var err error
+		acct, err = tx.InternalAccounts().Lock(ctx, a.AccountID)
 		if errors.Is(err, storage.ErrNotFound) {
 			return notFound("internal account", a.AccountID)
 		}
 		if err != nil {
 			return err
 		}
+		if p.Type == storage.EmailOTP {
+			return tx.Credentials().LockEmail(ctx, p.Email)
+		}
+		return nil
+	}
+	_, err := s.retry.CompleteLocking(ctx, call, lock, func(tx storage.Tx, a *signedretry.Authorization) error {
+		var err error
 		if created, err = s.createFromParams(ctx, tx, &acct, &p, true); err != nil {
 			return err
 		}
@@ -613,7 +627,11 @@ func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, hos
 		}
 		var challenge *signedretry.Challenge
 		err := s.atomic(ctx, func(tx storage.Tx) error {
-			accts, tied, err := s.tiedCredentials(ctx, tx, customerID, p.Email)
+			locked, err := s.lockCustomer(ctx, tx, customerID, p.Email)
+			if err != nil {
+				return err
+			}
+			accts, tied, err := s.tiedCredentials(ctx, tx, p.CustomerID, locked, p.Email)
 			if err != nil {
 				return err
 			}
@@ -633,15 +651,25 @@ func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, hos
 		return change, challenge, nil
 	}
 	call.Type = OpUpdateEmail
-	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
-		var p emailParams
+	// The change locks every wallet of the customer and the address; they
+	// come before the signer's credential and session in the lock order, so
+	// they are locked before the signer is checked.
+	var p emailParams
+	var locked []storage.InternalAccount
+	lock := func(tx storage.Tx, a *signedretry.Authorization) error {
+		p = emailParams{}
 		if err := a.DecodeParameters(&p); err != nil {
 			return err
 		}
 		if p.CustomerID != customerID {
 			return apierror.Unauthenticated("request id is bound to another customer")
 		}
-		accts, tied, err := s.tiedCredentials(ctx, tx, p.CustomerID, p.Email)
+		var err error
+		locked, err = s.lockCustomer(ctx, tx, p.CustomerID, p.Email)
+		return err
+	}
+	_, err := s.retry.CompleteLocking(ctx, call, lock, func(tx storage.Tx, a *signedretry.Authorization) error {
+		accts, tied, err := s.tiedCredentials(ctx, tx, customerID, locked, p.Email)
 		if err != nil {
 			return err
 		}
@@ -657,16 +685,12 @@ func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, hos
 	return change, nil, nil
 }
 
-// tiedCredentials returns the customer's wallets and their EMAIL_OTP
-// credentials, and fails when email is tied to an EMAIL_OTP credential of
-// someone else.
-func (s *Service) tiedCredentials(ctx context.Context, tx storage.Tx, customerID, email string) ([]storage.InternalAccount, []storage.Credential, error) {
+// lockCustomer locks the customer's wallets and then the address email, and
+// returns the wallets as locked (nil when the customer has none).
+func (s *Service) lockCustomer(ctx context.Context, tx storage.Tx, customerID, email string) ([]storage.InternalAccount, error) {
 	accts, err := tx.InternalAccounts().ListByCustomer(ctx, customerID)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(accts) == 0 {
-		return nil, nil, apierror.New(apierror.UserNotFound, "customer %s has no embedded wallet", customerID)
+	if err != nil || len(accts) == 0 {
+		return nil, err
 	}
 	// Lock the wallets (in id order, so two changes never wait on each other
 	// in a cycle) and then the address before reading what the change is
@@ -681,7 +705,7 @@ func (s *Service) tiedCredentials(ctx context.Context, tx storage.Tx, customerID
 	for _, id := range order {
 		a, err := tx.InternalAccounts().Lock(ctx, id)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		locked[id] = a
 	}
@@ -689,7 +713,17 @@ func (s *Service) tiedCredentials(ctx context.Context, tx storage.Tx, customerID
 		accts[i] = locked[accts[i].ID]
 	}
 	if err := tx.Credentials().LockEmail(ctx, email); err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	return accts, nil
+}
+
+// tiedCredentials returns the customer's wallets, as lockCustomer locked
+// them, and their EMAIL_OTP credentials, and fails when email is tied to an
+// EMAIL_OTP credential of someone else.
+func (s *Service) tiedCredentials(ctx context.Context, tx storage.Tx, customerID string, accts []storage.InternalAccount, email string) ([]storage.InternalAccount, []storage.Credential, error) {
+	if len(accts) == 0 {
+		return nil, nil, apierror.New(apierror.UserNotFound, "customer %s has no embedded wallet", customerID)
 	}
 	var tied []storage.Credential
 	mine := map[string]bool{}

@@ -260,6 +260,23 @@ func TestPasskey(t *testing.T) {
 		_, err := e.svc.Challenge(ctx, pk.ID, walletauth.ChallengeRequest{ClientPublicKey: "04abc"})
 		wantErr(t, err, apierror.InvalidInput, "")
 	})
+	t.Run("live login challenges are capped", func(t *testing.T) {
+		client := newKey(t)
+		var err error
+		n := 0
+		for ; n <= signedretry.DefaultMaxPending; n++ {
+			if _, err = e.svc.Challenge(ctx, pk.ID, walletauth.ChallengeRequest{ClientPublicKey: client.PublicKeyHex()}); err != nil {
+				break
+			}
+		}
+		if !isAPIError(err, http.StatusTooManyRequests, apierror.RateLimited, "") || n == 0 {
+			t.Fatalf("after %d live challenges: %v, want 429 RATE_LIMITED", n, err)
+		}
+		e.clock.Add(signedretry.DefaultTTL)
+		if _, err := e.svc.Challenge(ctx, pk.ID, walletauth.ChallengeRequest{ClientPublicKey: client.PublicKeyHex()}); err != nil {
+			t.Fatalf("once they expired: %v", err)
+		}
+	})
 	t.Run("registration challenge errors", func(t *testing.T) {
 		_, err := e.svc.PasskeyRegistrationChallenge(ctx, "InternalAccount:00000000-0000-4000-8000-000000000000")
 		wantErr(t, err, apierror.ReferenceNotFound, "")

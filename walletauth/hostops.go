@@ -39,6 +39,11 @@ type HostOperation struct {
 	// no write to another system, no change of memory that outlives the
 	// run): do those after Authorize returns, from [Authorized.Parameters].
 	// Whatever it keeps in Go variables is overwritten by each run.
+	//
+	// It runs with the wallet, the signing session and its credential
+	// locked (signedretry.Manager.Complete), so a revoke of the signer
+	// waits for it; it must not lock another internal account, which would
+	// come before them in the store's lock order.
 	Effect func(tx storage.Tx, params json.RawMessage) error
 }
 

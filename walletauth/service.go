@@ -135,6 +135,12 @@ type Config struct {
 	// RetryTTL is the lifetime of signed-retry challenges; zero means
 	// signedretry.DefaultTTL.
 	RetryTTL time.Duration
+	// MaxPendingChallenges caps the live challenges of one wallet
+	// (signed-retry and passkey login challenges issued, neither used nor
+	// expired, counted together); a first leg beyond it is 429 RATE_LIMITED
+	// with Retry-After. Zero means
+	// signedretry.DefaultMaxPending; negative is refused.
+	MaxPendingChallenges int
 	// OTP is the one-time code policy.
 	OTP OTPConfig
 	// ClientHeldKeys makes a compressed clientPublicKey itself the session
@@ -199,9 +205,12 @@ type Service struct {
 	passkey  *passkey.Verifier
 	oidc     *oidc.Verifier
 	retryTTL time.Duration
-	sealer   secret.Sealer
-	codeKey  []byte
-	secrets  WalletSecrets
+	// maxPending caps the live challenges of a wallet (signed retries and
+	// passkey logins).
+	maxPending int
+	sealer     secret.Sealer
+	codeKey    []byte
+	secrets    WalletSecrets
 }
 
 // New returns a service for cfg. It fails, returning a plain error, when
@@ -215,6 +224,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Sender == nil && !cfg.Sandbox {
 		return nil, errors.New("walletauth: Config.Sender is required outside sandbox mode")
+	}
+	if cfg.MaxPendingChallenges < 0 {
+		return nil, errors.New("walletauth: Config.MaxPendingChallenges is negative")
 	}
 	sealer, codeKey, err := secretKeys(&cfg)
 	if err != nil {
@@ -236,6 +248,9 @@ func New(cfg Config) (*Service, error) {
 	if s.retryTTL <= 0 {
 		s.retryTTL = signedretry.DefaultTTL
 	}
+	if s.maxPending = cfg.MaxPendingChallenges; s.maxPending == 0 {
+		s.maxPending = signedretry.DefaultMaxPending
+	}
 	if s.signer == nil {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), s.rand)
 		if err != nil {
@@ -245,7 +260,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s.otp = s.otp.withDefaults()
 	s.retry = signedretry.NewManager(signedretry.Config{Store: cfg.Store, Clock: s.clock, Rand: s.rand,
-		TTL: cfg.RetryTTL, Sandbox: cfg.Sandbox})
+		TTL: cfg.RetryTTL, MaxPending: cfg.MaxPendingChallenges, Sandbox: cfg.Sandbox})
 	return s, nil
 }
 

@@ -68,7 +68,13 @@ type env struct {
 
 func newEnv(t testing.TB, mod func(*walletauth.Config)) *env {
 	t.Helper()
-	e := &env{store: memory.New(), clock: &clock{now: time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)}, outbox: &outbox{}}
+	return newEnvOn(t, memory.New(), mod)
+}
+
+// newEnvOn is newEnv on the given store.
+func newEnvOn(t testing.TB, store storage.Store, mod func(*walletauth.Config)) *env {
+	t.Helper()
+	e := &env{store: store, clock: &clock{now: time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)}, outbox: &outbox{}}
 	cfg := walletauth.Config{Store: e.store, Sender: e.outbox, Clock: e.clock.Now, OrganizationID: "org-test",
 		Sealer: testKeyring(t, "test-1"), CodeMACKey: testCodeMACKey}
 	if mod != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
@@ -130,7 +131,18 @@ func (s *Service) passkeyChallenge(ctx context.Context, c *storage.Credential, r
 	p := storage.PendingRequest{ID: id, Kind: kindPasskeySession, AccountID: c.AccountID,
 		Payload: v.AssertionPayload(req.ClientPublicKey, m.CredentialID, id), Data: data,
 		CreatedAt: now, ExpiresAt: now.Add(s.retryTTL)}
-	if err := s.atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) }); err != nil {
+	// A passkey challenge is a first leg like a signed-retry challenge and
+	// counts against the same cap of live challenges per wallet.
+	err = s.atomic(ctx, func(tx storage.Tx) error {
+		retryAt, err := tx.PendingRequests().CreateLimited(ctx, &p, s.maxPending)
+		if errors.Is(err, storage.ErrExhausted) {
+			e := apierror.TooManyRequests(max(retryAt.Sub(now), time.Second))
+			e.Message = "the wallet holds too many live challenges; complete one or wait until one expires"
+			return e
+		}
+		return err
+	})
+	if err != nil {
 		return nil, storeErr(err)
 	}
 	return &ChallengeResponse{AuthMethod: *m, Challenge: challenge, RequestID: id, ExpiresAt: &p.ExpiresAt}, nil

@@ -73,6 +73,7 @@ const (
 	lkSessByAccount                        // the sessions of an account
 	lkSessByCred                           // the sessions of a credential
 	lkPending                              // pending request by id
+	lkPendByAcct                           // the pending requests of an account
 	lkLimit                                // rate-limit window by key
 	lkIdem                                 // idempotency record by scope and key
 	lkOutbox                               // the whole outbox (one key)

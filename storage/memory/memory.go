@@ -81,6 +81,7 @@ type Store struct {
 	sessByAcct    table[[]string]
 	sessByCred    table[[]string]
 	pending       table[*storage.PendingRequest]
+	pendByAcct    table[[]string] // requests by account, pruned by CreateLimited
 	limits        table[*window]
 	idem          table[*storage.IdempotencyRecord] // by idemKey(scope, key)
 	expiry        [nShards]expiryShard

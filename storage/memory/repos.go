@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -704,6 +705,31 @@ func (r sessionRepo) RevokeByCredential(ctx context.Context, credentialID string
 	return n, nil
 }
 
+// LockSigner takes the account exclusively, then the session's credential
+// and the session shared: Revoke, RevokeByCredential and Credentials.Delete
+// take them exclusively. The session's CredentialID never changes, so it is
+// read before the session is locked, to keep the lock order.
+func (r sessionRepo) LockSigner(ctx context.Context, accountID, id string) (storage.Session, error) {
+	if _, err := (walletRepo{r.tx}).get(ctx, accountID, exclusive); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return storage.Session{}, err
+	}
+	peek, ok := r.s.sessions.get(id)
+	if !ok {
+		return storage.Session{}, storage.ErrNotFound
+	}
+	if _, err := (credRepo{r.tx}).get(ctx, peek.CredentialID, shared); err != nil {
+		return storage.Session{}, err
+	}
+	s, err := r.Get(ctx, id)
+	if err != nil {
+		return storage.Session{}, err
+	}
+	if s.AccountID != accountID {
+		return storage.Session{}, storage.ErrNotFound
+	}
+	return s, nil
+}
+
 // Pending requests.
 
 type pendingRepo struct{ *tx }
@@ -715,9 +741,66 @@ func (r pendingRepo) Create(ctx context.Context, p *storage.PendingRequest) erro
 	if _, ok := r.s.pending.get(p.ID); ok {
 		return storage.ErrDuplicate
 	}
-	tput(r.tx, &r.s.pending, p.ID, clonePending(p))
-	r.watch(kindPending, p.ID, p.ExpiresAt)
+	if err := r.lockX(ctx, lkPendByAcct, p.AccountID); err != nil {
+		return err
+	}
+	r.insert(p)
 	return nil
+}
+
+func (r pendingRepo) insert(p *storage.PendingRequest) {
+	tput(r.tx, &r.s.pending, p.ID, clonePending(p))
+	appendIndex(r.tx, &r.s.pendByAcct, p.AccountID, p.ID)
+	r.watch(kindPending, p.ID, p.ExpiresAt)
+}
+
+// CreateLimited holds the account's list of requests exclusively, reads
+// each listed request under its shared lock (a consumption in flight is
+// waited for) and drops from the list those that no longer count: swept,
+// consumed or expired at p.CreatedAt. The list is the requests created
+// since the last such pruning, so it stays near limit long.
+func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingRequest, limit int) (time.Time, error) {
+	if limit <= 0 {
+		return time.Time{}, errors.New("memory: CreateLimited needs a positive limit")
+	}
+	if err := r.lockX(ctx, lkPending, p.ID); err != nil {
+		return time.Time{}, err
+	}
+	if _, ok := r.s.pending.get(p.ID); ok {
+		return time.Time{}, storage.ErrDuplicate
+	}
+	if err := r.lockX(ctx, lkPendByAcct, p.AccountID); err != nil {
+		return time.Time{}, err
+	}
+	ids, _ := r.s.pendByAcct.get(p.AccountID)
+	live := make([]string, 0, min(len(ids), limit)+1)
+	var earliest time.Time
+	for _, id := range ids {
+		if err := r.lockS(ctx, lkPending, id); err != nil {
+			return time.Time{}, err
+		}
+		q, ok := r.s.pending.get(id)
+		if !ok || !q.ConsumedAt.IsZero() || !q.ExpiresAt.After(p.CreatedAt) {
+			continue
+		}
+		live = append(live, id)
+		if earliest.IsZero() || q.ExpiresAt.Before(earliest) {
+			earliest = q.ExpiresAt
+		}
+	}
+	if len(live) >= limit {
+		if len(live) < len(ids) {
+			tput(r.tx, &r.s.pendByAcct, p.AccountID, live)
+		}
+		return earliest, storage.ErrExhausted
+	}
+	if len(live) == 0 {
+		tdel(r.tx, &r.s.pendByAcct, p.AccountID)
+	} else if len(live) < len(ids) {
+		tput(r.tx, &r.s.pendByAcct, p.AccountID, live)
+	}
+	r.insert(p)
+	return time.Time{}, nil
 }
 
 func (r pendingRepo) Get(ctx context.Context, id string) (storage.PendingRequest, error) {

@@ -55,7 +55,21 @@
 // Rules that span rows are kept by locks held to the end of the transaction:
 // InternalAccounts.Lock and Credentials.Lock are SELECT ... FOR UPDATE of the
 // row, and Credentials.LockEmail is a transaction-level advisory lock derived
-// from the schema and the address.
+// from the schema and the address. Sessions.LockSigner sends three
+// statements in one round trip, in the lock order: the account FOR UPDATE,
+// then the session's credential and the session FOR SHARE. A shared lock
+// conflicts with the UPDATE of a session revoke and the DELETE of a
+// credential, which therefore wait for the signed operation to commit; a
+// lock that waited for one of them reads the row as committed (or finds it
+// gone). Locks are taken in the order of the storage contract: internal
+// accounts (ascending id), an email address, credentials, sessions,
+// external accounts.
+//
+// PendingRequests.CreateLimited takes a transaction-level advisory lock of
+// the account's pending requests and then inserts with the count of its live
+// requests in the WHERE clause, two statements in one round trip: the
+// insert's snapshot is taken after the lock was granted, so it counts every
+// request committed under the lock.
 //
 // Outbox appends take a transaction-level advisory lock of the event's
 // account before drawing Seq, so the Seq of one account's events increases

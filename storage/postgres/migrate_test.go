@@ -12,7 +12,7 @@ import (
 )
 
 // migrationCount is the number of embedded migrations.
-const migrationCount = 4
+const migrationCount = 5
 
 // TestMigrateConcurrently runs Migrate from four pools at once on a schema
 // that does not exist: the migrations apply exactly once, every call

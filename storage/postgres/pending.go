@@ -3,9 +3,12 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -24,6 +27,17 @@ const (
 	pendingConsumeSQL = `UPDATE {s}.pending_requests SET consumed_at = $2
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING ` + pendingColumns
 	pendingStateSQL = `SELECT consumed_at, expires_at FROM {s}.pending_requests WHERE id = $1`
+	// pendingLimitedSQL inserts the request only while its account has
+	// fewer than $14 live requests. It runs after the advisory lock of the
+	// account's requests was granted, in its own statement, so its count
+	// reads a snapshot that holds every request committed under that lock.
+	pendingLimitedSQL = `INSERT INTO {s}.pending_requests (` + pendingColumns + `)
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
+	WHERE (SELECT count(*) FROM {s}.pending_requests
+		WHERE account_id = $3 AND consumed_at IS NULL AND expires_at > $11) < $14
+	ON CONFLICT DO NOTHING`
+	pendingLiveStateSQL = `SELECT EXISTS (SELECT 1 FROM {s}.pending_requests WHERE id = $1),
+	(SELECT min(expires_at) FROM {s}.pending_requests WHERE account_id = $2 AND consumed_at IS NULL AND expires_at > $3)`
 )
 
 type pendingRepo struct{ t *tx }
@@ -51,6 +65,45 @@ func (r pendingRepo) Create(ctx context.Context, p *storage.PendingRequest) erro
 		return storage.ErrDuplicate
 	}
 	return nil
+}
+
+// CreateLimited takes a transaction-level advisory lock of the account's
+// requests (derived from the schema and the account, like LockEmail) and
+// inserts under it, both in one round trip; only when nothing was inserted
+// does a read tell a duplicate id from the limit.
+func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingRequest, limit int) (time.Time, error) {
+	if limit <= 0 {
+		return time.Time{}, errors.New("postgres: CreateLimited needs a positive limit")
+	}
+	err := r.t.valid("pending request", key("ID", p.ID), text("Kind", p.Kind), key("AccountID", p.AccountID),
+		text("Method", p.Method), text("Path", p.Path), text("SignerRule", p.SignerRule), text("SignerRef", p.SignerRef))
+	if err != nil {
+		return time.Time{}, err
+	}
+	var inserted int64
+	b := &pgx.Batch{}
+	b.Queue(advisoryLockSQL, lockKey("pending/"+p.AccountID, r.t.s.cfg.schema)).Exec(func(pgconn.CommandTag) error { return nil })
+	b.Queue(r.t.s.q.pendingLimited, p.ID, p.Kind, p.AccountID, p.Method, p.Path, p.BodyDigest,
+		p.Payload, p.SignerRule, p.SignerRef, []byte(p.Data), p.CreatedAt, p.ExpiresAt, nullTime(p.ConsumedAt), limit).
+		Exec(func(ct pgconn.CommandTag) error { inserted = ct.RowsAffected(); return nil })
+	if err := r.t.send(ctx, b); err != nil {
+		return time.Time{}, wrap("create pending request", err)
+	}
+	if inserted == 1 {
+		return time.Time{}, nil
+	}
+	var exists bool
+	var earliest pgtype.Timestamptz
+	_, err = r.t.queryRow(ctx, r.t.s.q.pendingLiveState, []any{p.ID, p.AccountID, p.CreatedAt}, func(row pgx.Row) error {
+		return row.Scan(&exists, &earliest)
+	})
+	switch {
+	case err != nil:
+		return time.Time{}, wrap("create pending request", err)
+	case exists:
+		return time.Time{}, storage.ErrDuplicate
+	}
+	return earliest.Time.UTC(), storage.ErrExhausted
 }
 
 func (r pendingRepo) Get(ctx context.Context, id string) (storage.PendingRequest, error) {

@@ -16,6 +16,8 @@ type queries struct {
 	credLock                                                                                        string
 	otpPut, otpGet, otpConsume, otpState, otpAttempt, otpAttemptState                               string
 	sessionInsert, sessionGet, sessionActive, sessionRevoke, sessionExists, sessionRevokeAll        string
+	signerAccount, signerCredential, signerSession                                                  string
+	pendingLimited, pendingLiveState                                                                string
 	pendingInsert, pendingGet, pendingConsume, pendingState                                         string
 	outboxInsert, outboxLease, outboxMark, outboxFail, outboxFailState, outboxParked, outboxRedrive string
 	outboxList                                                                                      string
@@ -40,6 +42,8 @@ func renderQueries(quotedSchema string) queries {
 		otpAttempt: r.Replace(otpAttemptSQL), otpAttemptState: r.Replace(otpAttemptStateSQL),
 		sessionInsert: r.Replace(sessionInsertSQL), sessionGet: r.Replace(sessionGetSQL), sessionActive: r.Replace(sessionActiveSQL),
 		sessionRevoke: r.Replace(sessionRevokeSQL), sessionExists: r.Replace(sessionExistsSQL), sessionRevokeAll: r.Replace(sessionRevokeAllSQL),
+		signerAccount: r.Replace(signerAccountSQL), signerCredential: r.Replace(signerCredentialSQL), signerSession: r.Replace(signerSessionSQL),
+		pendingLimited: r.Replace(pendingLimitedSQL), pendingLiveState: r.Replace(pendingLiveStateSQL),
 		pendingInsert: r.Replace(pendingInsertSQL), pendingGet: r.Replace(pendingGetSQL),
 		pendingConsume: r.Replace(pendingConsumeSQL), pendingState: r.Replace(pendingStateSQL),
 		outboxInsert: r.Replace(outboxInsertSQL), outboxLease: r.Replace(outboxLeaseSQL),

@@ -95,7 +95,14 @@ func TestReplicasConsumeOnce(t *testing.T) {
 		acct := newID(t, "InternalAccount")
 		sess := storage.Session{ID: newID(t, "Session"), AccountID: acct, CredentialID: newID(t, "AuthMethod"),
 			PublicKey: elliptic.MarshalCompressed(elliptic.P256(), key.X, key.Y), CreatedAt: now, ExpiresAt: now.Add(15 * time.Minute)}
-		mustAtomic(t, first, func(tx storage.Tx) error { return tx.Sessions().Create(ctx, &sess) })
+		cred := storage.Credential{ID: sess.CredentialID, AccountID: acct, Type: storage.OAuth, Nickname: "ada",
+			OAuth: &storage.OAuthIdentity{Issuer: "https://accounts.example", Audience: "walletgate", Subject: "ada"}, CreatedAt: now, UpdatedAt: now}
+		mustAtomic(t, first, func(tx storage.Tx) error {
+			if err := tx.Credentials().Create(ctx, &cred); err != nil {
+				return err
+			}
+			return tx.Sessions().Create(ctx, &sess)
+		})
 
 		body := []byte(`{"credentialId":"AuthMethod:1"}`)
 		op := signedretry.Operation{Type: "REVOKE_CREDENTIAL", AccountID: acct, Method: "DELETE",

@@ -165,6 +165,26 @@ func TestRoundTrips(t *testing.T) {
 				return err
 			})
 		}},
+		{"StoreConsumeLockSigner", 3, func(id string) error { // BEGIN+UPDATE, the three signer locks in one flight, COMMIT
+			return s.Atomic(ctx, func(tx storage.Tx) error {
+				if _, err := tx.PendingRequests().Consume(ctx, id, now); err != nil {
+					return err
+				}
+				_, err := tx.Sessions().LockSigner(ctx, "InternalAccount:rt", "Session:rt")
+				if !errors.Is(err, storage.ErrNotFound) {
+					return errors.New("LockSigner: " + errString(err))
+				}
+				return nil
+			})
+		}},
+		{"StoreCreateLimited", 2, func(string) error { // BEGIN+advisory lock+guarded INSERT, COMMIT
+			return s.Atomic(ctx, func(tx storage.Tx) error {
+				p := storage.PendingRequest{ID: newID(t, "Request"), Kind: "X", AccountID: "InternalAccount:rt",
+					Payload: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
+				_, err := tx.PendingRequests().CreateLimited(ctx, &p, 1000)
+				return err
+			})
+		}},
 		{"StoreEmpty", 0, func(string) error { return s.Atomic(ctx, func(storage.Tx) error { return nil }) }},
 	}
 	for _, c := range cases {

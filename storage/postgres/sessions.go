@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -21,6 +22,17 @@ const (
 	sessionRevokeSQL    = `UPDATE {s}.sessions SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL`
 	sessionExistsSQL    = `SELECT 1 FROM {s}.sessions WHERE id = $1`
 	sessionRevokeAllSQL = `UPDATE {s}.sessions SET revoked_at = $2 WHERE credential_id = $1 AND revoked_at IS NULL`
+	// The signer locks, sent in one batch so they cost one round trip and
+	// are taken in the lock order: the account FOR UPDATE (as
+	// InternalAccounts.Lock), then the session's credential and the session
+	// FOR SHARE. A shared lock is what a check needs (the rows must not
+	// change until commit, and may be read by others meanwhile); it
+	// conflicts with the UPDATE of Revoke and RevokeByCredential and with
+	// the DELETE of Credentials.Delete, so they wait, and a lock that waited
+	// for one of them reads the row as it committed (or finds it gone).
+	signerAccountSQL    = `SELECT 1 FROM {s}.internal_accounts WHERE id = $1 FOR UPDATE`
+	signerCredentialSQL = `SELECT 1 FROM {s}.credentials WHERE id = (SELECT credential_id FROM {s}.sessions WHERE id = $1) FOR SHARE`
+	signerSessionSQL    = `SELECT ` + sessionColumns + ` FROM {s}.sessions WHERE id = $1 FOR SHARE`
 )
 
 type sessionRepo struct{ t *tx }
@@ -109,4 +121,31 @@ func (r sessionRepo) RevokeByCredential(ctx context.Context, credentialID string
 		return 0, wrap("revoke sessions of credential", err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+func (r sessionRepo) LockSigner(ctx context.Context, accountID, id string) (storage.Session, error) {
+	if !storableKey(accountID) || !storableKey(id) {
+		return storage.Session{}, notFoundOrDone(r.t)
+	}
+	var s storage.Session
+	var credential, session bool
+	b := &pgx.Batch{}
+	b.Queue(r.t.s.q.signerAccount, accountID).Exec(func(pgconn.CommandTag) error { return nil })
+	b.Queue(r.t.s.q.signerCredential, id).Query(func(rows pgx.Rows) error {
+		credential = rows.Next()
+		return nil
+	})
+	b.Queue(r.t.s.q.signerSession, id).Query(func(rows pgx.Rows) error {
+		if session = rows.Next(); session {
+			return scanSession(rows, &s)
+		}
+		return nil
+	})
+	if err := r.t.send(ctx, b); err != nil {
+		return storage.Session{}, wrap("lock signer", err)
+	}
+	if !credential || !session || s.AccountID != accountID {
+		return storage.Session{}, storage.ErrNotFound
+	}
+	return s, nil
 }

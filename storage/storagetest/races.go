@@ -43,7 +43,18 @@ type Replicas func(tb testing.TB) []storage.Store
 //     commit, and the window refuses more until it ends;
 //   - relays leasing one outbox ([storage.Outbox.Lease]) and marking what
 //     they leased delivered hand out every event exactly once, the events
-//     of an account one at a time and in Seq order.
+//     of an account one at a time and in Seq order;
+//   - operations that lock their signer ([storage.Sessions.LockSigner]),
+//     check it and write an effect race a revoke of the session, or a
+//     delete of its credential, that takes no other lock: no effect
+//     commits after the revoke committed (the outbox's Seq gives the
+//     commit order), also when the effect is a refresh (a new session of
+//     the signer's credential);
+//   - two revokes per account with three credentials, each signed by a
+//     session of the other's credential and locking it first: exactly one
+//     commits;
+//   - concurrent [storage.PendingRequests.CreateLimited] calls for one
+//     account store no more than the limit.
 //
 // [Run] runs them with 64 goroutines on one store. A store meant for several
 // replicas should run them with one store per replica (for example one
@@ -64,6 +75,11 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"IdempotencyBeginOnce", raceIdempotencyBeginOnce},
 		{"LeaseOnce", raceLeaseOnce},
 		{"RateLimit", raceRateLimit},
+		{"SignerSessionRevoked", func(t *testing.T, s []storage.Store, w int) { raceSignerRevoked(t, s, w, false, updateEffect) }},
+		{"SignerCredentialRevoked", func(t *testing.T, s []storage.Store, w int) { raceSignerRevoked(t, s, w, true, updateEffect) }},
+		{"RefreshSessionRevoked", func(t *testing.T, s []storage.Store, w int) { raceSignerRevoked(t, s, w, false, refreshEffect) }},
+		{"CrossSignedRevokes", raceCrossSignedRevokes},
+		{"PendingLimit", racePendingLimit},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

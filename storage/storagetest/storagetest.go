@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Atomic", testAtomic},
 		{"Concurrency", testConcurrency},
 		{"Guards", testGuards},
+		{"Signer", testSigner},
 		{"Races", testRaces},
 		{"Sweep", testSweep},
 	}

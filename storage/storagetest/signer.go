@@ -1,0 +1,340 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/walletgate/walletgate/storage"
+)
+
+// Signed operations: the signer's locks ([storage.Sessions.LockSigner]) and
+// the cap on live pending requests ([storage.PendingRequests.CreateLimited]).
+
+var (
+	errSignerGone = errors.New("storagetest: the signer is revoked")
+	errNotFirst   = errors.New("storagetest: the revoke was not the first")
+)
+
+// signedAccount is an account with three credentials and a session of each.
+type signedAccount struct {
+	acct     storage.InternalAccount
+	creds    [3]storage.Credential
+	sessions [3]storage.Session
+}
+
+func newSignedAccount(t *testing.T, s storage.Store) *signedAccount {
+	t.Helper()
+	a := &signedAccount{acct: storage.InternalAccount{ID: id(t, "InternalAccount"), CustomerID: id(t, "Customer"),
+		Email: "ada@example.com", CreatedAt: t0, UpdatedAt: t0}}
+	a.creds = [3]storage.Credential{emailCred(t, a.acct.ID, a.acct.Email), passkeyCred(t, a.acct.ID, []byte("signer-"+a.acct.ID)),
+		oauthCred(t, a.acct.ID, "signer")}
+	for i := range a.sessions {
+		a.sessions[i] = storage.Session{ID: id(t, "Session"), AccountID: a.acct.ID, CredentialID: a.creds[i].ID,
+			PublicKey: []byte{2, byte(i)}, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	}
+	run(t, s, func(tx storage.Tx) error {
+		err := tx.InternalAccounts().Create(ctx, &a.acct)
+		for i := range a.creds {
+			err = errors.Join(err, tx.Credentials().Create(ctx, &a.creds[i]), tx.Sessions().Create(ctx, &a.sessions[i]))
+		}
+		return err
+	})
+	return a
+}
+
+// lockSigner is how a signed operation checks its signer: locked, then
+// checked on what the lock read.
+func lockSigner(c context.Context, tx storage.Tx, acct, session string) error {
+	s, err := tx.Sessions().LockSigner(c, acct, session)
+	if errors.Is(err, storage.ErrNotFound) || err == nil && !s.Active(t0) {
+		return errSignerGone
+	}
+	return err
+}
+
+func testSigner(t *testing.T, newStore Factory) {
+	t.Run("LockSigner", func(t *testing.T) {
+		s := newStore(t)
+		a := newSignedAccount(t, s)
+		run(t, s, func(tx storage.Tx) error {
+			r := tx.Sessions()
+			got, err := r.LockSigner(ctx, a.acct.ID, a.sessions[0].ID)
+			wantErr(t, "LockSigner", err, nil)
+			diff(t, "LockSigner", got, a.sessions[0])
+			_, err = r.LockSigner(ctx, a.acct.ID, a.sessions[0].ID)
+			wantErr(t, "LockSigner again in the same transaction", err, nil)
+			// The holder itself may still revoke and delete.
+			wantErr(t, "Revoke of the locked session", r.Revoke(ctx, a.sessions[0].ID, t0), nil)
+			got, err = r.LockSigner(ctx, a.acct.ID, a.sessions[0].ID)
+			wantErr(t, "LockSigner after Revoke", err, nil)
+			if got.RevokedAt.IsZero() {
+				t.Fatal("LockSigner after Revoke returned an unrevoked session")
+			}
+			_, err = r.LockSigner(ctx, id(t, "InternalAccount"), a.sessions[1].ID)
+			wantErr(t, "LockSigner of another account", err, storage.ErrNotFound)
+			_, err = r.LockSigner(ctx, a.acct.ID, id(t, "Session"))
+			wantErr(t, "LockSigner unknown", err, storage.ErrNotFound)
+			wantErr(t, "Delete of the locked credential", tx.Credentials().Delete(ctx, a.creds[1].ID), nil)
+			_, err = r.LockSigner(ctx, a.acct.ID, a.sessions[1].ID)
+			wantErr(t, "LockSigner of a session whose credential is gone", err, storage.ErrNotFound)
+			return nil
+		})
+		// Without the account: the session must still be of accountID.
+		orphan := storage.Session{ID: id(t, "Session"), AccountID: id(t, "InternalAccount"), CredentialID: a.creds[2].ID,
+			PublicKey: []byte{2, 9}, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+		run(t, s, func(tx storage.Tx) error { return tx.Sessions().Create(ctx, &orphan) })
+		run(t, s, func(tx storage.Tx) error {
+			got, err := tx.Sessions().LockSigner(ctx, orphan.AccountID, orphan.ID)
+			wantErr(t, "LockSigner of an account that does not exist", err, nil)
+			diff(t, "LockSigner of an account that does not exist", got, orphan)
+			return nil
+		})
+	})
+	t.Run("CreateLimited", func(t *testing.T) {
+		s := newStore(t)
+		acct := id(t, "InternalAccount")
+		const limit = 3
+		var made []storage.PendingRequest
+		for i := range limit {
+			p := newPending(t, acct)
+			p.ExpiresAt = t0.Add(time.Duration(5-i) * time.Minute)
+			run(t, s, func(tx storage.Tx) error {
+				_, err := tx.PendingRequests().CreateLimited(ctx, &p, limit)
+				return err
+			})
+			made = append(made, p)
+		}
+		run(t, s, func(tx storage.Tx) error {
+			r := tx.PendingRequests()
+			got, err := r.Get(ctx, made[0].ID)
+			wantErr(t, "Get of a limited request", err, nil)
+			diff(t, "Get of a limited request", got, made[0])
+			dup := made[0]
+			_, err = r.CreateLimited(ctx, &dup, limit+1)
+			wantErr(t, "CreateLimited of an existing id", err, storage.ErrDuplicate)
+			over := newPending(t, acct)
+			retryAt, err := r.CreateLimited(ctx, &over, limit)
+			wantErr(t, "CreateLimited over the limit", err, storage.ErrExhausted)
+			if !retryAt.Equal(made[limit-1].ExpiresAt) {
+				t.Fatalf("CreateLimited over the limit: retryAt %v, want the earliest expiry %v", retryAt, made[limit-1].ExpiresAt)
+			}
+			if _, err := r.Get(ctx, over.ID); !errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("a refused request was stored: %v", err)
+			}
+			other := newPending(t, id(t, "InternalAccount"))
+			_, err = r.CreateLimited(ctx, &other, limit)
+			wantErr(t, "CreateLimited of another account", err, nil)
+			return nil
+		})
+		// A consumed request stops counting, and so does an expired one.
+		run(t, s, func(tx storage.Tx) error {
+			_, err := tx.PendingRequests().Consume(ctx, made[0].ID, t0)
+			return err
+		})
+		p := newPending(t, acct)
+		run(t, s, func(tx storage.Tx) error {
+			_, err := tx.PendingRequests().CreateLimited(ctx, &p, limit)
+			return err
+		})
+		later := newPending(t, acct)
+		later.CreatedAt, later.ExpiresAt = made[limit-1].ExpiresAt, made[limit-1].ExpiresAt.Add(5*time.Minute)
+		run(t, s, func(tx storage.Tx) error {
+			_, err := tx.PendingRequests().CreateLimited(ctx, &later, limit)
+			return err
+		})
+		again := newPending(t, acct)
+		again.CreatedAt, again.ExpiresAt = later.CreatedAt, later.ExpiresAt
+		run(t, s, func(tx storage.Tx) error {
+			_, err := tx.PendingRequests().CreateLimited(ctx, &again, limit)
+			wantErr(t, "CreateLimited at the limit again", err, storage.ErrExhausted)
+			return nil
+		})
+	})
+}
+
+// raceSignerRevoked: operations signed by one session lock it, check it,
+// pause and write their effect with an event, while one worker revokes the
+// session (or deletes its credential) without any other lock and writes an
+// event too. Events of one account get Seq in commit order, so no effect's
+// event may come after the revoke's.
+func raceSignerRevoked(t *testing.T, stores []storage.Store, workers int, credential bool,
+	effect func(c context.Context, tx storage.Tx, a *signedAccount, i int) error) {
+	// A revoke lands in an operation's window between its check and its
+	// commit about every other time when the signer is not locked; a few
+	// rounds make a store that does not keep the rule fail reliably.
+	for range signerRounds {
+		signerRevokedRound(t, stores, workers, credential, effect)
+	}
+}
+
+const signerRounds = 5
+
+func signerRevokedRound(t *testing.T, stores []storage.Store, workers int, credential bool,
+	effect func(c context.Context, tx storage.Tx, a *signedAccount, i int) error) {
+	a := newSignedAccount(t, stores[0])
+	signer := a.sessions[0]
+	var revoked atomic.Bool
+	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
+		if i == 0 {
+			time.Sleep(5 * time.Millisecond) // lets operations start first
+			defer revoked.Store(true)
+			return s.Atomic(c, func(tx storage.Tx) error {
+				if credential {
+					if err := tx.Credentials().Delete(c, signer.CredentialID); err != nil {
+						return err
+					}
+					if _, err := tx.Sessions().RevokeByCredential(c, signer.CredentialID, t0); err != nil {
+						return err
+					}
+				} else if err := tx.Sessions().Revoke(c, signer.ID, t0); err != nil {
+					return err
+				}
+				return tx.Outbox().Append(c, &storage.Event{ID: id(t, "Webhook"), Type: "REVOKED", AccountID: a.acct.ID, CreatedAt: t0})
+			})
+		}
+		// Operations until one is refused after the revoke.
+		for n := 0; ; n++ {
+			err := s.Atomic(c, func(tx storage.Tx) error {
+				if err := lockSigner(c, tx, a.acct.ID, signer.ID); err != nil {
+					return err
+				}
+				pause()
+				if err := effect(c, tx, a, i); err != nil {
+					return err
+				}
+				return tx.Outbox().Append(c, &storage.Event{ID: id(t, "Webhook"), Type: "EFFECT", AccountID: a.acct.ID, CreatedAt: t0})
+			})
+			if err != nil || revoked.Load() || n > 200 {
+				return err
+			}
+		}
+	})
+	wantErr(t, "the revoke", errs[0], nil)
+	tally(t, "signed operation", errs[1:], errSignerGone)
+	run(t, stores[0], func(tx storage.Tx) error {
+		events, err := tx.Outbox().ListByAccount(ctx, a.acct.ID)
+		if err != nil {
+			return err
+		}
+		at := slices.IndexFunc(events, func(e storage.Event) bool { return e.Type == "REVOKED" })
+		if at < 0 {
+			t.Fatal("the revoke wrote no event")
+		}
+		if late := len(events) - at - 1; late > 0 {
+			t.Fatalf("%d effects committed after the revoke of their signer had committed", late)
+		}
+		return nil
+	})
+}
+
+// refreshEffect creates a session of the signer's credential, as a refresh
+// does: under the credential's lock.
+func refreshEffect(c context.Context, tx storage.Tx, a *signedAccount, i int) error {
+	if _, err := tx.Credentials().Lock(c, a.creds[0].ID); errors.Is(err, storage.ErrNotFound) {
+		return errSignerGone
+	} else if err != nil {
+		return err
+	}
+	s := storage.Session{ID: fmt.Sprintf("Session:refresh-%d-%d", i, time.Now().UnixNano()), AccountID: a.acct.ID,
+		CredentialID: a.creds[0].ID, PublicKey: []byte{3, byte(i)}, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	return tx.Sessions().Create(c, &s)
+}
+
+// updateEffect changes the account, as most signed operations do.
+func updateEffect(c context.Context, tx storage.Tx, a *signedAccount, _ int) error {
+	acct, err := tx.InternalAccounts().Lock(c, a.acct.ID)
+	if err != nil {
+		return err
+	}
+	acct.UpdatedAt = acct.UpdatedAt.Add(time.Microsecond)
+	return tx.InternalAccounts().Update(c, &acct)
+}
+
+// raceCrossSignedRevokes: on accounts with three credentials, two revokes
+// race per account, the revoke of credential 0 signed by the session of
+// credential 1 and the other way round, each locking its signer first. In
+// any serial order the second finds its signer revoked: exactly one wins.
+func raceCrossSignedRevokes(t *testing.T, stores []storage.Store, workers int) {
+	n := len(stores) * workers / 2
+	if n == 0 {
+		t.Skip("needs two workers")
+	}
+	accounts := make([]*signedAccount, n)
+	for i := range accounts {
+		accounts[i] = newSignedAccount(t, stores[0])
+	}
+	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
+		if i >= 2*n {
+			return nil
+		}
+		a, me := accounts[i/2], i%2
+		target, signer := a.creds[me], a.sessions[1-me]
+		return s.Atomic(c, func(tx storage.Tx) error {
+			if err := lockSigner(c, tx, a.acct.ID, signer.ID); err != nil {
+				return err
+			}
+			all, err := tx.Credentials().ListByAccount(c, a.acct.ID)
+			if err != nil {
+				return err
+			}
+			if len(all) <= 1 {
+				return errLast
+			}
+			pause()
+			if err := tx.Credentials().Delete(c, target.ID); err != nil {
+				return err
+			}
+			_, err = tx.Sessions().RevokeByCredential(c, target.ID, t0)
+			return err
+		})
+	})
+	tally(t, "cross-signed revoke", errs, errSignerGone, errLast)
+	for i, a := range accounts {
+		if wins := btoi(errs[2*i] == nil) + btoi(errs[2*i+1] == nil); wins != 1 {
+			t.Fatalf("account %d: %d of two cross-signed revokes committed (%v, %v), want exactly 1", i, wins, errs[2*i], errs[2*i+1])
+		}
+		run(t, stores[0], func(tx storage.Tx) error {
+			left, err := tx.Credentials().ListByAccount(ctx, a.acct.ID)
+			if err == nil && len(left) != 2 {
+				t.Fatalf("account %d keeps %d credentials, want 2", i, len(left))
+			}
+			return err
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// racePendingLimit: concurrent CreateLimited calls for one account store no
+// more than the limit.
+func racePendingLimit(t *testing.T, stores []storage.Store, workers int) {
+	const limit = 5
+	acct := id(t, "InternalAccount")
+	errs := race(t, stores, workers, func(c context.Context, _ int, s storage.Store) error {
+		p := newPending(t, acct)
+		return s.Atomic(c, func(tx storage.Tx) error {
+			retryAt, err := tx.PendingRequests().CreateLimited(c, &p, limit)
+			if errors.Is(err, storage.ErrExhausted) && !retryAt.Equal(p.ExpiresAt) {
+				return fmt.Errorf("retryAt %v, want %v", retryAt, p.ExpiresAt)
+			}
+			if err == nil {
+				pause() // the insert is held uncommitted a while
+			}
+			return err
+		})
+	})
+	wins := tally(t, "limited create", errs, storage.ErrExhausted)
+	if want := min(limit, len(errs)); wins != want {
+		t.Fatalf("%d requests were stored under a limit of %d, want %d", wins, limit, want)
+	}
+}
