@@ -10,7 +10,8 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 )
 
-// Card states (SPEC section 3.2).
+// Card states. A card moves ACTIVE <-> FROZEN, and from either to CLOSED,
+// which is final (see cardMove).
 const (
 	CardActive = "ACTIVE"
 	CardFrozen = "FROZEN"
@@ -155,7 +156,9 @@ func (s *Simulator) UpdateCard(_ context.Context, id string, req CardUpdate) (*C
 	return out, err
 }
 
-// cardMove reports whether SPEC 3.2 allows the move.
+// cardMove reports whether a card may move from one state to another:
+// ACTIVE to FROZEN or CLOSED, FROZEN to ACTIVE or CLOSED, nothing out of
+// CLOSED.
 func cardMove(from, to string) bool {
 	switch from {
 	case CardActive:

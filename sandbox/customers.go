@@ -12,8 +12,9 @@ import (
 	"github.com/walletgate/walletgate/walletauth"
 )
 
-// Customer verification statuses (SPEC section 3.4), plus UNVERIFIED for a
-// customer no verification has run for yet.
+// Customer verification statuses (kycStatus, kybStatus): the outcome of the
+// last POST /verifications (see the package doc's magic values), or
+// UNVERIFIED for a customer no verification has run for yet.
 const (
 	StatusUnverified = "UNVERIFIED"
 	StatusPending    = "PENDING"

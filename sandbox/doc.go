@@ -11,7 +11,7 @@
 // accounts are stored as storage.ExternalAccount so that the ownership
 // package verifies them on the same store.
 //
-// # Magic values (SPEC section 4.9)
+// # Magic values
 //
 // The scenario is chosen by the last three characters of a field ([Suffix];
 // an identifier with a domain part counts its user part):

@@ -11,7 +11,8 @@ import (
 	"github.com/walletgate/walletgate/storage"
 )
 
-// ExternalAccount is an external account record (SPEC section 2.1).
+// ExternalAccount is an external account record, as the service's API
+// answers it.
 type ExternalAccount struct {
 	ID                            string          `json:"id"`
 	CustomerID                    string          `json:"customerId,omitempty"`

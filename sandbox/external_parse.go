@@ -15,11 +15,11 @@ const (
 	ThirdParty = ownership.ThirdParty
 )
 
-// Wallet and network account types (SPEC section 2.2).
+// Wallet and network account types of accountInfo.accountType.
 var walletTypes = []string{"BASE_WALLET", "ETHEREUM_WALLET", "POLYGON_WALLET", "PLASMA_WALLET", "SOLANA_WALLET",
 	"SPARK_WALLET", "TRON_WALLET", "LIGHTNING", "LIGHTNING_ACCOUNT"}
 
-// Fiat account types (SPEC section 2.2).
+// Fiat account types of accountInfo.accountType.
 var fiatTypes = []string{"AED_ACCOUNT", "BDT_ACCOUNT", "BRL_ACCOUNT", "BWP_ACCOUNT", "CAD_ACCOUNT", "COP_ACCOUNT",
 	"DKK_ACCOUNT", "EGP_ACCOUNT", "EUR_ACCOUNT", "GBP_ACCOUNT", "GHS_ACCOUNT", "GTQ_ACCOUNT", "HKD_ACCOUNT",
 	"HTG_ACCOUNT", "IDR_ACCOUNT", "INR_ACCOUNT", "JMD_ACCOUNT", "KES_ACCOUNT", "MWK_ACCOUNT", "MXN_ACCOUNT",
@@ -96,8 +96,9 @@ type accountInfo struct {
 	info        map[string]any
 }
 
-// parseAccountInfo validates the polymorphic accountInfo (SPEC 2.2); wallet
-// addresses must belong to network where the chain encodes one.
+// parseAccountInfo validates the polymorphic accountInfo: accountType is one
+// of fiatTypes or walletTypes and selects the fields that are required;
+// wallet addresses must belong to network where the chain encodes one.
 func (o object) parseAccountInfo(network ownership.Network) accountInfo {
 	a, ok := o.obj("accountInfo", true)
 	if !ok {

@@ -21,7 +21,8 @@ func Suffix(identifier string) string {
 	return s[len(s)-3:]
 }
 
-// Sandbox timings (SPEC section 8).
+// Sandbox timings of the timed magic outcomes. Nothing sleeps: a record
+// read after the injected clock passed the time shows the later status.
 const (
 	// DelayedFailureAfter is how long a transfer to or from an account
 	// ending in 005 stays PENDING before it fails.

@@ -26,10 +26,10 @@ func TestSuffix(t *testing.T) {
 	}
 }
 
-// TestCoverageTable keeps testdata/spec49-coverage.md honest: every test it
+// TestCoverageTable keeps testdata/magic-coverage.md honest: every test it
 // names exists.
 func TestCoverageTable(t *testing.T) {
-	table, err := os.ReadFile("testdata/spec49-coverage.md")
+	table, err := os.ReadFile("testdata/magic-coverage.md")
 	if err != nil {
 		t.Fatal(err)
 	}

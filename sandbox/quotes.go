@@ -303,7 +303,7 @@ func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
 // embedded-wallet payment, it needs the signed retry: the first call
 // answers a challenge, the retry (same body, stamped by an active session of
 // the source wallet) debits the wallet and starts the payout, whose outcome
-// follows the destination's suffix (SPEC 4.9: 002 execution failed, 003
+// follows the destination's magic suffix (002 execution failed, 003
 // completes after LongPaymentAfter, 004 counterparty delivery failed, 005
 // completed then returned after ReturnedAfter, 006 user cancellation, 007
 // payout and refund failed, anything else completed) or the sandbox UMA

@@ -122,7 +122,7 @@ type Config struct {
 
 // Simulator is the service's sandbox in process: customers, verifications,
 // embedded wallets and their balances, external accounts, transfers, quotes,
-// transactions and cards, with the sandbox magic values of SPEC section 4.9.
+// transactions and cards, with the sandbox magic values of the package doc.
 //
 // Records the storage contract covers (external accounts, internal accounts,
 // credentials, sessions, signed-retry requests) live in the Store; the rest

@@ -167,7 +167,7 @@ type TransferRequest struct {
 
 // TransferIn pulls money from a customer's external account into their
 // embedded wallet. The outcome follows the external account identifier's
-// suffix (SPEC 4.9): 002 insufficient funds, 003 account closed, 004
+// magic suffix: 002 insufficient funds, 003 account closed, 004
 // rejected by the bank (all FAILED at once), 005 PENDING for
 // DelayedFailureAfter then FAILED, anything else COMPLETED at once (the
 // wallet is credited then).

@@ -7,7 +7,8 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 )
 
-// Verification statuses of POST /verifications (SPEC section 3.4).
+// Verification statuses of POST /verifications; the customer's own status
+// follows the magic suffix (see the package doc).
 const (
 	VerificationInProgress    = "IN_PROGRESS"
 	VerificationRejected      = "REJECTED"
@@ -49,8 +50,7 @@ type OwnerVerification struct {
 	KYCStatus string `json:"kycStatus"`
 }
 
-// VerifyCustomer runs KYC or KYB for a customer with the sandbox outcomes of SPEC
-// section 4.9, chosen by the last three characters of:
+// VerifyCustomer runs KYC or KYB for a customer with the sandbox's magic outcomes, chosen by the last three characters of:
 //
 //   - an individual's fullName: 001 IN_PROGRESS/PENDING, 002
 //     REJECTED/REJECTED, 003 RESOLVE_ERRORS with a MISSING_FIELD error for
