@@ -191,7 +191,7 @@ func exportCase(t *testing.T, e *env) diffCase {
 	return diffCase{key: key, method: "POST", path: "/internal-accounts/" + wallet + "/export",
 		members: []member{{"clientPublicKey", quote(userPub)}}, target: "clientPublicKey", attacker: quote(attackerPub), status: 200,
 		verify: func(t *testing.T, r resp, params map[string]any) {
-			var out sandbox.WalletExport
+			var out walletauth.WalletExport
 			r.ok(t, 200, &out)
 			if params["clientPublicKey"] != userPub {
 				t.Fatalf("payload parameters %v", params)
@@ -339,11 +339,11 @@ func TestGoAPIRetryRunsSignedParameters(t *testing.T) {
 	userPriv, userPub := exportKey(t)
 	_, attackerPub := exportKey(t)
 	first := signedretry.Retry{Body: []byte(`{"clientPublicKey":"` + userPub + `"}`)}
-	_, ch, err := e.sim.ExportWallet(ctx, wallet, sandbox.ExportRequest{ClientPublicKey: userPub}, first)
+	_, ch, err := e.sim.ExportWallet(ctx, wallet, walletauth.ExportRequest{ClientPublicKey: userPub}, first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := e.sim.ExportWallet(ctx, wallet, sandbox.ExportRequest{ClientPublicKey: attackerPub}, stamp(first, ch))
+	out, _, err := e.sim.ExportWallet(ctx, wallet, walletauth.ExportRequest{ClientPublicKey: attackerPub}, stamp(first, ch))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,11 +379,11 @@ func TestGoAPIRetryRunsSignedParameters(t *testing.T) {
 
 	on, off := true, false
 	first = signedretry.Retry{Body: []byte(`{"privateEnabled":true}`)}
-	_, ch, err = e.sim.UpdateWallet(ctx, wallet, sandbox.UpdateWalletRequest{PrivateEnabled: &on}, first)
+	_, ch, err = e.sim.UpdateWallet(ctx, wallet, walletauth.PrivacyRequest{PrivateEnabled: &on}, first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _, err := e.sim.UpdateWallet(ctx, wallet, sandbox.UpdateWalletRequest{PrivateEnabled: &off}, stamp(first, ch))
+	a, _, err := e.sim.UpdateWallet(ctx, wallet, walletauth.PrivacyRequest{PrivateEnabled: &off}, stamp(first, ch))
 	if err != nil || !a.PrivateEnabled {
 		t.Fatalf("privacy %+v %v, signed true", a, err)
 	}
@@ -392,7 +392,7 @@ func TestGoAPIRetryRunsSignedParameters(t *testing.T) {
 // openExport checks an export envelope as @turnkey/crypto's
 // decryptExportBundle does, pinning the simulator's signing key and
 // SandboxOrganizationID, and opens it with the private key it was sealed to.
-func openExport(t *testing.T, e *env, priv *ecdh.PrivateKey, out sandbox.WalletExport) ([]byte, error) {
+func openExport(t *testing.T, e *env, priv *ecdh.PrivateKey, out walletauth.WalletExport) ([]byte, error) {
 	t.Helper()
 	return envelope.OpenExportBundle(priv, out.EncryptedWalletCredentials, e.sim.Auth().SigningPublicKey(), sandbox.SandboxOrganizationID)
 }

@@ -96,7 +96,7 @@ func parseExternalCreateTree(body []byte, network ownership.Network, platform bo
 		customerID:        customerID,
 		currency:          o.match("currency", true, currencyRe, apierror.Pattern(currencyRe.String()), "must be a currency code"),
 		platformAccountID: o.text("platformAccountId", false, 255),
-		ownershipType:     o.enum("ownershipType", false, FirstParty, ThirdParty),
+		ownershipType:     o.enum("ownershipType", false, ownership.FirstParty, ownership.ThirdParty),
 		info:              o.parseAccountInfo(network),
 	}
 	p.defaultUMA, _ = o.boolean("defaultUmaDepositAccount")
@@ -108,8 +108,8 @@ func parseExternalCreateTree(body []byte, network ownership.Network, platform bo
 		v.Add("currency", apierror.OneOf(in.currency), in.accountType+" accounts hold "+in.currency)
 	}
 	if in.keyWallet && in.accountType != "" {
-		v.Check(p.ownershipType != "", "ownershipType", apierror.OneOf(FirstParty, ThirdParty), "is required for self-custody wallets")
-		v.Check(p.ownershipType != ThirdParty || in.beneficiary != "", "accountInfo.beneficiary", nil,
+		v.Check(p.ownershipType != "", "ownershipType", apierror.OneOf(ownership.FirstParty, ownership.ThirdParty), "is required for self-custody wallets")
+		v.Check(p.ownershipType != ownership.ThirdParty || in.beneficiary != "", "accountInfo.beneficiary", nil,
 			"is required for a THIRD_PARTY self-custody wallet")
 	}
 	if err := v.Err(); err != nil {

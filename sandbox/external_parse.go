@@ -9,12 +9,6 @@ import (
 	"github.com/walletgate/walletgate/ownership"
 )
 
-// Ownership types (the library's, see ownership.FirstParty).
-const (
-	FirstParty = ownership.FirstParty
-	ThirdParty = ownership.ThirdParty
-)
-
 // Wallet and network account types of accountInfo.accountType.
 var walletTypes = []string{"BASE_WALLET", "ETHEREUM_WALLET", "POLYGON_WALLET", "PLASMA_WALLET", "SOLANA_WALLET",
 	"SPARK_WALLET", "TRON_WALLET", "LIGHTNING", "LIGHTNING_ACCOUNT"}

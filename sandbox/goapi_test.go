@@ -104,21 +104,21 @@ func TestGoAPIFlow(t *testing.T) {
 		t.Fatalf("transaction %+v", got)
 	}
 
-	_, ch, err = sim.UpdateWallet(ctx, wallet, sandbox.UpdateWalletRequest{PrivateEnabled: new(bool)}, signedretry.Retry{})
+	_, ch, err = sim.UpdateWallet(ctx, wallet, walletauth.PrivacyRequest{PrivateEnabled: new(bool)}, signedretry.Retry{})
 	if err != nil || ch == nil {
 		t.Fatalf("privacy leg 1: %v", err)
 	}
 	c.Advance(time.Minute)
-	w, _, err := sim.UpdateWallet(ctx, wallet, sandbox.UpdateWalletRequest{PrivateEnabled: new(bool)}, stamped(key, ch))
+	w, _, err := sim.UpdateWallet(ctx, wallet, walletauth.PrivacyRequest{PrivateEnabled: new(bool)}, stamped(key, ch))
 	if err != nil || !w.UpdatedAt.Equal(c.Now()) {
 		t.Fatalf("privacy leg 2: %v %+v", err, w)
 	}
 	_, pub := exportKey(t)
-	_, ch, err = sim.ExportWallet(ctx, wallet, sandbox.ExportRequest{ClientPublicKey: pub}, signedretry.Retry{})
+	_, ch, err = sim.ExportWallet(ctx, wallet, walletauth.ExportRequest{ClientPublicKey: pub}, signedretry.Retry{})
 	if err != nil || ch == nil {
 		t.Fatalf("export leg 1: %v", err)
 	}
-	exp, _, err := sim.ExportWallet(ctx, wallet, sandbox.ExportRequest{ClientPublicKey: pub}, stamped(key, ch))
+	exp, _, err := sim.ExportWallet(ctx, wallet, walletauth.ExportRequest{ClientPublicKey: pub}, stamped(key, ch))
 	if err != nil || exp.ID != wallet {
 		t.Fatalf("export leg 2: %v", err)
 	}

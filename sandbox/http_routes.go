@@ -6,6 +6,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage/idempotency"
+	"github.com/walletgate/walletgate/walletauth"
 )
 
 // headerIdempotencyKey is the header money-movement requests may carry.
@@ -60,7 +61,7 @@ func (s *Simulator) hGetInternal(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Simulator) hUpdateWallet(w http.ResponseWriter, r *http.Request) {
-	var req UpdateWalletRequest
+	var req walletauth.PrivacyRequest
 	body, ok := readBody(w, r, &req, true)
 	if !ok {
 		return
@@ -70,7 +71,7 @@ func (s *Simulator) hUpdateWallet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Simulator) hExport(w http.ResponseWriter, r *http.Request) {
-	var req ExportRequest
+	var req walletauth.ExportRequest
 	body, ok := readBody(w, r, &req, true)
 	if !ok {
 		return

@@ -101,12 +101,14 @@ func (s *Simulator) GetInternalAccount(ctx context.Context, id string) (*Interna
 	return &out, nil
 }
 
-// Signed-retry operation types of the simulator's wallet operations.
+// Signed-retry operation types of the simulator's own wallet operations
+// (wallet export and privacy are walletauth's: walletauth.OpExportWallet and
+// walletauth.OpWalletPrivacy). They are for the wallet client under test: it
+// stamps a payload only when its type is the operation it started (the Type
+// of its signedretry.Expectation).
 const (
-	OpExportWallet  = walletauth.OpExportWallet
-	OpWalletPrivacy = walletauth.OpWalletPrivacy
-	OpExecuteQuote  = "EXECUTE_QUOTE"
-	OpTransferOut   = "TRANSFER_OUT"
+	OpExecuteQuote = "EXECUTE_QUOTE"
+	OpTransferOut  = "TRANSFER_OUT"
 )
 
 // defaults fills a Go caller's zero call from the route.
@@ -127,27 +129,24 @@ func (s *Simulator) defaults(call signedretry.Retry, method, path string, body a
 	return call, nil
 }
 
-// ExportRequest is the body of POST /internal-accounts/{id}/export.
-type ExportRequest = walletauth.ExportRequest
-
-// WalletExport is the 200 body of a completed export: the export envelope
-// of walletauth, whose ciphertext is [SandboxMnemonic] sealed to the signed
-// clientPublicKey and whose organizationId is [SandboxOrganizationID].
-// dataSignature is made by the simulator's signing key and
-// enclaveQuorumPublic is its public half (Auth().SigningPublicKey(), the key
-// OTP target bundles carry), so @turnkey/crypto's decryptExportBundle opens
-// it with that key as dangerouslyOverrideSignerPublicKey.
-type WalletExport = walletauth.WalletExport
-
 // ExportWallet exports an embedded wallet's mnemonic ([SandboxMnemonic])
 // sealed to the client's key, through the signed retry of
 // [walletauth.Service.ExportWallet] (any active session of the wallet
 // signs; the key sealed to is the one the first call bound). call is the
-// request as in [Simulator.UpdateCustomer].
+// request as in [Simulator.UpdateCustomer]. req is the body of POST
+// /internal-accounts/{id}/export.
+//
+// The result is walletauth's export envelope, whose ciphertext is
+// [SandboxMnemonic] sealed to the signed clientPublicKey and whose
+// organizationId is [SandboxOrganizationID]. dataSignature is made by the
+// simulator's signing key and enclaveQuorumPublic is its public half
+// (Auth().SigningPublicKey(), the key OTP target bundles carry), so
+// @turnkey/crypto's decryptExportBundle opens it with that key as
+// dangerouslyOverrideSignerPublicKey.
 //
 // Errors: 400 INVALID_INPUT (clientPublicKey not a compressed or
 // uncompressed P-256 key), 404 REFERENCE_NOT_FOUND, the 401s of signedretry.
-func (s *Simulator) ExportWallet(ctx context.Context, accountID string, req ExportRequest, call signedretry.Retry) (*WalletExport, *signedretry.Challenge, error) {
+func (s *Simulator) ExportWallet(ctx context.Context, accountID string, req walletauth.ExportRequest, call signedretry.Retry) (*walletauth.WalletExport, *signedretry.Challenge, error) {
 	call, err := s.defaults(call, http.MethodPost, "/internal-accounts/"+accountID+"/export", req)
 	if err != nil {
 		return nil, nil, err
@@ -163,17 +162,14 @@ func (walletSecrets) Secret(context.Context, string) ([]byte, error) {
 	return []byte(SandboxMnemonic), nil
 }
 
-// UpdateWalletRequest is the body of PATCH /internal-accounts/{id}.
-type UpdateWalletRequest = walletauth.PrivacyRequest
-
 // UpdateWallet changes an embedded wallet's privacy setting through the
 // signed retry of [walletauth.Service.UpdateWalletPrivacy] (any active
 // session of the wallet signs), stores the signed value and returns the
-// wallet.
+// wallet. req is the body of PATCH /internal-accounts/{id}.
 //
 // Errors: 400 INVALID_INPUT (privateEnabled missing), 404
 // REFERENCE_NOT_FOUND, the 401s of signedretry.
-func (s *Simulator) UpdateWallet(ctx context.Context, accountID string, req UpdateWalletRequest, call signedretry.Retry) (*InternalAccount, *signedretry.Challenge, error) {
+func (s *Simulator) UpdateWallet(ctx context.Context, accountID string, req walletauth.PrivacyRequest, call signedretry.Retry) (*InternalAccount, *signedretry.Challenge, error) {
 	call, err := s.defaults(call, http.MethodPatch, "/internal-accounts/"+accountID, req)
 	if err != nil {
 		return nil, nil, err

@@ -66,7 +66,7 @@ func TestExportWallet(t *testing.T) {
 	path := "/internal-accounts/" + walletID + "/export"
 	body := map[string]string{"clientPublicKey": pubHex}
 
-	var out sandbox.WalletExport
+	var out walletauth.WalletExport
 	e.signed(key, "POST", path, body).ok(t, 200, &out)
 	var env struct{ Version, Data, DataSignature, EnclaveQuorumPublic string }
 	if err := json.Unmarshal([]byte(out.EncryptedWalletCredentials), &env); err != nil {

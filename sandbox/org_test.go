@@ -37,7 +37,7 @@ func TestOrganizationIDSameInEveryEnvelope(t *testing.T) {
 	checkTarget("challenge", m.OTPEncryptionTargetBundle)
 
 	_, pubHex := exportKey(t)
-	var out sandbox.WalletExport
+	var out walletauth.WalletExport
 	e.signed(key, "POST", "/internal-accounts/"+walletID+"/export", map[string]string{"clientPublicKey": pubHex}).ok(t, 200, &out)
 	var env struct{ Data string }
 	if err := json.Unmarshal([]byte(out.EncryptedWalletCredentials), &env); err != nil {
