@@ -67,7 +67,7 @@ func (s *Simulator) CreateCard(_ context.Context, req CardRequest) (*Card, error
 		return nil, err
 	}
 	var n [2]byte
-	if _, err := io.ReadFull(s.rand, n[:]); err != nil {
+	if _, err := io.ReadFull(s.cfg.Rand, n[:]); err != nil {
 		return nil, apierror.Internal(err)
 	}
 	var out *Card

@@ -193,7 +193,7 @@ func (s *Simulator) createExternal(ctx context.Context, p parsedExternal) (*Exte
 	// for a FIRST_PARTY self-custody wallet with a key, ACTIVE otherwise)
 	// and writes the status event in the create's transaction.
 	var rec *storage.ExternalAccount
-	err = s.store.Atomic(ctx, func(tx storage.Tx) error {
+	err = s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		rec, err = s.own.RegisterAccountIn(ctx, tx, n)
 		return err

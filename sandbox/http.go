@@ -88,12 +88,15 @@ func (s *Simulator) Handle(pattern string, h http.Handler) (err error) {
 	return nil
 }
 
-// routes builds the mux and the handler around it.
-func (s *Simulator) routes() {
+// routes builds the mux and the handler around it. The table is fixed, so
+// the only pattern the mux can refuse is one under a malformed base path;
+// the first refusal is the error.
+func (s *Simulator) routes() error {
 	s.mux = http.NewServeMux()
+	var err error
 	r := func(pattern string, h http.HandlerFunc) {
-		if err := s.Handle(pattern, h); err != nil {
-			panic(err) // the fixed table below is well-formed
+		if err == nil {
+			err = s.Handle(pattern, h)
 		}
 	}
 	r("POST /customers", s.hCreateCustomer)
@@ -135,6 +138,9 @@ func (s *Simulator) routes() {
 	s.listRoutes(r)
 	s.platformRoutes(r)
 	s.scaRoutes(r)
+	if err != nil {
+		return err
+	}
 	wellKnown := s.pk.Handler()
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The passkey association files live at the host's root, outside
@@ -145,6 +151,7 @@ func (s *Simulator) routes() {
 		}
 		s.serve(w, r)
 	})
+	return nil
 }
 
 // serve authenticates the platform, then routes, answering unknown routes

@@ -102,3 +102,22 @@ func TestHandleAddsRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestBadConfigIsAnError: a Config no default can stand for fails New with an
+// error naming the problem; New never panics on its Config.
+func TestBadConfigIsAnError(t *testing.T) {
+	for name, cfg := range map[string]sandbox.Config{
+		"wallet currency":    {WalletCurrency: "DOGE"},
+		"wildcard base path": {BasePath: "/{v"},
+		"unclosed base path": {BasePath: "v{1}x"},
+		"non-HTTP webhook":   {WebhookURL: "ftp://example.com"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sim, err := sandbox.New(cfg)
+			if err == nil {
+				sim.Close()
+				t.Fatalf("%+v accepted", cfg)
+			}
+		})
+	}
+}

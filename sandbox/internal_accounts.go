@@ -68,7 +68,7 @@ func (s *Simulator) ListInternalAccounts(ctx context.Context, customerID string)
 		return nil, apierror.InvalidField("customerId", apierror.Pattern(`^Customer:[0-9a-fA-F-]{36}$`), "must be a Customer id")
 	}
 	var accts []storage.InternalAccount
-	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		accts, err = tx.InternalAccounts().ListByCustomer(ctx, customerID)
 		return err

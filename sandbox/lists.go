@@ -81,7 +81,7 @@ func (s *Simulator) externalAccounts(ctx context.Context, customerID string) ([]
 		return nil, nil, apierror.InvalidField("customerId", apierror.Pattern(`^Customer:[0-9a-fA-F-]{36}$`), "must be a Customer id")
 	}
 	var recs []storage.ExternalAccount
-	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		recs, err = tx.ExternalAccounts().ListByCustomer(ctx, customerID)
 		return err

@@ -608,7 +608,7 @@ func (s *Simulator) Send(ctx context.Context, req SendRequest) (*Transaction, er
 		// (the simulator's lock is held across both).
 		p, identifier := q.params(), q.identifier
 		if p.DestinationAccountID != "" {
-			err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+			err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 				d, err := s.gateQuote(ctx, tx, q, p)
 				if err == nil {
 					identifier = d.Account.Address

@@ -132,12 +132,10 @@ type Config struct {
 // account); no store transaction ever takes the mutex, so the two cannot
 // deadlock. A Simulator is safe for concurrent use.
 type Simulator struct {
-	cfg   Config
-	store storage.Store
-	clock func() time.Time
-	rand  io.Reader
-	auth  *walletauth.Service
-	own   *ownership.Service
+	// cfg is the Config given to New with every default filled in, once.
+	cfg  Config
+	auth *walletauth.Service
+	own  *ownership.Service
 	// payouts is the payout gate's policy, the ownership service's too.
 	payouts *ownership.PayoutPolicy
 	pk      *passkey.Verifier
@@ -158,8 +156,60 @@ type Simulator struct {
 }
 
 // New returns a simulator for cfg, with a walletauth service in sandbox mode
-// on the same store.
+// on the same store. It fails, without starting anything, when cfg names a
+// wallet currency the sandbox does not have, a verification threshold beyond
+// a currency's range, or a base path that is no valid route prefix.
 func New(cfg Config) (*Simulator, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	pk, ov, err := newWalletServices(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	auth, err := walletauth.New(walletauth.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand, Sandbox: true,
+		Passkeys: pk, OIDC: ov, Sealer: cfg.Sealer, CodeMACKey: cfg.CodeMACKey,
+		OrganizationID: SandboxOrganizationID, WalletSecrets: walletSecrets{}, ClientHeldKeys: cfg.ClientHeldKeys})
+	if err != nil {
+		ov.Close()
+		return nil, err
+	}
+	s := &Simulator{cfg: cfg, auth: auth, pk: pk, oidc: ov, state: newState()}
+	// Reservation tokens come from crypto/rand, not cfg.Rand, so keys do not
+	// shift a seeded simulator's ids.
+	s.idem = idempotency.New(cfg.Store, idempotency.Options{Now: cfg.Clock})
+	policy, err := s.payoutPolicy()
+	if err != nil {
+		ov.Close()
+		return nil, err
+	}
+	s.payouts = &policy
+	if s.own, err = s.newOwnership(); err != nil {
+		ov.Close()
+		return nil, err
+	}
+	// The routes come before anything that runs in the background, so a
+	// base path the mux refuses fails here with nothing to stop.
+	if err := s.routes(); err != nil {
+		ov.Close()
+		return nil, err
+	}
+	if err := s.startWebhooks(); err != nil {
+		ov.Close()
+		return nil, err
+	}
+	if err := s.startSweeper(); err != nil {
+		s.hooks.close()
+		ov.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// normalize returns cfg with every zero field set to its default, and an
+// error for a value no default can stand for.
+func (cfg Config) normalize() (Config, error) {
 	if cfg.Store == nil {
 		cfg.Store = memory.New()
 	}
@@ -180,7 +230,7 @@ func New(cfg Config) (*Simulator, error) {
 		cfg.WalletCurrency = DefaultWalletCurrency
 	}
 	if _, ok := currencies[cfg.WalletCurrency]; !ok {
-		return nil, errors.New("sandbox: Config.WalletCurrency " + cfg.WalletCurrency + " is not a sandbox currency")
+		return cfg, errors.New("sandbox: Config.WalletCurrency " + cfg.WalletCurrency + " is not a sandbox currency")
 	}
 	if cfg.UMADomain == "" {
 		cfg.UMADomain = DefaultUMADomain
@@ -191,49 +241,20 @@ func New(cfg Config) (*Simulator, error) {
 	if cfg.QuoteTTL <= 0 {
 		cfg.QuoteTTL = DefaultQuoteTTL
 	}
-	pk, ov, err := newWalletServices(&cfg)
-	if err != nil {
-		return nil, err
+	if cfg.RelyingParty.ID == "" {
+		cfg.RelyingParty = defaultRelyingParty()
 	}
-	auth, err := walletauth.New(walletauth.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand, Sandbox: true,
-		Passkeys: pk, OIDC: ov, Sealer: cfg.Sealer, CodeMACKey: cfg.CodeMACKey,
-		OrganizationID: SandboxOrganizationID, WalletSecrets: walletSecrets{}, ClientHeldKeys: cfg.ClientHeldKeys})
-	if err != nil {
-		ov.Close()
-		return nil, err
+	if len(cfg.OIDCIssuers) == 0 {
+		cfg.OIDCIssuers = []oidc.Issuer{oidc.Google(DefaultOIDCAudience), oidc.Apple(DefaultOIDCAudience)}
 	}
-	s := &Simulator{cfg: cfg, store: cfg.Store, clock: cfg.Clock, rand: cfg.Rand, auth: auth, pk: pk, oidc: ov, state: newState()}
-	// Reservation tokens come from crypto/rand, not cfg.Rand, so keys do not
-	// shift a seeded simulator's ids.
-	s.idem = idempotency.New(cfg.Store, idempotency.Options{Now: cfg.Clock})
-	policy, err := s.payoutPolicy()
-	if err != nil {
-		ov.Close()
-		return nil, err
-	}
-	s.payouts = &policy
-	if s.own, err = s.newOwnership(); err != nil {
-		ov.Close()
-		return nil, err
-	}
-	if err := s.startWebhooks(); err != nil {
-		ov.Close()
-		return nil, err
-	}
-	if err := s.startSweeper(); err != nil {
-		s.hooks.close()
-		ov.Close()
-		return nil, err
-	}
-	s.routes()
-	return s, nil
+	return cfg, nil
 }
 
 // startSweeper runs a [sweep.Sweeper] on the store until Close, with the
 // simulator's clock and the sweeper's defaults: every minute, the records
 // that expired more than an hour ago.
 func (s *Simulator) startSweeper() error {
-	sw, err := sweep.New(sweep.Config{Store: s.store, Clock: s.clock})
+	sw, err := sweep.New(sweep.Config{Store: s.cfg.Store, Clock: s.cfg.Clock})
 	if err != nil {
 		return err
 	}
@@ -276,17 +297,17 @@ func (s *Simulator) Passkeys() *passkey.Verifier { return s.pk }
 func (s *Simulator) Auth() *walletauth.Service { return s.auth }
 
 // Store returns the store the simulator and its auth service share.
-func (s *Simulator) Store() storage.Store { return s.store }
+func (s *Simulator) Store() storage.Store { return s.cfg.Store }
 
 // BasePath returns the cleaned base path every route is served under.
 func (s *Simulator) BasePath() string { return s.cfg.BasePath }
 
 // now returns the injected clock's time in UTC.
-func (s *Simulator) now() time.Time { return s.clock().UTC() }
+func (s *Simulator) now() time.Time { return s.cfg.Clock().UTC() }
 
 // newID returns a fresh "<prefix>:<uuid>".
 func (s *Simulator) newID(prefix string) (string, error) {
-	id, err := storage.NewID(s.rand, prefix)
+	id, err := storage.NewID(s.cfg.Rand, prefix)
 	if err != nil {
 		return "", apierror.Internal(err)
 	}
@@ -310,7 +331,7 @@ func (s *Simulator) internalAccount(ctx context.Context, id string) (storage.Int
 	if !storage.ValidID(id, "InternalAccount") {
 		return a, apierror.New(apierror.ReferenceNotFound, "internal account %q not found", id)
 	}
-	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		a, err = tx.InternalAccounts().Get(ctx, id)
 		return err
@@ -332,7 +353,7 @@ func (s *Simulator) externalAccount(ctx context.Context, id string) (storage.Ext
 	if !storage.ValidID(id, "ExternalAccount") {
 		return a, notFound
 	}
-	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		a, err = tx.ExternalAccounts().Get(ctx, id)
 		return err

@@ -246,7 +246,7 @@ func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call s
 		}
 		var plan transferPlan
 		err := s.locked(func(st *state, _ time.Time) error {
-			return s.store.Atomic(ctx, func(tx storage.Tx) error {
+			return s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 				var err error
 				plan, err = s.planTransfer(ctx, tx, st, extID, walletID, req.Amount, false)
 				return err
@@ -318,7 +318,7 @@ func (s *Simulator) transfer(ctx context.Context, extID, walletID string, amount
 	now := s.now()
 	s.state.settle(now)
 	var plan transferPlan
-	err = s.store.Atomic(ctx, func(tx storage.Tx) error {
+	err = s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		plan, err = s.planTransfer(ctx, tx, s.state, extID, walletID, amount, in)
 		return err

@@ -35,23 +35,15 @@ func defaultRelyingParty() passkey.RelyingParty {
 		Origins: []string{"http://localhost", "http://localhost:8089"}}
 }
 
-// newWalletServices builds the passkey and OpenID verifiers of cfg: real
-// WebAuthn with the legacy sandbox literal accepted, and ID tokens whose
-// signature may be a dummy while every claim is checked.
+// newWalletServices builds the passkey and OpenID verifiers of a normalized
+// cfg: real WebAuthn with the legacy sandbox literal accepted, and ID tokens
+// whose signature may be a dummy while every claim is checked.
 func newWalletServices(cfg *Config) (*passkey.Verifier, *oidc.Verifier, error) {
-	rp := cfg.RelyingParty
-	if rp.ID == "" {
-		rp = defaultRelyingParty()
-	}
-	pk, err := passkey.New(rp, passkey.WithSandbox(true), passkey.WithRand(cfg.Rand))
+	pk, err := passkey.New(cfg.RelyingParty, passkey.WithSandbox(true), passkey.WithRand(cfg.Rand))
 	if err != nil {
 		return nil, nil, err
 	}
-	issuers := cfg.OIDCIssuers
-	if len(issuers) == 0 {
-		issuers = []oidc.Issuer{oidc.Google(DefaultOIDCAudience), oidc.Apple(DefaultOIDCAudience)}
-	}
-	ov, err := oidc.New(context.Background(), oidc.Config{Issuers: issuers, Clock: cfg.Clock, Sandbox: true})
+	ov, err := oidc.New(context.Background(), oidc.Config{Issuers: cfg.OIDCIssuers, Clock: cfg.Clock, Sandbox: true})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -67,7 +59,7 @@ func (sandboxLiveness) Start(_ context.Context, a storage.ExternalAccount, _ tim
 }
 
 func (s *Simulator) newOwnership() (*ownership.Service, error) {
-	return ownership.New(ownership.Config{Store: s.store, Clock: s.clock, Rand: s.rand, Liveness: sandboxLiveness{},
+	return ownership.New(ownership.Config{Store: s.cfg.Store, Clock: s.cfg.Clock, Rand: s.cfg.Rand, Liveness: sandboxLiveness{},
 		Service: "walletgate sandbox", Network: s.cfg.Network, Payouts: *s.payouts, VASPs: sandboxVASPs,
 		// The store transaction that writes an event must not take the
 		// simulator's mutex, so events carry the stored fields only.

@@ -57,7 +57,7 @@ func (s *Simulator) startWebhooks() error {
 	if s.hooks.pub, err = webhook.NewPublisher(s.cfg.WebhookURL, signer, s.cfg.WebhookClient); err != nil {
 		return err
 	}
-	r, err := relay.New(relay.Config{Store: s.store, Publisher: s.hooks.pub, Clock: s.clock, Poll: WebhookPoll})
+	r, err := relay.New(relay.Config{Store: s.cfg.Store, Publisher: s.hooks.pub, Clock: s.cfg.Clock, Poll: WebhookPoll})
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (s *Simulator) TestWebhook(ctx context.Context) (WebhookTestResult, error) 
 	if s.hooks.pub == nil {
 		return WebhookTestResult{}, apierror.New(apierror.WebhookEndpointNotSet, "no webhook URL is configured")
 	}
-	e, err := storage.NewEvent(s.rand, EventTest, "", struct{}{}, s.now())
+	e, err := storage.NewEvent(s.cfg.Rand, EventTest, "", struct{}{}, s.now())
 	if err != nil {
 		return WebhookTestResult{}, apierror.Internal(err)
 	}
