@@ -2,7 +2,6 @@ package sandbox_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -33,12 +32,12 @@ func benchWallet(b *testing.B) (*sandbox.Simulator, string, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := sim.CreateCustomer(context.Background(), sandbox.CustomerCreate{CustomerType: "INDIVIDUAL", FullName: "Ben Ch", Email: "bench@example.com"})
+	c, err := sim.CreateCustomer(b.Context(), sandbox.CustomerCreate{CustomerType: "INDIVIDUAL", FullName: "Ben Ch", Email: "bench@example.com"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	accts, _ := sim.ListInternalAccounts(context.Background(), c.ID)
-	creds, _ := sim.Auth().ListCredentials(context.Background(), accts[0].ID)
+	accts, _ := sim.ListInternalAccounts(b.Context(), c.ID)
+	creds, _ := sim.Auth().ListCredentials(b.Context(), accts[0].ID)
 	return sim, accts[0].ID, creds[0].ID
 }
 
@@ -73,7 +72,7 @@ func BenchmarkHandlerOTPLogin(b *testing.B) {
 // the work the handler wraps.
 func BenchmarkServiceOTPLogin(b *testing.B) {
 	sim, _, credID := benchWallet(b)
-	ctx := context.Background()
+	ctx := b.Context()
 	b.ReportAllocs()
 	for b.Loop() {
 		svc := sim.Auth()
@@ -149,7 +148,7 @@ func BenchmarkStampVerifyPrimitive(b *testing.B) {
 // (Basic credentials, routing, JSON).
 func BenchmarkHandlerGetCustomer(b *testing.B) {
 	sim, _, _ := benchWallet(b)
-	c, _ := sim.CreateCustomer(context.Background(), sandbox.CustomerCreate{CustomerType: "INDIVIDUAL", FullName: "Re Ad", Email: "read@example.com"})
+	c, _ := sim.CreateCustomer(b.Context(), sandbox.CustomerCreate{CustomerType: "INDIVIDUAL", FullName: "Re Ad", Email: "read@example.com"})
 	h := sim.Handler()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -162,10 +161,10 @@ func BenchmarkHandlerGetCustomer(b *testing.B) {
 // BenchmarkGetCustomer is the same read through the Go API.
 func BenchmarkGetCustomer(b *testing.B) {
 	sim, _, _ := benchWallet(b)
-	c, _ := sim.CreateCustomer(context.Background(), sandbox.CustomerCreate{CustomerType: "INDIVIDUAL", FullName: "Re Ad", Email: "read@example.com"})
+	c, _ := sim.CreateCustomer(b.Context(), sandbox.CustomerCreate{CustomerType: "INDIVIDUAL", FullName: "Re Ad", Email: "read@example.com"})
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := sim.GetCustomer(context.Background(), c.ID); err != nil {
+		if _, err := sim.GetCustomer(b.Context(), c.ID); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/walletauth"
@@ -128,23 +129,29 @@ func (r resp) ok(t testing.TB, status int, dst any) {
 	}
 }
 
-// fails asserts an error answer: the status, the code and the body shape.
+// fails asserts an error answer over HTTP: the status, a JSON body that
+// decodes to an apierror with code ([apierrortest.Want]), and the
+// Content-Type. status is stated beside code so that a test reads as the
+// wire does; it must be code's status.
 func (r resp) fails(t testing.TB, status int, code apierror.Code) *apierror.Error {
 	t.Helper()
 	var e apierror.Error
 	if err := json.Unmarshal(r.body, &e); err != nil {
 		t.Fatalf("status %d: body is not an error (%v): %s", r.status, err, r.body)
 	}
-	if r.status != status || e.Code != code || code.Status() != status {
+	if r.status != status || code.Status() != status {
 		t.Fatalf("got %d %s, want %d %s: %s", r.status, e.Code, status, code, r.body)
 	}
+	apierrortest.Want(t, &e, code, "")
 	if ct := r.header.Get("Content-Type"); ct != "application/json" {
 		t.Fatalf("Content-Type %q", ct)
 	}
 	return &e
 }
 
-// fields returns the field paths of details.errors.
+// fields returns the field paths of details.errors in their order, for the
+// tests that assert the order the checks run in ([apierrortest.WantFields]
+// ignores it).
 func fields(e *apierror.Error) []string {
 	var out []string
 	for _, fe := range e.FieldErrors() {

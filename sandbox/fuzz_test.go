@@ -2,12 +2,12 @@ package sandbox
 
 import (
 	"encoding/json"
-	"errors"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 )
 
 var fuzzNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -25,13 +25,11 @@ var customerSeeds = []string{
 	`{"fullName":"\u0000"}`, `[]`, `null`, `"s"`, `{`, ``, `{"a":1}{`, `{"customerType":"INDIVIDUAL","birthDate":"1899-12-31"}`,
 }
 
-// checkRejection asserts err is a typed 400 INVALID_INPUT.
+// checkRejection asserts err is a typed 400 INVALID_INPUT whose field
+// errors all name their field.
 func checkRejection(t *testing.T, err error) {
 	t.Helper()
-	var e *apierror.Error
-	if !errors.As(err, &e) || e.Code != apierror.InvalidInput {
-		t.Fatalf("rejection is not a typed 400 INVALID_INPUT: %#v", err)
-	}
+	e := apierrortest.Want(t, err, apierror.InvalidInput, "")
 	for _, fe := range e.FieldErrors() {
 		if fe.Field == "" {
 			t.Fatalf("field error without a path: %+v", e)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/walletauth"
@@ -98,13 +99,9 @@ func TestExportWallet(t *testing.T) {
 	// expecting another organization too (400).
 	otherSigner, _ := walletauth.NewClientKey()
 	_, err = envelope.OpenExportBundle(priv, out.EncryptedWalletCredentials, &otherSigner.PrivateKey().PublicKey, sandbox.SandboxOrganizationID)
-	if apierror.CodeOf(err) != apierror.Unauthorized || apierror.As(err).Code.Status() != 401 {
-		t.Fatalf("other signer: %v", err)
-	}
+	apierrortest.Want(t, err, apierror.Unauthorized, "")
 	_, err = envelope.OpenExportBundle(priv, out.EncryptedWalletCredentials, e.sim.Auth().SigningPublicKey(), "org_other")
-	if apierror.CodeOf(err) != apierror.InvalidInput || apierror.As(err).Code.Status() != 400 {
-		t.Fatalf("other organization: %v", err)
-	}
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 
 	// Failures of the signed retry.
 	ch := e.challenge("POST", path, body)

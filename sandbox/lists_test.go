@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/sandbox"
 )
 
@@ -148,15 +149,11 @@ func TestListPaginationErrors(t *testing.T) {
 	for _, path := range []string{"/customers?", "/internal-accounts?customerId=" + c.ID + "&", "/customers/external-accounts?customerId=" + c.ID + "&"} {
 		for _, q := range []string{"limit=0", "limit=101", "limit=-1", "limit=abc", "limit=", "limit=1&limit=2"} {
 			err := e.do("GET", path+q, nil).fails(t, 400, apierror.InvalidInput)
-			if f := fields(err); len(f) != 1 || f[0] != "limit" {
-				t.Errorf("%s%s: fields %v", path, q, f)
-			}
+			apierrortest.WantFields(t, err, apierror.InvalidInput, "limit")
 		}
 		for _, q := range []string{"cursor=", "cursor=!!", "cursor=" + badCursor, "cursor=" + base64.RawURLEncoding.EncodeToString([]byte("v1|x|id"))} {
 			err := e.do("GET", path+q, nil).fails(t, 400, apierror.InvalidInput)
-			if f := fields(err); len(f) != 1 || f[0] != "cursor" {
-				t.Errorf("%s%s: fields %v", path, q, f)
-			}
+			apierrortest.WantFields(t, err, apierror.InvalidInput, "cursor")
 		}
 	}
 }

@@ -86,7 +86,7 @@ func postgresReplicas(b *testing.B) *replicaSet {
 	if dsn == "" {
 		b.Skip("set WALLETGATE_POSTGRES_DSN to run the PostgreSQL variants")
 	}
-	ctx := context.Background()
+	ctx := b.Context()
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	schema := "wgbench_" + hex.EncodeToString(id[:])
@@ -216,7 +216,7 @@ type benchAccount struct {
 // accounts creates n customers (spread over the replicas, in parallel) and,
 // when login is set, logs each one's wallet in over HTTP.
 func (r *replicaSet) accounts(b *testing.B, n int, login bool) []benchAccount {
-	ctx := context.Background()
+	ctx := b.Context()
 	out := make([]benchAccount, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
@@ -240,7 +241,7 @@ func payoutPostgres(t *testing.T) storage.Store {
 	if dsn == "" {
 		return nil
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +283,7 @@ func transferOutDecidesOnTheHeldAccount(t *testing.T, store func() storage.Store
 
 		changed := false
 		adv.arm(ext.ID, n, func() {
-			if _, err := e.sim.Ownership().SetStatus(context.Background(), ext.ID, storage.StatusUnverified); err != nil {
+			if _, err := e.sim.Ownership().SetStatus(t.Context(), ext.ID, storage.StatusUnverified); err != nil {
 				t.Errorf("adversary: %v", err)
 			}
 			changed = true
@@ -350,9 +351,7 @@ func TestExternalAccountVASPDirectory(t *testing.T) {
 	}
 	for _, vasp := range []string{"Exchange", "coinbase", "COINBASE", "My Own Wallet"} {
 		f := e.do("POST", "/customers/external-accounts", body(vasp)).fails(t, 400, apierror.InvalidInput)
-		if got := fields(f); len(got) != 1 || got[0] != "accountInfo.vaspName" {
-			t.Fatalf("vaspName %q: fields %v", vasp, got)
-		}
+		apierrortest.WantFields(t, f, apierror.InvalidInput, "accountInfo.vaspName")
 	}
 	for _, vasp := range sandbox.SandboxVASPs {
 		var a sandbox.ExternalAccount

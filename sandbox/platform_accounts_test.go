@@ -1,12 +1,12 @@
 package sandbox_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/sandbox"
 )
@@ -49,30 +49,22 @@ func TestPlatformExternalAccountCreate(t *testing.T) {
 	withCustomer := usdAccount("5555000022")
 	withCustomer["customerId"] = cust.ID
 	err := e.do("POST", "/platform/external-accounts", withCustomer).fails(t, 400, apierror.InvalidInput)
-	if f := fields(err); len(f) != 1 || f[0] != "customerId" {
-		t.Fatalf("fields %v", f)
-	}
+	apierrortest.WantFields(t, err, apierror.InvalidInput, "customerId")
 	uma := usdAccount("5555000033")
 	uma["defaultUmaDepositAccount"] = true
 	err = e.do("POST", "/platform/external-accounts", uma).fails(t, 400, apierror.InvalidInput)
-	if f := fields(err); len(f) != 1 || f[0] != "defaultUmaDepositAccount" {
-		t.Fatalf("fields %v", f)
-	}
+	apierrortest.WantFields(t, err, apierror.InvalidInput, "defaultUmaDepositAccount")
 	e.do("POST", "/platform/external-accounts", map[string]any{"currency": "USD"}).fails(t, 400, apierror.InvalidInput)
 	// The customer tree still requires customerId.
 	err = e.do("POST", "/customers/external-accounts", usdAccount("5555000044")).fails(t, 400, apierror.InvalidInput)
-	if f := fields(err); len(f) != 1 || f[0] != "customerId" {
-		t.Fatalf("customer tree fields %v", f)
-	}
+	apierrortest.WantFields(t, err, apierror.InvalidInput, "customerId")
 
 	// The Go API.
 	info, _ := json.Marshal(usdAccount("5555000055")["accountInfo"])
-	a, gerr := e.sim.CreatePlatformExternalAccount(context.Background(), sandbox.ExternalAccountCreate{Currency: "USD", AccountInfo: info})
+	a, gerr := e.sim.CreatePlatformExternalAccount(t.Context(), sandbox.ExternalAccountCreate{Currency: "USD", AccountInfo: info})
 	if gerr != nil || a.CustomerID != "" {
 		t.Fatalf("Go API: %+v %v", a, gerr)
 	}
-	_, gerr = e.sim.CreatePlatformExternalAccount(context.Background(), sandbox.ExternalAccountCreate{CustomerID: cust.ID, Currency: "USD", AccountInfo: info})
-	if apierror.CodeOf(gerr) != apierror.InvalidInput {
-		t.Fatalf("Go API with a customer: %v", gerr)
-	}
+	_, gerr = e.sim.CreatePlatformExternalAccount(t.Context(), sandbox.ExternalAccountCreate{CustomerID: cust.ID, Currency: "USD", AccountInfo: info})
+	apierrortest.Want(t, gerr, apierror.InvalidInput, "")
 }

@@ -2,7 +2,6 @@ package sandbox_test
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -218,8 +217,8 @@ func TestExecuteQuoteIdempotencyKey(t *testing.T) {
 		t.Fatalf("conflict message %q", err.Message)
 	}
 	// The record is in the simulator's store, holding the 200 only.
-	rerr := e.sim.Store().Atomic(context.Background(), func(tx storage.Tx) error {
-		rec, err := tx.Idempotency().Get(context.Background(), "Platform:"+sandbox.DefaultClientID, key[1])
+	rerr := e.sim.Store().Atomic(t.Context(), func(tx storage.Tx) error {
+		rec, err := tx.Idempotency().Get(t.Context(), "Platform:"+sandbox.DefaultClientID, key[1])
 		if err == nil && (rec.State != storage.IdempotencyComplete || rec.Status != 200) {
 			t.Fatalf("stored record %s %d, want COMPLETE 200", rec.State, rec.Status)
 		}

@@ -2,7 +2,6 @@ package sandbox_test
 
 import (
 	"bytes"
-	"context"
 	"testing"
 
 	"github.com/walletgate/walletgate/sandbox"
@@ -18,7 +17,7 @@ import (
 // configured ones when given; two simulators given the same keys on one
 // store verify each other's codes.
 func TestSimulatorSecretKeys(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	issue := func(t *testing.T, sim *sandbox.Simulator) (string, walletauth.ChallengeResponse, storage.OTPIssuance) {
 		t.Helper()
 		_, cred, err := sim.Auth().CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:k", Email: "keys@example.com"})

@@ -1,7 +1,6 @@
 package sandbox_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -18,7 +17,7 @@ import (
 // then every interval, and keeps the rest; Close stops the sweeper.
 func TestSimulatorSweepsExpiredRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
+		ctx := t.Context()
 		store := memory.New()
 		put := func(id string, expires time.Time) {
 			err := store.Atomic(ctx, func(tx storage.Tx) error {
