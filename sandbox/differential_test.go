@@ -207,7 +207,7 @@ func addOAuthCase(t *testing.T, e *env) diffCase {
 	key := e.login(wallet)
 	token := func(sub, email string) string {
 		return dummyToken(map[string]any{"iss": "https://accounts.google.com", "aud": sandbox.DefaultOIDCAudience, "sub": sub,
-			"email": email, "iat": e.clock.Now().Unix(), "exp": e.clock.Now().Add(time.Hour).Unix()})
+			"email": email, "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()})
 	}
 	return diffCase{key: key, method: "POST", path: "/auth/credentials",
 		members: []member{{"type", `"OAUTH"`}, {"accountId", quote(wallet)}, {"oidcToken", quote(token("user-sub", "olga@example.com"))}},

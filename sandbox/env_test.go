@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
@@ -19,57 +18,61 @@ import (
 	"github.com/walletgate/walletgate/walletauth"
 )
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-// env is a simulator served by httptest with a client speaking to it.
+// env is a simulator with a client speaking HTTP to it: over a socket of
+// httptest.NewServer (srv), or in process when srv is nil (see
+// newBubbleEnv).
 type env struct {
-	t     testing.TB
-	sim   *sandbox.Simulator
-	srv   *httptest.Server
-	clock *clock
-	base  string
-	user  string
-	pass  string
-	keys  map[string]*walletauth.ClientKey // session keys by wallet, see walletKey
+	t    testing.TB
+	sim  *sandbox.Simulator
+	srv  *httptest.Server
+	base string
+	user string
+	pass string
+	keys map[string]*walletauth.ClientKey // session keys by wallet, see walletKey
 }
 
+// newEnv serves a simulator on the real clock with httptest.NewServer.
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	return newEnvWith(t, sandbox.Config{})
 }
 
-// newEnvWith is newEnv for cfg; its Clock is the env's.
+// newEnvWith is newEnv for cfg.
 func newEnvWith(t testing.TB, cfg sandbox.Config) *env {
 	t.Helper()
-	c := newClock()
-	cfg.Clock = c.Now
+	e := newBubbleEnv(t, cfg)
+	e.srv = httptest.NewServer(e.sim.Handler())
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// newBubbleEnv is the env of a test that needs time to pass, run inside
+// synctest.Test: the simulator's Clock is time.Now, which the bubble fakes,
+// and requests are served in process, without sockets, so that a
+// time.Sleep of the test moves the clock as soon as the simulator is idle.
+func newBubbleEnv(t testing.TB, cfg sandbox.Config) *env {
+	t.Helper()
 	sim, err := sandbox.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Close)
-	srv := httptest.NewServer(sim.Handler())
-	t.Cleanup(srv.Close)
-	return &env{t: t, sim: sim, srv: srv, clock: c, base: sandbox.DefaultBasePath,
+	return &env{t: t, sim: sim, base: sandbox.DefaultBasePath,
 		user: sandbox.DefaultClientID, pass: sandbox.DefaultClientSecret}
+}
+
+// inProcess serves a request with a handler in the calling goroutine.
+type inProcess struct{ h http.Handler }
+
+func (p inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if r.Body == nil {
+		r.Body = http.NoBody
+	}
+	r.RequestURI = r.URL.RequestURI()
+	w := httptest.NewRecorder()
+	p.h.ServeHTTP(w, r)
+	return w.Result(), nil
 }
 
 // resp is an HTTP answer.
@@ -97,7 +100,11 @@ func (e *env) do(method, path string, body any, headers ...string) resp {
 		}
 		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(method, e.srv.URL+e.base+path, rd)
+	url, client := "http://sandbox.test", &http.Client{Transport: inProcess{e.sim.Handler()}}
+	if e.srv != nil {
+		url, client = e.srv.URL, e.srv.Client()
+	}
+	req, err := http.NewRequest(method, url+e.base+path, rd)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -107,7 +114,7 @@ func (e *env) do(method, path string, body any, headers ...string) resp {
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	res, err := e.srv.Client().Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
@@ -236,43 +238,45 @@ func (b accountBody) withDefault() map[string]any {
 }
 
 func TestTrustedBeneficiaryDelete(t *testing.T) {
-	e := newEnv(t)
-	c, _ := e.scaCustomer("Tru Sted")
-	a := e.external(c.ID, usdAccount("777000001"))
-	p := "/customers/external-accounts/" + a.ID
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, sandbox.Config{})
+		c, _ := e.scaCustomer("Tru Sted")
+		a := e.external(c.ID, usdAccount("777000001"))
+		p := "/customers/external-accounts/" + a.ID
 
-	e.do("POST", p+"/untrust", nil).fails(t, 409, apierror.Conflict)
-	e.do("POST", p+"/trust/confirm", map[string]string{"code": sandbox.SandboxSCACode}).fails(t, 409, apierror.Conflict)
-	var start sandbox.TrustStart
-	e.do("POST", p+"/trust", nil).ok(t, 200, &start)
-	if start.SCAChallenge == nil || start.SCAChallenge.Purpose != "TRUST_BENEFICIARY" {
-		t.Fatalf("trust start %+v", start)
-	}
-	e.do("POST", p+"/trust/confirm", map[string]string{"code": "000000"}).fails(t, 400, apierror.InvalidInput)
-	e.do("POST", p+"/trust/confirm", map[string]string{"code": sandbox.SandboxSCACode, "challengeId": "ScaChallenge:other"}).fails(t, 400, apierror.InvalidInput)
-	var conf sandbox.TrustConfirm
-	e.do("POST", p+"/trust/confirm", map[string]string{"code": sandbox.SandboxSCACode, "challengeId": start.SCAChallenge.ID}).ok(t, 200, &conf)
-	if !conf.Trusted {
-		t.Fatal("not trusted")
-	}
-	e.do("POST", p+"/trust", nil).fails(t, 409, apierror.Conflict)
+		e.do("POST", p+"/untrust", nil).fails(t, 409, apierror.Conflict)
+		e.do("POST", p+"/trust/confirm", map[string]string{"code": sandbox.SandboxSCACode}).fails(t, 409, apierror.Conflict)
+		var start sandbox.TrustStart
+		e.do("POST", p+"/trust", nil).ok(t, 200, &start)
+		if start.SCAChallenge == nil || start.SCAChallenge.Purpose != "TRUST_BENEFICIARY" {
+			t.Fatalf("trust start %+v", start)
+		}
+		e.do("POST", p+"/trust/confirm", map[string]string{"code": "000000"}).fails(t, 400, apierror.InvalidInput)
+		e.do("POST", p+"/trust/confirm", map[string]string{"code": sandbox.SandboxSCACode, "challengeId": "ScaChallenge:other"}).fails(t, 400, apierror.InvalidInput)
+		var conf sandbox.TrustConfirm
+		e.do("POST", p+"/trust/confirm", map[string]string{"code": sandbox.SandboxSCACode, "challengeId": start.SCAChallenge.ID}).ok(t, 200, &conf)
+		if !conf.Trusted {
+			t.Fatal("not trusted")
+		}
+		e.do("POST", p+"/trust", nil).fails(t, 409, apierror.Conflict)
 
-	e.do("DELETE", p, nil).fails(t, 409, apierror.BeneficiaryTrusted)
-	// Starting the untrust is not enough.
-	e.do("POST", p+"/untrust", nil).ok(t, 200, nil)
-	e.do("DELETE", p, nil).fails(t, 409, apierror.BeneficiaryTrusted)
-	// An expired untrust challenge.
-	e.clock.Advance(6 * 60e9)
-	e.do("POST", p+"/untrust/confirm", map[string]string{"code": sandbox.SandboxSCACode}).fails(t, 400, apierror.InvalidInput)
-	e.do("POST", p+"/untrust/confirm", map[string]string{"code": sandbox.SandboxSCACode}).fails(t, 409, apierror.Conflict)
-	e.do("POST", p+"/untrust", nil).ok(t, 200, nil)
-	e.do("POST", p+"/untrust/confirm", map[string]string{"code": sandbox.SandboxSCACode}).ok(t, 200, &conf)
-	if conf.Trusted {
-		t.Fatal("still trusted")
-	}
-	e.do("DELETE", p, nil).ok(t, 204, nil)
-	e.do("POST", p+"/trust", nil).fails(t, 404, apierror.ReferenceNotFound)
-	e.do("POST", p+"/trust/confirm", `{"code":"123456"}`).fails(t, 404, apierror.ReferenceNotFound)
+		e.do("DELETE", p, nil).fails(t, 409, apierror.BeneficiaryTrusted)
+		// Starting the untrust is not enough.
+		e.do("POST", p+"/untrust", nil).ok(t, 200, nil)
+		e.do("DELETE", p, nil).fails(t, 409, apierror.BeneficiaryTrusted)
+		// An expired untrust challenge.
+		time.Sleep(6 * 60e9)
+		e.do("POST", p+"/untrust/confirm", map[string]string{"code": sandbox.SandboxSCACode}).fails(t, 400, apierror.InvalidInput)
+		e.do("POST", p+"/untrust/confirm", map[string]string{"code": sandbox.SandboxSCACode}).fails(t, 409, apierror.Conflict)
+		e.do("POST", p+"/untrust", nil).ok(t, 200, nil)
+		e.do("POST", p+"/untrust/confirm", map[string]string{"code": sandbox.SandboxSCACode}).ok(t, 200, &conf)
+		if conf.Trusted {
+			t.Fatal("still trusted")
+		}
+		e.do("DELETE", p, nil).ok(t, 204, nil)
+		e.do("POST", p+"/trust", nil).fails(t, 404, apierror.ReferenceNotFound)
+		e.do("POST", p+"/trust/confirm", `{"code":"123456"}`).fails(t, 404, apierror.ReferenceNotFound)
+	})
 }
 
 // statusEvents returns the statuses carried by the account's

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -53,96 +54,98 @@ func stamped(key *walletauth.ClientKey, ch *signedretry.Challenge) signedretry.R
 }
 
 func TestGoAPIFlow(t *testing.T) {
-	ctx := t.Context()
-	c := newClock()
-	sim, err := sandbox.New(sandbox.Config{Clock: c.Now, WalletCurrency: "USD"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cust, err := sim.CreateCustomer(ctx, sandbox.CustomerCreate{CustomerType: "INDIVIDUAL", FullName: "Go Api", Email: "goapi@example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wallets, _ := sim.ListInternalAccounts(ctx, cust.ID)
-	wallet := wallets[0].ID
-	key := goLogin(t, sim, wallet)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		sim, err := sandbox.New(sandbox.Config{WalletCurrency: "USD"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sim.Close)
+		cust, err := sim.CreateCustomer(ctx, sandbox.CustomerCreate{CustomerType: "INDIVIDUAL", FullName: "Go Api", Email: "goapi@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wallets, _ := sim.ListInternalAccounts(ctx, cust.ID)
+		wallet := wallets[0].ID
+		key := goLogin(t, sim, wallet)
 
-	info, _ := json.Marshal(map[string]any{"accountType": "USD_ACCOUNT", "accountNumber": "40400001", "routingNumber": "021000021",
-		"beneficiary": map[string]any{"beneficiaryType": "INDIVIDUAL", "fullName": "Go Api"}})
-	ext, err := sim.CreateExternalAccount(ctx, sandbox.ExternalAccountCreate{CustomerID: cust.ID, Currency: "USD", AccountInfo: info})
-	if err != nil || ext.BeneficiaryVerificationStatus != "MATCHED" {
-		t.Fatalf("external: %v %+v", err, ext)
-	}
-	_, err = sim.CreateExternalAccount(ctx, sandbox.ExternalAccountCreate{CustomerID: cust.ID})
-	apierrortest.Want(t, err, apierror.InvalidInput, "")
-	tx, err := sim.TransferIn(ctx, sandbox.TransferRequest{Source: sandbox.AccountRef{AccountID: ext.ID},
-		Destination: sandbox.AccountRef{AccountID: wallet}, Amount: 5_000})
-	if err != nil || tx.Status != "COMPLETED" {
-		t.Fatalf("transfer-in: %v %+v", err, tx)
-	}
-	a, _ := sim.GetInternalAccount(ctx, wallet)
-	if a.Balance != (sandbox.Money{Amount: 5_000, Currency: "USD"}) {
-		t.Fatalf("balance %+v", a.Balance)
-	}
+		info, _ := json.Marshal(map[string]any{"accountType": "USD_ACCOUNT", "accountNumber": "40400001", "routingNumber": "021000021",
+			"beneficiary": map[string]any{"beneficiaryType": "INDIVIDUAL", "fullName": "Go Api"}})
+		ext, err := sim.CreateExternalAccount(ctx, sandbox.ExternalAccountCreate{CustomerID: cust.ID, Currency: "USD", AccountInfo: info})
+		if err != nil || ext.BeneficiaryVerificationStatus != "MATCHED" {
+			t.Fatalf("external: %v %+v", err, ext)
+		}
+		_, err = sim.CreateExternalAccount(ctx, sandbox.ExternalAccountCreate{CustomerID: cust.ID})
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
+		tx, err := sim.TransferIn(ctx, sandbox.TransferRequest{Source: sandbox.AccountRef{AccountID: ext.ID},
+			Destination: sandbox.AccountRef{AccountID: wallet}, Amount: 5_000})
+		if err != nil || tx.Status != "COMPLETED" {
+			t.Fatalf("transfer-in: %v %+v", err, tx)
+		}
+		a, _ := sim.GetInternalAccount(ctx, wallet)
+		if a.Balance != (sandbox.Money{Amount: 5_000, Currency: "USD"}) {
+			t.Fatalf("balance %+v", a.Balance)
+		}
 
-	q, err := sim.CreateQuote(ctx, sandbox.QuoteRequest{Source: sandbox.QuoteSource{AccountID: wallet},
-		Destination: sandbox.QuoteDestination{AccountID: ext.ID}, LockedCurrencySide: "SENDING", LockedCurrencyAmount: 1_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, ch, err := sim.ExecuteQuote(ctx, q.ID, "", signedretry.Retry{})
-	if err != nil || ch == nil {
-		t.Fatalf("execute leg 1: %v %v", err, ch)
-	}
-	done, _, err := sim.ExecuteQuote(ctx, q.ID, "", stamped(key, ch))
-	if err != nil || done.Status != "COMPLETED" {
-		t.Fatalf("execute leg 2: %v %+v", err, done)
-	}
-	got, _ := sim.GetTransaction(ctx, done.TransactionID)
-	if got.SentAmount.Amount != 1_000 {
-		t.Fatalf("transaction %+v", got)
-	}
+		q, err := sim.CreateQuote(ctx, sandbox.QuoteRequest{Source: sandbox.QuoteSource{AccountID: wallet},
+			Destination: sandbox.QuoteDestination{AccountID: ext.ID}, LockedCurrencySide: "SENDING", LockedCurrencyAmount: 1_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ch, err := sim.ExecuteQuote(ctx, q.ID, "", signedretry.Retry{})
+		if err != nil || ch == nil {
+			t.Fatalf("execute leg 1: %v %v", err, ch)
+		}
+		done, _, err := sim.ExecuteQuote(ctx, q.ID, "", stamped(key, ch))
+		if err != nil || done.Status != "COMPLETED" {
+			t.Fatalf("execute leg 2: %v %+v", err, done)
+		}
+		got, _ := sim.GetTransaction(ctx, done.TransactionID)
+		if got.SentAmount.Amount != 1_000 {
+			t.Fatalf("transaction %+v", got)
+		}
 
-	_, ch, err = sim.UpdateWallet(ctx, wallet, walletauth.PrivacyRequest{PrivateEnabled: new(bool)}, signedretry.Retry{})
-	if err != nil || ch == nil {
-		t.Fatalf("privacy leg 1: %v", err)
-	}
-	c.Advance(time.Minute)
-	w, _, err := sim.UpdateWallet(ctx, wallet, walletauth.PrivacyRequest{PrivateEnabled: new(bool)}, stamped(key, ch))
-	if err != nil || !w.UpdatedAt.Equal(c.Now()) {
-		t.Fatalf("privacy leg 2: %v %+v", err, w)
-	}
-	_, pub := exportKey(t)
-	_, ch, err = sim.ExportWallet(ctx, wallet, walletauth.ExportRequest{ClientPublicKey: pub}, signedretry.Retry{})
-	if err != nil || ch == nil {
-		t.Fatalf("export leg 1: %v", err)
-	}
-	exp, _, err := sim.ExportWallet(ctx, wallet, walletauth.ExportRequest{ClientPublicKey: pub}, stamped(key, ch))
-	if err != nil || exp.ID != wallet {
-		t.Fatalf("export leg 2: %v", err)
-	}
+		_, ch, err = sim.UpdateWallet(ctx, wallet, walletauth.PrivacyRequest{PrivateEnabled: new(bool)}, signedretry.Retry{})
+		if err != nil || ch == nil {
+			t.Fatalf("privacy leg 1: %v", err)
+		}
+		time.Sleep(time.Minute)
+		w, _, err := sim.UpdateWallet(ctx, wallet, walletauth.PrivacyRequest{PrivateEnabled: new(bool)}, stamped(key, ch))
+		if err != nil || !w.UpdatedAt.Equal(time.Now()) {
+			t.Fatalf("privacy leg 2: %v %+v", err, w)
+		}
+		_, pub := exportKey(t)
+		_, ch, err = sim.ExportWallet(ctx, wallet, walletauth.ExportRequest{ClientPublicKey: pub}, signedretry.Retry{})
+		if err != nil || ch == nil {
+			t.Fatalf("export leg 1: %v", err)
+		}
+		exp, _, err := sim.ExportWallet(ctx, wallet, walletauth.ExportRequest{ClientPublicKey: pub}, stamped(key, ch))
+		if err != nil || exp.ID != wallet {
+			t.Fatalf("export leg 2: %v", err)
+		}
 
-	card, err := sim.CreateCard(ctx, sandbox.CardRequest{CustomerID: cust.ID})
-	apierrortest.Want(t, err, apierror.CardholderKYCNotApproved, "")
-	if card != nil {
-		t.Fatalf("card before KYC: %+v", card)
-	}
-	if _, err := sim.VerifyCustomer(ctx, sandbox.VerificationRequest{CustomerID: cust.ID}); err != nil {
-		t.Fatal(err)
-	}
-	card, err = sim.CreateCard(ctx, sandbox.CardRequest{CustomerID: cust.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.UpdateCard(ctx, card.ID, sandbox.CardUpdate{State: "CLOSED"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.GetCard(ctx, card.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := sim.DeleteExternalAccount(ctx, ext.ID); err != nil {
-		t.Fatal(err)
-	}
+		card, err := sim.CreateCard(ctx, sandbox.CardRequest{CustomerID: cust.ID})
+		apierrortest.Want(t, err, apierror.CardholderKYCNotApproved, "")
+		if card != nil {
+			t.Fatalf("card before KYC: %+v", card)
+		}
+		if _, err := sim.VerifyCustomer(ctx, sandbox.VerificationRequest{CustomerID: cust.ID}); err != nil {
+			t.Fatal(err)
+		}
+		card, err = sim.CreateCard(ctx, sandbox.CardRequest{CustomerID: cust.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sim.UpdateCard(ctx, card.ID, sandbox.CardUpdate{State: "CLOSED"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sim.GetCard(ctx, card.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := sim.DeleteExternalAccount(ctx, ext.ID); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestFieldLimits(t *testing.T) {

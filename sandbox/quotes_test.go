@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -52,143 +53,149 @@ func (e *env) getQuote(id string) sandbox.Quote {
 }
 
 func TestQuoteDestinationSuffixes(t *testing.T) {
-	for _, tc := range []struct {
-		suffix, status, reason string
-		refunded               bool
-	}{
-		{"002", "FAILED", "QUOTE_EXECUTION_FAILED", true},
-		{"003", "PROCESSING", "", false},
-		{"004", "FAILED", "COUNTERPARTY_DELIVERY_FAILED", true},
-		{"005", "COMPLETED", "", false},
-		{"006", "FAILED", "USER_CANCELLED", true},
-		{"007", "FAILED", "PAYOUT_AND_REFUND_FAILED", false},
-		{"001", "COMPLETED", "", false},
-	} {
-		e := newEnv(t)
-		p := e.payer(100_000_000) // 100 USDB
-		ext := e.external(p.customer.ID, usdAccount("5555555"+tc.suffix))
-		q := e.quote(p, map[string]any{"accountId": ext.ID}, 10_000_000) // 10 USDB -> 10.00 USD
-		if q.Status != "PENDING" || q.SendingCurrency != "USDB" || q.ReceivingCurrency != "USD" || q.TotalReceivingAmount != 1_000 ||
-			q.ExchangeRate != 1 || len(q.PaymentInstructions) != 0 {
-			t.Fatalf("%s: quote %+v", tc.suffix, q)
-		}
-		var got sandbox.Quote
-		e.execute(p, q.ID).ok(t, 200, &got)
-		tx := e.tx(got.TransactionID)
-		wantBalance := int64(90_000_000)
-		if tc.refunded {
-			wantBalance = 100_000_000
-		}
-		if got.Status != tc.status || tx.Status != tc.status || tx.FailureReason != tc.reason || tx.QuoteID != q.ID ||
-			e.balance(p.wallet, "USDB") != wantBalance || tx.ReceivedAmount.Amount != 1_000 {
-			t.Errorf("%s: quote %s tx %+v balance %d", tc.suffix, got.Status, tx, e.balance(p.wallet, "USDB"))
-		}
-		switch tc.suffix {
-		case "003": // completes after about 6 minutes
-			e.clock.Advance(sandbox.LongPaymentAfter - time.Second)
-			if s := e.tx(tx.ID).Status; s != "PROCESSING" {
-				t.Errorf("003 early: %s", s)
+	synctest.Test(t, func(t *testing.T) {
+		for _, tc := range []struct {
+			suffix, status, reason string
+			refunded               bool
+		}{
+			{"002", "FAILED", "QUOTE_EXECUTION_FAILED", true},
+			{"003", "PROCESSING", "", false},
+			{"004", "FAILED", "COUNTERPARTY_DELIVERY_FAILED", true},
+			{"005", "COMPLETED", "", false},
+			{"006", "FAILED", "USER_CANCELLED", true},
+			{"007", "FAILED", "PAYOUT_AND_REFUND_FAILED", false},
+			{"001", "COMPLETED", "", false},
+		} {
+			e := newBubbleEnv(t, sandbox.Config{})
+			p := e.payer(100_000_000) // 100 USDB
+			ext := e.external(p.customer.ID, usdAccount("5555555"+tc.suffix))
+			q := e.quote(p, map[string]any{"accountId": ext.ID}, 10_000_000) // 10 USDB -> 10.00 USD
+			if q.Status != "PENDING" || q.SendingCurrency != "USDB" || q.ReceivingCurrency != "USD" || q.TotalReceivingAmount != 1_000 ||
+				q.ExchangeRate != 1 || len(q.PaymentInstructions) != 0 {
+				t.Fatalf("%s: quote %+v", tc.suffix, q)
 			}
-			e.clock.Advance(time.Second)
-			if s, qs := e.tx(tx.ID).Status, e.getQuote(q.ID).Status; s != "COMPLETED" || qs != "COMPLETED" {
-				t.Errorf("003 late: %s %s", s, qs)
+			var got sandbox.Quote
+			e.execute(p, q.ID).ok(t, 200, &got)
+			tx := e.tx(got.TransactionID)
+			wantBalance := int64(90_000_000)
+			if tc.refunded {
+				wantBalance = 100_000_000
 			}
-		case "005": // completes, then the receiving bank returns it
-			e.clock.Advance(sandbox.ReturnedAfter)
-			late := e.tx(tx.ID)
-			if late.Status != "FAILED" || late.FailureReason != "PAYMENT_RETURNED" || e.balance(p.wallet, "USDB") != 100_000_000 ||
-				e.getQuote(q.ID).Status != "FAILED" {
-				t.Errorf("005 late: %+v balance %d", late, e.balance(p.wallet, "USDB"))
+			if got.Status != tc.status || tx.Status != tc.status || tx.FailureReason != tc.reason || tx.QuoteID != q.ID ||
+				e.balance(p.wallet, "USDB") != wantBalance || tx.ReceivedAmount.Amount != 1_000 {
+				t.Errorf("%s: quote %s tx %+v balance %d", tc.suffix, got.Status, tx, e.balance(p.wallet, "USDB"))
+			}
+			switch tc.suffix {
+			case "003": // completes after about 6 minutes
+				time.Sleep(sandbox.LongPaymentAfter - time.Second)
+				if s := e.tx(tx.ID).Status; s != "PROCESSING" {
+					t.Errorf("003 early: %s", s)
+				}
+				time.Sleep(time.Second)
+				if s, qs := e.tx(tx.ID).Status, e.getQuote(q.ID).Status; s != "COMPLETED" || qs != "COMPLETED" {
+					t.Errorf("003 late: %s %s", s, qs)
+				}
+			case "005": // completes, then the receiving bank returns it
+				time.Sleep(sandbox.ReturnedAfter)
+				late := e.tx(tx.ID)
+				if late.Status != "FAILED" || late.FailureReason != "PAYMENT_RETURNED" || e.balance(p.wallet, "USDB") != 100_000_000 ||
+					e.getQuote(q.ID).Status != "FAILED" {
+					t.Errorf("005 late: %+v balance %d", late, e.balance(p.wallet, "USDB"))
+				}
 			}
 		}
-	}
+	})
 }
 
 func TestQuoteToUMAAddresses(t *testing.T) {
-	e := newEnv(t)
-	p := e.payer(1_000_000_000)
-	for _, tc := range []struct {
-		addr, currency, status, reason string
-		received                       int64
-	}{
-		{sandbox.UMASuccessUSD, "USD", "COMPLETED", "", 1_000},
-		{sandbox.UMASuccessEUR, "EUR", "COMPLETED", "", 920},
-		{sandbox.UMASuccessMXN, "MXN", "COMPLETED", "", 17_500},
-		{sandbox.UMALongPendingUSD, "USD", "PENDING", "", 1_000},
-		{sandbox.UMAComplianceFailUSD, "USD", "FAILED", "COMPLIANCE_CHECK_FAILED", 1_000},
-	} {
-		before := e.balance(p.wallet, "USDB")
-		q := e.quote(p, map[string]any{"umaAddress": tc.addr}, 10_000_000)
-		if q.ReceivingCurrency != tc.currency || q.TotalReceivingAmount != tc.received || q.Destination.DestinationType != "UMA_ADDRESS" {
-			t.Fatalf("%s: quote %+v", tc.addr, q)
-		}
-		var got sandbox.Quote
-		e.execute(p, q.ID).ok(t, 200, &got)
-		tx := e.tx(got.TransactionID)
-		spent := before - e.balance(p.wallet, "USDB")
-		if tx.Status != tc.status || tx.FailureReason != tc.reason || tx.Destination.UMAAddress != tc.addr ||
-			(tc.status == "FAILED") != (spent == 0) {
-			t.Errorf("%s: %+v spent %d", tc.addr, tx, spent)
-		}
-		if tc.addr == sandbox.UMALongPendingUSD {
-			e.clock.Advance(sandbox.LongPendingUMAAfter)
-			if s := e.tx(tx.ID).Status; s != "COMPLETED" {
-				t.Errorf("long pending after a day: %s", s)
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, sandbox.Config{})
+		p := e.payer(1_000_000_000)
+		for _, tc := range []struct {
+			addr, currency, status, reason string
+			received                       int64
+		}{
+			{sandbox.UMASuccessUSD, "USD", "COMPLETED", "", 1_000},
+			{sandbox.UMASuccessEUR, "EUR", "COMPLETED", "", 920},
+			{sandbox.UMASuccessMXN, "MXN", "COMPLETED", "", 17_500},
+			{sandbox.UMALongPendingUSD, "USD", "PENDING", "", 1_000},
+			{sandbox.UMAComplianceFailUSD, "USD", "FAILED", "COMPLIANCE_CHECK_FAILED", 1_000},
+		} {
+			before := e.balance(p.wallet, "USDB")
+			q := e.quote(p, map[string]any{"umaAddress": tc.addr}, 10_000_000)
+			if q.ReceivingCurrency != tc.currency || q.TotalReceivingAmount != tc.received || q.Destination.DestinationType != "UMA_ADDRESS" {
+				t.Fatalf("%s: quote %+v", tc.addr, q)
 			}
-			p.key = e.login(p.wallet) // the session expired meanwhile
+			var got sandbox.Quote
+			e.execute(p, q.ID).ok(t, 200, &got)
+			tx := e.tx(got.TransactionID)
+			spent := before - e.balance(p.wallet, "USDB")
+			if tx.Status != tc.status || tx.FailureReason != tc.reason || tx.Destination.UMAAddress != tc.addr ||
+				(tc.status == "FAILED") != (spent == 0) {
+				t.Errorf("%s: %+v spent %d", tc.addr, tx, spent)
+			}
+			if tc.addr == sandbox.UMALongPendingUSD {
+				time.Sleep(sandbox.LongPendingUMAAfter)
+				if s := e.tx(tx.ID).Status; s != "COMPLETED" {
+					t.Errorf("long pending after a day: %s", s)
+				}
+				p.key = e.login(p.wallet) // the session expired meanwhile
+			}
 		}
-	}
-	dest := func(addr string) map[string]any {
-		return map[string]any{"source": map[string]any{"accountId": p.wallet}, "destination": map[string]any{"umaAddress": addr},
-			"lockedCurrencySide": "SENDING", "lockedCurrencyAmount": 100}
-	}
-	e.do("POST", "/quotes", dest("not-an-address")).fails(t, 400, apierror.InvalidUMAAddress)
-	e.do("POST", "/quotes", dest("$nobody@sandbox.uma.money")).fails(t, 404, apierror.UMANotFound)
-	e.do("POST", "/quotes", dest("$bob@elsewhere.example")).fails(t, 404, apierror.UMANotFound)
-	body := dest(sandbox.UMASuccessEUR)
-	body["destination"].(map[string]any)["currency"] = "USD"
-	e.do("POST", "/quotes", body).fails(t, 400, apierror.InvalidCurrency)
+		dest := func(addr string) map[string]any {
+			return map[string]any{"source": map[string]any{"accountId": p.wallet}, "destination": map[string]any{"umaAddress": addr},
+				"lockedCurrencySide": "SENDING", "lockedCurrencyAmount": 100}
+		}
+		e.do("POST", "/quotes", dest("not-an-address")).fails(t, 400, apierror.InvalidUMAAddress)
+		e.do("POST", "/quotes", dest("$nobody@sandbox.uma.money")).fails(t, 404, apierror.UMANotFound)
+		e.do("POST", "/quotes", dest("$bob@elsewhere.example")).fails(t, 404, apierror.UMANotFound)
+		body := dest(sandbox.UMASuccessEUR)
+		body["destination"].(map[string]any)["currency"] = "USD"
+		e.do("POST", "/quotes", body).fails(t, 400, apierror.InvalidCurrency)
+	})
 }
 
 func TestExecuteQuoteErrors(t *testing.T) {
-	e := newEnv(t)
-	p := e.payer(5_000_000)
-	ext := e.external(p.customer.ID, usdAccount("66666601"))
-	e.do("POST", "/quotes/Quote:nope/execute", nil).fails(t, 404, apierror.QuoteNotFound)
-	e.do("GET", "/quotes/Quote:nope", nil).fails(t, 404, apierror.QuoteNotFound)
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, sandbox.Config{})
+		p := e.payer(5_000_000)
+		ext := e.external(p.customer.ID, usdAccount("66666601"))
+		e.do("POST", "/quotes/Quote:nope/execute", nil).fails(t, 404, apierror.QuoteNotFound)
+		e.do("GET", "/quotes/Quote:nope", nil).fails(t, 404, apierror.QuoteNotFound)
 
-	// More than the wallet holds.
-	big := e.quote(p, map[string]any{"accountId": ext.ID}, 6_000_000)
-	e.do("POST", "/quotes/"+big.ID+"/execute", nil).fails(t, 400, apierror.InvalidAmount)
+		// More than the wallet holds.
+		big := e.quote(p, map[string]any{"accountId": ext.ID}, 6_000_000)
+		e.do("POST", "/quotes/"+big.ID+"/execute", nil).fails(t, 400, apierror.InvalidAmount)
 
-	// A challenge must be signed by a session of the source wallet.
-	q := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
-	ch := e.challenge("POST", "/quotes/"+q.ID+"/execute", nil)
-	stranger, _ := walletauth.NewClientKey()
-	e.retry(stranger, ch, "POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 401, apierror.WalletSignatureInvalid)
-	if e.getQuote(q.ID).Status != "PENDING" || e.balance(p.wallet, "USDB") != 5_000_000 {
-		t.Fatal("a refused retry changed the quote")
-	}
-	e.retry(p.key, ch, "POST", "/quotes/"+q.ID+"/execute", nil).ok(t, 200, nil)
-	e.do("POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
-	e.retry(p.key, ch, "POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
+		// A challenge must be signed by a session of the source wallet.
+		q := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
+		ch := e.challenge("POST", "/quotes/"+q.ID+"/execute", nil)
+		stranger, _ := walletauth.NewClientKey()
+		e.retry(stranger, ch, "POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 401, apierror.WalletSignatureInvalid)
+		if e.getQuote(q.ID).Status != "PENDING" || e.balance(p.wallet, "USDB") != 5_000_000 {
+			t.Fatal("a refused retry changed the quote")
+		}
+		e.retry(p.key, ch, "POST", "/quotes/"+q.ID+"/execute", nil).ok(t, 200, nil)
+		e.do("POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
+		e.retry(p.key, ch, "POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
 
-	// Expired quotes.
-	old := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
-	e.clock.Advance(sandbox.DefaultQuoteTTL)
-	if s := e.getQuote(old.ID).Status; s != "EXPIRED" {
-		t.Fatalf("expired quote reads %s", s)
-	}
-	e.do("POST", "/quotes/"+old.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
+		// Expired quotes.
+		old := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
+		time.Sleep(sandbox.DefaultQuoteTTL)
+		if s := e.getQuote(old.ID).Status; s != "EXPIRED" {
+			t.Fatalf("expired quote reads %s", s)
+		}
+		e.do("POST", "/quotes/"+old.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
 
-	// A challenge issued before the quote executed elsewhere.
-	q2 := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
-	ch1 := e.challenge("POST", "/quotes/"+q2.ID+"/execute", nil)
-	e.execute(p, q2.ID).ok(t, 200, nil)
-	e.retry(p.key, ch1, "POST", "/quotes/"+q2.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
-	if got := e.balance(p.wallet, "USDB"); got != 3_000_000 {
-		t.Fatalf("balance %d after two executions", got)
-	}
+		// A challenge issued before the quote executed elsewhere.
+		q2 := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
+		ch1 := e.challenge("POST", "/quotes/"+q2.ID+"/execute", nil)
+		e.execute(p, q2.ID).ok(t, 200, nil)
+		e.retry(p.key, ch1, "POST", "/quotes/"+q2.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
+		if got := e.balance(p.wallet, "USDB"); got != 3_000_000 {
+			t.Fatalf("balance %d after two executions", got)
+		}
+	})
 }
 
 func TestExecuteQuoteIdempotencyKey(t *testing.T) {
@@ -363,42 +370,44 @@ func TestQuoteValidation(t *testing.T) {
 }
 
 func TestRealtimeFundingAndSend(t *testing.T) {
-	e := newEnv(t)
-	c, _ := e.customer("Real Time")
-	ext := e.external(c.ID, map[string]any{"currency": "MXN", "accountInfo": map[string]any{"accountType": "MXN_ACCOUNT",
-		"clabeNumber": "002010077777777003", "beneficiary": map[string]any{"beneficiaryType": "INDIVIDUAL", "fullName": "Ana Ruiz"}}})
-	var q sandbox.Quote
-	e.do("POST", "/quotes", map[string]any{"source": map[string]any{"customerId": c.ID, "currency": "USD"},
-		"destination": map[string]any{"accountId": ext.ID}, "lockedCurrencySide": "SENDING", "lockedCurrencyAmount": 10_000}).ok(t, 201, &q)
-	if q.Source.SourceType != "REALTIME_FUNDING" || len(q.PaymentInstructions) != 1 || q.TotalReceivingAmount != 175_000 {
-		t.Fatalf("quote %+v", q)
-	}
-	e.do("POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
-	e.do("POST", "/sandbox/send", map[string]any{"quoteId": q.ID, "currencyCode": "EUR"}).fails(t, 400, apierror.InvalidCurrency)
-	e.do("POST", "/sandbox/send", map[string]any{"quoteId": q.ID, "currencyCode": "USD", "currencyAmount": 9}).fails(t, 400, apierror.InvalidAmount)
-	e.do("POST", "/sandbox/send", map[string]any{"quoteId": "Quote:nope", "currencyCode": "USD"}).fails(t, 404, apierror.QuoteNotFound)
-	e.do("POST", "/sandbox/send", map[string]any{"currencyCode": "USD"}).fails(t, 400, apierror.InvalidInput)
-	var tx sandbox.Transaction
-	e.do("POST", "/sandbox/send", map[string]any{"quoteId": q.ID, "currencyCode": "USD"}).ok(t, 200, &tx)
-	// The destination ends in 003: the long payment.
-	if tx.Status != "PROCESSING" || tx.QuoteID != q.ID || tx.Source.CustomerID != c.ID {
-		t.Fatalf("send %+v", tx)
-	}
-	e.clock.Advance(sandbox.LongPaymentAfter)
-	if s := e.tx(tx.ID).Status; s != "COMPLETED" {
-		t.Fatalf("after 6 minutes: %s", s)
-	}
-	e.do("POST", "/sandbox/send", map[string]any{"quoteId": q.ID, "currencyCode": "USD"}).fails(t, 409, apierror.Conflict)
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, sandbox.Config{})
+		c, _ := e.customer("Real Time")
+		ext := e.external(c.ID, map[string]any{"currency": "MXN", "accountInfo": map[string]any{"accountType": "MXN_ACCOUNT",
+			"clabeNumber": "002010077777777003", "beneficiary": map[string]any{"beneficiaryType": "INDIVIDUAL", "fullName": "Ana Ruiz"}}})
+		var q sandbox.Quote
+		e.do("POST", "/quotes", map[string]any{"source": map[string]any{"customerId": c.ID, "currency": "USD"},
+			"destination": map[string]any{"accountId": ext.ID}, "lockedCurrencySide": "SENDING", "lockedCurrencyAmount": 10_000}).ok(t, 201, &q)
+		if q.Source.SourceType != "REALTIME_FUNDING" || len(q.PaymentInstructions) != 1 || q.TotalReceivingAmount != 175_000 {
+			t.Fatalf("quote %+v", q)
+		}
+		e.do("POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
+		e.do("POST", "/sandbox/send", map[string]any{"quoteId": q.ID, "currencyCode": "EUR"}).fails(t, 400, apierror.InvalidCurrency)
+		e.do("POST", "/sandbox/send", map[string]any{"quoteId": q.ID, "currencyCode": "USD", "currencyAmount": 9}).fails(t, 400, apierror.InvalidAmount)
+		e.do("POST", "/sandbox/send", map[string]any{"quoteId": "Quote:nope", "currencyCode": "USD"}).fails(t, 404, apierror.QuoteNotFound)
+		e.do("POST", "/sandbox/send", map[string]any{"currencyCode": "USD"}).fails(t, 400, apierror.InvalidInput)
+		var tx sandbox.Transaction
+		e.do("POST", "/sandbox/send", map[string]any{"quoteId": q.ID, "currencyCode": "USD"}).ok(t, 200, &tx)
+		// The destination ends in 003: the long payment.
+		if tx.Status != "PROCESSING" || tx.QuoteID != q.ID || tx.Source.CustomerID != c.ID {
+			t.Fatalf("send %+v", tx)
+		}
+		time.Sleep(sandbox.LongPaymentAfter)
+		if s := e.tx(tx.ID).Status; s != "COMPLETED" {
+			t.Fatalf("after 6 minutes: %s", s)
+		}
+		e.do("POST", "/sandbox/send", map[string]any{"quoteId": q.ID, "currencyCode": "USD"}).fails(t, 409, apierror.Conflict)
 
-	// Send needs a real-time quote; an expired one conflicts.
-	p := e.payer(10_000_000)
-	aq := e.quote(p, map[string]any{"umaAddress": sandbox.UMASuccessUSD}, 1_000_000)
-	e.do("POST", "/sandbox/send", map[string]any{"quoteId": aq.ID, "currencyCode": "USDB"}).fails(t, 400, apierror.InvalidInput)
-	var rq sandbox.Quote
-	e.do("POST", "/quotes", map[string]any{"source": map[string]any{"customerId": c.ID, "currency": "USD"},
-		"destination": map[string]any{"accountId": ext.ID}, "lockedCurrencySide": "SENDING", "lockedCurrencyAmount": 100}).ok(t, 201, &rq)
-	e.clock.Advance(sandbox.DefaultQuoteTTL)
-	e.do("POST", "/sandbox/send", map[string]any{"quoteId": rq.ID, "currencyCode": "USD"}).fails(t, 409, apierror.Conflict)
+		// Send needs a real-time quote; an expired one conflicts.
+		p := e.payer(10_000_000)
+		aq := e.quote(p, map[string]any{"umaAddress": sandbox.UMASuccessUSD}, 1_000_000)
+		e.do("POST", "/sandbox/send", map[string]any{"quoteId": aq.ID, "currencyCode": "USDB"}).fails(t, 400, apierror.InvalidInput)
+		var rq sandbox.Quote
+		e.do("POST", "/quotes", map[string]any{"source": map[string]any{"customerId": c.ID, "currency": "USD"},
+			"destination": map[string]any{"accountId": ext.ID}, "lockedCurrencySide": "SENDING", "lockedCurrencyAmount": 100}).ok(t, 201, &rq)
+		time.Sleep(sandbox.DefaultQuoteTTL)
+		e.do("POST", "/sandbox/send", map[string]any{"quoteId": rq.ID, "currencyCode": "USD"}).fails(t, 409, apierror.Conflict)
+	})
 }
 
 // TestExecuteRetryKeepsRequestWhenRefused: a retry whose quote can no longer

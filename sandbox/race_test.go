@@ -71,7 +71,7 @@ func TestConcurrentClients(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &env{t: worker{t}, sim: e.sim, srv: e.srv, clock: e.clock, base: e.base, user: e.user, pass: e.pass}
+			w := &env{t: worker{t}, sim: e.sim, srv: e.srv, base: e.base, user: e.user, pass: e.pass}
 			<-start
 			c, wallet := w.customer(fmt.Sprintf("Client %d", i))
 			wallets[i] = wallet

@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -94,60 +95,62 @@ func TestSCARegionIsTheAddressCountry(t *testing.T) {
 }
 
 func TestSCALoginAndSessionRequired(t *testing.T) {
-	e := newEnv(t)
-	c := e.customerIn("DE", "")
-	p := "/customers/" + c.ID
-	a := e.external(c.ID, usdAccount("772000001"))
-	ap := "/customers/external-accounts/" + a.ID
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, sandbox.Config{})
+		c := e.customerIn("DE", "")
+		p := "/customers/" + c.ID
+		a := e.external(c.ID, usdAccount("772000001"))
+		ap := "/customers/external-accounts/" + a.ID
 
-	// No SCA session: trust and untrust (start and confirm) need one.
-	for _, step := range []string{"/trust", "/untrust"} {
-		e.do("POST", ap+step, nil).fails(t, 409, apierror.SCASessionRequired)
-		e.do("POST", ap+step+"/confirm", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.SCASessionRequired)
-	}
+		// No SCA session: trust and untrust (start and confirm) need one.
+		for _, step := range []string{"/trust", "/untrust"} {
+			e.do("POST", ap+step, nil).fails(t, 409, apierror.SCASessionRequired)
+			e.do("POST", ap+step+"/confirm", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.SCASessionRequired)
+		}
 
-	// The login: nothing outstanding, wrong code, another challenge, expired.
-	e.do("POST", p+"/sca/login/complete", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.Conflict)
-	var start sandbox.SCAStart
-	e.do("POST", p+"/sca/login", "").ok(t, 200, &start)
-	if start.SCAChallenge == nil || start.SCAChallenge.Purpose != "SCA_LOGIN" || start.SCAChallenge.ID == "" {
-		t.Fatalf("login start %+v", start)
-	}
-	e.do("POST", p+"/sca/login/complete", code("000000")).fails(t, 400, apierror.InvalidInput)
-	e.do("POST", p+"/sca/login/complete", map[string]string{"code": sandbox.SandboxSCACode, "challengeId": "ScaChallenge:other"}).
-		fails(t, 400, apierror.InvalidInput)
-	e.clock.Advance(6 * time.Minute)
-	e.do("POST", p+"/sca/login/complete", code(sandbox.SandboxSCACode)).fails(t, 400, apierror.InvalidInput)
-	e.do("POST", p+"/sca/login/complete", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.Conflict)
-	e.do("POST", ap+"/trust", nil).fails(t, 409, apierror.SCASessionRequired)
+		// The login: nothing outstanding, wrong code, another challenge, expired.
+		e.do("POST", p+"/sca/login/complete", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.Conflict)
+		var start sandbox.SCAStart
+		e.do("POST", p+"/sca/login", "").ok(t, 200, &start)
+		if start.SCAChallenge == nil || start.SCAChallenge.Purpose != "SCA_LOGIN" || start.SCAChallenge.ID == "" {
+			t.Fatalf("login start %+v", start)
+		}
+		e.do("POST", p+"/sca/login/complete", code("000000")).fails(t, 400, apierror.InvalidInput)
+		e.do("POST", p+"/sca/login/complete", map[string]string{"code": sandbox.SandboxSCACode, "challengeId": "ScaChallenge:other"}).
+			fails(t, 400, apierror.InvalidInput)
+		time.Sleep(6 * time.Minute)
+		e.do("POST", p+"/sca/login/complete", code(sandbox.SandboxSCACode)).fails(t, 400, apierror.InvalidInput)
+		e.do("POST", p+"/sca/login/complete", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.Conflict)
+		e.do("POST", ap+"/trust", nil).fails(t, 409, apierror.SCASessionRequired)
 
-	sess := e.scaLogin(c.ID)
-	if sess.CustomerID != c.ID || !sess.ExpiresAt.Equal(e.clock.Now().Add(sandbox.SCALoginTTL)) {
-		t.Fatalf("session %+v", sess)
-	}
-	// With the session, trust works and still answers its own conflicts.
-	e.do("POST", ap+"/untrust", nil).fails(t, 409, apierror.Conflict)
-	var ts sandbox.TrustStart
-	e.do("POST", ap+"/trust", nil).ok(t, 200, &ts)
-	var conf sandbox.TrustConfirm
-	e.do("POST", ap+"/trust/confirm", map[string]string{"code": sandbox.SandboxSCACode, "challengeId": ts.SCAChallenge.ID}).ok(t, 200, &conf)
-	if !conf.Trusted {
-		t.Fatal("not trusted")
-	}
+		sess := e.scaLogin(c.ID)
+		if sess.CustomerID != c.ID || !sess.ExpiresAt.Equal(time.Now().Add(sandbox.SCALoginTTL)) {
+			t.Fatalf("session %+v", sess)
+		}
+		// With the session, trust works and still answers its own conflicts.
+		e.do("POST", ap+"/untrust", nil).fails(t, 409, apierror.Conflict)
+		var ts sandbox.TrustStart
+		e.do("POST", ap+"/trust", nil).ok(t, 200, &ts)
+		var conf sandbox.TrustConfirm
+		e.do("POST", ap+"/trust/confirm", map[string]string{"code": sandbox.SandboxSCACode, "challengeId": ts.SCAChallenge.ID}).ok(t, 200, &conf)
+		if !conf.Trusted {
+			t.Fatal("not trusted")
+		}
 
-	// The session expires after SCALoginTTL: an untrust started just before
-	// then needs a new login to be confirmed, after which the outstanding
-	// challenge still completes.
-	e.clock.Advance(sandbox.SCALoginTTL - 2*time.Minute)
-	e.do("POST", ap+"/untrust", nil).ok(t, 200, nil)
-	e.clock.Advance(3 * time.Minute)
-	e.do("POST", ap+"/untrust/confirm", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.SCASessionRequired)
-	e.do("POST", ap+"/trust", nil).fails(t, 409, apierror.SCASessionRequired)
-	e.scaLogin(c.ID)
-	e.do("POST", ap+"/untrust/confirm", code(sandbox.SandboxSCACode)).ok(t, 200, &conf)
-	if conf.Trusted {
-		t.Fatal("still trusted")
-	}
+		// The session expires after SCALoginTTL: an untrust started just before
+		// then needs a new login to be confirmed, after which the outstanding
+		// challenge still completes.
+		time.Sleep(sandbox.SCALoginTTL - 2*time.Minute)
+		e.do("POST", ap+"/untrust", nil).ok(t, 200, nil)
+		time.Sleep(3 * time.Minute)
+		e.do("POST", ap+"/untrust/confirm", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.SCASessionRequired)
+		e.do("POST", ap+"/trust", nil).fails(t, 409, apierror.SCASessionRequired)
+		e.scaLogin(c.ID)
+		e.do("POST", ap+"/untrust/confirm", code(sandbox.SandboxSCACode)).ok(t, 200, &conf)
+		if conf.Trusted {
+			t.Fatal("still trusted")
+		}
+	})
 }
 
 func TestSCAPasskeyFactorOnePerCustomer(t *testing.T) {
@@ -194,57 +197,59 @@ func TestSCAPasskeyFactorOnePerCustomer(t *testing.T) {
 }
 
 func TestContactVerification(t *testing.T) {
-	e := newEnv(t)
-	// A provider that does not require contact verification.
-	plain := e.customerIn("", "")
-	for _, kind := range []string{"email", "phone"} {
-		p := "/customers/" + plain.ID + "/verify-" + kind
-		e.do("POST", p, nil).fails(t, 409, apierror.Conflict)
-		e.do("POST", p+"/confirm", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.Conflict)
-	}
-	unknown := "/customers/Customer:00000000-0000-4000-8000-000000000000/verify-email"
-	e.do("POST", unknown, nil).fails(t, 404, apierror.UserNotFound)
-	e.do("POST", unknown+"/confirm", code(sandbox.SandboxSCACode)).fails(t, 404, apierror.UserNotFound)
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, sandbox.Config{})
+		// A provider that does not require contact verification.
+		plain := e.customerIn("", "")
+		for _, kind := range []string{"email", "phone"} {
+			p := "/customers/" + plain.ID + "/verify-" + kind
+			e.do("POST", p, nil).fails(t, 409, apierror.Conflict)
+			e.do("POST", p+"/confirm", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.Conflict)
+		}
+		unknown := "/customers/Customer:00000000-0000-4000-8000-000000000000/verify-email"
+		e.do("POST", unknown, nil).fails(t, 404, apierror.UserNotFound)
+		e.do("POST", unknown+"/confirm", code(sandbox.SandboxSCACode)).fails(t, 404, apierror.UserNotFound)
 
-	// A provider that requires it: the email's user part ends in 901.
-	var c sandbox.Customer
-	e.do("POST", "/customers", map[string]any{"customerType": "INDIVIDUAL", "fullName": "Con Tact",
-		"email": fmt.Sprintf("cv%d.901@example.com", uniq()), "phoneNumber": fmt.Sprintf("+4477009%05d", uniq())}).ok(t, 201, &c)
-	if !sandbox.RequiresContactVerification(&c) {
-		t.Fatal("customer does not require contact verification")
-	}
-	for _, kind := range []string{"email", "phone"} {
-		p := "/customers/" + c.ID + "/verify-" + kind
-		e.do("POST", p+"/confirm", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.Conflict)
-		var start sandbox.ContactVerificationStart
-		e.do("POST", p, nil).ok(t, 200, &start)
-		want := c.Email
-		if kind == "phone" {
-			want = c.PhoneNumber
+		// A provider that requires it: the email's user part ends in 901.
+		var c sandbox.Customer
+		e.do("POST", "/customers", map[string]any{"customerType": "INDIVIDUAL", "fullName": "Con Tact",
+			"email": fmt.Sprintf("cv%d.901@example.com", uniq()), "phoneNumber": fmt.Sprintf("+4477009%05d", uniq())}).ok(t, 201, &c)
+		if !sandbox.RequiresContactVerification(&c) {
+			t.Fatal("customer does not require contact verification")
 		}
-		if start.Contact != want || start.CustomerID != c.ID {
-			t.Fatalf("%s start %+v", kind, start)
+		for _, kind := range []string{"email", "phone"} {
+			p := "/customers/" + c.ID + "/verify-" + kind
+			e.do("POST", p+"/confirm", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.Conflict)
+			var start sandbox.ContactVerificationStart
+			e.do("POST", p, nil).ok(t, 200, &start)
+			want := c.Email
+			if kind == "phone" {
+				want = c.PhoneNumber
+			}
+			if start.Contact != want || start.CustomerID != c.ID {
+				t.Fatalf("%s start %+v", kind, start)
+			}
+			e.do("POST", p+"/confirm", code("000000")).fails(t, 400, apierror.InvalidInput)
+			// An expired code, then a fresh one.
+			time.Sleep(6 * time.Minute)
+			e.do("POST", p+"/confirm", code(sandbox.SandboxSCACode)).fails(t, 400, apierror.InvalidInput)
+			e.do("POST", p+"/confirm", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.Conflict)
+			e.do("POST", p, nil).ok(t, 200, nil)
+			var v sandbox.ContactVerification
+			e.do("POST", p+"/confirm", code(sandbox.SandboxSCACode)).ok(t, 200, &v)
+			if !v.Verified || v.Contact != want {
+				t.Fatalf("%s verification %+v", kind, v)
+			}
+			// Already verified.
+			e.do("POST", p, nil).fails(t, 409, apierror.Conflict)
+			e.do("POST", p+"/confirm", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.Conflict)
 		}
-		e.do("POST", p+"/confirm", code("000000")).fails(t, 400, apierror.InvalidInput)
-		// An expired code, then a fresh one.
-		e.clock.Advance(6 * time.Minute)
-		e.do("POST", p+"/confirm", code(sandbox.SandboxSCACode)).fails(t, 400, apierror.InvalidInput)
-		e.do("POST", p+"/confirm", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.Conflict)
-		e.do("POST", p, nil).ok(t, 200, nil)
-		var v sandbox.ContactVerification
-		e.do("POST", p+"/confirm", code(sandbox.SandboxSCACode)).ok(t, 200, &v)
-		if !v.Verified || v.Contact != want {
-			t.Fatalf("%s verification %+v", kind, v)
-		}
-		// Already verified.
-		e.do("POST", p, nil).fails(t, 409, apierror.Conflict)
-		e.do("POST", p+"/confirm", code(sandbox.SandboxSCACode)).fails(t, 409, apierror.Conflict)
-	}
 
-	// No phone number on record.
-	noPhone := e.customerIn("", fmt.Sprintf("np%d.901@example.com", uniq()))
-	e.do("POST", "/customers/"+noPhone.ID+"/verify-phone", nil).fails(t, 400, apierror.InvalidInput)
-	e.do("POST", "/customers/"+noPhone.ID+"/verify-email", nil).ok(t, 200, nil)
+		// No phone number on record.
+		noPhone := e.customerIn("", fmt.Sprintf("np%d.901@example.com", uniq()))
+		e.do("POST", "/customers/"+noPhone.ID+"/verify-phone", nil).fails(t, 400, apierror.InvalidInput)
+		e.do("POST", "/customers/"+noPhone.ID+"/verify-email", nil).ok(t, 200, nil)
+	})
 }
 
 func TestSCATrustWithoutCustomer(t *testing.T) {

@@ -2,6 +2,8 @@ package sandbox_test
 
 import (
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/sandbox"
@@ -60,55 +62,57 @@ func (e *env) tx(id string) sandbox.Transaction {
 }
 
 func TestTransferSuffixes(t *testing.T) {
-	for _, tc := range []struct {
-		suffix, status, reason string
-	}{
-		{"002", "FAILED", "INSUFFICIENT_FUNDS"},
-		{"003", "FAILED", "ACCOUNT_CLOSED"},
-		{"004", "FAILED", "BANK_REJECTED"},
-		{"005", "PENDING", ""},
-		{"001", "COMPLETED", ""},
-		{"102", "COMPLETED", ""},
-	} {
-		for _, in := range []bool{true, false} {
-			e := newEnv(t)
-			c, w := e.customer("Tra Nsfer")
-			ext := e.external(c.ID, usdAccount("4444444"+tc.suffix))
-			e.do("POST", "/sandbox/internal-accounts/"+w+"/fund", map[string]any{"amount": 10_000, "currency": "USD"}).ok(t, 200, nil)
-			tx, r := e.transfer(in, ext.ID, w, 1_000)
-			r.ok(t, 201, nil)
-			want := int64(10_000)
-			switch {
-			case tc.status == "COMPLETED" && in:
-				want = 11_000
-			case tc.status == "COMPLETED", tc.status == "PENDING" && !in:
-				want = 9_000
-			}
-			if tx.Status != tc.status || tx.FailureReason != tc.reason || e.balance(w, "USD") != want {
-				t.Errorf("%s in=%v: %s %s, balance %d (want %d)", tc.suffix, in, tx.Status, tx.FailureReason, e.balance(w, "USD"), want)
-			}
-			wantType := "OUTGOING"
-			if in {
-				wantType = "INCOMING"
-			}
-			if tx.Type != wantType || tx.SentAmount.Amount != 1_000 || tx.CustomerID != c.ID {
-				t.Errorf("%s: %+v", tc.suffix, tx)
-			}
-			if tc.suffix != "005" {
-				continue
-			}
-			// The delayed failure: pending until 30 s have passed.
-			e.clock.Advance(sandbox.DelayedFailureAfter - 1)
-			if got := e.tx(tx.ID); got.Status != "PENDING" {
-				t.Errorf("005 early: %+v", got)
-			}
-			e.clock.Advance(1)
-			got := e.tx(tx.ID)
-			if got.Status != "FAILED" || got.FailureReason != "TIMEOUT" || e.balance(w, "USD") != 10_000 {
-				t.Errorf("005 in=%v late: %+v balance %d", in, got, e.balance(w, "USD"))
+	synctest.Test(t, func(t *testing.T) {
+		for _, tc := range []struct {
+			suffix, status, reason string
+		}{
+			{"002", "FAILED", "INSUFFICIENT_FUNDS"},
+			{"003", "FAILED", "ACCOUNT_CLOSED"},
+			{"004", "FAILED", "BANK_REJECTED"},
+			{"005", "PENDING", ""},
+			{"001", "COMPLETED", ""},
+			{"102", "COMPLETED", ""},
+		} {
+			for _, in := range []bool{true, false} {
+				e := newBubbleEnv(t, sandbox.Config{})
+				c, w := e.customer("Tra Nsfer")
+				ext := e.external(c.ID, usdAccount("4444444"+tc.suffix))
+				e.do("POST", "/sandbox/internal-accounts/"+w+"/fund", map[string]any{"amount": 10_000, "currency": "USD"}).ok(t, 200, nil)
+				tx, r := e.transfer(in, ext.ID, w, 1_000)
+				r.ok(t, 201, nil)
+				want := int64(10_000)
+				switch {
+				case tc.status == "COMPLETED" && in:
+					want = 11_000
+				case tc.status == "COMPLETED", tc.status == "PENDING" && !in:
+					want = 9_000
+				}
+				if tx.Status != tc.status || tx.FailureReason != tc.reason || e.balance(w, "USD") != want {
+					t.Errorf("%s in=%v: %s %s, balance %d (want %d)", tc.suffix, in, tx.Status, tx.FailureReason, e.balance(w, "USD"), want)
+				}
+				wantType := "OUTGOING"
+				if in {
+					wantType = "INCOMING"
+				}
+				if tx.Type != wantType || tx.SentAmount.Amount != 1_000 || tx.CustomerID != c.ID {
+					t.Errorf("%s: %+v", tc.suffix, tx)
+				}
+				if tc.suffix != "005" {
+					continue
+				}
+				// The delayed failure: pending until 30 s have passed.
+				time.Sleep(sandbox.DelayedFailureAfter - 1)
+				if got := e.tx(tx.ID); got.Status != "PENDING" {
+					t.Errorf("005 early: %+v", got)
+				}
+				time.Sleep(1)
+				got := e.tx(tx.ID)
+				if got.Status != "FAILED" || got.FailureReason != "TIMEOUT" || e.balance(w, "USD") != 10_000 {
+					t.Errorf("005 in=%v late: %+v balance %d", in, got, e.balance(w, "USD"))
+				}
 			}
 		}
-	}
+	})
 }
 
 func TestTransferErrors(t *testing.T) {

@@ -49,18 +49,17 @@ func newWebhookEnv(t *testing.T) (*env, *hookReceiver) {
 		_, _ = w.Write([]byte("thanks"))
 	}))
 	t.Cleanup(h.srv.Close)
-	c := newClock()
-	sim, err := sandbox.New(sandbox.Config{Clock: c.Now, WebhookURL: h.srv.URL + "/hooks"})
+	sim, err := sandbox.New(sandbox.Config{WebhookURL: h.srv.URL + "/hooks"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Close)
-	if v, err = webhook.NewVerifierPEM(sim.WebhookPublicKeyPEM(), webhook.VerifierOptions{Now: c.Now}); err != nil {
+	if v, err = webhook.NewVerifierPEM(sim.WebhookPublicKeyPEM(), webhook.VerifierOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
-	return &env{t: t, sim: sim, srv: srv, clock: c, base: sandbox.DefaultBasePath,
+	return &env{t: t, sim: sim, srv: srv, base: sandbox.DefaultBasePath,
 		user: sandbox.DefaultClientID, pass: sandbox.DefaultClientSecret}, h
 }
 
