@@ -48,6 +48,15 @@ func RequiresContactVerification(c *Customer) bool {
 	return c != nil && Suffix(c.Email) == ContactVerificationSuffix
 }
 
+// checkContactKind refuses a contact kind other than email and phone: 400
+// INVALID_INPUT.
+func checkContactKind(kind string) error {
+	if kind != contactEmail && kind != contactPhone {
+		return apierror.InvalidField("contact", apierror.OneOf(contactEmail, contactPhone), "unknown contact kind")
+	}
+	return nil
+}
+
 // contactCustomer returns the customer's contact value of kind after the
 // provider check: 404 USER_NOT_FOUND, 409 CONFLICT when the provider does
 // not require verification or the contact is already verified, 400
@@ -85,8 +94,8 @@ func (st *state) contactCustomer(customerID, kind string) (*contactCheck, string
 // Errors: 400 INVALID_INPUT (no phone number), 404 USER_NOT_FOUND, 409
 // CONFLICT (provider does not require it, or already verified).
 func (s *Simulator) StartContactVerification(_ context.Context, customerID, kind string) (*ContactVerificationStart, error) {
-	if kind != contactEmail && kind != contactPhone {
-		return nil, apierror.InvalidField("contact", apierror.OneOf(contactEmail, contactPhone), "unknown contact kind")
+	if err := checkContactKind(kind); err != nil {
+		return nil, err
 	}
 	var out *ContactVerificationStart
 	err := s.locked(func(st *state, now time.Time) error {
@@ -106,8 +115,8 @@ func (s *Simulator) StartContactVerification(_ context.Context, customerID, kind
 // (provider does not require it, already verified, or no code
 // outstanding).
 func (s *Simulator) ConfirmContactVerification(_ context.Context, customerID, kind string, req SCACodeRequest) (*ContactVerification, error) {
-	if kind != contactEmail && kind != contactPhone {
-		return nil, apierror.InvalidField("contact", apierror.OneOf(contactEmail, contactPhone), "unknown contact kind")
+	if err := checkContactKind(kind); err != nil {
+		return nil, err
 	}
 	var out *ContactVerification
 	err := s.locked(func(st *state, now time.Time) error {

@@ -199,11 +199,18 @@ func (e *env) wallet(customerID string) string {
 	return l.Data[0].ID
 }
 
+// get reads the record at path: a 200 decoded into a T.
+func get[T any](e *env, path string) T {
+	e.t.Helper()
+	var v T
+	e.do("GET", path, nil).ok(e.t, 200, &v)
+	return v
+}
+
 // balance returns a wallet's balance in cur.
 func (e *env) balance(walletID, cur string) int64 {
 	e.t.Helper()
-	var a sandbox.InternalAccount
-	e.do("GET", "/internal-accounts/"+walletID, nil).ok(e.t, 200, &a)
+	a := get[sandbox.InternalAccount](e, "/internal-accounts/"+walletID)
 	for _, m := range a.Balances {
 		if m.Currency == cur {
 			return m.Amount

@@ -493,10 +493,8 @@ func (s *Simulator) executeQuoteRetry(ctx context.Context, quoteID string, call 
 	if err != nil {
 		return nil, nil, err
 	}
-	s.mu.Lock()
+	now := s.lock()
 	defer s.mu.Unlock()
-	now := s.now()
-	s.state.settle(now)
 	q, err := check(s.state, now)
 	if err != nil {
 		return nil, nil, err

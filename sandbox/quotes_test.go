@@ -47,9 +47,7 @@ func (e *env) execute(p payer, quoteID string, headers ...string) resp {
 
 func (e *env) getQuote(id string) sandbox.Quote {
 	e.t.Helper()
-	var q sandbox.Quote
-	e.do("GET", "/quotes/"+id, nil).ok(e.t, 200, &q)
-	return q
+	return get[sandbox.Quote](e, "/quotes/"+id)
 }
 
 func TestQuoteDestinationSuffixes(t *testing.T) {

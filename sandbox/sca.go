@@ -82,6 +82,17 @@ func (st *state) scaCustomer(id string) (*customer, error) {
 	return c, nil
 }
 
+// withSCA runs fn under the state mutex (see locked) on the SCA record of a
+// customer in an SCA region: 404 USER_NOT_FOUND, 409 CONFLICT outside.
+func (s *Simulator) withSCA(customerID string, fn func(r *scaCustomer, now time.Time) error) error {
+	return s.locked(func(st *state, now time.Time) error {
+		if _, err := st.scaCustomer(customerID); err != nil {
+			return err
+		}
+		return fn(st.scaOf(customerID), now)
+	})
+}
+
 // requireSCASession checks that the owner of an external account is in an
 // SCA region (409 CONFLICT otherwise) and has a live SCA login session (409
 // SCA_SESSION_REQUIRED otherwise).
@@ -142,12 +153,9 @@ func (s *Simulator) StartSCALogin(_ context.Context, customerID string) (*SCASta
 		return nil, err
 	}
 	var out *SCAStart
-	err = s.locked(func(st *state, now time.Time) error {
-		if _, err := st.scaCustomer(customerID); err != nil {
-			return err
-		}
+	err = s.withSCA(customerID, func(r *scaCustomer, now time.Time) error {
 		c := &scaChallenge{id: id, purpose: purposeLogin, expiresAt: now.Add(scaTTL)}
-		st.scaOf(customerID).login = c
+		r.login = c
 		out = &SCAStart{SCAChallenge: &SCAChallenge{ID: id, ExpiresAt: c.expiresAt, Factor: FactorSMSOTP,
 			AvailableFactors: []string{FactorSMSOTP, FactorTOTP}, Purpose: purposeLogin}}
 		return nil
@@ -161,15 +169,8 @@ func (s *Simulator) StartSCALogin(_ context.Context, customerID string) (*SCASta
 // in an SCA region, or no login outstanding).
 func (s *Simulator) CompleteSCALogin(_ context.Context, customerID string, req SCACodeRequest) (*SCASession, error) {
 	var out *SCASession
-	err := s.locked(func(st *state, now time.Time) error {
-		if _, err := st.scaCustomer(customerID); err != nil {
-			return err
-		}
-		r := st.scaOf(customerID)
-		if err := checkCode(r.login, req, now, "login", customerID); err != nil {
-			if apierror.CodeOf(err) == apierror.InvalidInput && r.login != nil && !now.Before(r.login.expiresAt) {
-				r.login = nil
-			}
+	err := s.withSCA(customerID, func(r *scaCustomer, now time.Time) error {
+		if err := useCode(r.login, req, now, "login", customerID, func() { r.login = nil }); err != nil {
 			return err
 		}
 		r.login = nil
@@ -195,11 +196,7 @@ func (s *Simulator) StartSCAFactor(_ context.Context, customerID string, req SCA
 		return nil, err
 	}
 	var out *SCAStart
-	err = s.locked(func(st *state, now time.Time) error {
-		if _, err := st.scaCustomer(customerID); err != nil {
-			return err
-		}
-		r := st.scaOf(customerID)
+	err = s.withSCA(customerID, func(r *scaCustomer, now time.Time) error {
 		if req.Factor == FactorPasskey && r.factors[FactorPasskey] {
 			return passkeyEnrolled(customerID)
 		}
@@ -218,15 +215,8 @@ func (s *Simulator) StartSCAFactor(_ context.Context, customerID string, req SCA
 // PASSKEY_ALREADY_ENROLLED.
 func (s *Simulator) ConfirmSCAFactor(_ context.Context, customerID string, req SCACodeRequest) (*SCAFactor, error) {
 	var out *SCAFactor
-	err := s.locked(func(st *state, now time.Time) error {
-		if _, err := st.scaCustomer(customerID); err != nil {
-			return err
-		}
-		r := st.scaOf(customerID)
-		if err := checkCode(r.enroll, req, now, "factor enrolment", customerID); err != nil {
-			if apierror.CodeOf(err) == apierror.InvalidInput && r.enroll != nil && !now.Before(r.enroll.expiresAt) {
-				r.enroll, r.enrollFactor = nil, ""
-			}
+	err := s.withSCA(customerID, func(r *scaCustomer, now time.Time) error {
+		if err := useCode(r.enroll, req, now, "factor enrolment", customerID, func() { r.enroll, r.enrollFactor = nil, "" }); err != nil {
 			return err
 		}
 		factor := r.enrollFactor
@@ -245,11 +235,7 @@ func (s *Simulator) ConfirmSCAFactor(_ context.Context, customerID string, req S
 // 404 REFERENCE_NOT_FOUND (not enrolled), 409 CONFLICT (not in an SCA
 // region).
 func (s *Simulator) DeleteSCAFactor(_ context.Context, customerID, factor string) error {
-	return s.locked(func(st *state, _ time.Time) error {
-		if _, err := st.scaCustomer(customerID); err != nil {
-			return err
-		}
-		r := st.scaOf(customerID)
+	return s.withSCA(customerID, func(r *scaCustomer, _ time.Time) error {
 		if !r.factors[factor] {
 			return apierror.New(apierror.ReferenceNotFound, "customer %s has no %q SCA factor", customerID, factor)
 		}
@@ -280,6 +266,17 @@ func checkCode(c *scaChallenge, req SCACodeRequest, now time.Time, what, custome
 		return apierror.InvalidField("code", nil, "invalid code (the sandbox code is "+SandboxSCACode+")")
 	}
 	return nil
+}
+
+// useCode is checkCode on a customer's outstanding challenge c that also
+// drops it (with drop) once it expired, so the next attempt answers 409
+// CONFLICT (nothing outstanding) until a new challenge starts.
+func useCode(c *scaChallenge, req SCACodeRequest, now time.Time, what, customerID string, drop func()) error {
+	err := checkCode(c, req, now, what, customerID)
+	if err != nil && apierror.CodeOf(err) == apierror.InvalidInput && c != nil && !now.Before(c.expiresAt) {
+		drop()
+	}
+	return err
 }
 
 // customerRoute is the handler of a POST on a customer whose body (required)

@@ -314,13 +314,20 @@ func (s *Simulator) newID(prefix string) (string, error) {
 	return id, nil
 }
 
+// lock takes the state mutex and brings every timed outcome up to now,
+// which it returns; the caller unlocks s.mu.
+func (s *Simulator) lock() time.Time {
+	s.mu.Lock()
+	now := s.now()
+	s.state.settle(now)
+	return now
+}
+
 // locked runs fn under the state mutex after bringing every timed outcome up
 // to now, so fn sees the state as of now.
 func (s *Simulator) locked(fn func(st *state, now time.Time) error) error {
-	s.mu.Lock()
+	now := s.lock()
 	defer s.mu.Unlock()
-	now := s.now()
-	s.state.settle(now)
 	return fn(s.state, now)
 }
 

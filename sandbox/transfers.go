@@ -271,10 +271,8 @@ func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call s
 	// held from before that transaction until the transfer is written to
 	// the ledger, so no other simulator call sees or changes the wallet in
 	// between; the payout is ordered at the transaction's commit.
-	s.mu.Lock()
+	now := s.lock()
 	defer s.mu.Unlock()
-	now := s.now()
-	s.state.settle(now)
 	var plan transferPlan
 	op.Effect = func(tx storage.Tx, raw json.RawMessage) error {
 		var p transferParams
@@ -313,10 +311,8 @@ func (s *Simulator) transfer(ctx context.Context, extID, walletID string, amount
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
+	now := s.lock()
 	defer s.mu.Unlock()
-	now := s.now()
-	s.state.settle(now)
 	var plan transferPlan
 	err = s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error

@@ -56,9 +56,7 @@ func (e *env) transfer(in bool, ext, wallet string, amount int64, headers ...str
 
 func (e *env) tx(id string) sandbox.Transaction {
 	e.t.Helper()
-	var tx sandbox.Transaction
-	e.do("GET", "/transactions/"+id, nil).ok(e.t, 200, &tx)
-	return tx
+	return get[sandbox.Transaction](e, "/transactions/"+id)
 }
 
 func TestTransferSuffixes(t *testing.T) {
