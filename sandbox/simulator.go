@@ -51,9 +51,12 @@ type Config struct {
 	// Store holds external accounts, embedded wallets, credentials, sessions
 	// and signed-retry requests; nil means a fresh memory store.
 	Store storage.Store
-	// Clock returns the current time; nil means time.Now. Every timed
-	// outcome is computed from it when a record is read, so tests advance
-	// this clock instead of sleeping.
+	// Clock returns the current time; nil means time.Now. It is the
+	// simulator's one source of the current time (timed outcomes, expiries,
+	// the walletauth and ownership services, the sweeper, the relay's
+	// due times), and every timed outcome is computed from it when a record
+	// is read, so a test moves this clock, or runs in a testing/synctest
+	// bubble, instead of sleeping.
 	Clock func() time.Time
 	// Rand supplies ids and keys; nil means crypto/rand.
 	Rand io.Reader
