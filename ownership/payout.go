@@ -355,7 +355,7 @@ func (s *Service) CheckPayout(ctx context.Context, p Payout) (*Decision, error) 
 		return err
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	return d, nil
 }
@@ -388,7 +388,7 @@ func (s *Service) CheckPayout(ctx context.Context, p Payout) (*Decision, error) 
 func (s *Service) CheckPayoutIn(ctx context.Context, tx storage.Tx, p Payout) (*Decision, error) {
 	a, err := hold(ctx, tx, p.AccountID)
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	return s.payouts.Decide(&a, p)
 }

@@ -145,7 +145,7 @@ func (s *Service) RegisterAccount(ctx context.Context, n NewAccount) (*storage.E
 		return err
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	return out, nil
 }
@@ -166,10 +166,10 @@ func (s *Service) RegisterAccountIn(ctx context.Context, tx storage.Tx, n NewAcc
 		if errors.Is(err, storage.ErrDuplicate) {
 			return nil, apierror.New(apierror.Conflict, "external account %s already exists", a.ID)
 		}
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	if err := s.event(ctx, tx, &a, a.CreatedAt); err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	return &a, nil
 }
@@ -281,7 +281,7 @@ func (s *Service) SetStatus(ctx context.Context, accountID string, status storag
 		return nil
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	return &out, nil
 }

@@ -255,7 +255,7 @@ func (s *Service) StartChallenge(ctx context.Context, accountID, method string, 
 		return s.eligible(&acct, method)
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 
 	now := s.clock().UTC()
@@ -271,7 +271,7 @@ func (s *Service) StartChallenge(ctx context.Context, accountID, method string, 
 	} else {
 		sess, err := s.liveness.Start(ctx, acct, ch.ExpiresAt)
 		if err != nil {
-			return nil, apiErr(err)
+			return nil, apierror.From(err)
 		}
 		ch.VerificationLink, ch.Token = sess.VerificationLink, sess.Token
 	}
@@ -293,7 +293,7 @@ func (s *Service) StartChallenge(ctx context.Context, accountID, method string, 
 		return nil
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	return &Challenge{Method: method, MessageToSign: ch.Message, VerificationLink: ch.VerificationLink,
 		Token: ch.Token, ExpiresAt: ch.ExpiresAt}, nil
@@ -307,7 +307,7 @@ type VerifyRequest struct {
 
 // Verify completes the outstanding WALLET_SIGNATURE challenge of an account.
 // A valid signature submitted before expiresAt makes the account ACTIVE and
-// returns it (rendered). An invalid or late signature makes it UNVERIFIED and
+// returns it. An invalid or late signature makes it UNVERIFIED and
 // returns 400 INVALID_INPUT with details.reason: the state change commits
 // although the call fails, and a new challenge is needed. The challenge is
 // consumed either way, exactly once: of concurrent verifies, one decides and
@@ -331,7 +331,7 @@ type VerifyRequest struct {
 // expired signature), 404 REFERENCE_NOT_FOUND, 409 CONFLICT (no outstanding
 // WALLET_SIGNATURE challenge, a challenge for other account details, or an
 // account changed during the call; details.reason says which).
-func (s *Service) Verify(ctx context.Context, accountID string, req VerifyRequest, tree Tree) (any, error) {
+func (s *Service) Verify(ctx context.Context, accountID string, req VerifyRequest, tree Tree) (*storage.ExternalAccount, error) {
 	received := s.clock()
 	if req.Signature == "" {
 		return nil, apierror.InvalidField("signature", apierror.Length(1, -1), "is required")
@@ -356,7 +356,7 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 		return err
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	if acct.AccountType == AccountBitcoin {
 		switch req.SignatureScheme {
@@ -373,7 +373,7 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 		failure = s.verifiers.Verify(ctx, Wallet{AccountType: acct.AccountType, Address: acct.Address, Network: s.network},
 			[]byte(ch.Message), Signature{Value: req.Signature, Scheme: req.SignatureScheme})
 		if failure != nil && apierror.CodeOf(failure) != apierror.InvalidInput {
-			return nil, apiErr(failure) // the verifier failed, not the signature: nothing changes
+			return nil, apierror.From(failure) // the verifier failed, not the signature: nothing changes
 		}
 	}
 
@@ -410,22 +410,22 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 		return nil
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	if failure != nil {
 		return nil, failure
 	}
-	return s.render(out), nil
+	return &out, nil
 }
 
 // CompleteLiveness applies the provider's outcome of the account's
 // outstanding LIVENESS challenge: passed makes it ACTIVE, failed UNVERIFIED.
-// The challenge is consumed. It returns the updated account (rendered).
+// The challenge is consumed. It returns the updated account.
 // An outcome that arrives after expiresAt counts as failed.
 //
 // Errors: 404 REFERENCE_NOT_FOUND, 409 CONFLICT (no outstanding LIVENESS
 // challenge, or the account is no longer pending).
-func (s *Service) CompleteLiveness(ctx context.Context, accountID string, passed bool) (any, error) {
+func (s *Service) CompleteLiveness(ctx context.Context, accountID string, passed bool) (*storage.ExternalAccount, error) {
 	now := s.clock()
 	var out storage.ExternalAccount
 	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
@@ -457,9 +457,9 @@ func (s *Service) CompleteLiveness(ctx context.Context, accountID string, passed
 		return nil
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
-	return s.render(out), nil
+	return &out, nil
 }
 
 // transition changes the account's status by compare-and-set and writes the
@@ -493,23 +493,22 @@ func (s *Service) event(ctx context.Context, tx storage.Tx, a *storage.ExternalA
 }
 
 // eventProof is event with the proof that decided the change, when p is not
-// nil.
+// nil. The envelope is storage.NewEvent's; the proof is one more member
+// after "data": {"id","type","timestamp","data","proof"}.
 func (s *Service) eventProof(ctx context.Context, tx storage.Tx, a *storage.ExternalAccount, now time.Time, p *proof) error {
-	id, err := storage.NewID(s.rand, "Webhook")
+	e, err := storage.NewEvent(s.rand, EventStatusUpdated, a.ID, s.render(*a), now)
 	if err != nil {
 		return err
 	}
-	payload, err := json.Marshal(struct {
-		ID        string    `json:"id"`
-		Type      string    `json:"type"`
-		Timestamp time.Time `json:"timestamp"`
-		Data      any       `json:"data"`
-		Proof     *proof    `json:"proof,omitempty"`
-	}{id, EventStatusUpdated, now, s.render(*a), p})
-	if err != nil {
-		return err
+	if p != nil {
+		member, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		// The envelope is a JSON object: its closing brace is its last byte.
+		e.Payload = append(append(append(e.Payload[:len(e.Payload)-1], `,"proof":`...), member...), '}')
 	}
-	return tx.Outbox().Append(ctx, &storage.Event{ID: id, Type: EventStatusUpdated, AccountID: a.ID, Payload: payload, CreatedAt: now})
+	return tx.Outbox().Append(ctx, &e)
 }
 
 // changedSinceCheck is the 409 of a verify whose account changed between
@@ -521,16 +520,4 @@ func changedSinceCheck() error {
 
 func noChallenge() error {
 	return apierror.New(apierror.Conflict, "no WALLET_SIGNATURE challenge is outstanding for the account; start one")
-}
-
-// apiErr passes typed errors through and turns anything else into 500.
-func apiErr(err error) error {
-	var e *apierror.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	if errors.Is(err, storage.ErrConflict) {
-		return apierror.New(apierror.Conflict, "the account changed concurrently; retry").WithCause(err)
-	}
-	return apierror.Internal(err)
 }

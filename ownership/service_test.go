@@ -236,7 +236,7 @@ func TestVerifyLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := got.(ownership.Account); a.Status != "ACTIVE" || a.ID != id || string(a.AccountInfo) == "" {
+		if a := ownership.AccountJSON(*got); a.Status != "ACTIVE" || a.ID != id || string(a.AccountInfo) == "" {
 			t.Fatalf("account %+v", a)
 		}
 		if l.status(t, id) != storage.StatusActive || strings.Join(l.events(t, id), ",") != "ACTIVE" {
