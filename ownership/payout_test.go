@@ -3,7 +3,6 @@ package ownership_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
@@ -62,13 +62,7 @@ func status(s storage.AccountStatus) func(*storage.ExternalAccount) {
 // wantRefusal checks status, code, details.reason and details.limit.
 func wantRefusal(t *testing.T, err error, code apierror.Code, reason string, limit *ownership.Limit) *apierror.Error {
 	t.Helper()
-	var e *apierror.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v (%T), want %s", err, err, code)
-	}
-	if e.Code != code || e.Status() != code.Status() {
-		t.Fatalf("error %d %s (%v), want %d %s", e.Status(), e.Code, err, code.Status(), code)
-	}
+	e := apierrortest.Want(t, err, code, "")
 	if e.Reason() == "" || !strings.Contains(e.Reason(), reason) {
 		t.Fatalf("reason %q, want it to contain %q", e.Reason(), reason)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
@@ -144,7 +145,7 @@ func TestVerifyAppliesToTheProvenAddress(t *testing.T) {
 			}
 			sig := signEVMWith(t, oldKey, c.MessageToSign)
 			_, err = svc.Verify(ctx, id, ownership.VerifyRequest{Signature: sig}, ownership.CustomerTree)
-			wantErr(t, err, apierror.Conflict, "the account changed after the signature was checked")
+			apierrortest.Want(t, err, apierror.Conflict, "the account changed after the signature was checked; submit the signature again")
 			stored := storedAccount(t, store, id)
 			if stored.Status != storage.StatusPendingOwnershipVerification || stored.Address != newAddr {
 				t.Fatalf("after the 409: status %s address %s", stored.Status, stored.Address)
@@ -154,7 +155,7 @@ func TestVerifyAppliesToTheProvenAddress(t *testing.T) {
 			}
 			// The same signature again: the challenge names the old address.
 			_, err = svc.Verify(ctx, id, ownership.VerifyRequest{Signature: sig}, ownership.CustomerTree)
-			wantErr(t, err, apierror.Conflict, "start a new challenge")
+			apierrortest.Want(t, err, apierror.Conflict, "the challenge was issued for other account details (address, type or network); start a new challenge")
 			if st := storedAccount(t, store, id).Status; st != storage.StatusPendingOwnershipVerification {
 				t.Fatalf("status %s after a stale challenge", st)
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/mr-tron/base58"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
@@ -130,17 +131,6 @@ func (l *lifecycle) events(t *testing.T, id string) []string {
 	return out
 }
 
-func wantErr(t *testing.T, err error, code apierror.Code, reason string) {
-	t.Helper()
-	var e *apierror.Error
-	if !errors.As(err, &e) || e.Code != code {
-		t.Fatalf("error %v, want %s", err, code)
-	}
-	if reason != "" && !strings.Contains(e.Reason(), reason) {
-		t.Fatalf("reason %q, want it to contain %q", e.Reason(), reason)
-	}
-}
-
 func TestChallengeMessage(t *testing.T) {
 	l := newLifecycle(t)
 	id := l.account(t, nil)
@@ -212,14 +202,14 @@ func TestChallengeEligibility(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			id := l.account(t, tt.mod)
 			_, err := l.svc.StartChallenge(ctx, id, tt.method, tt.tree)
-			wantErr(t, err, tt.code, "")
+			apierrortest.Want(t, err, tt.code, "")
 		})
 	}
 	_, err := l.svc.StartChallenge(ctx, "ExternalAccount:nope", "WALLET_SIGNATURE", ownership.CustomerTree)
-	wantErr(t, err, apierror.ReferenceNotFound, "")
+	apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
 	noLiveness, _ := ownership.New(ownership.Config{Store: l.store})
 	_, err = noLiveness.StartChallenge(ctx, l.account(t, nil), "LIVENESS", ownership.AnyTree)
-	wantErr(t, err, apierror.InvalidInput, "")
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 	platform := l.account(t, func(a *storage.ExternalAccount) { a.CustomerID = "" })
 	if _, err := l.svc.StartChallenge(ctx, platform, "WALLET_SIGNATURE", ownership.PlatformTree); err != nil {
 		t.Fatalf("platform account through the platform tree: %v", err)
@@ -243,21 +233,21 @@ func TestVerifyLifecycle(t *testing.T) {
 			t.Fatalf("status %s events %v", l.status(t, id), l.events(t, id))
 		}
 		_, err = l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
-		wantErr(t, err, apierror.Conflict, "")
+		apierrortest.Want(t, err, apierror.Conflict, "")
 		_, err = l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
-		wantErr(t, err, apierror.Conflict, "already verified")
+		apierrortest.Want(t, err, apierror.Conflict, "the account is already verified")
 	})
 	t.Run("invalid, then a new challenge", func(t *testing.T) {
 		l := newLifecycle(t)
 		id := l.account(t, nil)
 		c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
 		_, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign+" ")}, ownership.CustomerTree)
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 		if l.status(t, id) != storage.StatusUnverified {
 			t.Fatalf("status %s after a bad signature", l.status(t, id))
 		}
 		_, err = l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
-		wantErr(t, err, apierror.Conflict, "")
+		apierrortest.Want(t, err, apierror.Conflict, "")
 		c2, err := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
 		if err != nil || l.status(t, id) != storage.StatusPendingOwnershipVerification {
 			t.Fatalf("new challenge: %v, status %s", err, l.status(t, id))
@@ -275,7 +265,7 @@ func TestVerifyLifecycle(t *testing.T) {
 		c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
 		l.clock.Add(ownership.DefaultChallengeTTL)
 		_, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
-		wantErr(t, err, apierror.InvalidInput, "challenge expired")
+		apierrortest.Want(t, err, apierror.InvalidInput, "challenge expired")
 		if l.status(t, id) != storage.StatusUnverified {
 			t.Fatal("an expired signature did not make the account UNVERIFIED")
 		}
@@ -288,22 +278,22 @@ func TestVerifyLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, old.MessageToSign)}, ownership.CustomerTree)
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 	})
 	t.Run("no challenge, liveness outstanding, bad requests", func(t *testing.T) {
 		l := newLifecycle(t)
 		id := l.account(t, nil)
 		_, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: "0x00"}, ownership.CustomerTree)
-		wantErr(t, err, apierror.Conflict, "")
+		apierrortest.Want(t, err, apierror.Conflict, "")
 		if _, err := l.svc.StartChallenge(ctx, id, "LIVENESS", ownership.CustomerTree); err != nil {
 			t.Fatal(err)
 		}
 		_, err = l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: "0x00"}, ownership.CustomerTree)
-		wantErr(t, err, apierror.Conflict, "")
+		apierrortest.Want(t, err, apierror.Conflict, "")
 		_, err = l.svc.Verify(ctx, id, ownership.VerifyRequest{}, ownership.CustomerTree)
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 		_, err = l.svc.Verify(ctx, "ExternalAccount:nope", ownership.VerifyRequest{Signature: "x"}, ownership.CustomerTree)
-		wantErr(t, err, apierror.ReferenceNotFound, "")
+		apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
 		if l.status(t, id) != storage.StatusPendingOwnershipVerification {
 			t.Fatal("a 409 changed the status")
 		}
@@ -332,7 +322,7 @@ func TestVerifyLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: "AAAA", SignatureScheme: "trezor"}, ownership.CustomerTree)
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 		if l.status(t, id) != storage.StatusPendingOwnershipVerification {
 			t.Fatal("an unknown scheme changed the status")
 		}
@@ -393,11 +383,11 @@ func TestLiveness(t *testing.T) {
 		t.Fatalf("late: %v %s", err, l.status(t, late))
 	}
 	_, err := l.svc.CompleteLiveness(ctx, passed, true)
-	wantErr(t, err, apierror.Conflict, "")
+	apierrortest.Want(t, err, apierror.Conflict, "")
 	wsig := l.account(t, nil)
 	_, _ = l.svc.StartChallenge(ctx, wsig, "WALLET_SIGNATURE", ownership.CustomerTree)
 	_, err = l.svc.CompleteLiveness(ctx, wsig, true)
-	wantErr(t, err, apierror.Conflict, "")
+	apierrortest.Want(t, err, apierror.Conflict, "")
 }
 
 // TestStatusEventsCarryNoSecrets: the STATUS_UPDATED events of both methods

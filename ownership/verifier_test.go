@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 )
 
 // vector is one entry of testdata/vectors/vectors.json.
@@ -65,19 +66,7 @@ func vectorVerifiers() Verifiers {
 // wantReject asserts err is 400 INVALID_INPUT whose reason contains want.
 func wantReject(t *testing.T, err error, want string) {
 	t.Helper()
-	if err == nil {
-		t.Fatalf("accepted; want rejection %q", want)
-	}
-	var ae *apierror.Error
-	if !errors.As(err, &ae) {
-		t.Fatalf("error %T %v is not *apierror.Error", err, err)
-	}
-	if got := apierror.CodeOf(err); got != apierror.InvalidInput {
-		t.Fatalf("code = %v, want INVALID_INPUT (%v)", got, err)
-	}
-	if ae.Status() != 400 {
-		t.Fatalf("status = %d", ae.Status())
-	}
+	ae := apierrortest.Want(t, err, apierror.InvalidInput, "")
 	if !strings.Contains(ae.Reason(), want) {
 		t.Fatalf("reason = %q, want it to contain %q", ae.Reason(), want)
 	}
