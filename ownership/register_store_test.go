@@ -25,6 +25,7 @@ import (
 // regStores returns the stores the registration tests run on: memory, and
 // PostgreSQL when WALLETGATE_POSTGRES_DSN is set.
 func regStores(t *testing.T) map[string]storage.Store {
+	ctx := t.Context()
 	t.Helper()
 	out := map[string]storage.Store{"memory": memory.New()}
 	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
@@ -51,6 +52,7 @@ func regStores(t *testing.T) map[string]storage.Store {
 // that happened has exactly one event, in order, and the last event carries
 // the stored status.
 func TestSetStatusConcurrent(t *testing.T) {
+	ctx := t.Context()
 	for name, store := range regStores(t) {
 		t.Run(name, func(t *testing.T) {
 			svc, err := ownership.New(ownership.Config{Store: store})
@@ -104,6 +106,7 @@ func TestSetStatusConcurrent(t *testing.T) {
 // by the new address's key activates the account, and the status event
 // names the proven address.
 func TestVerifyAppliesToTheProvenAddress(t *testing.T) {
+	ctx := t.Context()
 	oldKey, newKey := mustKey(), mustKeyN(2)
 	oldAddr, newAddr := crypto.PubkeyToAddress(oldKey.PublicKey).Hex(), crypto.PubkeyToAddress(newKey.PublicKey).Hex()
 	for name, store := range regStores(t) {
@@ -208,6 +211,7 @@ func signEVMWith(t *testing.T, k *ecdsa.PrivateKey, msg string) string {
 }
 
 func storedAccount(t *testing.T, store storage.Store, id string) storage.ExternalAccount {
+	ctx := t.Context()
 	t.Helper()
 	var a storage.ExternalAccount
 	err := store.Atomic(ctx, func(tx storage.Tx) error {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ethereum/go-ethereum/accounts"
@@ -26,20 +27,6 @@ import (
 	"github.com/walletgate/walletgate/storage/relay"
 )
 
-var ctx = context.Background()
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // livenessToken is the fake provider's SDK token.
 const livenessToken = "liveness-sdk-token-5c1f0e9a"
 
@@ -53,16 +40,15 @@ func (l *liveness) Start(_ context.Context, a storage.ExternalAccount, exp time.
 type lifecycle struct {
 	svc   *ownership.Service
 	store storage.Store
-	clock *clock
 	evm   *ecdsa.PrivateKey
 	sol   ed25519.PrivateKey
 }
 
 func newLifecycle(t *testing.T) *lifecycle {
 	t.Helper()
-	l := &lifecycle{store: memory.New(), clock: &clock{now: time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)}}
+	l := &lifecycle{store: memory.New()}
 	var err error
-	l.svc, err = ownership.New(ownership.Config{Store: l.store, Clock: l.clock.Now, Service: "payments.example.com", Liveness: &liveness{}})
+	l.svc, err = ownership.New(ownership.Config{Store: l.store, Service: "payments.example.com", Liveness: &liveness{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,13 +59,14 @@ func newLifecycle(t *testing.T) *lifecycle {
 
 // account stores an external account and returns its id.
 func (l *lifecycle) account(t *testing.T, mod func(*storage.ExternalAccount)) string {
+	ctx := t.Context()
 	t.Helper()
 	id, _ := storage.NewID(nil, "ExternalAccount")
 	a := storage.ExternalAccount{ID: id, CustomerID: "Customer:1", Status: storage.StatusPendingOwnershipVerification,
 		OwnershipType: "FIRST_PARTY", Currency: "USDC", AccountType: ownership.AccountEthereum,
 		Address:   crypto.PubkeyToAddress(l.evm.PublicKey).Hex(),
 		Info:      json.RawMessage(`{"accountType":"ETHEREUM_WALLET","address":"` + crypto.PubkeyToAddress(l.evm.PublicKey).Hex() + `"}`),
-		CreatedAt: l.clock.Now(), UpdatedAt: l.clock.Now()}
+		CreatedAt: time.Now(), UpdatedAt: time.Now()}
 	if mod != nil {
 		mod(&a)
 	}
@@ -100,6 +87,7 @@ func (l *lifecycle) signEVM(t *testing.T, msg string) string {
 }
 
 func (l *lifecycle) status(t *testing.T, id string) storage.AccountStatus {
+	ctx := t.Context()
 	t.Helper()
 	var a storage.ExternalAccount
 	_ = l.store.Atomic(ctx, func(tx storage.Tx) error {
@@ -111,6 +99,7 @@ func (l *lifecycle) status(t *testing.T, id string) storage.AccountStatus {
 }
 
 func (l *lifecycle) events(t *testing.T, id string) []string {
+	ctx := t.Context()
 	t.Helper()
 	var out []string
 	_ = l.store.Atomic(ctx, func(tx storage.Tx) error {
@@ -132,51 +121,57 @@ func (l *lifecycle) events(t *testing.T, id string) []string {
 }
 
 func TestChallengeMessage(t *testing.T) {
-	l := newLifecycle(t)
-	id := l.account(t, nil)
-	c, err := l.svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.CustomerTree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := crypto.PubkeyToAddress(l.evm.PublicKey).Hex()
-	lines := strings.Split(c.MessageToSign, "\n")
-	want := []string{
-		"payments.example.com asks you to prove that you control this wallet.",
-		"Signing this message is free and authorizes nothing.",
-		"",
-		"Service: payments.example.com",
-		"Address: " + addr,
-		"Network: Ethereum mainnet",
-		"Account: " + id,
-	}
-	for i, w := range want {
-		if lines[i] != w {
-			t.Fatalf("line %d = %q, want %q\n%s", i, lines[i], w, c.MessageToSign)
+	synctest.Test(t, func(t *testing.T) {
+		// The message names its instants: the bubble's clock is set to them.
+		time.Sleep(time.Until(time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)))
+		ctx := t.Context()
+		l := newLifecycle(t)
+		id := l.account(t, nil)
+		c, err := l.svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.CustomerTree)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !strings.HasPrefix(lines[7], "Nonce: ") || len(lines[7]) != len("Nonce: ")+26 ||
-		lines[8] != "Issued At: 2026-07-01T10:00:00Z" || lines[9] != "Expiration Time: 2026-07-01T10:30:00Z" || len(lines) != 10 {
-		t.Fatalf("message tail %q", lines[7:])
-	}
-	for _, r := range c.MessageToSign {
-		if r > 0x7e || r < 0x20 && r != '\n' {
-			t.Fatalf("non-ASCII or control character %q", r)
+		addr := crypto.PubkeyToAddress(l.evm.PublicKey).Hex()
+		lines := strings.Split(c.MessageToSign, "\n")
+		want := []string{
+			"payments.example.com asks you to prove that you control this wallet.",
+			"Signing this message is free and authorizes nothing.",
+			"",
+			"Service: payments.example.com",
+			"Address: " + addr,
+			"Network: Ethereum mainnet",
+			"Account: " + id,
 		}
-	}
-	if _, err := hex.DecodeString(strings.TrimPrefix(c.MessageToSign, "0x")); err == nil {
-		t.Fatal("message reads as hex")
-	}
-	if c.Method != "WALLET_SIGNATURE" || !c.ExpiresAt.Equal(l.clock.Now().Add(ownership.DefaultChallengeTTL)) || c.VerificationLink != "" {
-		t.Fatalf("challenge %+v", c)
-	}
-	// A fresh nonce per challenge.
-	c2, _ := l.svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.CustomerTree)
-	if c2.MessageToSign == c.MessageToSign {
-		t.Fatal("two challenges share a message")
-	}
+		for i, w := range want {
+			if lines[i] != w {
+				t.Fatalf("line %d = %q, want %q\n%s", i, lines[i], w, c.MessageToSign)
+			}
+		}
+		if !strings.HasPrefix(lines[7], "Nonce: ") || len(lines[7]) != len("Nonce: ")+26 ||
+			lines[8] != "Issued At: 2026-07-01T10:00:00Z" || lines[9] != "Expiration Time: 2026-07-01T10:30:00Z" || len(lines) != 10 {
+			t.Fatalf("message tail %q", lines[7:])
+		}
+		for _, r := range c.MessageToSign {
+			if r > 0x7e || r < 0x20 && r != '\n' {
+				t.Fatalf("non-ASCII or control character %q", r)
+			}
+		}
+		if _, err := hex.DecodeString(strings.TrimPrefix(c.MessageToSign, "0x")); err == nil {
+			t.Fatal("message reads as hex")
+		}
+		if c.Method != "WALLET_SIGNATURE" || !c.ExpiresAt.Equal(time.Now().Add(ownership.DefaultChallengeTTL)) || c.VerificationLink != "" {
+			t.Fatalf("challenge %+v", c)
+		}
+		// A fresh nonce per challenge.
+		c2, _ := l.svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.CustomerTree)
+		if c2.MessageToSign == c.MessageToSign {
+			t.Fatal("two challenges share a message")
+		}
+	})
 }
 
 func TestChallengeEligibility(t *testing.T) {
+	ctx := t.Context()
 	l := newLifecycle(t)
 	tests := []struct {
 		name   string
@@ -217,25 +212,29 @@ func TestChallengeEligibility(t *testing.T) {
 }
 
 func TestVerifyLifecycle(t *testing.T) {
+	ctx := t.Context()
 	t.Run("valid", func(t *testing.T) {
-		l := newLifecycle(t)
-		id := l.account(t, nil)
-		c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
-		l.clock.Add(ownership.DefaultChallengeTTL - time.Second)
-		got, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a := ownership.AccountJSON(*got); a.Status != "ACTIVE" || a.ID != id || string(a.AccountInfo) == "" {
-			t.Fatalf("account %+v", a)
-		}
-		if l.status(t, id) != storage.StatusActive || strings.Join(l.events(t, id), ",") != "ACTIVE" {
-			t.Fatalf("status %s events %v", l.status(t, id), l.events(t, id))
-		}
-		_, err = l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
-		apierrortest.Want(t, err, apierror.Conflict, "")
-		_, err = l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
-		apierrortest.Want(t, err, apierror.Conflict, "the account is already verified")
+		synctest.Test(t, func(t *testing.T) {
+			ctx := t.Context()
+			l := newLifecycle(t)
+			id := l.account(t, nil)
+			c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
+			time.Sleep(ownership.DefaultChallengeTTL - time.Second)
+			got, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := ownership.AccountJSON(*got); a.Status != "ACTIVE" || a.ID != id || string(a.AccountInfo) == "" {
+				t.Fatalf("account %+v", a)
+			}
+			if l.status(t, id) != storage.StatusActive || strings.Join(l.events(t, id), ",") != "ACTIVE" {
+				t.Fatalf("status %s events %v", l.status(t, id), l.events(t, id))
+			}
+			_, err = l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
+			apierrortest.Want(t, err, apierror.Conflict, "")
+			_, err = l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
+			apierrortest.Want(t, err, apierror.Conflict, "the account is already verified")
+		})
 	})
 	t.Run("invalid, then a new challenge", func(t *testing.T) {
 		l := newLifecycle(t)
@@ -260,15 +259,18 @@ func TestVerifyLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("expired at expiresAt", func(t *testing.T) {
-		l := newLifecycle(t)
-		id := l.account(t, nil)
-		c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
-		l.clock.Add(ownership.DefaultChallengeTTL)
-		_, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
-		apierrortest.Want(t, err, apierror.InvalidInput, "challenge expired")
-		if l.status(t, id) != storage.StatusUnverified {
-			t.Fatal("an expired signature did not make the account UNVERIFIED")
-		}
+		synctest.Test(t, func(t *testing.T) {
+			ctx := t.Context()
+			l := newLifecycle(t)
+			id := l.account(t, nil)
+			c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
+			time.Sleep(ownership.DefaultChallengeTTL)
+			_, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
+			apierrortest.Want(t, err, apierror.InvalidInput, "challenge expired")
+			if l.status(t, id) != storage.StatusUnverified {
+				t.Fatal("an expired signature did not make the account UNVERIFIED")
+			}
+		})
 	})
 	t.Run("superseded challenge", func(t *testing.T) {
 		l := newLifecycle(t)
@@ -330,6 +332,7 @@ func TestVerifyLifecycle(t *testing.T) {
 }
 
 func TestConcurrentVerify(t *testing.T) {
+	ctx := t.Context()
 	l := newLifecycle(t)
 	id := l.account(t, nil)
 	c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
@@ -364,36 +367,40 @@ func TestConcurrentVerify(t *testing.T) {
 }
 
 func TestLiveness(t *testing.T) {
-	l := newLifecycle(t)
-	passed, failed, late := l.account(t, nil), l.account(t, nil), l.account(t, nil)
-	for _, id := range []string{passed, failed, late} {
-		c, err := l.svc.StartChallenge(ctx, id, "LIVENESS", ownership.CustomerTree)
-		if err != nil || c.VerificationLink == "" || c.Token != livenessToken || c.MessageToSign != "" {
-			t.Fatalf("liveness challenge %+v %v", c, err)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		l := newLifecycle(t)
+		passed, failed, late := l.account(t, nil), l.account(t, nil), l.account(t, nil)
+		for _, id := range []string{passed, failed, late} {
+			c, err := l.svc.StartChallenge(ctx, id, "LIVENESS", ownership.CustomerTree)
+			if err != nil || c.VerificationLink == "" || c.Token != livenessToken || c.MessageToSign != "" {
+				t.Fatalf("liveness challenge %+v %v", c, err)
+			}
 		}
-	}
-	if _, err := l.svc.CompleteLiveness(ctx, passed, true); err != nil || l.status(t, passed) != storage.StatusActive {
-		t.Fatalf("passed: %v %s", err, l.status(t, passed))
-	}
-	if _, err := l.svc.CompleteLiveness(ctx, failed, false); err != nil || l.status(t, failed) != storage.StatusUnverified {
-		t.Fatalf("failed: %v %s", err, l.status(t, failed))
-	}
-	l.clock.Add(ownership.DefaultChallengeTTL)
-	if _, err := l.svc.CompleteLiveness(ctx, late, true); err != nil || l.status(t, late) != storage.StatusUnverified {
-		t.Fatalf("late: %v %s", err, l.status(t, late))
-	}
-	_, err := l.svc.CompleteLiveness(ctx, passed, true)
-	apierrortest.Want(t, err, apierror.Conflict, "")
-	wsig := l.account(t, nil)
-	_, _ = l.svc.StartChallenge(ctx, wsig, "WALLET_SIGNATURE", ownership.CustomerTree)
-	_, err = l.svc.CompleteLiveness(ctx, wsig, true)
-	apierrortest.Want(t, err, apierror.Conflict, "")
+		if _, err := l.svc.CompleteLiveness(ctx, passed, true); err != nil || l.status(t, passed) != storage.StatusActive {
+			t.Fatalf("passed: %v %s", err, l.status(t, passed))
+		}
+		if _, err := l.svc.CompleteLiveness(ctx, failed, false); err != nil || l.status(t, failed) != storage.StatusUnverified {
+			t.Fatalf("failed: %v %s", err, l.status(t, failed))
+		}
+		time.Sleep(ownership.DefaultChallengeTTL)
+		if _, err := l.svc.CompleteLiveness(ctx, late, true); err != nil || l.status(t, late) != storage.StatusUnverified {
+			t.Fatalf("late: %v %s", err, l.status(t, late))
+		}
+		_, err := l.svc.CompleteLiveness(ctx, passed, true)
+		apierrortest.Want(t, err, apierror.Conflict, "")
+		wsig := l.account(t, nil)
+		_, _ = l.svc.StartChallenge(ctx, wsig, "WALLET_SIGNATURE", ownership.CustomerTree)
+		_, err = l.svc.CompleteLiveness(ctx, wsig, true)
+		apierrortest.Want(t, err, apierror.Conflict, "")
+	})
 }
 
 // TestStatusEventsCarryNoSecrets: the STATUS_UPDATED events of both methods
 // carry none of the proof material: no message to sign, signature,
 // liveness token or verification link.
 func TestStatusEventsCarryNoSecrets(t *testing.T) {
+	ctx := t.Context()
 	l := newLifecycle(t)
 	signed, live := l.account(t, nil), l.account(t, nil)
 	c, _ := l.svc.StartChallenge(ctx, signed, "WALLET_SIGNATURE", ownership.CustomerTree)
@@ -439,45 +446,48 @@ func (p *publisher) Publish(_ context.Context, e storage.Event) error {
 // TestRelayDeliversEvents: the status events reach a publisher through
 // storage/relay; a failed one is tried again after its backoff.
 func TestRelayDeliversEvents(t *testing.T) {
-	l := newLifecycle(t)
-	var ids []string
-	for range 3 {
-		id := l.account(t, nil)
-		c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
-		_, _ = l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
-		ids = append(ids, id)
-	}
-	var evs []storage.Event
-	for _, id := range ids {
-		_ = l.store.Atomic(ctx, func(tx storage.Tx) error {
-			mine, _ := tx.Outbox().ListByAccount(ctx, id)
-			evs = append(evs, mine...)
-			return nil
-		})
-	}
-	if len(evs) != 3 {
-		t.Fatalf("%d events, want 3", len(evs))
-	}
-	p := &publisher{fail: map[string]bool{evs[1].ID: true}}
-	r, err := relay.New(relay.Config{Store: l.store, Publisher: p, Clock: l.clock.Now, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.RunOnce(ctx)
-	if err != nil || res != (relay.Result{Delivered: 2, Retried: 1}) {
-		t.Fatalf("first pass %+v, %v", res, err)
-	}
-	p.fail = nil
-	if res, _ = r.RunOnce(ctx); res != (relay.Result{}) {
-		t.Fatalf("before the backoff %+v", res)
-	}
-	l.clock.Add(relay.DefaultMinBackoff)
-	if res, _ = r.RunOnce(ctx); res != (relay.Result{Delivered: 1}) || len(p.got) != 3 {
-		t.Fatalf("after the backoff %+v; delivered %v", res, p.got)
-	}
-	if res, _ := r.RunOnce(ctx); res != (relay.Result{}) {
-		t.Fatalf("delivered again: %+v", res)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		l := newLifecycle(t)
+		var ids []string
+		for range 3 {
+			id := l.account(t, nil)
+			c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
+			_, _ = l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
+			ids = append(ids, id)
+		}
+		var evs []storage.Event
+		for _, id := range ids {
+			_ = l.store.Atomic(ctx, func(tx storage.Tx) error {
+				mine, _ := tx.Outbox().ListByAccount(ctx, id)
+				evs = append(evs, mine...)
+				return nil
+			})
+		}
+		if len(evs) != 3 {
+			t.Fatalf("%d events, want 3", len(evs))
+		}
+		p := &publisher{fail: map[string]bool{evs[1].ID: true}}
+		r, err := relay.New(relay.Config{Store: l.store, Publisher: p, Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.RunOnce(ctx)
+		if err != nil || res != (relay.Result{Delivered: 2, Retried: 1}) {
+			t.Fatalf("first pass %+v, %v", res, err)
+		}
+		p.fail = nil
+		if res, _ = r.RunOnce(ctx); res != (relay.Result{}) {
+			t.Fatalf("before the backoff %+v", res)
+		}
+		time.Sleep(relay.DefaultMinBackoff)
+		if res, _ = r.RunOnce(ctx); res != (relay.Result{Delivered: 1}) || len(p.got) != 3 {
+			t.Fatalf("after the backoff %+v; delivered %v", res, p.got)
+		}
+		if res, _ := r.RunOnce(ctx); res != (relay.Result{}) {
+			t.Fatalf("delivered again: %+v", res)
+		}
+	})
 }
 
 func TestHTTP(t *testing.T) {

@@ -77,7 +77,7 @@ func wantReject(t *testing.T, err error, want string) {
 
 func TestVectors(t *testing.T) {
 	vs := vectorVerifiers()
-	ctx := context.Background()
+	ctx := t.Context()
 	counts := map[bool]int{}
 	for _, v := range loadVectors(t) {
 		t.Run(v.Name, func(t *testing.T) {
@@ -114,7 +114,7 @@ func TestVectorsWhitespace(t *testing.T) {
 			continue
 		}
 		w := Wallet{AccountType: v.AccountType, Address: " " + v.Address + "\n", Network: vectorNetwork(v.Network)}
-		if err := vs.Verify(context.Background(), w, []byte(v.Message), Signature{Value: "\t" + v.Signature + "\r\n", Scheme: v.Scheme}); err != nil {
+		if err := vs.Verify(t.Context(), w, []byte(v.Message), Signature{Value: "\t" + v.Signature + "\r\n", Scheme: v.Scheme}); err != nil {
 			t.Errorf("%s: %v", v.Name, err)
 		}
 	}
@@ -135,7 +135,7 @@ func TestLookup(t *testing.T) {
 		if apierror.As(err).Status() != 409 || apierror.As(err).Reason() != "lightning accounts hold no signing key" {
 			t.Fatalf("%s: %v", typ, err)
 		}
-		err = vs.Verify(context.Background(), Wallet{AccountType: typ}, nil, Signature{})
+		err = vs.Verify(t.Context(), Wallet{AccountType: typ}, nil, Signature{})
 		if apierror.CodeOf(err) != apierror.Conflict {
 			t.Fatalf("%s verify: %v", typ, err)
 		}
@@ -161,7 +161,7 @@ func TestLookup(t *testing.T) {
 }
 
 func TestAnyOf(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	reject := VerifierFunc(func(context.Context, Wallet, []byte, Signature) error { return mismatch("first") })
 	reject2 := VerifierFunc(func(context.Context, Wallet, []byte, Signature) error { return malformed("second") })
 	accept := VerifierFunc(func(context.Context, Wallet, []byte, Signature) error { return nil })
