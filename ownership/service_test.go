@@ -536,3 +536,43 @@ func TestHTTP(t *testing.T) {
 		t.Fatalf("platform challenge: %d", code)
 	}
 }
+
+// TestStatusEventEnvelope: a status event is storage.NewEvent's envelope
+// {"id","type","timestamp","data"} and, after a signature verify, one more
+// member "proof" last, byte for byte as encoding/json writes that struct.
+func TestStatusEventEnvelope(t *testing.T) {
+	ctx := t.Context()
+	l := newLifecycle(t)
+	id := l.account(t, nil)
+	c, err := l.svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.CustomerTree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree); err != nil {
+		t.Fatal(err)
+	}
+	var evs []storage.Event
+	_ = l.store.Atomic(ctx, func(tx storage.Tx) error {
+		evs, err = tx.Outbox().ListByAccount(ctx, id)
+		return err
+	})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("events %v, %v", evs, err)
+	}
+	e := evs[0]
+	var got struct {
+		ID        string          `json:"id"`
+		Type      string          `json:"type"`
+		Timestamp time.Time       `json:"timestamp"`
+		Data      json.RawMessage `json:"data"`
+		Proof     json.RawMessage `json:"proof,omitempty"`
+	}
+	if err := json.Unmarshal(e.Payload, &got); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(got)
+	if string(e.Payload) != string(want) || got.ID != e.ID || got.Type != ownership.EventStatusUpdated || !got.Timestamp.Equal(e.CreatedAt) ||
+		string(got.Proof) != `{"method":"WALLET_SIGNATURE","address":"`+crypto.PubkeyToAddress(l.evm.PublicKey).Hex()+`"}` {
+		t.Fatalf("payload\n%s\nwant\n%s", e.Payload, want)
+	}
+}
