@@ -7,18 +7,19 @@ import (
 )
 
 // Limits of [Canonicalize]. They bound its cost and the cost of whatever later
-// decodes the same body; no payments request comes near them.
+// decodes the same body; no payments request comes near them. They are the
+// limits the canonicalizer enforces (a test holds the two equal).
 const (
 	// MaxCanonicalDepth is the deepest nesting of arrays and objects accepted;
 	// the top-level container is depth 1.
-	MaxCanonicalDepth = canonjson.MaxCanonicalDepth
+	MaxCanonicalDepth = 64
 	// MaxNumberLength is the longest number literal accepted, in bytes.
-	MaxNumberLength = canonjson.MaxNumberLength
+	MaxNumberLength = 512
 	// MaxNumberExponent bounds the magnitude of numbers: written in
 	// scientific notation d.ddd×10^x, a non-zero number needs |x| at most
 	// this. Zero may be written with any exponent up to this plus
 	// MaxNumberLength.
-	MaxNumberExponent = canonjson.MaxNumberExponent
+	MaxNumberExponent = 9999
 )
 
 // Canonicalize returns the canonical form of a JSON request body, so that two

@@ -12,7 +12,8 @@
 // Domain packages return *Error for every failure a client can act on. Anything
 // else that reaches [Write] is an internal failure and is written as
 // 500 INTERNAL_ERROR with a fixed message, so causes (SQL text, file paths,
-// key material) never leak to clients.
+// key material) never leak to clients. [From] is the one mapping a domain
+// package applies to the errors of its store and helpers at its boundary.
 package apierror
 
 import (
