@@ -41,8 +41,9 @@ func TestCodesKnowTheirStatus(t *testing.T) {
 	if _, ok := apierror.LookupCode("NOPE"); ok {
 		t.Error("LookupCode found an undefined code")
 	}
-	// SPEC 7 lists 43 codes for 400, 7 for 401, 10 for 404, 12 for 409 and
-	// 2 for 500; DESIGN adds FORBIDDEN, METHOD_NOT_ALLOWED and RATE_LIMITED.
+	// The service's error table has 43 codes for 400, 7 for 401, 10 for 404,
+	// 12 for 409 and 2 for 500; the library adds FORBIDDEN,
+	// METHOD_NOT_ALLOWED and RATE_LIMITED.
 	perStatus := map[int]int{}
 	for _, c := range apierror.Codes() {
 		perStatus[c.Status()]++

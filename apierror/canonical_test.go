@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 )
 
 func mustCanonicalize(tb testing.TB, body string) string {
@@ -212,7 +213,10 @@ func TestCanonicalizeRejects(t *testing.T) {
 			if out != nil {
 				t.Fatalf("output %q returned with an error", out)
 			}
-			e := wantCode(t, err, apierror.InvalidInput)
+			e := apierrortest.Want(t, err, apierror.InvalidInput, tc.reason)
+			if err != error(e) {
+				t.Fatalf("error %T is not the *apierror.Error itself", err)
+			}
 			if e.Status() != 400 {
 				t.Fatalf("status %d", e.Status())
 			}
@@ -433,16 +437,4 @@ func FuzzCanonicalize(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkCanonical(t, body)
 	})
-}
-
-func wantCode(tb testing.TB, err error, want apierror.Code) *apierror.Error {
-	tb.Helper()
-	if got := apierror.CodeOf(err); got != want {
-		tb.Fatalf("error %v: code %v, want %v", err, got, want)
-	}
-	e, ok := err.(*apierror.Error)
-	if !ok {
-		tb.Fatalf("error %T is not *apierror.Error", err)
-	}
-	return e
 }

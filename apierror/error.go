@@ -12,7 +12,8 @@
 // Domain packages return *Error for every failure a client can act on. Anything
 // else that reaches [Write] is an internal failure and is written as
 // 500 INTERNAL_ERROR with a fixed message, so causes (SQL text, file paths,
-// key material) never leak to clients.
+// key material) never leak to clients. [From] is the one mapping a domain
+// package applies to the errors of its store and helpers at its boundary.
 package apierror
 
 import (
@@ -237,3 +238,37 @@ func As(err error) *Error {
 	}
 	return Internal(err)
 }
+
+// From is the one mapping of a domain package's failures to client errors,
+// for the errors a package returns from its store, verifiers and helpers. It
+// is nil-safe and returns, for err:
+//
+//   - nil: nil (so `return x, apierror.From(err)` is safe);
+//   - an error whose chain holds an *Error: that *Error, unchanged;
+//   - an error whose chain holds an error reporting Conflict() == true
+//     (storage.ErrConflict, storage.ErrDuplicate: a concurrent writer won):
+//     409 CONFLICT "changed concurrently; retry", wrapping err, since the
+//     same request sent again is decided against the winner's write;
+//   - anything else, storage.ErrNotFound included: 500 INTERNAL_ERROR
+//     wrapping err. A "not found" the client can act on names what was not
+//     found, so the caller maps it to its own code before this point.
+//
+// The cause stays reachable through errors.Unwrap and is never written to
+// clients. [As], [CodeOf] and [Write] read only *Error values and do not
+// apply this mapping.
+func From(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) && !e.Code.IsZero() {
+		return e
+	}
+	var c interface{ Conflict() bool }
+	if errors.As(err, &c) && c.Conflict() {
+		return New(Conflict, "%s", concurrentChange).WithDetail("reason", concurrentChange).WithCause(err)
+	}
+	return Internal(err)
+}
+
+const concurrentChange = "changed concurrently; retry"

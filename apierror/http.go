@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+
+	"github.com/walletgate/walletgate/apierror/internal/canonjson"
 )
 
 // Write writes err as the response: the JSON error body with its status, and
@@ -128,11 +130,8 @@ func DecodeBytes(body []byte, dst any) error {
 	if len(canon) == 0 {
 		return New(InvalidInput, "request body is required")
 	}
-	if err := checkMemberNames(canon, reflect.TypeOf(dst)); err != nil {
-		return err
-	}
-	if decodeFast(canon, dst) {
-		return nil
+	if err := canonjson.CheckNames(canon, reflect.TypeOf(dst)); err != nil {
+		return bodyError(err)
 	}
 	if err := json.Unmarshal(canon, dst); err != nil {
 		return decodeError(err)

@@ -1,6 +1,10 @@
 package apierror
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/walletgate/walletgate/apierror/internal/canonjson"
+)
 
 // A code can be defined once: a second definition is a programming error
 // caught when the package initialises.
@@ -16,5 +20,13 @@ func TestDefineTwicePanics(t *testing.T) {
 func TestJSONKindFallback(t *testing.T) {
 	if got := jsonKind("uintptr"); got != "a valid value" {
 		t.Fatalf("jsonKind(uintptr) = %q", got)
+	}
+}
+
+// The documented limits are the ones the canonicalizer enforces.
+func TestLimitsAreTheCanonicalizers(t *testing.T) {
+	if MaxCanonicalDepth != canonjson.MaxCanonicalDepth || MaxNumberLength != canonjson.MaxNumberLength ||
+		MaxNumberExponent != canonjson.MaxNumberExponent {
+		t.Fatal("apierror's limits differ from canonjson's")
 	}
 }

@@ -165,3 +165,25 @@ func BenchmarkJSONUnmarshal(b *testing.B) {
 		}
 	}
 }
+
+// stringsRequest is the shape of the verify endpoints' bodies: a few plain
+// string members.
+type stringsRequest struct {
+	Signature       string `json:"signature"`
+	SignatureScheme string `json:"signatureScheme,omitempty"`
+	ClientPublicKey string `json:"clientPublicKey"`
+}
+
+// BenchmarkDecodeBytesStrings measures the strict decoder on a small body of
+// plain strings, the shape of a verify request.
+func BenchmarkDecodeBytesStrings(b *testing.B) {
+	body := []byte(`{"signature":"0x` + strings.Repeat("ab", 65) + `","signatureScheme":"bip322","clientPublicKey":"02` + strings.Repeat("cd", 32) + `"}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var dst stringsRequest
+		if err := apierror.DecodeBytes(body, &dst); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

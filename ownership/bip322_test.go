@@ -2,7 +2,6 @@ package ownership
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"strings"
@@ -68,7 +67,7 @@ func TestBIP322Rejections(t *testing.T) {
 	trSig := trRaw[2:]
 	check := func(addr, sig, scheme, reason string) {
 		t.Helper()
-		err := (BitcoinVerifier{}).Verify(context.Background(), Wallet{Address: addr}, msg, Signature{Value: sig, Scheme: scheme})
+		err := (BitcoinVerifier{}).Verify(t.Context(), Wallet{Address: addr}, msg, Signature{Value: sig, Scheme: scheme})
 		if reason == "" {
 			if err != nil {
 				t.Fatalf("%s: %v", sig, err)

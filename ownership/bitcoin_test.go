@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"strings"
@@ -43,7 +42,7 @@ func bip137Sign(key *btcec.PrivateKey, message []byte, base byte, compressed boo
 func TestBitcoinBIP137Headers(t *testing.T) {
 	msg := []byte("bitcoin ownership\nNonce: 9")
 	key, A := btcKey(t, "btc", &chaincfg.MainNetParams)
-	ctx := context.Background()
+	ctx := t.Context()
 	check := func(addr, scheme, sig, reason string) {
 		t.Helper()
 		err := (BitcoinVerifier{}).Verify(ctx, Wallet{Address: addr}, msg, Signature{Value: sig, Scheme: scheme})
@@ -142,7 +141,7 @@ func TestBitcoinAddressNetworks(t *testing.T) {
 		{main["p2wpkh"], Network(7), "unknown network"},
 	}
 	for _, c := range cases {
-		err := (BitcoinVerifier{}).Verify(context.Background(), Wallet{Address: c.addr, Network: c.net}, nil, Signature{Value: "x"})
+		err := (BitcoinVerifier{}).Verify(t.Context(), Wallet{Address: c.addr, Network: c.net}, nil, Signature{Value: "x"})
 		wantReject(t, err, c.reason)
 	}
 }
@@ -154,7 +153,7 @@ func TestBitcoinMessageHashVarint(t *testing.T) {
 	for _, n := range []int{0, 252, 253, 254, 65535, 65536} {
 		msg := []byte(strings.Repeat("a", n))
 		sig := bip137Sign(key, msg, 39, true)
-		if err := (BitcoinVerifier{}).Verify(context.Background(), Wallet{Address: A["p2wpkh"]}, msg, Signature{Value: sig}); err != nil {
+		if err := (BitcoinVerifier{}).Verify(t.Context(), Wallet{Address: A["p2wpkh"]}, msg, Signature{Value: sig}); err != nil {
 			t.Fatalf("%d: %v", n, err)
 		}
 	}

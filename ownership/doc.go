@@ -81,8 +81,8 @@
 // account type but the service's fiat types, [IsFiat]; LIGHTNING_ACCOUNT
 // and unknown types count as wallets)
 // in self custody (no vaspName) that are not THIRD_PARTY (an empty
-// ownershipType counts as first party). SPEC ties ownership verification to
-// first-party self-custody wallets: a fiat account's holder is checked by
+// ownershipType counts as first party). Ownership verification applies to
+// first-party self-custody wallets only: a fiat account's holder is checked by
 // the rail (beneficiary verification), a third party's wallet cannot be
 // proven by the customer, and a custodial wallet is covered by its VASP.
 // Checks run top to bottom; the first that refuses answers:
@@ -118,15 +118,15 @@
 //     passes and one that reaches it does not. A currency (and corridor)
 //     without a configured threshold has threshold 0: fail closed.
 //   - UNVERIFIED: a proof was attempted and failed, which is evidence that
-//     the customer may not control the address; SPEC grants the
-//     below-threshold allowance to PENDING_OWNERSHIP_VERIFICATION only. The
+//     the customer may not control the address; the below-threshold
+//     allowance belongs to PENDING_OWNERSHIP_VERIFICATION only. The
 //     remedy is cheap: starting a new challenge moves the account back to
 //     PENDING_OWNERSHIP_VERIFICATION, which re-opens small payouts.
 //   - EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED is answered exactly where a
 //     challenge can clear it (the states [Service.StartChallenge] accepts);
 //     PENDING (not set up yet), UNDER_REVIEW (held by a review) and INACTIVE
 //     (closed or deleted) are states verification cannot change, so they
-//     answer 409 CONFLICT, SPEC's generic resource-state conflict, for
+//     answer 409 CONFLICT, the generic resource-state conflict, for
 //     every account kind; so does any status the gate does not know.
 //   - The maximum binds every account, and is checked before the
 //     threshold: verifying ownership would not lift it.

@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"context"
 	"encoding/hex"
 	"math/big"
 	"strings"
@@ -36,7 +35,7 @@ func TestEVMVerify(t *testing.T) {
 	w := Wallet{AccountType: AccountEthereum, Address: addr}
 	ok := func(w Wallet, s string) {
 		t.Helper()
-		if err := (EVMVerifier{}).Verify(context.Background(), w, msg, Signature{Value: s}); err != nil {
+		if err := (EVMVerifier{}).Verify(t.Context(), w, msg, Signature{Value: s}); err != nil {
 			t.Fatalf("%s %s: %v", w.Address, s, err)
 		}
 	}
@@ -50,7 +49,7 @@ func TestEVMVerify(t *testing.T) {
 
 	reject := func(w Wallet, s string, reason string) {
 		t.Helper()
-		wantReject(t, (EVMVerifier{}).Verify(context.Background(), w, msg, Signature{Value: s}), reason)
+		wantReject(t, (EVMVerifier{}).Verify(t.Context(), w, msg, Signature{Value: s}), reason)
 	}
 	good := hex.EncodeToString(sig)
 	for _, a := range []string{"", "0x", addr[2:], addr[:41], addr + "0", "1x" + addr[2:], "0x" + strings.Repeat("g", 40)} {
@@ -94,7 +93,7 @@ func TestEVMVerify(t *testing.T) {
 	// r that is no x coordinate on the curve: nothing recovers.
 	noPoint := append([]byte(nil), sig...)
 	copy(noPoint[:32], []byte{0x00, 0x00, 0x00, 0x05})
-	err := (EVMVerifier{}).Verify(context.Background(), w, msg, Signature{Value: hex.EncodeToString(noPoint)})
+	err := (EVMVerifier{}).Verify(t.Context(), w, msg, Signature{Value: hex.EncodeToString(noPoint)})
 	wantReject(t, err, "")
 }
 
@@ -106,7 +105,7 @@ func TestEVMTronSeparation(t *testing.T) {
 	_, tronSig := evmSign(t, "shared", tronHash(msg))
 	raw, _ := hex.DecodeString(evmAddr[2:])
 	tronAddr := tronAddressOf(raw)
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := (EVMVerifier{}).Verify(ctx, Wallet{Address: evmAddr}, msg, Signature{Value: hex.EncodeToString(evmSig)}); err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func ExampleService_Verify() {
 	sig[64] += 27
 
 	got, err := svc.Verify(ctx, acct.ID, ownership.VerifyRequest{Signature: "0x" + hex.EncodeToString(sig)}, ownership.CustomerTree)
-	fmt.Println(err, got.(ownership.Account).Status)
+	fmt.Println(err, got.Status)
 
 	_ = store.Atomic(ctx, func(tx storage.Tx) error {
 		events, _ := tx.Outbox().ListByAccount(ctx, acct.ID)

@@ -46,7 +46,7 @@ func (s *Service) Handler() http.Handler {
 				apierror.Write(w, err)
 				return
 			}
-			apierror.WriteJSON(w, http.StatusOK, a)
+			apierror.WriteJSON(w, http.StatusOK, s.cfg.Render(*a))
 		})
 	}
 	return mux

@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
@@ -68,12 +67,12 @@ func TestLightningVerify(t *testing.T) {
 	if len(sig) != 104 {
 		t.Fatalf("zbase32 length %d", len(sig))
 	}
-	if err := (LightningNodeVerifier{}).Verify(context.Background(), w, msg, Signature{Value: sig}); err != nil {
+	if err := (LightningNodeVerifier{}).Verify(t.Context(), w, msg, Signature{Value: sig}); err != nil {
 		t.Fatal(err)
 	}
 	reject := func(w Wallet, s, reason string) {
 		t.Helper()
-		wantReject(t, (LightningNodeVerifier{}).Verify(context.Background(), w, msg, Signature{Value: s}), reason)
+		wantReject(t, (LightningNodeVerifier{}).Verify(t.Context(), w, msg, Signature{Value: s}), reason)
 	}
 	const badNode = "node id is not a 33-byte compressed public key in hex"
 	for _, a := range []string{"", node[:64], "04" + node[2:], "zz" + node[2:]} {

@@ -40,11 +40,11 @@ func (s *Service) message(a *storage.ExternalAccount, nonce string, issued, expi
 		chain = a.AccountType
 	}
 	var b strings.Builder
-	b.WriteString(s.service + " asks you to prove that you control this wallet.\n")
+	b.WriteString(s.cfg.Service + " asks you to prove that you control this wallet.\n")
 	b.WriteString("Signing this message is free and authorizes nothing.\n\n")
-	b.WriteString("Service: " + s.service + "\n")
+	b.WriteString("Service: " + s.cfg.Service + "\n")
 	b.WriteString("Address: " + ascii(a.Address) + "\n")
-	b.WriteString("Network: " + ascii(chain) + " " + s.network.String() + "\n")
+	b.WriteString("Network: " + ascii(chain) + " " + s.cfg.Network.String() + "\n")
 	b.WriteString("Account: " + ascii(a.ID) + "\n")
 	b.WriteString("Nonce: " + nonce + "\n")
 	b.WriteString("Issued At: " + issued.UTC().Format(time.RFC3339) + "\n")

@@ -346,16 +346,16 @@ func (p *PayoutPolicy) Decide(a *storage.ExternalAccount, pay Payout) (*Decision
 // Errors: those of Decide, 404 REFERENCE_NOT_FOUND (unknown account).
 func (s *Service) CheckPayout(ctx context.Context, p Payout) (*Decision, error) {
 	var d *Decision
-	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		a, err := load(ctx, tx, p.AccountID, AnyTree)
 		if err != nil {
 			return err
 		}
-		d, err = s.payouts.Decide(&a, p)
+		d, err = s.cfg.Payouts.Decide(&a, p)
 		return err
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	return d, nil
 }
@@ -388,9 +388,9 @@ func (s *Service) CheckPayout(ctx context.Context, p Payout) (*Decision, error) 
 func (s *Service) CheckPayoutIn(ctx context.Context, tx storage.Tx, p Payout) (*Decision, error) {
 	a, err := hold(ctx, tx, p.AccountID)
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
-	return s.payouts.Decide(&a, p)
+	return s.cfg.Payouts.Decide(&a, p)
 }
 
 // hold reads the account and holds it until the transaction ends.

@@ -12,6 +12,7 @@ import (
 // transaction with a read of the account, then arithmetic. Compare with
 // BenchmarkStoreGetAccount, the raw read it wraps.
 func BenchmarkCheckPayout(b *testing.B) {
+	ctx := b.Context()
 	store := memory.New()
 	svc := newPayoutService(b, store)
 	a := putAccount(b, store, status(storage.StatusPendingOwnershipVerification))
@@ -27,6 +28,7 @@ func BenchmarkCheckPayout(b *testing.B) {
 // BenchmarkCheckPayoutIn is the gate inside the host's transaction, with the
 // hold (a compare-and-set write of the account on this store).
 func BenchmarkCheckPayoutIn(b *testing.B) {
+	ctx := b.Context()
 	store := memory.New()
 	svc := newPayoutService(b, store)
 	a := putAccount(b, store, status(storage.StatusPendingOwnershipVerification))
@@ -46,6 +48,7 @@ func BenchmarkCheckPayoutIn(b *testing.B) {
 // BenchmarkStoreGetAccount is the raw primitive: one memory-store
 // transaction that reads the account.
 func BenchmarkStoreGetAccount(b *testing.B) {
+	ctx := b.Context()
 	store := memory.New()
 	a := putAccount(b, store, status(storage.StatusPendingOwnershipVerification))
 	b.ReportAllocs()

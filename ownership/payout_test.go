@@ -3,7 +3,6 @@ package ownership_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
@@ -41,6 +41,7 @@ func newPayoutService(t testing.TB, store storage.Store) *ownership.Service {
 
 // putAccount stores a first-party ETHEREUM_WALLET in USDC, changed by mod.
 func putAccount(t testing.TB, store storage.Store, mod func(*storage.ExternalAccount)) storage.ExternalAccount {
+	ctx := t.Context()
 	t.Helper()
 	id, _ := storage.NewID(nil, "ExternalAccount")
 	a := storage.ExternalAccount{ID: id, CustomerID: "Customer:1", Status: storage.StatusActive,
@@ -62,13 +63,7 @@ func status(s storage.AccountStatus) func(*storage.ExternalAccount) {
 // wantRefusal checks status, code, details.reason and details.limit.
 func wantRefusal(t *testing.T, err error, code apierror.Code, reason string, limit *ownership.Limit) *apierror.Error {
 	t.Helper()
-	var e *apierror.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v (%T), want %s", err, err, code)
-	}
-	if e.Code != code || e.Status() != code.Status() {
-		t.Fatalf("error %d %s (%v), want %d %s", e.Status(), e.Code, err, code.Status(), code)
-	}
+	e := apierrortest.Want(t, err, code, "")
 	if e.Reason() == "" || !strings.Contains(e.Reason(), reason) {
 		t.Fatalf("reason %q, want it to contain %q", e.Reason(), reason)
 	}
@@ -87,6 +82,7 @@ func wantRefusal(t *testing.T, err error, code apierror.Code, reason string, lim
 // 409 CONFLICT, 400 TRANSACTION_SIZE_LIMIT_EXCEEDED and 400
 // EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED, each with status, code and reason.
 func TestCheckPayoutOutcomes(t *testing.T) {
+	ctx := t.Context()
 	usdcMax := &ownership.Limit{Scope: ownership.ScopeCurrency, Key: "USDC", Amount: 10_000_000_000}
 	usdcThr := &ownership.Limit{Scope: ownership.ScopeCurrency, Key: "USDC", Amount: 1_000_000_000}
 	eur := func(a *storage.ExternalAccount) {
@@ -242,6 +238,7 @@ func TestCheckPayoutOutcomes(t *testing.T) {
 // TestCheckPayoutUnknownAccount: 404 REFERENCE_NOT_FOUND, also inside a
 // transaction.
 func TestCheckPayoutUnknownAccount(t *testing.T) {
+	ctx := t.Context()
 	store := memory.New()
 	svc := newPayoutService(t, store)
 	p := ownership.Payout{AccountID: "ExternalAccount:00000000-0000-4000-8000-000000000000", Amount: 1}
@@ -264,6 +261,7 @@ func TestCheckPayoutUnknownAccount(t *testing.T) {
 // TestPayoutPolicyConfig: New refuses negative limits and keys that are not
 // currency codes or corridors, naming the map and key; it copies the maps.
 func TestPayoutPolicyConfig(t *testing.T) {
+	ctx := t.Context()
 	for _, tc := range []struct {
 		p    ownership.PayoutPolicy
 		want string
@@ -370,6 +368,7 @@ func (r lockingRepo) Update(c context.Context, a *storage.ExternalAccount) error
 // TestCheckPayoutInHold: the gate holds the account with Lock and writes
 // nothing; an unknown account is 404.
 func TestCheckPayoutInHold(t *testing.T) {
+	ctx := t.Context()
 	var d *ownership.Decision
 	ls := &lockingStore{Store: memory.New()}
 	svc := newPayoutService(t, ls)
@@ -397,6 +396,7 @@ func TestCheckPayoutInHold(t *testing.T) {
 // writes a PAYOUT event in its transaction; the outbox's order is commit
 // order, so no PAYOUT event may follow the status event of the flip.
 func TestCheckPayoutInRaceWithFlip(t *testing.T) {
+	ctx := t.Context()
 	store := memory.New()
 	svc := newPayoutService(t, store)
 	a := putAccount(t, store, status(storage.StatusPendingOwnershipVerification))
@@ -414,6 +414,7 @@ type raceResult struct{ passed, refused int64 }
 // 1 USDC to account id through CheckPayoutIn, while the account is flipped
 // to UNVERIFIED by a verify with an invalid signature once a few passed.
 func racePayouts(t *testing.T, stores []storage.Store, svcs []*ownership.Service, id string, workers, n int) raceResult {
+	ctx := t.Context()
 	t.Helper()
 	var (
 		wg      sync.WaitGroup
@@ -471,6 +472,7 @@ func racePayouts(t *testing.T, stores []storage.Store, svcs []*ownership.Service
 // checkRace checks the outbox of the race: every PAYOUT event precedes the
 // UNVERIFIED status event, and some payouts passed and some were refused.
 func checkRace(t *testing.T, store storage.Store, id string, res raceResult) {
+	ctx := t.Context()
 	t.Helper()
 	var evs []storage.Event
 	if err := store.Atomic(ctx, func(tx storage.Tx) error {

@@ -139,13 +139,13 @@ func (vs Verifiers) StartingStatus(a *storage.ExternalAccount) storage.AccountSt
 // ownershipType; accountInfo), 409 CONFLICT when the id exists.
 func (s *Service) RegisterAccount(ctx context.Context, n NewAccount) (*storage.ExternalAccount, error) {
 	var out *storage.ExternalAccount
-	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		out, err = s.RegisterAccountIn(ctx, tx, n)
 		return err
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	return out, nil
 }
@@ -161,15 +161,15 @@ func (s *Service) RegisterAccountIn(ctx context.Context, tx storage.Tx, n NewAcc
 	if err != nil {
 		return nil, err
 	}
-	a.Status = s.verifiers.StartingStatus(&a)
+	a.Status = s.cfg.Verifiers.StartingStatus(&a)
 	if err := tx.ExternalAccounts().Create(ctx, &a); err != nil {
 		if errors.Is(err, storage.ErrDuplicate) {
 			return nil, apierror.New(apierror.Conflict, "external account %s already exists", a.ID)
 		}
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	if err := s.event(ctx, tx, &a, a.CreatedAt); err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	return &a, nil
 }
@@ -178,7 +178,7 @@ func (s *Service) RegisterAccountIn(ctx context.Context, tx storage.Tx, n NewAcc
 func (s *Service) newAccount(n NewAccount) (storage.ExternalAccount, error) {
 	var v apierror.Validation
 	v.Check(n.AccountType != "", "accountInfo.accountType", nil, "is required")
-	v.Check(n.AccountType == "" || s.verifiers.KnownType(n.AccountType), "accountInfo.accountType", nil,
+	v.Check(n.AccountType == "" || s.cfg.Verifiers.KnownType(n.AccountType), "accountInfo.accountType", nil,
 		"is not a known account type (a fiat *_ACCOUNT type, LIGHTNING or a wallet type with a verifier, spelled exactly)")
 	v.Check(n.Address != "", "accountInfo.address", nil, "is required")
 	v.Check(n.Currency != "", "currency", nil, "is required")
@@ -186,30 +186,30 @@ func (s *Service) newAccount(n NewAccount) (storage.ExternalAccount, error) {
 	vasp := ""
 	if n.VaspName != "" {
 		var ok bool
-		if s.vasps != nil {
-			vasp, ok = s.vasps.LookupVASP(n.VaspName)
+		if s.cfg.VASPs != nil {
+			vasp, ok = s.cfg.VASPs.LookupVASP(n.VaspName)
 		}
 		v.Check(ok && vasp != "", "accountInfo.vaspName", nil, "is not a VASP in the service's directory")
 	}
 	v.Check(n.OwnershipType == "" || n.OwnershipType == FirstParty || n.OwnershipType == ThirdParty,
 		"ownershipType", apierror.OneOf(FirstParty, ThirdParty), "is not an ownership type")
 	v.Check(len(n.Info) == 0 || json.Valid(n.Info), "accountInfo", nil, "is not valid JSON")
-	network := s.network
+	network := s.cfg.Network
 	if n.Network != "" {
 		nw, ok := ParseNetwork(n.Network)
 		switch {
 		case !ok:
 			v.Add("network", apierror.OneOf("mainnet", "testnet", "signet", "regtest"), "is not a network")
-		case nw != s.network:
-			v.Add("network", apierror.OneOf(s.network.String()), "the service runs on "+s.network.String())
+		case nw != s.cfg.Network:
+			v.Add("network", apierror.OneOf(s.cfg.Network.String()), "the service runs on "+s.cfg.Network.String())
 		}
 	}
-	if n.AccountType != "" && n.Address != "" && s.verifiers.KnownType(n.AccountType) {
-		if err := s.verifiers.ValidateAddress(Wallet{AccountType: n.AccountType, Address: n.Address, Network: network}); err != nil {
+	if n.AccountType != "" && n.Address != "" && s.cfg.Verifiers.KnownType(n.AccountType) {
+		if err := s.cfg.Verifiers.ValidateAddress(Wallet{AccountType: n.AccountType, Address: n.Address, Network: network}); err != nil {
 			v.Add("accountInfo.address", nil, reasonOf(err))
 		}
 	}
-	if _, err := s.verifiers.Lookup(n.AccountType); err == nil && n.VaspName == "" {
+	if _, err := s.cfg.Verifiers.Lookup(n.AccountType); err == nil && n.VaspName == "" {
 		v.Check(n.OwnershipType != "", "ownershipType", apierror.OneOf(FirstParty, ThirdParty), "is required for self-custody wallets")
 	}
 	if err := v.Err(); err != nil {
@@ -218,11 +218,11 @@ func (s *Service) newAccount(n NewAccount) (storage.ExternalAccount, error) {
 	id := n.ID
 	if id == "" {
 		var err error
-		if id, err = storage.NewID(s.rand, "ExternalAccount"); err != nil {
+		if id, err = storage.NewID(s.cfg.Rand, "ExternalAccount"); err != nil {
 			return storage.ExternalAccount{}, apierror.Internal(err)
 		}
 	}
-	now := s.clock().UTC()
+	now := s.cfg.Clock().UTC()
 	return storage.ExternalAccount{ID: id, CustomerID: n.CustomerID, PlatformAccountID: n.PlatformAccountID,
 		OwnershipType: n.OwnershipType, Currency: n.Currency, AccountType: n.AccountType, Address: n.Address,
 		Network: n.Network, VaspName: vasp, Info: append(json.RawMessage(nil), n.Info...), CreatedAt: now, UpdatedAt: now}, nil
@@ -262,7 +262,7 @@ func (s *Service) SetStatus(ctx context.Context, accountID string, status storag
 		return nil, apierror.InvalidField("status", apierror.OneOf(names...), "is not an account status")
 	}
 	var out storage.ExternalAccount
-	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		a, err := hold(ctx, tx, accountID)
 		if err != nil {
 			return err
@@ -274,14 +274,14 @@ func (s *Service) SetStatus(ctx context.Context, accountID string, status storag
 		if a.Status == storage.StatusInactive {
 			return apierror.New(apierror.Conflict, "external account %s is INACTIVE", accountID).WithDetail("reason", "the account is INACTIVE")
 		}
-		if err := s.transition(ctx, tx, &a, status, s.clock().UTC()); err != nil {
+		if err := s.transition(ctx, tx, &a, status, s.cfg.Clock().UTC()); err != nil {
 			return err
 		}
 		out = a
 		return nil
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	return &out, nil
 }

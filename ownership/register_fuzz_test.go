@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"context"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -35,7 +34,7 @@ func FuzzValidateAddress(f *testing.F) {
 		if apierror.CodeOf(err) != apierror.InvalidInput {
 			t.Fatalf("ValidateAddress(%+v) = %v, want 400", w, err)
 		}
-		verr := vs.Verify(context.Background(), w, []byte("m"), Signature{Value: "x"})
+		verr := vs.Verify(t.Context(), w, []byte("m"), Signature{Value: "x"})
 		if reasonOf(verr) != reasonOf(err) {
 			t.Fatalf("ValidateAddress(%+v) = %v but Verify = %v", w, err, verr)
 		}

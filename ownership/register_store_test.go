@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
@@ -24,6 +25,7 @@ import (
 // regStores returns the stores the registration tests run on: memory, and
 // PostgreSQL when WALLETGATE_POSTGRES_DSN is set.
 func regStores(t *testing.T) map[string]storage.Store {
+	ctx := t.Context()
 	t.Helper()
 	out := map[string]storage.Store{"memory": memory.New()}
 	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
@@ -50,6 +52,7 @@ func regStores(t *testing.T) map[string]storage.Store {
 // that happened has exactly one event, in order, and the last event carries
 // the stored status.
 func TestSetStatusConcurrent(t *testing.T) {
+	ctx := t.Context()
 	for name, store := range regStores(t) {
 		t.Run(name, func(t *testing.T) {
 			svc, err := ownership.New(ownership.Config{Store: store})
@@ -103,6 +106,7 @@ func TestSetStatusConcurrent(t *testing.T) {
 // by the new address's key activates the account, and the status event
 // names the proven address.
 func TestVerifyAppliesToTheProvenAddress(t *testing.T) {
+	ctx := t.Context()
 	oldKey, newKey := mustKey(), mustKeyN(2)
 	oldAddr, newAddr := crypto.PubkeyToAddress(oldKey.PublicKey).Hex(), crypto.PubkeyToAddress(newKey.PublicKey).Hex()
 	for name, store := range regStores(t) {
@@ -144,7 +148,7 @@ func TestVerifyAppliesToTheProvenAddress(t *testing.T) {
 			}
 			sig := signEVMWith(t, oldKey, c.MessageToSign)
 			_, err = svc.Verify(ctx, id, ownership.VerifyRequest{Signature: sig}, ownership.CustomerTree)
-			wantErr(t, err, apierror.Conflict, "the account changed after the signature was checked")
+			apierrortest.Want(t, err, apierror.Conflict, "the account changed after the signature was checked; submit the signature again")
 			stored := storedAccount(t, store, id)
 			if stored.Status != storage.StatusPendingOwnershipVerification || stored.Address != newAddr {
 				t.Fatalf("after the 409: status %s address %s", stored.Status, stored.Address)
@@ -154,7 +158,7 @@ func TestVerifyAppliesToTheProvenAddress(t *testing.T) {
 			}
 			// The same signature again: the challenge names the old address.
 			_, err = svc.Verify(ctx, id, ownership.VerifyRequest{Signature: sig}, ownership.CustomerTree)
-			wantErr(t, err, apierror.Conflict, "start a new challenge")
+			apierrortest.Want(t, err, apierror.Conflict, "the challenge was issued for other account details (address, type or network); start a new challenge")
 			if st := storedAccount(t, store, id).Status; st != storage.StatusPendingOwnershipVerification {
 				t.Fatalf("status %s after a stale challenge", st)
 			}
@@ -207,6 +211,7 @@ func signEVMWith(t *testing.T, k *ecdsa.PrivateKey, msg string) string {
 }
 
 func storedAccount(t *testing.T, store storage.Store, id string) storage.ExternalAccount {
+	ctx := t.Context()
 	t.Helper()
 	var a storage.ExternalAccount
 	err := store.Atomic(ctx, func(tx storage.Tx) error {

@@ -76,6 +76,7 @@ func fieldsOf(t *testing.T, err error) (int, apierror.Code, []string) {
 }
 
 func eventsOf(t *testing.T, store storage.Store, accountID string) []storage.Event {
+	ctx := t.Context()
 	t.Helper()
 	var out []storage.Event
 	err := store.Atomic(ctx, func(tx storage.Tx) error {
@@ -92,6 +93,7 @@ func eventsOf(t *testing.T, store storage.Store, accountID string) []storage.Eve
 // allEvents returns the events due for delivery (the first pending event of
 // each account), leased in a transaction that rolls back.
 func allEvents(t *testing.T, store storage.Store) []storage.Event {
+	ctx := t.Context()
 	t.Helper()
 	var out []storage.Event
 	rollback := errors.New("roll back")
@@ -119,6 +121,7 @@ func eventStatus(t *testing.T, e storage.Event) string {
 }
 
 func TestRegisterAccountValidAddresses(t *testing.T) {
+	ctx := t.Context()
 	vs := ownership.DefaultVerifiers()
 	vs[ownership.AccountLightning] = ownership.LightningNodeVerifier{}
 	for _, tc := range []struct {
@@ -158,6 +161,7 @@ func TestRegisterAccountValidAddresses(t *testing.T) {
 }
 
 func TestRegisterAccountInvalidAddresses(t *testing.T) {
+	ctx := t.Context()
 	for _, tc := range []struct {
 		name, accountType, address string
 		network                    ownership.Network
@@ -187,6 +191,7 @@ func TestRegisterAccountInvalidAddresses(t *testing.T) {
 }
 
 func TestRegisterAccountInvalidFields(t *testing.T) {
+	ctx := t.Context()
 	svc, _ := newRegService(t, nil, ownership.Mainnet)
 	for _, tc := range []struct {
 		name   string
@@ -224,6 +229,7 @@ func TestRegisterAccountInvalidFields(t *testing.T) {
 }
 
 func TestRegisterAccountStartingStatus(t *testing.T) {
+	ctx := t.Context()
 	for _, tc := range []struct {
 		name string
 		n    ownership.NewAccount
@@ -268,6 +274,7 @@ func TestRegisterAccountStartingStatus(t *testing.T) {
 }
 
 func TestRegisterAccountEventInCreateTransaction(t *testing.T) {
+	ctx := t.Context()
 	svc, store := newRegService(t, nil, ownership.Mainnet)
 	n := ownership.NewAccount{ID: "ExternalAccount:0b7c2a4e-9d1f-4e3a-8c5b-6a7d8e9f0a1b", CustomerID: "Customer:1",
 		AccountType: ownership.AccountEthereum, Address: regEVM, Currency: "USDC", OwnershipType: ownership.FirstParty}
@@ -306,6 +313,7 @@ func TestRegisterAccountEventInCreateTransaction(t *testing.T) {
 }
 
 func TestSetStatusEvents(t *testing.T) {
+	ctx := t.Context()
 	svc, store := newRegService(t, nil, ownership.Mainnet)
 	a, err := svc.RegisterAccount(ctx, ownership.NewAccount{CustomerID: "Customer:1", AccountType: ownership.AccountEthereum,
 		Address: regEVM, Currency: "USDC", OwnershipType: ownership.FirstParty})
@@ -388,6 +396,7 @@ func TestValidateAddressWithoutVerifier(t *testing.T) {
 // Without a directory no vaspName is accepted: a custodial claim is what
 // exempts a wallet from the ownership rule, so it fails closed.
 func TestRegisterAccountVASPWithoutDirectory(t *testing.T) {
+	ctx := t.Context()
 	store := memory.New()
 	svc, err := ownership.New(ownership.Config{Store: store})
 	if err != nil {

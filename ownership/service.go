@@ -80,54 +80,45 @@ type Config struct {
 // Service runs the ownership challenge lifecycle of external accounts. It
 // holds no state of its own and is safe for concurrent use.
 type Service struct {
-	store     storage.Store
-	verifiers Verifiers
-	liveness  Liveness
-	service   string
-	network   Network
-	ttl       time.Duration
-	clock     func() time.Time
-	rand      io.Reader
-	render    func(storage.ExternalAccount) any
-	payouts   PayoutPolicy
-	vasps     VASPDirectory
+	cfg Config // normalized by New
 }
 
-// New returns a service for cfg.
+// New returns a service for cfg. It refuses a Config without a Store, a
+// Service name that is not printable ASCII and a payout policy that
+// [PayoutPolicy.Validate] refuses; every other zero field takes the default
+// its doc names.
 func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("ownership: Config.Store is required")
 	}
-	s := &Service{store: cfg.Store, verifiers: cfg.Verifiers, liveness: cfg.Liveness, service: cfg.Service,
-		network: cfg.Network, ttl: cfg.ChallengeTTL, clock: cfg.Clock, rand: cfg.Rand, render: cfg.Render, vasps: cfg.VASPs}
 	if err := cfg.Payouts.Validate(); err != nil {
 		return nil, err
 	}
-	s.payouts = PayoutPolicy{VerificationThresholds: cfg.Payouts.VerificationThresholds.clone(), MaxAmounts: cfg.Payouts.MaxAmounts.clone()}
-	if s.verifiers == nil {
-		s.verifiers = DefaultVerifiers()
+	cfg.Payouts = PayoutPolicy{VerificationThresholds: cfg.Payouts.VerificationThresholds.clone(), MaxAmounts: cfg.Payouts.MaxAmounts.clone()}
+	if cfg.Verifiers == nil {
+		cfg.Verifiers = DefaultVerifiers()
 	}
-	if s.service == "" {
-		s.service = "walletgate"
+	if cfg.Service == "" {
+		cfg.Service = "walletgate"
 	}
-	for _, r := range s.service {
+	for _, r := range cfg.Service {
 		if r < 0x20 || r > 0x7e {
-			return nil, fmt.Errorf("ownership: Config.Service must be printable ASCII, got %q", s.service)
+			return nil, fmt.Errorf("ownership: Config.Service must be printable ASCII, got %q", cfg.Service)
 		}
 	}
-	if s.ttl <= 0 {
-		s.ttl = DefaultChallengeTTL
+	if cfg.ChallengeTTL <= 0 {
+		cfg.ChallengeTTL = DefaultChallengeTTL
 	}
-	if s.clock == nil {
-		s.clock = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
-	if s.rand == nil {
-		s.rand = rand.Reader
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
 	}
-	if s.render == nil {
-		s.render = func(a storage.ExternalAccount) any { return AccountJSON(a) }
+	if cfg.Render == nil {
+		cfg.Render = func(a storage.ExternalAccount) any { return AccountJSON(a) }
 	}
-	return s, nil
+	return &Service{cfg: cfg}, nil
 }
 
 // Account is the default client view of an external account.
@@ -222,7 +213,7 @@ func (s *Service) eligible(a *storage.ExternalAccount, method string) error {
 	case a.Status != storage.StatusPendingOwnershipVerification && a.Status != storage.StatusUnverified:
 		return conflict("the account is " + string(a.Status))
 	}
-	if _, err := s.verifiers.Lookup(a.AccountType); err != nil {
+	if _, err := s.cfg.Verifiers.Lookup(a.AccountType); err != nil {
 		if apierror.CodeOf(err) == apierror.Conflict {
 			return err // Lightning: no signing key
 		}
@@ -243,11 +234,11 @@ func (s *Service) StartChallenge(ctx context.Context, accountID, method string, 
 	if method != MethodWalletSignature && method != MethodLiveness {
 		return nil, apierror.InvalidField("method", apierror.OneOf(MethodWalletSignature, MethodLiveness), "unknown verification method")
 	}
-	if method == MethodLiveness && s.liveness == nil {
+	if method == MethodLiveness && s.cfg.Liveness == nil {
 		return nil, apierror.InvalidField("method", apierror.OneOf(MethodWalletSignature), "LIVENESS is not enabled on this service")
 	}
 	var acct storage.ExternalAccount
-	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		if acct, err = load(ctx, tx, accountID, tree); err != nil {
 			return err
@@ -255,28 +246,28 @@ func (s *Service) StartChallenge(ctx context.Context, accountID, method string, 
 		return s.eligible(&acct, method)
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 
-	now := s.clock().UTC()
-	ch := storage.OwnershipChallenge{AccountID: accountID, Method: method, IssuedAt: now, ExpiresAt: now.Add(s.ttl)}
-	if ch.ID, err = storage.NewID(s.rand, "Challenge"); err != nil {
+	now := s.cfg.Clock().UTC()
+	ch := storage.OwnershipChallenge{AccountID: accountID, Method: method, IssuedAt: now, ExpiresAt: now.Add(s.cfg.ChallengeTTL)}
+	if ch.ID, err = storage.NewID(s.cfg.Rand, "Challenge"); err != nil {
 		return nil, apierror.Internal(err)
 	}
 	if method == MethodWalletSignature {
-		if ch.Nonce, err = nonce(s.rand); err != nil {
+		if ch.Nonce, err = nonce(s.cfg.Rand); err != nil {
 			return nil, apierror.Internal(err)
 		}
 		ch.Message = s.message(&acct, ch.Nonce, ch.IssuedAt, ch.ExpiresAt)
 	} else {
-		sess, err := s.liveness.Start(ctx, acct, ch.ExpiresAt)
+		sess, err := s.cfg.Liveness.Start(ctx, acct, ch.ExpiresAt)
 		if err != nil {
-			return nil, apiErr(err)
+			return nil, apierror.From(err)
 		}
 		ch.VerificationLink, ch.Token = sess.VerificationLink, sess.Token
 	}
 
-	err = s.store.Atomic(ctx, func(tx storage.Tx) error {
+	err = s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		a, err := loadHeld(ctx, tx, accountID, tree)
 		if err != nil {
 			return err
@@ -293,7 +284,7 @@ func (s *Service) StartChallenge(ctx context.Context, accountID, method string, 
 		return nil
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	return &Challenge{Method: method, MessageToSign: ch.Message, VerificationLink: ch.VerificationLink,
 		Token: ch.Token, ExpiresAt: ch.ExpiresAt}, nil
@@ -307,7 +298,7 @@ type VerifyRequest struct {
 
 // Verify completes the outstanding WALLET_SIGNATURE challenge of an account.
 // A valid signature submitted before expiresAt makes the account ACTIVE and
-// returns it (rendered). An invalid or late signature makes it UNVERIFIED and
+// returns it. An invalid or late signature makes it UNVERIFIED and
 // returns 400 INVALID_INPUT with details.reason: the state change commits
 // although the call fails, and a new challenge is needed. The challenge is
 // consumed either way, exactly once: of concurrent verifies, one decides and
@@ -331,14 +322,14 @@ type VerifyRequest struct {
 // expired signature), 404 REFERENCE_NOT_FOUND, 409 CONFLICT (no outstanding
 // WALLET_SIGNATURE challenge, a challenge for other account details, or an
 // account changed during the call; details.reason says which).
-func (s *Service) Verify(ctx context.Context, accountID string, req VerifyRequest, tree Tree) (any, error) {
-	received := s.clock()
+func (s *Service) Verify(ctx context.Context, accountID string, req VerifyRequest, tree Tree) (*storage.ExternalAccount, error) {
+	received := s.cfg.Clock()
 	if req.Signature == "" {
 		return nil, apierror.InvalidField("signature", apierror.Length(1, -1), "is required")
 	}
 	var acct storage.ExternalAccount
 	var ch storage.OwnershipChallenge
-	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		if acct, err = load(ctx, tx, accountID, tree); err != nil {
 			return err
@@ -356,7 +347,7 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 		return err
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	if acct.AccountType == AccountBitcoin {
 		switch req.SignatureScheme {
@@ -370,15 +361,15 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 	if !received.Before(ch.ExpiresAt) {
 		failure = apierror.New(apierror.InvalidInput, "the challenge expired; start a new one").WithDetail("reason", "challenge expired")
 	} else {
-		failure = s.verifiers.Verify(ctx, Wallet{AccountType: acct.AccountType, Address: acct.Address, Network: s.network},
+		failure = s.cfg.Verifiers.Verify(ctx, Wallet{AccountType: acct.AccountType, Address: acct.Address, Network: s.cfg.Network},
 			[]byte(ch.Message), Signature{Value: req.Signature, Scheme: req.SignatureScheme})
 		if failure != nil && apierror.CodeOf(failure) != apierror.InvalidInput {
-			return nil, apiErr(failure) // the verifier failed, not the signature: nothing changes
+			return nil, apierror.From(failure) // the verifier failed, not the signature: nothing changes
 		}
 	}
 
 	var out storage.ExternalAccount
-	err = s.store.Atomic(ctx, func(tx storage.Tx) error {
+	err = s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		a, err := loadHeld(ctx, tx, accountID, tree)
 		if err != nil {
 			return err
@@ -403,32 +394,32 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 		if failure != nil {
 			to = storage.StatusUnverified
 		}
-		if err := s.transitionProof(ctx, tx, &a, to, s.clock().UTC(), &proof{Method: MethodWalletSignature, Address: acct.Address}); err != nil {
+		if err := s.transitionProof(ctx, tx, &a, to, s.cfg.Clock().UTC(), &proof{Method: MethodWalletSignature, Address: acct.Address}); err != nil {
 			return err
 		}
 		out = a
 		return nil
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
 	if failure != nil {
 		return nil, failure
 	}
-	return s.render(out), nil
+	return &out, nil
 }
 
 // CompleteLiveness applies the provider's outcome of the account's
 // outstanding LIVENESS challenge: passed makes it ACTIVE, failed UNVERIFIED.
-// The challenge is consumed. It returns the updated account (rendered).
+// The challenge is consumed. It returns the updated account.
 // An outcome that arrives after expiresAt counts as failed.
 //
 // Errors: 404 REFERENCE_NOT_FOUND, 409 CONFLICT (no outstanding LIVENESS
 // challenge, or the account is no longer pending).
-func (s *Service) CompleteLiveness(ctx context.Context, accountID string, passed bool) (any, error) {
-	now := s.clock()
+func (s *Service) CompleteLiveness(ctx context.Context, accountID string, passed bool) (*storage.ExternalAccount, error) {
+	now := s.cfg.Clock()
 	var out storage.ExternalAccount
-	err := s.store.Atomic(ctx, func(tx storage.Tx) error {
+	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		a, err := loadHeld(ctx, tx, accountID, AnyTree)
 		if err != nil {
 			return err
@@ -457,9 +448,9 @@ func (s *Service) CompleteLiveness(ctx context.Context, accountID string, passed
 		return nil
 	})
 	if err != nil {
-		return nil, apiErr(err)
+		return nil, apierror.From(err)
 	}
-	return s.render(out), nil
+	return &out, nil
 }
 
 // transition changes the account's status by compare-and-set and writes the
@@ -493,23 +484,22 @@ func (s *Service) event(ctx context.Context, tx storage.Tx, a *storage.ExternalA
 }
 
 // eventProof is event with the proof that decided the change, when p is not
-// nil.
+// nil. The envelope is storage.NewEvent's; the proof is one more member
+// after "data": {"id","type","timestamp","data","proof"}.
 func (s *Service) eventProof(ctx context.Context, tx storage.Tx, a *storage.ExternalAccount, now time.Time, p *proof) error {
-	id, err := storage.NewID(s.rand, "Webhook")
+	e, err := storage.NewEvent(s.cfg.Rand, EventStatusUpdated, a.ID, s.cfg.Render(*a), now)
 	if err != nil {
 		return err
 	}
-	payload, err := json.Marshal(struct {
-		ID        string    `json:"id"`
-		Type      string    `json:"type"`
-		Timestamp time.Time `json:"timestamp"`
-		Data      any       `json:"data"`
-		Proof     *proof    `json:"proof,omitempty"`
-	}{id, EventStatusUpdated, now, s.render(*a), p})
-	if err != nil {
-		return err
+	if p != nil {
+		member, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		// The envelope is a JSON object: its closing brace is its last byte.
+		e.Payload = append(append(append(e.Payload[:len(e.Payload)-1], `,"proof":`...), member...), '}')
 	}
-	return tx.Outbox().Append(ctx, &storage.Event{ID: id, Type: EventStatusUpdated, AccountID: a.ID, Payload: payload, CreatedAt: now})
+	return tx.Outbox().Append(ctx, &e)
 }
 
 // changedSinceCheck is the 409 of a verify whose account changed between
@@ -521,16 +511,4 @@ func changedSinceCheck() error {
 
 func noChallenge() error {
 	return apierror.New(apierror.Conflict, "no WALLET_SIGNATURE challenge is outstanding for the account; start one")
-}
-
-// apiErr passes typed errors through and turns anything else into 500.
-func apiErr(err error) error {
-	var e *apierror.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	if errors.Is(err, storage.ErrConflict) {
-		return apierror.New(apierror.Conflict, "the account changed concurrently; retry").WithCause(err)
-	}
-	return apierror.Internal(err)
 }

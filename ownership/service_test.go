@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ethereum/go-ethereum/accounts"
@@ -19,25 +20,12 @@ import (
 	"github.com/mr-tron/base58"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/relay"
 )
-
-var ctx = context.Background()
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // livenessToken is the fake provider's SDK token.
 const livenessToken = "liveness-sdk-token-5c1f0e9a"
@@ -52,16 +40,15 @@ func (l *liveness) Start(_ context.Context, a storage.ExternalAccount, exp time.
 type lifecycle struct {
 	svc   *ownership.Service
 	store storage.Store
-	clock *clock
 	evm   *ecdsa.PrivateKey
 	sol   ed25519.PrivateKey
 }
 
 func newLifecycle(t *testing.T) *lifecycle {
 	t.Helper()
-	l := &lifecycle{store: memory.New(), clock: &clock{now: time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)}}
+	l := &lifecycle{store: memory.New()}
 	var err error
-	l.svc, err = ownership.New(ownership.Config{Store: l.store, Clock: l.clock.Now, Service: "payments.example.com", Liveness: &liveness{}})
+	l.svc, err = ownership.New(ownership.Config{Store: l.store, Service: "payments.example.com", Liveness: &liveness{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,13 +59,14 @@ func newLifecycle(t *testing.T) *lifecycle {
 
 // account stores an external account and returns its id.
 func (l *lifecycle) account(t *testing.T, mod func(*storage.ExternalAccount)) string {
+	ctx := t.Context()
 	t.Helper()
 	id, _ := storage.NewID(nil, "ExternalAccount")
 	a := storage.ExternalAccount{ID: id, CustomerID: "Customer:1", Status: storage.StatusPendingOwnershipVerification,
 		OwnershipType: "FIRST_PARTY", Currency: "USDC", AccountType: ownership.AccountEthereum,
 		Address:   crypto.PubkeyToAddress(l.evm.PublicKey).Hex(),
 		Info:      json.RawMessage(`{"accountType":"ETHEREUM_WALLET","address":"` + crypto.PubkeyToAddress(l.evm.PublicKey).Hex() + `"}`),
-		CreatedAt: l.clock.Now(), UpdatedAt: l.clock.Now()}
+		CreatedAt: time.Now(), UpdatedAt: time.Now()}
 	if mod != nil {
 		mod(&a)
 	}
@@ -99,6 +87,7 @@ func (l *lifecycle) signEVM(t *testing.T, msg string) string {
 }
 
 func (l *lifecycle) status(t *testing.T, id string) storage.AccountStatus {
+	ctx := t.Context()
 	t.Helper()
 	var a storage.ExternalAccount
 	_ = l.store.Atomic(ctx, func(tx storage.Tx) error {
@@ -110,6 +99,7 @@ func (l *lifecycle) status(t *testing.T, id string) storage.AccountStatus {
 }
 
 func (l *lifecycle) events(t *testing.T, id string) []string {
+	ctx := t.Context()
 	t.Helper()
 	var out []string
 	_ = l.store.Atomic(ctx, func(tx storage.Tx) error {
@@ -130,63 +120,58 @@ func (l *lifecycle) events(t *testing.T, id string) []string {
 	return out
 }
 
-func wantErr(t *testing.T, err error, code apierror.Code, reason string) {
-	t.Helper()
-	var e *apierror.Error
-	if !errors.As(err, &e) || e.Code != code {
-		t.Fatalf("error %v, want %s", err, code)
-	}
-	if reason != "" && !strings.Contains(e.Reason(), reason) {
-		t.Fatalf("reason %q, want it to contain %q", e.Reason(), reason)
-	}
-}
-
 func TestChallengeMessage(t *testing.T) {
-	l := newLifecycle(t)
-	id := l.account(t, nil)
-	c, err := l.svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.CustomerTree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := crypto.PubkeyToAddress(l.evm.PublicKey).Hex()
-	lines := strings.Split(c.MessageToSign, "\n")
-	want := []string{
-		"payments.example.com asks you to prove that you control this wallet.",
-		"Signing this message is free and authorizes nothing.",
-		"",
-		"Service: payments.example.com",
-		"Address: " + addr,
-		"Network: Ethereum mainnet",
-		"Account: " + id,
-	}
-	for i, w := range want {
-		if lines[i] != w {
-			t.Fatalf("line %d = %q, want %q\n%s", i, lines[i], w, c.MessageToSign)
+	synctest.Test(t, func(t *testing.T) {
+		// The message names its instants: the bubble's clock is set to them.
+		time.Sleep(time.Until(time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)))
+		ctx := t.Context()
+		l := newLifecycle(t)
+		id := l.account(t, nil)
+		c, err := l.svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.CustomerTree)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !strings.HasPrefix(lines[7], "Nonce: ") || len(lines[7]) != len("Nonce: ")+26 ||
-		lines[8] != "Issued At: 2026-07-01T10:00:00Z" || lines[9] != "Expiration Time: 2026-07-01T10:30:00Z" || len(lines) != 10 {
-		t.Fatalf("message tail %q", lines[7:])
-	}
-	for _, r := range c.MessageToSign {
-		if r > 0x7e || r < 0x20 && r != '\n' {
-			t.Fatalf("non-ASCII or control character %q", r)
+		addr := crypto.PubkeyToAddress(l.evm.PublicKey).Hex()
+		lines := strings.Split(c.MessageToSign, "\n")
+		want := []string{
+			"payments.example.com asks you to prove that you control this wallet.",
+			"Signing this message is free and authorizes nothing.",
+			"",
+			"Service: payments.example.com",
+			"Address: " + addr,
+			"Network: Ethereum mainnet",
+			"Account: " + id,
 		}
-	}
-	if _, err := hex.DecodeString(strings.TrimPrefix(c.MessageToSign, "0x")); err == nil {
-		t.Fatal("message reads as hex")
-	}
-	if c.Method != "WALLET_SIGNATURE" || !c.ExpiresAt.Equal(l.clock.Now().Add(ownership.DefaultChallengeTTL)) || c.VerificationLink != "" {
-		t.Fatalf("challenge %+v", c)
-	}
-	// A fresh nonce per challenge.
-	c2, _ := l.svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.CustomerTree)
-	if c2.MessageToSign == c.MessageToSign {
-		t.Fatal("two challenges share a message")
-	}
+		for i, w := range want {
+			if lines[i] != w {
+				t.Fatalf("line %d = %q, want %q\n%s", i, lines[i], w, c.MessageToSign)
+			}
+		}
+		if !strings.HasPrefix(lines[7], "Nonce: ") || len(lines[7]) != len("Nonce: ")+26 ||
+			lines[8] != "Issued At: 2026-07-01T10:00:00Z" || lines[9] != "Expiration Time: 2026-07-01T10:30:00Z" || len(lines) != 10 {
+			t.Fatalf("message tail %q", lines[7:])
+		}
+		for _, r := range c.MessageToSign {
+			if r > 0x7e || r < 0x20 && r != '\n' {
+				t.Fatalf("non-ASCII or control character %q", r)
+			}
+		}
+		if _, err := hex.DecodeString(strings.TrimPrefix(c.MessageToSign, "0x")); err == nil {
+			t.Fatal("message reads as hex")
+		}
+		if c.Method != "WALLET_SIGNATURE" || !c.ExpiresAt.Equal(time.Now().Add(ownership.DefaultChallengeTTL)) || c.VerificationLink != "" {
+			t.Fatalf("challenge %+v", c)
+		}
+		// A fresh nonce per challenge.
+		c2, _ := l.svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.CustomerTree)
+		if c2.MessageToSign == c.MessageToSign {
+			t.Fatal("two challenges share a message")
+		}
+	})
 }
 
 func TestChallengeEligibility(t *testing.T) {
+	ctx := t.Context()
 	l := newLifecycle(t)
 	tests := []struct {
 		name   string
@@ -212,14 +197,14 @@ func TestChallengeEligibility(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			id := l.account(t, tt.mod)
 			_, err := l.svc.StartChallenge(ctx, id, tt.method, tt.tree)
-			wantErr(t, err, tt.code, "")
+			apierrortest.Want(t, err, tt.code, "")
 		})
 	}
 	_, err := l.svc.StartChallenge(ctx, "ExternalAccount:nope", "WALLET_SIGNATURE", ownership.CustomerTree)
-	wantErr(t, err, apierror.ReferenceNotFound, "")
+	apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
 	noLiveness, _ := ownership.New(ownership.Config{Store: l.store})
 	_, err = noLiveness.StartChallenge(ctx, l.account(t, nil), "LIVENESS", ownership.AnyTree)
-	wantErr(t, err, apierror.InvalidInput, "")
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 	platform := l.account(t, func(a *storage.ExternalAccount) { a.CustomerID = "" })
 	if _, err := l.svc.StartChallenge(ctx, platform, "WALLET_SIGNATURE", ownership.PlatformTree); err != nil {
 		t.Fatalf("platform account through the platform tree: %v", err)
@@ -227,37 +212,41 @@ func TestChallengeEligibility(t *testing.T) {
 }
 
 func TestVerifyLifecycle(t *testing.T) {
+	ctx := t.Context()
 	t.Run("valid", func(t *testing.T) {
-		l := newLifecycle(t)
-		id := l.account(t, nil)
-		c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
-		l.clock.Add(ownership.DefaultChallengeTTL - time.Second)
-		got, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a := got.(ownership.Account); a.Status != "ACTIVE" || a.ID != id || string(a.AccountInfo) == "" {
-			t.Fatalf("account %+v", a)
-		}
-		if l.status(t, id) != storage.StatusActive || strings.Join(l.events(t, id), ",") != "ACTIVE" {
-			t.Fatalf("status %s events %v", l.status(t, id), l.events(t, id))
-		}
-		_, err = l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
-		wantErr(t, err, apierror.Conflict, "")
-		_, err = l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
-		wantErr(t, err, apierror.Conflict, "already verified")
+		synctest.Test(t, func(t *testing.T) {
+			ctx := t.Context()
+			l := newLifecycle(t)
+			id := l.account(t, nil)
+			c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
+			time.Sleep(ownership.DefaultChallengeTTL - time.Second)
+			got, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := ownership.AccountJSON(*got); a.Status != "ACTIVE" || a.ID != id || string(a.AccountInfo) == "" {
+				t.Fatalf("account %+v", a)
+			}
+			if l.status(t, id) != storage.StatusActive || strings.Join(l.events(t, id), ",") != "ACTIVE" {
+				t.Fatalf("status %s events %v", l.status(t, id), l.events(t, id))
+			}
+			_, err = l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
+			apierrortest.Want(t, err, apierror.Conflict, "")
+			_, err = l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
+			apierrortest.Want(t, err, apierror.Conflict, "the account is already verified")
+		})
 	})
 	t.Run("invalid, then a new challenge", func(t *testing.T) {
 		l := newLifecycle(t)
 		id := l.account(t, nil)
 		c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
 		_, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign+" ")}, ownership.CustomerTree)
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 		if l.status(t, id) != storage.StatusUnverified {
 			t.Fatalf("status %s after a bad signature", l.status(t, id))
 		}
 		_, err = l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
-		wantErr(t, err, apierror.Conflict, "")
+		apierrortest.Want(t, err, apierror.Conflict, "")
 		c2, err := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
 		if err != nil || l.status(t, id) != storage.StatusPendingOwnershipVerification {
 			t.Fatalf("new challenge: %v, status %s", err, l.status(t, id))
@@ -270,15 +259,18 @@ func TestVerifyLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("expired at expiresAt", func(t *testing.T) {
-		l := newLifecycle(t)
-		id := l.account(t, nil)
-		c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
-		l.clock.Add(ownership.DefaultChallengeTTL)
-		_, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
-		wantErr(t, err, apierror.InvalidInput, "challenge expired")
-		if l.status(t, id) != storage.StatusUnverified {
-			t.Fatal("an expired signature did not make the account UNVERIFIED")
-		}
+		synctest.Test(t, func(t *testing.T) {
+			ctx := t.Context()
+			l := newLifecycle(t)
+			id := l.account(t, nil)
+			c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
+			time.Sleep(ownership.DefaultChallengeTTL)
+			_, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
+			apierrortest.Want(t, err, apierror.InvalidInput, "challenge expired")
+			if l.status(t, id) != storage.StatusUnverified {
+				t.Fatal("an expired signature did not make the account UNVERIFIED")
+			}
+		})
 	})
 	t.Run("superseded challenge", func(t *testing.T) {
 		l := newLifecycle(t)
@@ -288,22 +280,22 @@ func TestVerifyLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, old.MessageToSign)}, ownership.CustomerTree)
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 	})
 	t.Run("no challenge, liveness outstanding, bad requests", func(t *testing.T) {
 		l := newLifecycle(t)
 		id := l.account(t, nil)
 		_, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: "0x00"}, ownership.CustomerTree)
-		wantErr(t, err, apierror.Conflict, "")
+		apierrortest.Want(t, err, apierror.Conflict, "")
 		if _, err := l.svc.StartChallenge(ctx, id, "LIVENESS", ownership.CustomerTree); err != nil {
 			t.Fatal(err)
 		}
 		_, err = l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: "0x00"}, ownership.CustomerTree)
-		wantErr(t, err, apierror.Conflict, "")
+		apierrortest.Want(t, err, apierror.Conflict, "")
 		_, err = l.svc.Verify(ctx, id, ownership.VerifyRequest{}, ownership.CustomerTree)
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 		_, err = l.svc.Verify(ctx, "ExternalAccount:nope", ownership.VerifyRequest{Signature: "x"}, ownership.CustomerTree)
-		wantErr(t, err, apierror.ReferenceNotFound, "")
+		apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
 		if l.status(t, id) != storage.StatusPendingOwnershipVerification {
 			t.Fatal("a 409 changed the status")
 		}
@@ -332,7 +324,7 @@ func TestVerifyLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: "AAAA", SignatureScheme: "trezor"}, ownership.CustomerTree)
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 		if l.status(t, id) != storage.StatusPendingOwnershipVerification {
 			t.Fatal("an unknown scheme changed the status")
 		}
@@ -340,6 +332,7 @@ func TestVerifyLifecycle(t *testing.T) {
 }
 
 func TestConcurrentVerify(t *testing.T) {
+	ctx := t.Context()
 	l := newLifecycle(t)
 	id := l.account(t, nil)
 	c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
@@ -374,36 +367,40 @@ func TestConcurrentVerify(t *testing.T) {
 }
 
 func TestLiveness(t *testing.T) {
-	l := newLifecycle(t)
-	passed, failed, late := l.account(t, nil), l.account(t, nil), l.account(t, nil)
-	for _, id := range []string{passed, failed, late} {
-		c, err := l.svc.StartChallenge(ctx, id, "LIVENESS", ownership.CustomerTree)
-		if err != nil || c.VerificationLink == "" || c.Token != livenessToken || c.MessageToSign != "" {
-			t.Fatalf("liveness challenge %+v %v", c, err)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		l := newLifecycle(t)
+		passed, failed, late := l.account(t, nil), l.account(t, nil), l.account(t, nil)
+		for _, id := range []string{passed, failed, late} {
+			c, err := l.svc.StartChallenge(ctx, id, "LIVENESS", ownership.CustomerTree)
+			if err != nil || c.VerificationLink == "" || c.Token != livenessToken || c.MessageToSign != "" {
+				t.Fatalf("liveness challenge %+v %v", c, err)
+			}
 		}
-	}
-	if _, err := l.svc.CompleteLiveness(ctx, passed, true); err != nil || l.status(t, passed) != storage.StatusActive {
-		t.Fatalf("passed: %v %s", err, l.status(t, passed))
-	}
-	if _, err := l.svc.CompleteLiveness(ctx, failed, false); err != nil || l.status(t, failed) != storage.StatusUnverified {
-		t.Fatalf("failed: %v %s", err, l.status(t, failed))
-	}
-	l.clock.Add(ownership.DefaultChallengeTTL)
-	if _, err := l.svc.CompleteLiveness(ctx, late, true); err != nil || l.status(t, late) != storage.StatusUnverified {
-		t.Fatalf("late: %v %s", err, l.status(t, late))
-	}
-	_, err := l.svc.CompleteLiveness(ctx, passed, true)
-	wantErr(t, err, apierror.Conflict, "")
-	wsig := l.account(t, nil)
-	_, _ = l.svc.StartChallenge(ctx, wsig, "WALLET_SIGNATURE", ownership.CustomerTree)
-	_, err = l.svc.CompleteLiveness(ctx, wsig, true)
-	wantErr(t, err, apierror.Conflict, "")
+		if _, err := l.svc.CompleteLiveness(ctx, passed, true); err != nil || l.status(t, passed) != storage.StatusActive {
+			t.Fatalf("passed: %v %s", err, l.status(t, passed))
+		}
+		if _, err := l.svc.CompleteLiveness(ctx, failed, false); err != nil || l.status(t, failed) != storage.StatusUnverified {
+			t.Fatalf("failed: %v %s", err, l.status(t, failed))
+		}
+		time.Sleep(ownership.DefaultChallengeTTL)
+		if _, err := l.svc.CompleteLiveness(ctx, late, true); err != nil || l.status(t, late) != storage.StatusUnverified {
+			t.Fatalf("late: %v %s", err, l.status(t, late))
+		}
+		_, err := l.svc.CompleteLiveness(ctx, passed, true)
+		apierrortest.Want(t, err, apierror.Conflict, "")
+		wsig := l.account(t, nil)
+		_, _ = l.svc.StartChallenge(ctx, wsig, "WALLET_SIGNATURE", ownership.CustomerTree)
+		_, err = l.svc.CompleteLiveness(ctx, wsig, true)
+		apierrortest.Want(t, err, apierror.Conflict, "")
+	})
 }
 
 // TestStatusEventsCarryNoSecrets: the STATUS_UPDATED events of both methods
 // carry none of the proof material: no message to sign, signature,
 // liveness token or verification link.
 func TestStatusEventsCarryNoSecrets(t *testing.T) {
+	ctx := t.Context()
 	l := newLifecycle(t)
 	signed, live := l.account(t, nil), l.account(t, nil)
 	c, _ := l.svc.StartChallenge(ctx, signed, "WALLET_SIGNATURE", ownership.CustomerTree)
@@ -449,45 +446,48 @@ func (p *publisher) Publish(_ context.Context, e storage.Event) error {
 // TestRelayDeliversEvents: the status events reach a publisher through
 // storage/relay; a failed one is tried again after its backoff.
 func TestRelayDeliversEvents(t *testing.T) {
-	l := newLifecycle(t)
-	var ids []string
-	for range 3 {
-		id := l.account(t, nil)
-		c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
-		_, _ = l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
-		ids = append(ids, id)
-	}
-	var evs []storage.Event
-	for _, id := range ids {
-		_ = l.store.Atomic(ctx, func(tx storage.Tx) error {
-			mine, _ := tx.Outbox().ListByAccount(ctx, id)
-			evs = append(evs, mine...)
-			return nil
-		})
-	}
-	if len(evs) != 3 {
-		t.Fatalf("%d events, want 3", len(evs))
-	}
-	p := &publisher{fail: map[string]bool{evs[1].ID: true}}
-	r, err := relay.New(relay.Config{Store: l.store, Publisher: p, Clock: l.clock.Now, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.RunOnce(ctx)
-	if err != nil || res != (relay.Result{Delivered: 2, Retried: 1}) {
-		t.Fatalf("first pass %+v, %v", res, err)
-	}
-	p.fail = nil
-	if res, _ = r.RunOnce(ctx); res != (relay.Result{}) {
-		t.Fatalf("before the backoff %+v", res)
-	}
-	l.clock.Add(relay.DefaultMinBackoff)
-	if res, _ = r.RunOnce(ctx); res != (relay.Result{Delivered: 1}) || len(p.got) != 3 {
-		t.Fatalf("after the backoff %+v; delivered %v", res, p.got)
-	}
-	if res, _ := r.RunOnce(ctx); res != (relay.Result{}) {
-		t.Fatalf("delivered again: %+v", res)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		l := newLifecycle(t)
+		var ids []string
+		for range 3 {
+			id := l.account(t, nil)
+			c, _ := l.svc.StartChallenge(ctx, id, "WALLET_SIGNATURE", ownership.CustomerTree)
+			_, _ = l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
+			ids = append(ids, id)
+		}
+		var evs []storage.Event
+		for _, id := range ids {
+			_ = l.store.Atomic(ctx, func(tx storage.Tx) error {
+				mine, _ := tx.Outbox().ListByAccount(ctx, id)
+				evs = append(evs, mine...)
+				return nil
+			})
+		}
+		if len(evs) != 3 {
+			t.Fatalf("%d events, want 3", len(evs))
+		}
+		p := &publisher{fail: map[string]bool{evs[1].ID: true}}
+		r, err := relay.New(relay.Config{Store: l.store, Publisher: p, Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.RunOnce(ctx)
+		if err != nil || res != (relay.Result{Delivered: 2, Retried: 1}) {
+			t.Fatalf("first pass %+v, %v", res, err)
+		}
+		p.fail = nil
+		if res, _ = r.RunOnce(ctx); res != (relay.Result{}) {
+			t.Fatalf("before the backoff %+v", res)
+		}
+		time.Sleep(relay.DefaultMinBackoff)
+		if res, _ = r.RunOnce(ctx); res != (relay.Result{Delivered: 1}) || len(p.got) != 3 {
+			t.Fatalf("after the backoff %+v; delivered %v", res, p.got)
+		}
+		if res, _ := r.RunOnce(ctx); res != (relay.Result{}) {
+			t.Fatalf("delivered again: %+v", res)
+		}
+	})
 }
 
 func TestHTTP(t *testing.T) {
@@ -534,5 +534,45 @@ func TestHTTP(t *testing.T) {
 	}
 	if code, _ := post("/platform/external-accounts/"+platform+"/challenge", `{"method":"WALLET_SIGNATURE"}`); code != 201 {
 		t.Fatalf("platform challenge: %d", code)
+	}
+}
+
+// TestStatusEventEnvelope: a status event is storage.NewEvent's envelope
+// {"id","type","timestamp","data"} and, after a signature verify, one more
+// member "proof" last, byte for byte as encoding/json writes that struct.
+func TestStatusEventEnvelope(t *testing.T) {
+	ctx := t.Context()
+	l := newLifecycle(t)
+	id := l.account(t, nil)
+	c, err := l.svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.CustomerTree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree); err != nil {
+		t.Fatal(err)
+	}
+	var evs []storage.Event
+	_ = l.store.Atomic(ctx, func(tx storage.Tx) error {
+		evs, err = tx.Outbox().ListByAccount(ctx, id)
+		return err
+	})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("events %v, %v", evs, err)
+	}
+	e := evs[0]
+	var got struct {
+		ID        string          `json:"id"`
+		Type      string          `json:"type"`
+		Timestamp time.Time       `json:"timestamp"`
+		Data      json.RawMessage `json:"data"`
+		Proof     json.RawMessage `json:"proof,omitempty"`
+	}
+	if err := json.Unmarshal(e.Payload, &got); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(got)
+	if string(e.Payload) != string(want) || got.ID != e.ID || got.Type != ownership.EventStatusUpdated || !got.Timestamp.Equal(e.CreatedAt) ||
+		string(got.Proof) != `{"method":"WALLET_SIGNATURE","address":"`+crypto.PubkeyToAddress(l.evm.PublicKey).Hex()+`"}` {
+		t.Fatalf("payload\n%s\nwant\n%s", e.Payload, want)
 	}
 }

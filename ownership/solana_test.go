@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
@@ -23,13 +22,13 @@ func TestSolanaVerify(t *testing.T) {
 	sig := ed25519.Sign(key, msg)
 	w := Wallet{Address: base58.Encode(key.Public().(ed25519.PublicKey))}
 	for _, enc := range []string{base58.Encode(sig), hex.EncodeToString(sig), strings.ToUpper(hex.EncodeToString(sig)), base64.StdEncoding.EncodeToString(sig)} {
-		if err := (SolanaVerifier{}).Verify(context.Background(), w, msg, Signature{Value: enc}); err != nil {
+		if err := (SolanaVerifier{}).Verify(t.Context(), w, msg, Signature{Value: enc}); err != nil {
 			t.Fatalf("%s: %v", enc, err)
 		}
 	}
 	reject := func(w Wallet, s, reason string) {
 		t.Helper()
-		wantReject(t, (SolanaVerifier{}).Verify(context.Background(), w, msg, Signature{Value: s}), reason)
+		wantReject(t, (SolanaVerifier{}).Verify(t.Context(), w, msg, Signature{Value: s}), reason)
 	}
 	const badAddr = "address is not a base58 32-byte public key"
 	for _, a := range []string{"", "0OIl" + w.Address[4:], base58.Encode(make([]byte, 31)) + "11", base58.Encode(append(make([]byte, 1), key.Public().(ed25519.PublicKey)...)), strings.Repeat("z", 45)} {

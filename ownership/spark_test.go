@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -71,7 +70,7 @@ func TestSparkAddress(t *testing.T) {
 		{"spark1" + strings.Repeat("q", 1100), Mainnet, "spark address is longer than 1024 characters"},
 	}
 	for _, c := range cases {
-		err := (SparkVerifier{}).Verify(context.Background(), Wallet{Address: c.addr, Network: c.net}, nil, Signature{})
+		err := (SparkVerifier{}).Verify(t.Context(), Wallet{Address: c.addr, Network: c.net}, nil, Signature{})
 		wantReject(t, err, c.reason)
 	}
 }
@@ -89,13 +88,13 @@ func TestSparkSignature(t *testing.T) {
 	w := Wallet{Address: sparkAddress(t, "spark", sparkPayload(key.PubKey().SerializeCompressed()), false)}
 	for _, enc := range []string{hex.EncodeToString(der), strings.ToUpper(hex.EncodeToString(der)), hex.EncodeToString(compact[:]),
 		base64.StdEncoding.EncodeToString(der), base64.StdEncoding.EncodeToString(compact[:])} {
-		if err := (SparkVerifier{}).Verify(context.Background(), w, msg, Signature{Value: enc}); err != nil {
+		if err := (SparkVerifier{}).Verify(t.Context(), w, msg, Signature{Value: enc}); err != nil {
 			t.Fatalf("%s: %v", enc, err)
 		}
 	}
 	reject := func(v, reason string) {
 		t.Helper()
-		wantReject(t, (SparkVerifier{}).Verify(context.Background(), w, msg, Signature{Value: v}), reason)
+		wantReject(t, (SparkVerifier{}).Verify(t.Context(), w, msg, Signature{Value: v}), reason)
 	}
 	const bad = "signature is not hex or base64 of a DER or 64-byte compact ECDSA signature"
 	reject("", bad)

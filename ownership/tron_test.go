@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"testing"
@@ -41,7 +40,7 @@ func TestTronAddress(t *testing.T) {
 	bad[10] = map[bool]byte{true: 'b', false: 'a'}[bad[10] == 'a']
 	cases[string(bad)] = "address fails its base58check checksum"
 	for addr, reason := range cases {
-		err := (TronVerifier{}).Verify(context.Background(), Wallet{Address: addr}, nil, Signature{})
+		err := (TronVerifier{}).Verify(t.Context(), Wallet{Address: addr}, nil, Signature{})
 		wantReject(t, err, reason)
 	}
 }
@@ -51,10 +50,10 @@ func TestTronSignature(t *testing.T) {
 	evmAddr, sig := evmSign(t, "tron", tronHash(msg))
 	raw, _ := hex.DecodeString(evmAddr[2:])
 	w := Wallet{Address: tronAddressOf(raw)}
-	if err := (TronVerifier{}).Verify(context.Background(), w, msg, Signature{Value: "0x" + hex.EncodeToString(sig)}); err != nil {
+	if err := (TronVerifier{}).Verify(t.Context(), w, msg, Signature{Value: "0x" + hex.EncodeToString(sig)}); err != nil {
 		t.Fatal(err)
 	}
 	sig[64] = 30
-	wantReject(t, (TronVerifier{}).Verify(context.Background(), w, msg, Signature{Value: hex.EncodeToString(sig)}), "signature recovery byte v")
-	wantReject(t, (TronVerifier{}).Verify(context.Background(), w, msg, Signature{Value: "abc"}), "signature is not 65 bytes of hex")
+	wantReject(t, (TronVerifier{}).Verify(t.Context(), w, msg, Signature{Value: hex.EncodeToString(sig)}), "signature recovery byte v")
+	wantReject(t, (TronVerifier{}).Verify(t.Context(), w, msg, Signature{Value: "abc"}), "signature is not 65 bytes of hex")
 }

@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
@@ -33,7 +32,7 @@ func benchVector(b *testing.B, name string) vector {
 func benchVerify(b *testing.B, v Verifier, vec vector) {
 	w := Wallet{AccountType: vec.AccountType, Address: vec.Address, Network: vectorNetwork(vec.Network)}
 	msg, sig := []byte(vec.Message), Signature{Value: vec.Signature, Scheme: vec.Scheme}
-	ctx := context.Background()
+	ctx := b.Context()
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := v.Verify(ctx, w, msg, sig); err != nil {

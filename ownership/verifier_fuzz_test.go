@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -63,7 +62,7 @@ func FuzzEVMSignature(f *testing.F) {
 		_, err := decodeRSV(sig)
 		mustBeTyped(t, err)
 		w := Wallet{Address: "0x000000000000000000000000000000000000dEaD"}
-		mustBeTyped(t, (EVMVerifier{}).Verify(context.Background(), w, []byte(msg), Signature{Value: sig}))
+		mustBeTyped(t, (EVMVerifier{}).Verify(t.Context(), w, []byte(msg), Signature{Value: sig}))
 	})
 }
 
@@ -159,7 +158,7 @@ func FuzzBitcoinSignature(f *testing.F) {
 		}
 	})
 	f.Fuzz(func(t *testing.T, addr, msg, sig, scheme string) {
-		err := (BitcoinVerifier{}).Verify(context.Background(), Wallet{Address: addr}, []byte(msg), Signature{Value: sig, Scheme: scheme})
+		err := (BitcoinVerifier{}).Verify(t.Context(), Wallet{Address: addr}, []byte(msg), Signature{Value: sig, Scheme: scheme})
 		mustBeTyped(t, err)
 	})
 }
@@ -187,7 +186,7 @@ func FuzzLightningSignature(f *testing.F) {
 		if raw, ok := decodeZBase32(sig); ok && encodeZBase32(raw) != sig && len(sig)*5%8 == 0 {
 			t.Fatalf("zbase32 round trip: %q", sig)
 		}
-		err := (LightningNodeVerifier{}).Verify(context.Background(), Wallet{Address: node}, []byte("m"), Signature{Value: sig})
+		err := (LightningNodeVerifier{}).Verify(t.Context(), Wallet{Address: node}, []byte("m"), Signature{Value: sig})
 		mustBeTyped(t, err)
 	})
 }
@@ -199,7 +198,7 @@ func FuzzVerifiers(f *testing.F) {
 	})
 	vs := vectorVerifiers()
 	f.Fuzz(func(t *testing.T, typ, addr, msg, sig, scheme string, n uint8) {
-		err := vs.Verify(context.Background(), Wallet{AccountType: typ, Address: addr, Network: Network(n)}, []byte(msg), Signature{Value: sig, Scheme: scheme})
+		err := vs.Verify(t.Context(), Wallet{AccountType: typ, Address: addr, Network: Network(n)}, []byte(msg), Signature{Value: sig, Scheme: scheme})
 		mustBeTyped(t, err)
 	})
 }

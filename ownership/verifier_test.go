@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 )
 
 // vector is one entry of testdata/vectors/vectors.json.
@@ -65,19 +66,7 @@ func vectorVerifiers() Verifiers {
 // wantReject asserts err is 400 INVALID_INPUT whose reason contains want.
 func wantReject(t *testing.T, err error, want string) {
 	t.Helper()
-	if err == nil {
-		t.Fatalf("accepted; want rejection %q", want)
-	}
-	var ae *apierror.Error
-	if !errors.As(err, &ae) {
-		t.Fatalf("error %T %v is not *apierror.Error", err, err)
-	}
-	if got := apierror.CodeOf(err); got != apierror.InvalidInput {
-		t.Fatalf("code = %v, want INVALID_INPUT (%v)", got, err)
-	}
-	if ae.Status() != 400 {
-		t.Fatalf("status = %d", ae.Status())
-	}
+	ae := apierrortest.Want(t, err, apierror.InvalidInput, "")
 	if !strings.Contains(ae.Reason(), want) {
 		t.Fatalf("reason = %q, want it to contain %q", ae.Reason(), want)
 	}
@@ -88,7 +77,7 @@ func wantReject(t *testing.T, err error, want string) {
 
 func TestVectors(t *testing.T) {
 	vs := vectorVerifiers()
-	ctx := context.Background()
+	ctx := t.Context()
 	counts := map[bool]int{}
 	for _, v := range loadVectors(t) {
 		t.Run(v.Name, func(t *testing.T) {
@@ -125,7 +114,7 @@ func TestVectorsWhitespace(t *testing.T) {
 			continue
 		}
 		w := Wallet{AccountType: v.AccountType, Address: " " + v.Address + "\n", Network: vectorNetwork(v.Network)}
-		if err := vs.Verify(context.Background(), w, []byte(v.Message), Signature{Value: "\t" + v.Signature + "\r\n", Scheme: v.Scheme}); err != nil {
+		if err := vs.Verify(t.Context(), w, []byte(v.Message), Signature{Value: "\t" + v.Signature + "\r\n", Scheme: v.Scheme}); err != nil {
 			t.Errorf("%s: %v", v.Name, err)
 		}
 	}
@@ -146,7 +135,7 @@ func TestLookup(t *testing.T) {
 		if apierror.As(err).Status() != 409 || apierror.As(err).Reason() != "lightning accounts hold no signing key" {
 			t.Fatalf("%s: %v", typ, err)
 		}
-		err = vs.Verify(context.Background(), Wallet{AccountType: typ}, nil, Signature{})
+		err = vs.Verify(t.Context(), Wallet{AccountType: typ}, nil, Signature{})
 		if apierror.CodeOf(err) != apierror.Conflict {
 			t.Fatalf("%s verify: %v", typ, err)
 		}
@@ -172,7 +161,7 @@ func TestLookup(t *testing.T) {
 }
 
 func TestAnyOf(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	reject := VerifierFunc(func(context.Context, Wallet, []byte, Signature) error { return mismatch("first") })
 	reject2 := VerifierFunc(func(context.Context, Wallet, []byte, Signature) error { return malformed("second") })
 	accept := VerifierFunc(func(context.Context, Wallet, []byte, Signature) error { return nil })

@@ -65,15 +65,18 @@ import (
 )
 
 // Sentinel errors. Stores return them (possibly wrapped); domain packages map
-// them to apierror codes. Test with errors.Is.
+// them to apierror codes. Test with errors.Is. An error left unmapped is
+// 500 INTERNAL_ERROR, except ErrConflict and ErrDuplicate: they mean a
+// concurrent writer won, and apierror.From writes them as 409 CONFLICT, so the
+// client retries and the retry is decided against the winner's write.
 var (
 	// ErrNotFound: no record with that key (or it was superseded or deleted).
 	ErrNotFound = errors.New("storage: not found")
 	// ErrDuplicate: a record with that key, or violating a uniqueness rule,
 	// already exists.
-	ErrDuplicate = errors.New("storage: duplicate")
+	ErrDuplicate error = &raceLost{"storage: duplicate"}
 	// ErrConflict: a compare-and-set lost: the record changed since it was read.
-	ErrConflict = errors.New("storage: conflict")
+	ErrConflict error = &raceLost{"storage: conflict"}
 	// ErrExpired: the record exists but its expiry has passed.
 	ErrExpired = errors.New("storage: expired")
 	// ErrConsumed: the single-use record was already consumed.

@@ -995,7 +995,7 @@ func (w *chaosWorld) verifyOwnership(c context.Context, rng *rand.Rand, x *chaos
 	if w.count("ownership verify", err) != "ok" {
 		return
 	}
-	if a, ok := out.(chaosAccount); !ok || a.Address != addr || a.Status != string(storage.StatusActive) {
+	if out.Address != addr || out.Status != storage.StatusActive {
 		w.violate(kindProofOther, x.ID, "a proof of %s answered 200 with %+v", addr, out)
 	}
 }

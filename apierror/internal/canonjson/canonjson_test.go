@@ -1,0 +1,41 @@
+package canonjson
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// The refusals carry what apierror writes: the fixed reason, the offset and
+// what was found; the member path and the field a case-folded name matches.
+// The canonical form itself and every refusal are tested through
+// apierror.Canonicalize and apierror.DecodeBytes, the exported contract.
+func TestErrors(t *testing.T) {
+	_, err := Canonicalize([]byte(`{"a":1,"a":2}`))
+	var se *SyntaxError
+	if !errors.As(err, &se) || *se != (SyntaxError{Offset: 7, Reason: "duplicate member name", Found: `"a"`}) {
+		t.Fatalf("duplicate: %#v", err)
+	}
+	if se.Error() != `duplicate member name "a" at offset 7` {
+		t.Fatalf("message %q", se.Error())
+	}
+
+	type inner struct {
+		Kind string `json:"kind"`
+	}
+	type outer struct {
+		Nested inner `json:"nested"`
+	}
+	canon, err := Canonicalize([]byte(`{"nested":{"Kind":"x"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckNames(canon, reflect.TypeFor[*outer]())
+	var ne *NameError
+	if !errors.As(err, &ne) || *ne != (NameError{Path: "nested.Kind", Field: "kind"}) {
+		t.Fatalf("case-folded name: %#v", err)
+	}
+	if err := CheckNames([]byte(`{"nested":{"kind":"x"}}`), reflect.TypeFor[*outer]()); err != nil {
+		t.Fatalf("exact names refused: %v", err)
+	}
+}
