@@ -110,7 +110,7 @@ const (
 )
 
 // defaults fills a Go caller's zero call from the route.
-func (s *Simulator) defaults(call signedretry.Retry, method, path string, body any) (signedretry.Retry, error) {
+func (s *Simulator) defaults(call signedretry.Request, method, path string, body any) (signedretry.Request, error) {
 	if call.Method == "" {
 		call.Method = method
 	}
@@ -147,7 +147,7 @@ type WalletExport = walletauth.WalletExport
 //
 // Errors: 400 INVALID_INPUT (clientPublicKey not a compressed or
 // uncompressed P-256 key), 404 REFERENCE_NOT_FOUND, the 401s of signedretry.
-func (s *Simulator) ExportWallet(ctx context.Context, accountID string, req ExportRequest, call signedretry.Retry) (*WalletExport, *signedretry.Challenge, error) {
+func (s *Simulator) ExportWallet(ctx context.Context, accountID string, req ExportRequest, call signedretry.Request) (*WalletExport, *signedretry.Challenge, error) {
 	call, err := s.defaults(call, http.MethodPost, "/internal-accounts/"+accountID+"/export", req)
 	if err != nil {
 		return nil, nil, err
@@ -173,7 +173,7 @@ type UpdateWalletRequest = walletauth.PrivacyRequest
 //
 // Errors: 400 INVALID_INPUT (privateEnabled missing), 404
 // REFERENCE_NOT_FOUND, the 401s of signedretry.
-func (s *Simulator) UpdateWallet(ctx context.Context, accountID string, req UpdateWalletRequest, call signedretry.Retry) (*InternalAccount, *signedretry.Challenge, error) {
+func (s *Simulator) UpdateWallet(ctx context.Context, accountID string, req UpdateWalletRequest, call signedretry.Request) (*InternalAccount, *signedretry.Challenge, error) {
 	call, err := s.defaults(call, http.MethodPatch, "/internal-accounts/"+accountID, req)
 	if err != nil {
 		return nil, nil, err

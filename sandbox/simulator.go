@@ -101,6 +101,11 @@ type Config struct {
 	// need the same keys (examples/server takes them from the environment).
 	Sealer     secret.Sealer
 	CodeMACKey []byte
+	// SigningKey is walletauth.Keys.SigningKey, the key that signs OTP and
+	// export bundles, which clients pin. Nil means a key generated for this
+	// process; simulators sharing a database with clients that pin it need
+	// the same key.
+	SigningKey *ecdsa.PrivateKey
 	// ClientHeldKeys is walletauth.Config.ClientHeldKeys: a compressed
 	// clientPublicKey becomes the session key itself and no
 	// encryptedSessionSigningKey is returned. By default the server
@@ -195,8 +200,23 @@ func New(cfg Config) (*Simulator, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Keys the host did not give are made for this process.
+	keys, err := walletauth.EphemeralKeys(nil)
+	if err != nil {
+		ov.Close()
+		return nil, err
+	}
+	if cfg.SigningKey != nil {
+		keys.SigningKey = cfg.SigningKey
+	}
+	if cfg.Sealer != nil {
+		keys.Sealer = cfg.Sealer
+	}
+	if cfg.CodeMACKey != nil {
+		keys.CodeMACKey = cfg.CodeMACKey
+	}
 	auth, err := walletauth.New(walletauth.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand, Sandbox: true,
-		Passkeys: pk, OIDC: ov, Sealer: cfg.Sealer, CodeMACKey: cfg.CodeMACKey,
+		Passkeys: pk, OIDC: ov, Keys: keys,
 		OrganizationID: SandboxOrganizationID, WalletSecrets: walletSecrets{}, ClientHeldKeys: cfg.ClientHeldKeys})
 	if err != nil {
 		ov.Close()

@@ -262,7 +262,7 @@ func (w *chaosWorld) violate(kind, account, format string, args ...any) {
 func (w *chaosWorld) newOpID() string { return fmt.Sprintf("op-%d", w.seq.Add(1)) }
 
 // stamp signs the retry of c with k, as a client does.
-func stamp(c signedretry.Retry, ch *signedretry.Challenge, k *walletauth.ClientKey) (signedretry.Retry, error) {
+func stamp(c signedretry.Request, ch *signedretry.Challenge, k *walletauth.ClientKey) (signedretry.Request, error) {
 	if ch == nil {
 		return c, errors.New("no challenge to sign")
 	}
@@ -325,8 +325,8 @@ func newChaosWorld(t *testing.T, stores []storage.Store, check storage.Store) *c
 			t.Fatal(err)
 		}
 		t.Cleanup(v.Close)
-		svc, err := walletauth.New(walletauth.Config{Store: st, Sandbox: true, SigningKey: signing, OrganizationID: "org-chaos",
-			Sealer: sealer, CodeMACKey: testCodeMACKey, ClientHeldKeys: true, OIDC: v,
+		svc, err := walletauth.New(walletauth.Config{Store: st, Sandbox: true, OrganizationID: "org-chaos",
+			Keys: walletauth.Keys{SigningKey: signing, Sealer: sealer, CodeMACKey: testCodeMACKey}, ClientHeldKeys: true, OIDC: v,
 			OTP: walletauth.OTPConfig{ReissueLimit: 1_000_000, ReissueWindow: time.Minute}})
 		if err != nil {
 			t.Fatal(err)
@@ -585,7 +585,7 @@ func (w *chaosWorld) loginOAuth(c context.Context, rng *rand.Rand, cw *chaosWall
 	key, _ := walletauth.NewClientKey()
 	svc, _, _ := w.svc(rng)
 	sess, _, err := svc.Verify(c, cred.ID, walletauth.VerifyRequest{Type: storage.OAuth,
-		OIDCToken: chaosToken(cred.Subject, oidc.NonceFor(key.PublicKeyHex())), ClientPublicKey: key.PublicKeyHex()}, signedretry.Retry{})
+		OIDCToken: chaosToken(cred.Subject, oidc.NonceFor(key.PublicKeyHex())), ClientPublicKey: key.PublicKeyHex()}, signedretry.Request{})
 	if w.count("oauth login", err) != "ok" {
 		return
 	}
@@ -654,7 +654,7 @@ func (w *chaosWorld) addCredential(c context.Context, rng *rand.Rand, cw *chaosW
 
 // revokeCredentialLeg1 asks to revoke cred and returns the call and its
 // challenge.
-func (w *chaosWorld) revokeCredentialLeg1(c context.Context, rng *rand.Rand, cred string) (signedretry.Retry, *signedretry.Challenge, error) {
+func (w *chaosWorld) revokeCredentialLeg1(c context.Context, rng *rand.Rand, cred string) (signedretry.Request, *signedretry.Challenge, error) {
 	first := call("DELETE", "/auth/credentials/"+cred, "")
 	svc, _, _ := w.svc(rng)
 	ch, err := svc.RevokeCredential(c, cred, first)
@@ -665,7 +665,7 @@ func (w *chaosWorld) revokeCredentialLeg1(c context.Context, rng *rand.Rand, cre
 // revokeCredentialLeg2 sends the retry of a revoke stamped by signer and
 // returns its error.
 func (w *chaosWorld) revokeCredentialLeg2(c context.Context, svc *walletauth.Service, cw *chaosWallet, cred string,
-	first signedretry.Retry, ch *signedretry.Challenge, signer chaosSession) error {
+	first signedretry.Request, ch *signedretry.Challenge, signer chaosSession) error {
 	retry, err := stamp(first, ch, signer.Key)
 	if err != nil {
 		panic(err)
@@ -889,9 +889,9 @@ func (w *chaosWorld) hostOperation(c context.Context, rng *rand.Rand, cw *chaosW
 	w.mu.Unlock()
 	i = rng.IntN(len(w.auth))
 	own := w.own[i]
-	effect := func(tx storage.Tx, raw json.RawMessage) error {
+	effect := func(_ context.Context, tx storage.Tx, a *signedretry.Authorization) error {
 		var sp chaosParams
-		if err := json.Unmarshal(raw, &sp); err != nil {
+		if err := json.Unmarshal(a.Parameters, &sp); err != nil {
 			return err
 		}
 		if sp.Payout != nil {

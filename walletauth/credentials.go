@@ -48,7 +48,7 @@ func (s *Service) CreateWallet(ctx context.Context, w NewWallet) (*storage.Inter
 	if err != nil {
 		return nil, nil, err
 	}
-	now := s.clock().UTC()
+	now := s.cfg.Clock().UTC()
 	acct := storage.InternalAccount{ID: accountID, CustomerID: w.CustomerID, Email: email, Phone: w.Phone, CreatedAt: now, UpdatedAt: now}
 	cred := storage.Credential{ID: credID, AccountID: accountID, Type: storage.EmailOTP, Nickname: email, Email: email,
 		CreatedAt: now, UpdatedAt: now}
@@ -152,100 +152,97 @@ var credentialTypes = []string{string(storage.EmailOTP), string(storage.SMSOTP),
 // EMAIL_OTP credential of another customer), 404
 // REFERENCE_NOT_FOUND (account), the 401s of OIDC and passkey verification
 // and of signedretry.
-func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, call signedretry.Retry) (*AuthMethod, *signedretry.Challenge, error) {
-	if isRetry(call) {
-		m, err := s.completeAdd(ctx, call)
-		return m, nil, err
+func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, call signedretry.Request) (*AuthMethod, *signedretry.Challenge, error) {
+	var created *storage.Credential // on either leg
+	var (
+		p    AddParams
+		acct storage.InternalAccount
+	)
+	_, ch, err := s.run(ctx, call, signedretry.Steps{
+		Type: OpAddCredential,
+		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
+			var op *signedretry.Operation
+			var err error
+			op, created, err = s.bindAdd(ctx, tx, &req)
+			return op, err
+		},
+		// The wallet and, for EMAIL_OTP, the address are locked before the
+		// signer (the store's lock order: internal accounts, then an
+		// address, then credentials and sessions).
+		Lock: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+			p = AddParams{}
+			if err := a.DecodeParameters(&p); err != nil {
+				return err
+			}
+			var err error
+			acct, err = tx.InternalAccounts().Lock(ctx, a.AccountID)
+			if errors.Is(err, storage.ErrNotFound) {
+				return notFound("internal account", a.AccountID)
+			}
+			if err != nil {
+				return err
+			}
+			if p.Type == storage.EmailOTP {
+				return tx.Credentials().LockEmail(ctx, p.Email)
+			}
+			return nil
+		},
+		// The retry creates the credential the first call bound, from the
+		// stored parameters alone.
+		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+			var err error
+			if created, err = s.createFromParams(ctx, tx, &acct, &p, true); err != nil {
+				return err
+			}
+			return s.credentialAdded(ctx, tx, &acct, created, a.SessionID)
+		},
+	})
+	if err != nil || ch != nil {
+		return nil, ch, err
 	}
+	m, err := s.afterCreate(ctx, created)
+	return m, nil, err
+}
+
+// bindAdd is the first call of an add, in its transaction: it checks req
+// against the account and returns the operation binding the credential to
+// be created, or, when the account has no credential, creates it at once and
+// returns it with no operation.
+func (s *Service) bindAdd(ctx context.Context, tx storage.Tx, req *AddCredentialRequest) (*signedretry.Operation, *storage.Credential, error) {
 	var v apierror.Validation
 	v.Check(storage.ValidID(req.AccountID, "InternalAccount"), "accountId", apierror.Pattern(`^InternalAccount:[0-9a-fA-F-]{36}$`), "must be an InternalAccount id")
 	v.Check(slices.Contains(credentialTypes, string(req.Type)), "type", apierror.OneOf(credentialTypes...), "unknown credential type")
 	if err := v.Err(); err != nil {
 		return nil, nil, err
 	}
-	var first *storage.Credential // a credential made without a signed retry
-	var challenge *signedretry.Challenge
-	err := s.atomic(ctx, func(tx storage.Tx) error {
-		acct, err := tx.InternalAccounts().Lock(ctx, req.AccountID)
-		if errors.Is(err, storage.ErrNotFound) {
-			return notFound("internal account", req.AccountID)
-		}
-		if err != nil {
-			return err
-		}
-		existing, err := tx.Credentials().ListByAccount(ctx, acct.ID)
-		if err != nil {
-			return err
-		}
-		final := len(existing) == 0
-		p, err := s.addParams(ctx, tx, &acct, &req, final)
-		if err != nil {
-			return err
-		}
-		if final {
-			if first, err = s.createFromParams(ctx, tx, &acct, p, false); err != nil {
-				return err
-			}
-			return s.credentialAdded(ctx, tx, &acct, first, "")
-		}
-		if err := checkUnique(existing, p); err != nil {
-			return err
-		}
-		challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpAddCredential, AccountID: acct.ID,
-			Method: call.Method, Path: call.Path, Body: call.Body, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-			Parameters: p, CredentialType: string(req.Type)})
-		return err
-	})
+	acct, err := tx.InternalAccounts().Lock(ctx, req.AccountID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil, notFound("internal account", req.AccountID)
+	}
 	if err != nil {
-		return nil, nil, storeErr(err)
+		return nil, nil, err
 	}
-	if challenge != nil {
-		return nil, challenge, nil
-	}
-	m, err := s.afterCreate(ctx, first)
-	return m, nil, err
-}
-
-// completeAdd is the retry of an add: it creates the credential the first
-// call bound, from the stored parameters alone.
-func (s *Service) completeAdd(ctx context.Context, call signedretry.Retry) (*AuthMethod, error) {
-	call.Type = OpAddCredential
-	var (
-		created *storage.Credential
-		p       AddParams
-		acct    storage.InternalAccount
-	)
-	// The wallet and, for EMAIL_OTP, the address are locked before the
-	// signer (the store's lock order: internal accounts, then an address,
-	// then credentials and sessions).
-	lock := func(tx storage.Tx, a *signedretry.Authorization) error {
-		if err := a.DecodeParameters(&p); err != nil {
-			return err
-		}
-		var err error
-		acct, err = tx.InternalAccounts().Lock(ctx, a.AccountID)
-		if errors.Is(err, storage.ErrNotFound) {
-			return notFound("internal account", a.AccountID)
-		}
-		if err != nil {
-			return err
-		}
-		if p.Type == storage.EmailOTP {
-			return tx.Credentials().LockEmail(ctx, p.Email)
-		}
-		return nil
-	}
-	_, err := s.retry.CompleteLocking(ctx, call, lock, func(tx storage.Tx, a *signedretry.Authorization) error {
-		var err error
-		if created, err = s.createFromParams(ctx, tx, &acct, &p, true); err != nil {
-			return err
-		}
-		return s.credentialAdded(ctx, tx, &acct, created, a.SessionID)
-	})
+	existing, err := tx.Credentials().ListByAccount(ctx, acct.ID)
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, nil, err
 	}
-	return s.afterCreate(ctx, created)
+	final := len(existing) == 0
+	p, err := s.addParams(ctx, tx, &acct, req, final)
+	if err != nil {
+		return nil, nil, err
+	}
+	if final {
+		first, err := s.createFromParams(ctx, tx, &acct, p, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, first, s.credentialAdded(ctx, tx, &acct, first, "")
+	}
+	if err := checkUnique(existing, p); err != nil {
+		return nil, nil, err
+	}
+	return &signedretry.Operation{AccountID: acct.ID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+		Parameters: p, CredentialType: string(req.Type)}, nil, nil
 }
 
 // AddParams are the parameters of an ADD_CREDENTIAL payload: every value the
@@ -330,7 +327,7 @@ func (s *Service) createFromParams(ctx context.Context, tx storage.Tx, acct *sto
 	if err != nil {
 		return nil, err
 	}
-	now := s.clock().UTC()
+	now := s.cfg.Clock().UTC()
 	c := &storage.Credential{ID: id, AccountID: acct.ID, Type: p.Type, Nickname: p.Nickname, CreatedAt: now, UpdatedAt: now}
 	changed := apierror.New(apierror.Conflict, "the account's contact changed since the challenge was issued; start again")
 	switch p.Type {
@@ -465,11 +462,11 @@ func (s *Service) ListCredentials(ctx context.Context, accountID string) ([]Auth
 // one transaction. An account keeps at least one credential: revoking the
 // last answers 400 INVALID_INPUT. An unknown credential is 404
 // REFERENCE_NOT_FOUND. On success both results are nil.
-func (s *Service) RevokeCredential(ctx context.Context, credentialID string, call signedretry.Retry) (*signedretry.Challenge, error) {
+func (s *Service) RevokeCredential(ctx context.Context, credentialID string, call signedretry.Request) (*signedretry.Challenge, error) {
 	// check locks the account before counting its credentials, so that of
 	// concurrent revokes of its credentials the count of each sees the
 	// deletes of those that committed before it.
-	check := func(tx storage.Tx) (*storage.Credential, error) {
+	check := func(ctx context.Context, tx storage.Tx) (*storage.Credential, error) {
 		c, err := tx.Credentials().Get(ctx, credentialID)
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, notFound("credential", credentialID)
@@ -494,44 +491,37 @@ func (s *Service) RevokeCredential(ctx context.Context, credentialID string, cal
 		}
 		return &c, nil
 	}
-	if !isRetry(call) {
-		var challenge *signedretry.Challenge
-		err := s.atomic(ctx, func(tx storage.Tx) error {
-			c, err := check(tx)
+	_, ch, err := s.run(ctx, call, signedretry.Steps{
+		Type: OpRevokeCredential,
+		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
+			c, err := check(ctx, tx)
+			if err != nil {
+				return nil, err
+			}
+			return &signedretry.Operation{AccountID: c.AccountID,
+				Signer:     signedretry.Signer{Rule: signedretry.OtherCredentialSession, Ref: c.ID},
+				Parameters: map[string]string{"credentialId": c.ID}, CredentialType: string(c.Type)}, nil
+		},
+		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+			c, err := check(ctx, tx)
 			if err != nil {
 				return err
 			}
-			challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpRevokeCredential, AccountID: c.AccountID,
-				Method: call.Method, Path: call.Path, Body: call.Body,
-				Signer:     signedretry.Signer{Rule: signedretry.OtherCredentialSession, Ref: c.ID},
-				Parameters: map[string]string{"credentialId": c.ID}, CredentialType: string(c.Type)})
-			return err
-		})
-		if err != nil {
-			return nil, storeErr(err)
-		}
-		return challenge, nil
-	}
-	call.Type = OpRevokeCredential
-	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
-		c, err := check(tx)
-		if err != nil {
-			return err
-		}
-		if c.AccountID != a.AccountID {
-			return apierror.Unauthenticated("request id is bound to another account")
-		}
-		if err := tx.Credentials().Delete(ctx, c.ID); err != nil {
-			return err
-		}
-		now := s.clock().UTC()
-		revoked, err := tx.Sessions().RevokeByCredential(ctx, c.ID, now)
-		if err != nil {
-			return err
-		}
-		return s.credentialRevoked(ctx, tx, c, revoked, a.SessionID, now)
+			if c.AccountID != a.AccountID {
+				return apierror.Unauthenticated("request id is bound to another account")
+			}
+			if err := tx.Credentials().Delete(ctx, c.ID); err != nil {
+				return err
+			}
+			now := s.cfg.Clock().UTC()
+			revoked, err := tx.Sessions().RevokeByCredential(ctx, c.ID, now)
+			if err != nil {
+				return err
+			}
+			return s.credentialRevoked(ctx, tx, c, revoked, a.SessionID, now)
+		},
 	})
-	return nil, storeErr(err)
+	return ch, err
 }
 
 // EmailChange is the result of [Service.UpdateEmail].
@@ -574,12 +564,12 @@ type emailParams struct {
 // another EMAIL_OTP credential), 409 EMAIL_OTP_CREDENTIAL_SET_CHANGED (the
 // tied credentials changed between the challenge and the retry), the 401s of
 // signedretry.
-func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, host any, call signedretry.Retry) (*EmailChange, *signedretry.Challenge, error) {
+func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, host any, call signedretry.Request) (*EmailChange, *signedretry.Challenge, error) {
 	// apply writes the change, and an INTERNAL_ACCOUNT.EMAIL_UPDATED event
 	// for each wallet whose email or tied credentials it changed; signer is
 	// the session that stamped the retry, if any.
 	apply := func(tx storage.Tx, p *emailParams, accts []storage.InternalAccount, tied []storage.Credential, signer string) (*EmailChange, error) {
-		now := s.clock().UTC()
+		now := s.cfg.Clock().UTC()
 		changed := map[string]bool{}
 		for i := range accts {
 			a := accts[i]
@@ -613,76 +603,70 @@ func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, hos
 		return change, nil
 	}
 	var change *EmailChange
-	if !isRetry(call) {
-		p := &emailParams{CustomerID: customerID, Email: normalizeEmail(email)}
-		if !validEmail(p.Email) {
-			return nil, nil, apierror.InvalidField("email", apierror.Format("email"), "must be an email address")
-		}
-		if host != nil {
-			b, err := json.Marshal(host)
-			if err != nil {
-				return nil, nil, apierror.Internal(fmt.Errorf("walletauth: host values of an email change: %w", err))
-			}
-			p.Host = b
-		}
-		var challenge *signedretry.Challenge
-		err := s.atomic(ctx, func(tx storage.Tx) error {
-			locked, err := s.lockCustomer(ctx, tx, customerID, p.Email)
-			if err != nil {
-				return err
-			}
-			accts, tied, err := s.tiedCredentials(ctx, tx, p.CustomerID, locked, p.Email)
-			if err != nil {
-				return err
-			}
-			if len(tied) == 0 {
-				change, err = apply(tx, p, accts, nil, "")
-				return err
-			}
-			p.CredentialIDs = ids(tied)
-			challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpUpdateEmail, AccountID: tied[0].AccountID,
-				Method: call.Method, Path: call.Path, Body: call.Body, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-				Parameters: p, CredentialType: string(storage.EmailOTP)})
-			return err
-		})
-		if err != nil {
-			return nil, nil, storeErr(err)
-		}
-		return change, challenge, nil
-	}
-	call.Type = OpUpdateEmail
-	// The change locks every wallet of the customer and the address; they
+	// The retry locks every wallet of the customer and the address; they
 	// come before the signer's credential and session in the lock order, so
 	// they are locked before the signer is checked.
 	var p emailParams
 	var locked []storage.InternalAccount
-	lock := func(tx storage.Tx, a *signedretry.Authorization) error {
-		p = emailParams{}
-		if err := a.DecodeParameters(&p); err != nil {
+	_, ch, err := s.run(ctx, call, signedretry.Steps{
+		Type: OpUpdateEmail,
+		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
+			change = nil
+			p := &emailParams{CustomerID: customerID, Email: normalizeEmail(email)}
+			if !validEmail(p.Email) {
+				return nil, apierror.InvalidField("email", apierror.Format("email"), "must be an email address")
+			}
+			if host != nil {
+				b, err := json.Marshal(host)
+				if err != nil {
+					return nil, apierror.Internal(fmt.Errorf("walletauth: host values of an email change: %w", err))
+				}
+				p.Host = b
+			}
+			locked, err := s.lockCustomer(ctx, tx, customerID, p.Email)
+			if err != nil {
+				return nil, err
+			}
+			accts, tied, err := s.tiedCredentials(ctx, tx, p.CustomerID, locked, p.Email)
+			if err != nil {
+				return nil, err
+			}
+			if len(tied) == 0 {
+				change, err = apply(tx, p, accts, nil, "")
+				return nil, err
+			}
+			p.CredentialIDs = ids(tied)
+			return &signedretry.Operation{AccountID: tied[0].AccountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+				Parameters: p, CredentialType: string(storage.EmailOTP)}, nil
+		},
+		Lock: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+			p = emailParams{}
+			if err := a.DecodeParameters(&p); err != nil {
+				return err
+			}
+			if p.CustomerID != customerID {
+				return apierror.Unauthenticated("request id is bound to another customer")
+			}
+			var err error
+			locked, err = s.lockCustomer(ctx, tx, p.CustomerID, p.Email)
 			return err
-		}
-		if p.CustomerID != customerID {
-			return apierror.Unauthenticated("request id is bound to another customer")
-		}
-		var err error
-		locked, err = s.lockCustomer(ctx, tx, p.CustomerID, p.Email)
-		return err
-	}
-	_, err := s.retry.CompleteLocking(ctx, call, lock, func(tx storage.Tx, a *signedretry.Authorization) error {
-		accts, tied, err := s.tiedCredentials(ctx, tx, customerID, locked, p.Email)
-		if err != nil {
+		},
+		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+			accts, tied, err := s.tiedCredentials(ctx, tx, customerID, locked, p.Email)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(ids(tied), p.CredentialIDs) {
+				return apierror.New(apierror.EmailOTPCredentialSetChanged, "the EMAIL_OTP credentials tied to the customer changed since the challenge was issued; start again")
+			}
+			change, err = apply(tx, &p, accts, tied, a.SessionID)
 			return err
-		}
-		if !slices.Equal(ids(tied), p.CredentialIDs) {
-			return apierror.New(apierror.EmailOTPCredentialSetChanged, "the EMAIL_OTP credentials tied to the customer changed since the challenge was issued; start again")
-		}
-		change, err = apply(tx, &p, accts, tied, a.SessionID)
-		return err
+		},
 	})
 	if err != nil {
-		return nil, nil, storeErr(err)
+		return nil, nil, err
 	}
-	return change, nil, nil
+	return change, ch, nil
 }
 
 // lockCustomer locks the customer's wallets and then the address email, and

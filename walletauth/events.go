@@ -183,7 +183,7 @@ type EmailEventData struct {
 // lock held until commit (storage/postgres holds one for the whole schema),
 // so a transaction must not wait for another one after its first append.
 func (s *Service) emit(ctx context.Context, tx storage.Tx, typ, accountID string, data any, now time.Time) error {
-	e, err := storage.NewEvent(s.rand, typ, accountID, data, now)
+	e, err := storage.NewEvent(s.cfg.Rand, typ, accountID, data, now)
 	if err != nil {
 		return err
 	}

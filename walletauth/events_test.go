@@ -329,7 +329,7 @@ func newEvEnv(t *testing.T) *evEnv {
 			t.Fatal(err)
 		}
 		t.Cleanup(v.Close)
-		c.Store, c.Passkeys, c.OIDC, c.SigningKey = rec, pk, v, signer
+		c.Store, c.Passkeys, c.OIDC, c.Keys.SigningKey = rec, pk, v, signer
 		c.OTP = walletauth.OTPConfig{Alphabet: evAlphabet, Length: 12, AttemptBudget: evAttemptBudget}
 	})
 	e.store = rec
@@ -443,14 +443,14 @@ func (e *evEnv) newKey(t *testing.T, what string) *walletauth.ClientKey {
 }
 
 // call records the request body and returns the call.
-func (e *evEnv) call(method, path, body string) signedretry.Retry {
+func (e *evEnv) call(method, path, body string) signedretry.Request {
 	e.addString("request body of "+method+" "+path, body)
 	return call(method, path, body)
 }
 
 // sign stamps the challenge's payload with k and records the payload and the
 // stamp.
-func (e *evEnv) sign(t *testing.T, c signedretry.Retry, ch *signedretry.Challenge, k *walletauth.ClientKey) signedretry.Retry {
+func (e *evEnv) sign(t *testing.T, c signedretry.Request, ch *signedretry.Challenge, k *walletauth.ClientKey) signedretry.Request {
 	t.Helper()
 	c = signed(t, c, ch, k)
 	e.addString("payload to sign", ch.PayloadToSign)
@@ -794,7 +794,7 @@ func runFlows(t *testing.T) *evEnv {
 	e.addBase64URL("assertion signature", as.Signature)
 	verifyPasskey := func(as *passkey.Assertion) (*walletauth.AuthSession, error) {
 		s, _, err := e.svc.Verify(ctx, pk.ID, walletauth.VerifyRequest{Type: storage.Passkey, Assertion: as},
-			signedretry.Retry{Method: "POST", Path: "/auth/credentials/" + pk.ID + "/verify", RequestID: cr.RequestID})
+			signedretry.Request{Method: "POST", Path: "/auth/credentials/" + pk.ID + "/verify", RequestID: cr.RequestID})
 		return s, err
 	}
 	forged := *as
@@ -837,7 +837,7 @@ func runFlows(t *testing.T) *evEnv {
 	oaClient := e.newKey(t, "OAUTH client key")
 	verifyOAuth := func(nonce string) (*walletauth.AuthSession, error) {
 		s, _, err := e.svc.Verify(ctx, oa.ID, walletauth.VerifyRequest{Type: storage.OAuth,
-			OIDCToken: e.oidcToken(t, claims(map[string]any{"nonce": nonce})), ClientPublicKey: oaClient.PublicKeyHex()}, signedretry.Retry{})
+			OIDCToken: e.oidcToken(t, claims(map[string]any{"nonce": nonce})), ClientPublicKey: oaClient.PublicKeyHex()}, signedretry.Request{})
 		return s, err
 	}
 	_, err = verifyOAuth("00")

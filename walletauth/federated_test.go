@@ -189,7 +189,7 @@ func TestPasskey(t *testing.T) {
 	}
 	verify := func(cr *walletauth.ChallengeResponse, as *passkey.Assertion, requestID string) (*walletauth.AuthSession, error) {
 		s, _, err := e.svc.Verify(ctx, pk.ID, walletauth.VerifyRequest{Type: storage.Passkey, Assertion: as},
-			signedretry.Retry{Method: "POST", Path: "/auth/credentials/" + pk.ID + "/verify", RequestID: requestID})
+			signedretry.Request{Method: "POST", Path: "/auth/credentials/" + pk.ID + "/verify", RequestID: requestID})
 		return s, err
 	}
 
@@ -236,7 +236,7 @@ func TestPasskey(t *testing.T) {
 		cr2, _ := login(t)
 		// A credential of another type: the type mismatch answers first.
 		_, _, err := e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.Passkey, Assertion: a.assert(t, cr2.Challenge)},
-			signedretry.Retry{RequestID: cr2.RequestID})
+			signedretry.Request{RequestID: cr2.RequestID})
 		wantErr(t, err, apierror.InvalidInput, "")
 		// Another passkey.
 		a2 := newAuthenticator(t)
@@ -253,7 +253,7 @@ func TestPasskey(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _, err = e.svc.Verify(ctx, pk2.ID, walletauth.VerifyRequest{Type: storage.Passkey, Assertion: a2.assert(t, cr2.Challenge)},
-			signedretry.Retry{RequestID: cr2.RequestID})
+			signedretry.Request{RequestID: cr2.RequestID})
 		wantErr(t, err, apierror.Unauthorized, "request id was issued for another credential")
 	})
 	t.Run("bad client key", func(t *testing.T) {
@@ -315,7 +315,7 @@ func TestOAuth(t *testing.T) {
 
 	client := newKey(t)
 	verify := func(token string) (*walletauth.AuthSession, error) {
-		s, _, err := e.svc.Verify(ctx, m.ID, walletauth.VerifyRequest{Type: storage.OAuth, OIDCToken: token, ClientPublicKey: client.PublicKeyHex()}, signedretry.Retry{})
+		s, _, err := e.svc.Verify(ctx, m.ID, walletauth.VerifyRequest{Type: storage.OAuth, OIDCToken: token, ClientPublicKey: client.PublicKeyHex()}, signedretry.Request{})
 		return s, err
 	}
 	sess, err := verify(p.token(t, claims(map[string]any{"nonce": oidc.NonceFor(client.PublicKeyHex())})))
@@ -331,13 +331,13 @@ func TestOAuth(t *testing.T) {
 	wantErr(t, err, apierror.Unauthorized, "")
 	_, err = verify("not-a-jwt")
 	wantErr(t, err, apierror.InvalidInput, "")
-	_, _, err = e.svc.Verify(ctx, m.ID, walletauth.VerifyRequest{Type: storage.OAuth}, signedretry.Retry{})
+	_, _, err = e.svc.Verify(ctx, m.ID, walletauth.VerifyRequest{Type: storage.OAuth}, signedretry.Request{})
 	if fe := wantErr(t, err, apierror.InvalidInput, "").FieldErrors(); len(fe) != 2 {
 		t.Fatalf("field errors %+v", fe)
 	}
 	_, err = e.svc.Challenge(ctx, m.ID, walletauth.ChallengeRequest{})
 	wantErr(t, err, apierror.InvalidInput, "")
-	_, _, err = e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.OAuth, OIDCToken: "a.b.c", ClientPublicKey: client.PublicKeyHex()}, signedretry.Retry{})
+	_, _, err = e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.OAuth, OIDCToken: "a.b.c", ClientPublicKey: client.PublicKeyHex()}, signedretry.Request{})
 	wantErr(t, err, apierror.InvalidInput, "")
 }
 

@@ -2,6 +2,9 @@ package walletauth_test
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,6 +21,15 @@ import (
 	"github.com/walletgate/walletgate/walletauth/envelope"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
+
+// testSigningKey is the bundle signing key of the test services.
+var testSigningKey = func() *ecdsa.PrivateKey {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
 
 // testCodeMACKey is the CodeMACKey of the test services.
 var testCodeMACKey = bytes.Repeat([]byte{0x5c}, walletauth.MinCodeMACKeyLen)
@@ -283,7 +295,7 @@ func TestTargetKeyUnopenable(t *testing.T) {
 func (e *env) service(t testing.TB, sealer secret.Sealer, macKey []byte) *walletauth.Service {
 	t.Helper()
 	svc, err := walletauth.New(walletauth.Config{Store: e.store, Sender: e.outbox, Clock: e.clock.Now, OrganizationID: "org-test",
-		Sealer: sealer, CodeMACKey: macKey})
+		Keys: walletauth.Keys{SigningKey: testSigningKey, Sealer: sealer, CodeMACKey: macKey}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,30 +335,39 @@ func TestSecretKeyRotation(t *testing.T) {
 	wantErr(t, err, apierror.Unauthorized, "Invalid OTP code")
 }
 
-// TestNewRequiresSecretKeys: outside sandbox mode New refuses to run without
-// both at-rest keys unless EphemeralSecretKeys opts out, and refuses a short
-// CodeMACKey always.
-func TestNewRequiresSecretKeys(t *testing.T) {
+// TestNewRequiresKeys: New refuses to run without all three keys, in
+// sandbox mode too, and refuses a short CodeMACKey and a Sealer that does
+// not work.
+func TestNewRequiresKeys(t *testing.T) {
 	base := walletauth.Config{Store: memory.New(), Sender: &outbox{}}
 	keys := testKeyring(t, "k")
+	full := func(c *walletauth.Config) {
+		c.Keys = walletauth.Keys{SigningKey: testSigningKey, Sealer: keys, CodeMACKey: testCodeMACKey}
+	}
 	for _, tc := range []struct {
 		name string
 		mod  func(*walletauth.Config)
 		want error // nil: New succeeds
 	}{
-		{"neither", func(*walletauth.Config) {}, walletauth.ErrSecretKeysRequired},
-		{"no CodeMACKey", func(c *walletauth.Config) { c.Sealer = keys }, walletauth.ErrSecretKeysRequired},
-		{"no Sealer", func(c *walletauth.Config) { c.CodeMACKey = testCodeMACKey }, walletauth.ErrSecretKeysRequired},
-		{"empty CodeMACKey", func(c *walletauth.Config) { c.Sealer, c.CodeMACKey = keys, []byte{} }, errShort},
-		{"short CodeMACKey", func(c *walletauth.Config) { c.Sealer, c.CodeMACKey = keys, make([]byte, 31) }, errShort},
-		{"short CodeMACKey, ephemeral", func(c *walletauth.Config) { c.EphemeralSecretKeys, c.CodeMACKey = true, make([]byte, 16) }, errShort},
-		{"nil *Keyring", func(c *walletauth.Config) { c.Sealer, c.CodeMACKey = (*secret.Keyring)(nil), testCodeMACKey }, errBroken},
-		{"failing Sealer", func(c *walletauth.Config) { c.Sealer, c.CodeMACKey = brokenSealer{}, testCodeMACKey }, errBroken},
-		{"failing Sealer, sandbox", func(c *walletauth.Config) { c.Sandbox, c.Sealer = true, brokenSealer{} }, errBroken},
-		{"both", func(c *walletauth.Config) { c.Sealer, c.CodeMACKey = keys, testCodeMACKey }, nil},
-		{"ephemeral", func(c *walletauth.Config) { c.EphemeralSecretKeys = true }, nil},
-		{"ephemeral with a Sealer", func(c *walletauth.Config) { c.EphemeralSecretKeys, c.Sealer = true, keys }, nil},
-		{"sandbox", func(c *walletauth.Config) { c.Sandbox = true }, nil},
+		{"none", func(*walletauth.Config) {}, walletauth.ErrKeysRequired},
+		{"none, sandbox", func(c *walletauth.Config) { c.Sandbox = true }, walletauth.ErrKeysRequired},
+		{"no SigningKey", func(c *walletauth.Config) { full(c); c.Keys.SigningKey = nil }, walletauth.ErrKeysRequired},
+		{"no CodeMACKey", func(c *walletauth.Config) { full(c); c.Keys.CodeMACKey = nil }, walletauth.ErrKeysRequired},
+		{"no Sealer", func(c *walletauth.Config) { full(c); c.Keys.Sealer = nil }, walletauth.ErrKeysRequired},
+		{"empty CodeMACKey", func(c *walletauth.Config) { full(c); c.Keys.CodeMACKey = []byte{} }, errShort},
+		{"short CodeMACKey", func(c *walletauth.Config) { full(c); c.Keys.CodeMACKey = make([]byte, 31) }, errShort},
+		{"nil *Keyring", func(c *walletauth.Config) { full(c); c.Keys.Sealer = (*secret.Keyring)(nil) }, errBroken},
+		{"failing Sealer", func(c *walletauth.Config) { full(c); c.Keys.Sealer = brokenSealer{} }, errBroken},
+		{"failing Sealer, sandbox", func(c *walletauth.Config) { full(c); c.Sandbox, c.Keys.Sealer = true, brokenSealer{} }, errBroken},
+		{"all", full, nil},
+		{"sandbox", func(c *walletauth.Config) { full(c); c.Sandbox = true }, nil},
+		{"ephemeral", func(c *walletauth.Config) {
+			k, err := walletauth.EphemeralKeys(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Keys = k
+		}, nil},
 	} {
 		cfg := base
 		tc.mod(&cfg)
@@ -376,11 +397,21 @@ func (brokenSealer) Open([]byte, []byte) ([]byte, error) {
 	return nil, errors.New("kms: connection refused")
 }
 
-// TestEphemeralSecretKeys: the opt-out runs logins on generated keys, which
+// ephemeralKeys is walletauth.EphemeralKeys that fails t on an error.
+func ephemeralKeys(t testing.TB) walletauth.Keys {
+	t.Helper()
+	k, err := walletauth.EphemeralKeys(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestEphemeralKeys: ephemeral keys run logins on generated keys, which
 // never reach the store in plaintext and which another process does not
 // hold.
-func TestEphemeralSecretKeys(t *testing.T) {
-	e := newEnv(t, func(c *walletauth.Config) { c.Sealer, c.CodeMACKey, c.EphemeralSecretKeys = nil, nil, true })
+func TestEphemeralKeys(t *testing.T) {
+	e := newEnv(t, func(c *walletauth.Config) { c.Keys = ephemeralKeys(t) })
 	e.login(t, e.email.ID, storage.EmailOTP)
 
 	m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
@@ -394,7 +425,7 @@ func TestEphemeralSecretKeys(t *testing.T) {
 	if _, err := secret.KeyID(iss.TargetKey); err != nil {
 		t.Fatalf("ephemeral keys store an unsealed target key: %v", err)
 	}
-	restarted, err := walletauth.New(walletauth.Config{Store: e.store, Sender: e.outbox, Clock: e.clock.Now, EphemeralSecretKeys: true})
+	restarted, err := walletauth.New(walletauth.Config{Store: e.store, Sender: e.outbox, Clock: e.clock.Now, Keys: ephemeralKeys(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
 package walletauth_test
 
 import (
-	"encoding/json"
+	"context"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
 )
@@ -116,7 +117,7 @@ func TestRetryRunsSignedParameters(t *testing.T) {
 		}
 		var effect string
 		a, _, err := e.svc.Authorize(ctx, walletauth.HostOperation{Type: "PAY", AccountID: e.wallet.ID, Parameters: map[string]int{"amount": 500},
-			Effect: func(_ storage.Tx, p json.RawMessage) error { effect = string(p); return nil }}, signed(t, c, ch, key))
+			Effect: func(_ context.Context, _ storage.Tx, a *signedretry.Authorization) error { effect = string(a.Parameters); return nil }}, signed(t, c, ch, key))
 		if err != nil || string(a.Parameters) != `{"amount":5}` || effect != `{"amount":5}` {
 			t.Fatalf("authorized %+v %v, effect %s, signed amount 5", a, err, effect)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"os"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/postgres"
@@ -126,7 +126,7 @@ func TestSignedOperationHoldsItsSigner(t *testing.T) {
 				revoked := make(chan error, 1)
 				var started atomic.Bool
 				var overtaken atomic.Bool
-				op.Effect = func(storage.Tx, json.RawMessage) error {
+				op.Effect = func(context.Context, storage.Tx, *signedretry.Authorization) error {
 					if started.CompareAndSwap(false, true) {
 						go func() { revoked <- revoke() }()
 					}

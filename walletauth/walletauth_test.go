@@ -76,7 +76,7 @@ func newEnvOn(t testing.TB, store storage.Store, mod func(*walletauth.Config)) *
 	t.Helper()
 	e := &env{store: store, clock: &clock{now: time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)}, outbox: &outbox{}}
 	cfg := walletauth.Config{Store: e.store, Sender: e.outbox, Clock: e.clock.Now, OrganizationID: "org-test",
-		Sealer: testKeyring(t, "test-1"), CodeMACKey: testCodeMACKey}
+		Keys: walletauth.Keys{SigningKey: testSigningKey, Sealer: testKeyring(t, "test-1"), CodeMACKey: testCodeMACKey}}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -103,11 +103,11 @@ func wantErr(t testing.TB, err error, code apierror.Code, reason string) *apierr
 	return e
 }
 
-func call(method, path, body string) signedretry.Retry {
-	return signedretry.Retry{Method: method, Path: path, Body: []byte(body)}
+func call(method, path, body string) signedretry.Request {
+	return signedretry.Request{Method: method, Path: path, Body: []byte(body)}
 }
 
-func signed(t testing.TB, c signedretry.Retry, ch *signedretry.Challenge, k *walletauth.ClientKey) signedretry.Retry {
+func signed(t testing.TB, c signedretry.Request, ch *signedretry.Challenge, k *walletauth.ClientKey) signedretry.Request {
 	t.Helper()
 	if ch == nil {
 		t.Fatal("no challenge to sign")
@@ -182,7 +182,7 @@ func TestNewRequiresStoreAndSender(t *testing.T) {
 	if _, err := walletauth.New(walletauth.Config{Store: memory.New()}); err == nil {
 		t.Error("New without a sender outside sandbox succeeded")
 	}
-	if _, err := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true}); err != nil {
+	if _, err := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true, Keys: ephemeralKeys(t)}); err != nil {
 		t.Errorf("sandbox without a sender: %v", err)
 	}
 }

@@ -274,8 +274,8 @@ func TestAuthorize(t *testing.T) {
 		t.Fatalf("first leg %+v %+v %v", a, ch, err)
 	}
 	var got []string
-	op.Effect = func(tx storage.Tx, p json.RawMessage) error {
-		got = append(got, string(p))
+	op.Effect = func(_ context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+		got = append(got, string(a.Parameters))
 		return nil
 	}
 	a, ch, err = e.svc.Authorize(ctx, op, signed(t, c, ch, key))
@@ -312,7 +312,7 @@ func TestAuthorize(t *testing.T) {
 		_, _, err = e.svc.Authorize(ctx, walletauth.HostOperation{Type: "X", AccountID: "InternalAccount:00000000-0000-4000-8000-000000000000"}, retry)
 		wantStatus(t, err, 401, apierror.Unauthorized)
 		// A failing effect: its error, the request still usable.
-		fail := walletauth.HostOperation{Type: "X", AccountID: e.wallet.ID, Effect: func(storage.Tx, json.RawMessage) error {
+		fail := walletauth.HostOperation{Type: "X", AccountID: e.wallet.ID, Effect: func(context.Context, storage.Tx, *signedretry.Authorization) error {
 			return apierror.New(apierror.InvalidAmount, "too low")
 		}}
 		_, _, err = e.svc.Authorize(ctx, fail, retry)
