@@ -43,7 +43,7 @@ func newWalletServices(cfg *Config) (*passkey.Verifier, *oidc.Verifier, error) {
 	if rp.ID == "" {
 		rp = defaultRelyingParty()
 	}
-	pk, err := passkey.New(rp, passkey.WithSandbox(true), passkey.WithRand(cfg.Rand))
+	pk, err := passkey.New(passkey.Config{RelyingParty: rp, Sandbox: true, Rand: cfg.Rand})
 	if err != nil {
 		return nil, nil, err
 	}

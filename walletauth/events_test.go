@@ -319,7 +319,7 @@ func newEvEnv(t *testing.T) *evEnv {
 	}
 	var e *env
 	e = newEnv(t, func(c *walletauth.Config) {
-		pk, err := passkey.New(passkey.RelyingParty{ID: rpID, Name: "Wallet", Origins: []string{origin}})
+		pk, err := passkey.New(passkey.Config{RelyingParty: passkey.RelyingParty{ID: rpID, Name: "Wallet", Origins: []string{origin}}})
 		if err != nil {
 			t.Fatal(err)
 		}

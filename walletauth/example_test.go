@@ -16,7 +16,7 @@ import (
 // with the sealed code, leg 2 stamped by the key that becomes the session key.
 func Example_otpLogin() {
 	ctx := context.Background()
-	keys, _ := walletauth.EphemeralKeys(nil) // one process: keys held in memory
+	keys, _ := walletauth.EphemeralKeys(nil)                                                    // one process: keys held in memory
 	svc, _ := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true, Keys: keys}) // the code is 000000
 	wallet, email, _ := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:42", Email: "ada@example.com"})
 

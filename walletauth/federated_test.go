@@ -129,7 +129,7 @@ func federatedEnv(t *testing.T) (*env, *idp) {
 	p := newIDP(t)
 	var e *env
 	e = newEnv(t, func(c *walletauth.Config) {
-		pk, err := passkey.New(passkey.RelyingParty{ID: rpID, Name: "Wallet", Origins: []string{origin}})
+		pk, err := passkey.New(passkey.Config{RelyingParty: passkey.RelyingParty{ID: rpID, Name: "Wallet", Origins: []string{origin}}})
 		if err != nil {
 			t.Fatal(err)
 		}

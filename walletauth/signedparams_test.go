@@ -117,7 +117,10 @@ func TestRetryRunsSignedParameters(t *testing.T) {
 		}
 		var effect string
 		a, _, err := e.svc.Authorize(ctx, walletauth.HostOperation{Type: "PAY", AccountID: e.wallet.ID, Parameters: map[string]int{"amount": 500},
-			Effect: func(_ context.Context, _ storage.Tx, a *signedretry.Authorization) error { effect = string(a.Parameters); return nil }}, signed(t, c, ch, key))
+			Effect: func(_ context.Context, _ storage.Tx, a *signedretry.Authorization) error {
+				effect = string(a.Parameters)
+				return nil
+			}}, signed(t, c, ch, key))
 		if err != nil || string(a.Parameters) != `{"amount":5}` || effect != `{"amount":5}` {
 			t.Fatalf("authorized %+v %v, effect %s, signed amount 5", a, err, effect)
 		}

@@ -12,6 +12,61 @@ import (
 	"github.com/walletgate/walletgate/walletauth/envelope"
 )
 
+// NewWallet describes an embedded wallet to provision.
+type NewWallet struct {
+	CustomerID string
+	// Email is the customer's email; the wallet's EMAIL_OTP credential is
+	// tied to it. Required.
+	Email string
+	// Phone is the customer's E.164 phone number, needed to add SMS_OTP.
+	Phone string
+}
+
+// CreateWallet provisions an internal account for a customer with its first
+// credential, an EMAIL_OTP credential tied to the customer's email. The email
+// is stored lowercased. An address already tied to an EMAIL_OTP credential of
+// another customer is 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS, also when two
+// customers race for it.
+func (s *Service) CreateWallet(ctx context.Context, w NewWallet) (*storage.InternalAccount, *AuthMethod, error) {
+	var v apierror.Validation
+	email := normalizeEmail(w.Email)
+	v.Check(validEmail(email), "email", apierror.Format("email"), "must be an email address")
+	v.Check(w.Phone == "" || validPhone(w.Phone), "phone", apierror.Format("e.164"), "must be an E.164 phone number")
+	if err := v.Err(); err != nil {
+		return nil, nil, err
+	}
+	accountID, err := s.newID("InternalAccount")
+	if err != nil {
+		return nil, nil, err
+	}
+	credID, err := s.newID("AuthMethod")
+	if err != nil {
+		return nil, nil, err
+	}
+	now := s.cfg.Clock().UTC()
+	acct := storage.InternalAccount{ID: accountID, CustomerID: w.CustomerID, Email: email, Phone: w.Phone, CreatedAt: now, UpdatedAt: now}
+	cred := storage.Credential{ID: credID, AccountID: accountID, Type: storage.EmailOTP, Nickname: email, Email: email,
+		CreatedAt: now, UpdatedAt: now}
+	err = s.atomic(ctx, func(tx storage.Tx) error {
+		// The address is held from the check to the insert, so two
+		// customers never both tie it to an EMAIL_OTP credential.
+		if err := holdEmail(ctx, tx, email, w.CustomerID); err != nil {
+			return err
+		}
+		if err := tx.InternalAccounts().Create(ctx, &acct); err != nil {
+			return err
+		}
+		if err := tx.Credentials().Create(ctx, &cred); err != nil {
+			return err
+		}
+		return s.credentialAdded(ctx, tx, &acct, &cred, "")
+	})
+	if err != nil {
+		return nil, nil, storeErr(err)
+	}
+	return &acct, authMethod(&cred), nil
+}
+
 // WalletSecrets gives [Service.ExportWallet] the secret of an embedded
 // wallet (its mnemonic, for instance). The host implements it: the custody
 // of wallet keys is the host's, the service only seals what it is given to

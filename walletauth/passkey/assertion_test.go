@@ -298,7 +298,7 @@ func TestSandboxSignature(t *testing.T) {
 	_, err = e.v.VerifyAssertion(e.stored, ch, real)
 	wantFields(t, err, "assertion.signature")
 
-	sandbox := newVerifier(t, nil, passkey.WithSandbox(true))
+	sandbox := newVerifier(t, nil, func(c *passkey.Config) { c.Sandbox = true })
 	got, err := sandbox.VerifyAssertion(e.stored, ch, magic)
 	if err != nil || got.SignCount != e.stored.SignCount || !bytes.Equal(got.CredentialID, e.stored.CredentialID) {
 		t.Fatalf("sandbox literal: %v %+v", err, got)

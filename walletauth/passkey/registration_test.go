@@ -58,7 +58,7 @@ func TestRegistrationNoneFormatEdDSA(t *testing.T) {
 }
 
 func TestRegistrationChallengeLifecycle(t *testing.T) {
-	v, s := newVerifier(t, nil, passkey.WithRegistrationTTL(2*time.Minute)), newStore()
+	v, s := newVerifier(t, nil, func(c *passkey.Config) { c.RegistrationTTL = 2 * time.Minute }), newStore()
 	auth := virtualwebauthn.NewAuthenticator()
 	req := func(rc *passkey.RegistrationChallenge, account string) passkey.RegistrationRequest {
 		cred := newCredential(t, virtualwebauthn.KeyTypeEC2)
@@ -239,7 +239,7 @@ func TestRegistrationMalformedInput(t *testing.T) {
 }
 
 func TestIssueRegistrationChallenge(t *testing.T) {
-	v, s := newVerifier(t, nil, passkey.WithRand(bytes.NewReader(bytes.Repeat([]byte{1}, 32)))), newStore()
+	v, s := newVerifier(t, nil, func(c *passkey.Config) { c.Rand = bytes.NewReader(bytes.Repeat([]byte{1}, 32)) }), newStore()
 	err := atomic(t, s, func(tx storage.Tx) error {
 		_, err := v.IssueRegistrationChallenge(context.Background(), tx, "", t0)
 		return err

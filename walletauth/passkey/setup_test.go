@@ -40,13 +40,17 @@ func testRP() passkey.RelyingParty {
 	return passkey.RelyingParty{ID: testRPID, Name: "Wallet", Origins: []string{testOrigin}}
 }
 
-func newVerifier(t testing.TB, mutate func(*passkey.RelyingParty), opts ...passkey.Option) *passkey.Verifier {
+func newVerifier(t testing.TB, mutate func(*passkey.RelyingParty), mods ...func(*passkey.Config)) *passkey.Verifier {
 	t.Helper()
 	rp := testRP()
 	if mutate != nil {
 		mutate(&rp)
 	}
-	v, err := passkey.New(rp, opts...)
+	cfg := passkey.Config{RelyingParty: rp}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	v, err := passkey.New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
