@@ -63,8 +63,8 @@ func newFixture(t testing.TB, sandbox bool) *fixture {
 }
 
 func (f *fixture) addSession(t testing.TB, account, cred string, key *ecdsa.PrivateKey) string {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	s := storage.Session{ID: newID(t, "Session"), AccountID: account, CredentialID: cred,
 		PublicKey: elliptic.MarshalCompressed(elliptic.P256(), key.X, key.Y),
 		CreatedAt: f.clock.Now(), ExpiresAt: f.clock.Now().Add(15 * time.Minute)}

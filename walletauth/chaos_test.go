@@ -185,6 +185,7 @@ type chaosPayParam struct {
 
 // chaosWorld is one run: the services, the wallets and what the clients saw.
 type chaosWorld struct {
+	ctx    context.Context // the test's
 	auth   []*walletauth.Service
 	own    []*ownership.Service
 	stores []storage.Store
@@ -312,12 +313,13 @@ func renderChaos(a storage.ExternalAccount) any {
 // accounts.
 func newChaosWorld(t *testing.T, stores []storage.Store, check storage.Store) *chaosWorld {
 	t.Helper()
+	ctx := t.Context()
 	signing, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sealer := testKeyring(t, "chaos-1")
-	w := &chaosWorld{stores: stores, check: check, ops: map[string]*[3]int{}, hostSigner: map[string]string{},
+	w := &chaosWorld{ctx: t.Context(), stores: stores, check: check, ops: map[string]*[3]int{}, hostSigner: map[string]string{},
 		hostResult: map[string]string{}, proofs: map[[2]string]int{}, wrong: map[string]int{}}
 	for _, st := range stores {
 		v, err := oidc.New(context.Background(), oidc.Config{Issuers: []oidc.Issuer{oidc.Google("chaos-client")}, Sandbox: true})
@@ -390,7 +392,8 @@ func (w *chaosWorld) all() []*chaosWallet { return append(slices.Clone(w.wallets
 
 // opCtx gives an operation its context: mostly a generous deadline, some
 // a deadline of a few milliseconds, some a cancellation at a random moment.
-func opCtx(rng *rand.Rand) (context.Context, context.CancelFunc) {
+func (w *chaosWorld) opCtx(rng *rand.Rand) (context.Context, context.CancelFunc) {
+	ctx := w.ctx
 	switch n := rng.IntN(100); {
 	case n < 4:
 		return context.WithTimeout(ctx, time.Duration(1+rng.IntN(15))*time.Millisecond)
@@ -1062,7 +1065,7 @@ func (w *chaosWorld) review(c context.Context, rng *rand.Rand, x *chaosExternal)
 
 // step runs one random operation on a random wallet.
 func (w *chaosWorld) step(rng *rand.Rand) {
-	c, cancel := opCtx(rng)
+	c, cancel := w.opCtx(rng)
 	defer cancel()
 	cw := w.wallets[rng.IntN(len(w.wallets))]
 	svc, _, _ := w.svc(rng)
@@ -1159,6 +1162,7 @@ func (w *chaosWorld) run(d time.Duration, seed uint64) {
 // watchEmails reports an address tied to EMAIL_OTP credentials of two
 // customers, read in one statement per address.
 func (w *chaosWorld) watchEmails() {
+	ctx := w.ctx
 	customers := map[string]string{}
 	for _, cw := range w.wallets {
 		customers[cw.ID] = cw.Customer
@@ -1192,6 +1196,7 @@ func (w *chaosWorld) watchEmails() {
 // verdict replays every account and checks the clients' answers; it
 // returns the violations found.
 func (w *chaosWorld) verdict(t *testing.T) []violation {
+	ctx := t.Context()
 	w.watchEmails()
 	out := slices.Clone(w.client)
 	replays := map[string]*replay{}
@@ -1270,6 +1275,7 @@ func (w *chaosWorld) verdict(t *testing.T) []violation {
 // against the gate's rules at its point in commit order, and every
 // activation against the proofs the clients submitted.
 func (w *chaosWorld) checkExternal(x *chaosExternal) ([]violation, error) {
+	ctx := w.ctx
 	var events []storage.Event
 	err := w.check.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
@@ -1424,6 +1430,7 @@ func (w *chaosWorld) summarize(t *testing.T, d time.Duration, vs []violation) {
 // TestChaosPostgres runs the chaos test on 4 pools sharing one schema, with
 // backends of the test's application_name terminated at random.
 func TestChaosPostgres(t *testing.T) {
+	ctx := t.Context()
 	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
 	if dsn == "" {
 		t.Skip("set WALLETGATE_POSTGRES_DSN to run the chaos test on PostgreSQL (CI sets it)")

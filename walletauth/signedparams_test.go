@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
@@ -15,6 +16,7 @@ import (
 // call bound (the body itself is the signed one, so the retry is accepted):
 // the effect must run the payload's parameters and ignore the request.
 func TestRetryRunsSignedParameters(t *testing.T) {
+	ctx := t.Context()
 	t.Run("refresh session", func(t *testing.T) {
 		e := newEnv(t, nil)
 		s, key := e.login(t, e.email.ID, storage.EmailOTP)
@@ -89,7 +91,7 @@ func TestRetryRunsSignedParameters(t *testing.T) {
 		}
 		_, _, err = openExport(t, e.svc.SigningPublicKey(), attacker, out)
 		wantStatus(t, err, 401, apierror.Unauthorized)
-		wantErr(t, err, apierror.Unauthorized, "encryptedWalletCredentials was not sealed to this client key")
+		apierrortest.Want(t, err, apierror.Unauthorized, "encryptedWalletCredentials was not sealed to this client key")
 	})
 	t.Run("wallet privacy", func(t *testing.T) {
 		e := newEnv(t, nil)
