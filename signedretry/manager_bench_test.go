@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/walletgate/walletgate/signedretry"
@@ -18,6 +19,8 @@ import (
 func BenchmarkComplete(b *testing.B) {
 	ctx := b.Context()
 	f := newFixture(b, false)
+	// Every challenge is live when the timer starts.
+	f.mgr = newManager(b, signedretry.Config{Store: f.store, Clock: f.clock.Now, MaxPending: math.MaxInt})
 	retries := make([]signedretry.Request, b.N)
 	for i := range retries {
 		c := f.issue(b, signedretry.Signer{Rule: signedretry.AnySession})

@@ -148,11 +148,11 @@ type Config struct {
 	// and seals it to clientPublicKey.
 	ClientHeldKeys bool
 	// Passkeys verifies PASSKEY registrations and assertions; nil disables
-	// the PASSKEY type (400 INVALID_INPUT). Its own sandbox option decides
+	// the PASSKEY type (400 INVALID_INPUT). Its own passkey.Config.Sandbox decides
 	// whether the legacy assertion literal is accepted.
 	Passkeys *passkey.Verifier
 	// OIDC verifies OpenID Connect ID tokens; nil disables the OAUTH type.
-	// Its own sandbox option decides whether dummy signatures are accepted.
+	// Its own oidc.Config.Sandbox decides whether dummy signatures are accepted.
 	OIDC *oidc.Verifier
 	// Sandbox switches on the sandbox rules: every code is SandboxOTPCode and
 	// nothing is delivered (HPKE and signatures still run), and the legacy
