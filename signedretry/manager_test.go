@@ -9,8 +9,10 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -607,5 +609,80 @@ func TestMaxPending(t *testing.T) {
 func TestNewNegativeMaxPending(t *testing.T) {
 	if m, err := signedretry.New(signedretry.Config{Store: memory.New(), MaxPending: -1}); err == nil || m != nil {
 		t.Fatalf("New with a negative MaxPending: %v, %v; want an error", m, err)
+	}
+}
+
+// TestRun runs an operation written as its two legs: the first call's Bind
+// commits its writes with the challenge (or alone when it binds nothing)
+// and rolls them back when it fails; the retry runs Lock, then Effect, and
+// never Bind.
+func TestRun(t *testing.T) {
+	ctx := t.Context()
+	f := newFixture(t, false)
+	now := f.clock.Now()
+	// spent reports whether Bind's write under key committed: a rate-limit
+	// window of one that is used up.
+	spent := func(key string) bool {
+		var wait time.Duration
+		if err := f.store.Atomic(ctx, func(tx storage.Tx) error {
+			var err error
+			if wait, err = tx.RateLimits().Allow(ctx, key, now, time.Hour, 1); err != nil {
+				return err
+			}
+			return errors.New("roll back") // only look
+		}); err == nil || err.Error() != "roll back" {
+			t.Fatal(err)
+		}
+		return wait > 0
+	}
+	var order []string
+	steps := func(key string, bound *signedretry.Operation, bindErr error) signedretry.Steps {
+		return signedretry.Steps{
+			Type: opType,
+			Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
+				order = append(order, "bind")
+				if _, err := tx.RateLimits().Allow(ctx, key, now, time.Hour, 1); err != nil {
+					return nil, err
+				}
+				return bound, bindErr
+			},
+			Lock: func(context.Context, storage.Tx, *signedretry.Authorization) error {
+				order = append(order, "lock")
+				return nil
+			},
+			Effect: func(context.Context, storage.Tx, *signedretry.Authorization) error {
+				order = append(order, "effect")
+				return nil
+			},
+		}
+	}
+	op := &signedretry.Operation{AccountID: f.account, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+		Parameters: map[string]string{"credentialType": "PASSKEY"}}
+
+	a, c, err := f.mgr.Run(ctx, first(), steps("bound", op, nil))
+	if err != nil || a != nil || c == nil || !spent("bound") {
+		t.Fatalf("first leg: %v, %v, %v; Bind's write committed: %v", a, c, err, spent("bound"))
+	}
+	p, err := signedretry.ParsePayload(c.PayloadToSign)
+	if err != nil || p.Type != opType || p.AccountID != f.account {
+		t.Fatalf("payload %+v %v: want the type of Steps and the bound account", p, err)
+	}
+	if a, c, err := f.mgr.Run(ctx, first(), steps("nothing", nil, nil)); err != nil || a != nil || c != nil || !spent("nothing") {
+		t.Fatalf("a Bind that binds nothing: %v, %v, %v; its write committed: %v", a, c, err, spent("nothing"))
+	}
+	refused := apierror.New(apierror.InvalidInput, "refused")
+	_, _, err = f.mgr.Run(ctx, first(), steps("failed", op, refused))
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
+	if spent("failed") {
+		t.Fatal("a failed Bind's write committed")
+	}
+
+	order = nil
+	a, c, err = f.mgr.Run(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), steps("retry", op, nil))
+	if err != nil || c != nil || a == nil || a.Type != opType || a.SessionID != f.sessA {
+		t.Fatalf("retry: %+v, %v, %v", a, c, err)
+	}
+	if !slices.Equal(order, []string{"lock", "effect"}) {
+		t.Fatalf("the retry ran %v, want lock then effect", order)
 	}
 }
