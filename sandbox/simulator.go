@@ -94,7 +94,7 @@ type Config struct {
 	// to in ownership proofs; the zero value is mainnet.
 	Network ownership.Network
 	// Sealer and CodeMACKey are the at-rest keys of the walletauth service
-	// (walletauth.Config.Sealer and CodeMACKey): the sealed OTP target keys
+	// (walletauth.Keys.Sealer and CodeMACKey): the sealed OTP target keys
 	// and the code MACs in the Store are made with them. Nil means keys
 	// generated for this process, which suits a memory store; simulators that
 	// share a database, or one restarted on it while logins are in progress,
