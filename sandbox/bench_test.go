@@ -83,7 +83,7 @@ func BenchmarkServiceOTPLogin(b *testing.B) {
 		key, _ := walletauth.NewClientKey()
 		bundle, _ := key.SealOTP(m.OTPEncryptionTargetBundle, svc.SigningPublicKey(), walletauth.SandboxOTPCode, nil)
 		req := walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: bundle}
-		call := signedretry.Retry{Method: "POST", Path: "/auth/credentials/" + credID + "/verify", Body: []byte(`{}`)}
+		call := signedretry.Request{Method: "POST", Path: "/auth/credentials/" + credID + "/verify", Body: []byte(`{}`)}
 		_, ch, err := svc.Verify(ctx, credID, req, call)
 		if err != nil {
 			b.Fatal(err)

@@ -171,7 +171,7 @@ func (st *state) customer(id string) (*customer, error) {
 // Errors: 400 INVALID_INPUT (every invalid field; a changed customerType),
 // 404 USER_NOT_FOUND, 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS,
 // 409 EMAIL_OTP_CREDENTIAL_SET_CHANGED, the 401s of signedretry.
-func (s *Simulator) UpdateCustomer(ctx context.Context, id string, req CustomerUpdate, call signedretry.Retry) (*Customer, *signedretry.Challenge, error) {
+func (s *Simulator) UpdateCustomer(ctx context.Context, id string, req CustomerUpdate, call signedretry.Request) (*Customer, *signedretry.Challenge, error) {
 	body, err := marshalBody(req)
 	if err != nil {
 		return nil, nil, err
@@ -191,7 +191,7 @@ func (s *Simulator) UpdateCustomer(ctx context.Context, id string, req CustomerU
 	return s.updateCustomer(ctx, id, req, call)
 }
 
-func (s *Simulator) updateCustomer(ctx context.Context, id string, req CustomerUpdate, call signedretry.Retry) (*Customer, *signedretry.Challenge, error) {
+func (s *Simulator) updateCustomer(ctx context.Context, id string, req CustomerUpdate, call signedretry.Request) (*Customer, *signedretry.Challenge, error) {
 	var current Customer
 	err := s.locked(func(st *state, _ time.Time) error {
 		c, err := st.customer(id)

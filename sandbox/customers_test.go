@@ -170,12 +170,12 @@ func TestCustomerGoAPI(t *testing.T) {
 	}
 	_, err = sim.CreateCustomer(ctx, sandbox.CustomerCreate{CustomerType: "INDIVIDUAL"})
 	apierrortest.Want(t, err, apierror.InvalidInput, "")
-	up, ch, err := sim.UpdateCustomer(ctx, c.ID, sandbox.CustomerUpdate{EDD: sandbox.EDD{PurposeOfAccount: "SAVINGS"}}, signedretry.Retry{})
+	up, ch, err := sim.UpdateCustomer(ctx, c.ID, sandbox.CustomerUpdate{EDD: sandbox.EDD{PurposeOfAccount: "SAVINGS"}}, signedretry.Request{})
 	if err != nil || ch != nil || up.PurposeOfAccount != "SAVINGS" {
 		t.Fatalf("update: %v %v %+v", err, ch, up)
 	}
 	// An email change answers a challenge through the Go API too.
-	_, ch, err = sim.UpdateCustomer(ctx, c.ID, sandbox.CustomerUpdate{Email: "new@example.com"}, signedretry.Retry{})
+	_, ch, err = sim.UpdateCustomer(ctx, c.ID, sandbox.CustomerUpdate{Email: "new@example.com"}, signedretry.Request{})
 	if err != nil || ch == nil {
 		t.Fatalf("email change: %v %v", err, ch)
 	}

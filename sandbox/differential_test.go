@@ -327,7 +327,7 @@ func TestGoAPIRetryRunsSignedParameters(t *testing.T) {
 	_, wallet := e.customer("Gina Go")
 	key := e.login(wallet)
 	ctx := t.Context()
-	stamp := func(call signedretry.Retry, ch *signedretry.Challenge) signedretry.Retry {
+	stamp := func(call signedretry.Request, ch *signedretry.Challenge) signedretry.Request {
 		sig, err := key.Stamp(ch.PayloadToSign)
 		if err != nil {
 			t.Fatal(err)
@@ -338,7 +338,7 @@ func TestGoAPIRetryRunsSignedParameters(t *testing.T) {
 
 	userPriv, userPub := exportKey(t)
 	_, attackerPub := exportKey(t)
-	first := signedretry.Retry{Body: []byte(`{"clientPublicKey":"` + userPub + `"}`)}
+	first := signedretry.Request{Body: []byte(`{"clientPublicKey":"` + userPub + `"}`)}
 	_, ch, err := e.sim.ExportWallet(ctx, wallet, walletauth.ExportRequest{ClientPublicKey: userPub}, first)
 	if err != nil {
 		t.Fatal(err)
@@ -358,7 +358,7 @@ func TestGoAPIRetryRunsSignedParameters(t *testing.T) {
 	e.do("POST", "/sandbox/internal-accounts/"+w2+"/fund", map[string]any{"amount": 1_000, "currency": "USD"}).ok(t, 200, nil)
 	ext := e.external(c.ID, usdAccount("44440001"))
 	treq := sandbox.TransferRequest{Source: sandbox.AccountRef{AccountID: w2}, Destination: sandbox.AccountRef{AccountID: ext.ID}, Amount: 100}
-	tfirst := signedretry.Retry{}
+	tfirst := signedretry.Request{}
 	_, tch, err := e.sim.TransferOut(ctx, treq, tfirst)
 	if err != nil || tch == nil {
 		t.Fatalf("first leg %+v %v", tch, err)
@@ -378,7 +378,7 @@ func TestGoAPIRetryRunsSignedParameters(t *testing.T) {
 	}
 
 	on, off := true, false
-	first = signedretry.Retry{Body: []byte(`{"privateEnabled":true}`)}
+	first = signedretry.Request{Body: []byte(`{"privateEnabled":true}`)}
 	_, ch, err = e.sim.UpdateWallet(ctx, wallet, walletauth.PrivacyRequest{PrivateEnabled: &on}, first)
 	if err != nil {
 		t.Fatal(err)

@@ -103,7 +103,7 @@
 // 202 with a payloadToSign, the same request stamped by an active session
 // of the wallet (Service-Wallet-Signature and Request-Id) completes it
 // exactly once, executing the signed parameters. The Go methods take a
-// signedretry.Retry describing the request; its zero Method, Path and Body
+// signedretry.Request describing the request; its zero Method, Path and Body
 // are filled in from the arguments.
 //
 // # Payouts

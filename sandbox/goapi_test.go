@@ -34,7 +34,7 @@ func goLogin(t *testing.T, sim *sandbox.Simulator, walletID string) *walletauth.
 		t.Fatal(err)
 	}
 	req := walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: bundle}
-	call := signedretry.Retry{Method: "POST", Path: "/auth/credentials/" + creds[0].ID + "/verify", Body: []byte(`{}`)}
+	call := signedretry.Request{Method: "POST", Path: "/auth/credentials/" + creds[0].ID + "/verify", Body: []byte(`{}`)}
 	_, ch, err := sim.Auth().Verify(ctx, creds[0].ID, req, call)
 	if err != nil {
 		t.Fatal(err)
@@ -48,9 +48,9 @@ func goLogin(t *testing.T, sim *sandbox.Simulator, walletID string) *walletauth.
 }
 
 // stamped returns the retry of a challenge, stamped by key.
-func stamped(key *walletauth.ClientKey, ch *signedretry.Challenge) signedretry.Retry {
+func stamped(key *walletauth.ClientKey, ch *signedretry.Challenge) signedretry.Request {
 	sig, _ := key.Stamp(ch.PayloadToSign)
-	return signedretry.Retry{Signature: sig, RequestID: ch.RequestID}
+	return signedretry.Request{Signature: sig, RequestID: ch.RequestID}
 }
 
 func TestGoAPIFlow(t *testing.T) {
@@ -92,7 +92,7 @@ func TestGoAPIFlow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, ch, err := sim.ExecuteQuote(ctx, q.ID, "", signedretry.Retry{})
+		_, ch, err := sim.ExecuteQuote(ctx, q.ID, "", signedretry.Request{})
 		if err != nil || ch == nil {
 			t.Fatalf("execute leg 1: %v %v", err, ch)
 		}
@@ -105,7 +105,7 @@ func TestGoAPIFlow(t *testing.T) {
 			t.Fatalf("transaction %+v", got)
 		}
 
-		_, ch, err = sim.UpdateWallet(ctx, wallet, walletauth.PrivacyRequest{PrivateEnabled: new(bool)}, signedretry.Retry{})
+		_, ch, err = sim.UpdateWallet(ctx, wallet, walletauth.PrivacyRequest{PrivateEnabled: new(bool)}, signedretry.Request{})
 		if err != nil || ch == nil {
 			t.Fatalf("privacy leg 1: %v", err)
 		}
@@ -115,7 +115,7 @@ func TestGoAPIFlow(t *testing.T) {
 			t.Fatalf("privacy leg 2: %v %+v", err, w)
 		}
 		_, pub := exportKey(t)
-		_, ch, err = sim.ExportWallet(ctx, wallet, walletauth.ExportRequest{ClientPublicKey: pub}, signedretry.Retry{})
+		_, ch, err = sim.ExportWallet(ctx, wallet, walletauth.ExportRequest{ClientPublicKey: pub}, signedretry.Request{})
 		if err != nil || ch == nil {
 			t.Fatalf("export leg 1: %v", err)
 		}

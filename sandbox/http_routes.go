@@ -41,7 +41,7 @@ func (s *Simulator) hUpdateCustomer(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, err)
 		return
 	}
-	c, ch, err := s.updateCustomer(r.Context(), r.PathValue("id"), req, signedretry.RetryFrom(r, "", body))
+	c, ch, err := s.updateCustomer(r.Context(), r.PathValue("id"), req, signedretry.RequestFrom(r, body))
 	signedretry.WriteResult(w, http.StatusOK, c, ch, err)
 }
 
@@ -66,7 +66,7 @@ func (s *Simulator) hUpdateWallet(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a, ch, err := s.UpdateWallet(r.Context(), r.PathValue("id"), req, signedretry.RetryFrom(r, "", body))
+	a, ch, err := s.UpdateWallet(r.Context(), r.PathValue("id"), req, signedretry.RequestFrom(r, body))
 	signedretry.WriteResult(w, http.StatusOK, a, ch, err)
 }
 
@@ -76,7 +76,7 @@ func (s *Simulator) hExport(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	e, ch, err := s.ExportWallet(r.Context(), r.PathValue("id"), req, signedretry.RetryFrom(r, "", body))
+	e, ch, err := s.ExportWallet(r.Context(), r.PathValue("id"), req, signedretry.RequestFrom(r, body))
 	signedretry.WriteResult(w, http.StatusOK, e, ch, err)
 }
 
@@ -147,7 +147,7 @@ func (s *Simulator) hTransfer(in bool) http.HandlerFunc {
 		if in {
 			tx, err = s.TransferIn(r.Context(), req)
 		} else {
-			tx, ch, err = s.TransferOut(r.Context(), req, signedretry.RetryFrom(r, "", body))
+			tx, ch, err = s.TransferOut(r.Context(), req, signedretry.RequestFrom(r, body))
 		}
 		signedretry.WriteResult(w, http.StatusCreated, tx, ch, err)
 	}
@@ -178,7 +178,7 @@ func (s *Simulator) hExecute(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, err)
 		return
 	}
-	q, ch, err := s.ExecuteQuote(r.Context(), r.PathValue("id"), key, signedretry.RetryFrom(r, "", body))
+	q, ch, err := s.ExecuteQuote(r.Context(), r.PathValue("id"), key, signedretry.RequestFrom(r, body))
 	signedretry.WriteResult(w, http.StatusOK, q, ch, err)
 }
 

@@ -112,7 +112,7 @@ const (
 )
 
 // defaults fills a Go caller's zero call from the route.
-func (s *Simulator) defaults(call signedretry.Retry, method, path string, body any) (signedretry.Retry, error) {
+func (s *Simulator) defaults(call signedretry.Request, method, path string, body any) (signedretry.Request, error) {
 	if call.Method == "" {
 		call.Method = method
 	}
@@ -146,7 +146,7 @@ func (s *Simulator) defaults(call signedretry.Retry, method, path string, body a
 //
 // Errors: 400 INVALID_INPUT (clientPublicKey not a compressed or
 // uncompressed P-256 key), 404 REFERENCE_NOT_FOUND, the 401s of signedretry.
-func (s *Simulator) ExportWallet(ctx context.Context, accountID string, req walletauth.ExportRequest, call signedretry.Retry) (*walletauth.WalletExport, *signedretry.Challenge, error) {
+func (s *Simulator) ExportWallet(ctx context.Context, accountID string, req walletauth.ExportRequest, call signedretry.Request) (*walletauth.WalletExport, *signedretry.Challenge, error) {
 	call, err := s.defaults(call, http.MethodPost, "/internal-accounts/"+accountID+"/export", req)
 	if err != nil {
 		return nil, nil, err
@@ -169,7 +169,7 @@ func (walletSecrets) Secret(context.Context, string) ([]byte, error) {
 //
 // Errors: 400 INVALID_INPUT (privateEnabled missing), 404
 // REFERENCE_NOT_FOUND, the 401s of signedretry.
-func (s *Simulator) UpdateWallet(ctx context.Context, accountID string, req walletauth.PrivacyRequest, call signedretry.Retry) (*InternalAccount, *signedretry.Challenge, error) {
+func (s *Simulator) UpdateWallet(ctx context.Context, accountID string, req walletauth.PrivacyRequest, call signedretry.Request) (*InternalAccount, *signedretry.Challenge, error) {
 	call, err := s.defaults(call, http.MethodPatch, "/internal-accounts/"+accountID, req)
 	if err != nil {
 		return nil, nil, err

@@ -344,7 +344,7 @@ func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
 // QUOTE_NOT_FOUND, 409 CONFLICT (not pending, expired, funded in real time,
 // or the Idempotency-Key was used for another request or its request is in
 // progress), the 401s of signedretry.
-func (s *Simulator) ExecuteQuote(ctx context.Context, quoteID, idempotencyKey string, call signedretry.Retry) (*Quote, *signedretry.Challenge, error) {
+func (s *Simulator) ExecuteQuote(ctx context.Context, quoteID, idempotencyKey string, call signedretry.Request) (*Quote, *signedretry.Challenge, error) {
 	call, err := s.defaults(call, http.MethodPost, "/quotes/"+quoteID+"/execute", nil)
 	if err != nil {
 		return nil, nil, err
@@ -390,7 +390,7 @@ func (s *Simulator) ExecuteQuote(ctx context.Context, quoteID, idempotencyKey st
 // every HTTP request reaches the routes only with its client id).
 func (s *Simulator) idempotencyScope() string { return "Platform:" + s.cfg.ClientID }
 
-func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signedretry.Retry) (*Quote, *signedretry.Challenge, error) {
+func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signedretry.Request) (*Quote, *signedretry.Challenge, error) {
 	var params quoteParams
 	check := func(st *state, now time.Time) (*quote, error) {
 		q := st.quotes[quoteID]
@@ -487,7 +487,7 @@ func (s *Simulator) gateQuote(ctx context.Context, tx storage.Tx, q *quote, p qu
 // signed parameters are checked, the payout gate decided and the balance
 // checked inside the transaction that consumes the request (the
 // operation's Effect); the payout is written with the signed values only.
-func (s *Simulator) executeQuoteRetry(ctx context.Context, quoteID string, call signedretry.Retry,
+func (s *Simulator) executeQuoteRetry(ctx context.Context, quoteID string, call signedretry.Request,
 	check func(*state, time.Time) (*quote, error)) (*Quote, *signedretry.Challenge, error) {
 	txID, err := s.newID("Transaction")
 	if err != nil {
@@ -502,7 +502,8 @@ func (s *Simulator) executeQuoteRetry(ctx context.Context, quoteID string, call 
 	op := quoteOperation(q.params())
 	var signed quoteParams
 	identifier := ""
-	op.Effect = func(tx storage.Tx, raw json.RawMessage) error {
+	op.Effect = func(_ context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+		raw := a.Parameters
 		var p quoteParams
 		if err := apierror.DecodeBytes(raw, &p); err != nil {
 			return apierror.Internal(fmt.Errorf("sandbox: decoding signed parameters of quote %s: %w", quoteID, err))

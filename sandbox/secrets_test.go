@@ -77,7 +77,7 @@ func TestSimulatorSecretKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, ch, err := sims[1].Auth().Verify(ctx, credID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: bundle},
-			signedretry.Retry{Method: "POST", Path: "/auth/credentials/" + credID + "/verify", Body: []byte(`{"type":"EMAIL_OTP"}`)})
+			signedretry.Request{Method: "POST", Path: "/auth/credentials/" + credID + "/verify", Body: []byte(`{"type":"EMAIL_OTP"}`)})
 		if err != nil || ch == nil {
 			t.Fatalf("the other simulator's leg 1: %v", err)
 		}

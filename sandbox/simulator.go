@@ -97,13 +97,18 @@ type Config struct {
 	// to in ownership proofs; the zero value is mainnet.
 	Network ownership.Network
 	// Sealer and CodeMACKey are the at-rest keys of the walletauth service
-	// (walletauth.Config.Sealer and CodeMACKey): the sealed OTP target keys
+	// (walletauth.Keys.Sealer and CodeMACKey): the sealed OTP target keys
 	// and the code MACs in the Store are made with them. Nil means keys
 	// generated for this process, which suits a memory store; simulators that
 	// share a database, or one restarted on it while logins are in progress,
 	// need the same keys (examples/server takes them from the environment).
 	Sealer     secret.Sealer
 	CodeMACKey []byte
+	// SigningKey is walletauth.Keys.SigningKey, the key that signs OTP and
+	// export bundles, which clients pin. Nil means a key generated for this
+	// process; simulators sharing a database with clients that pin it need
+	// the same key.
+	SigningKey *ecdsa.PrivateKey
 	// ClientHeldKeys is walletauth.Config.ClientHeldKeys: a compressed
 	// clientPublicKey becomes the session key itself and no
 	// encryptedSessionSigningKey is returned. By default the server
@@ -172,7 +177,7 @@ func New(cfg Config) (*Simulator, error) {
 		return nil, err
 	}
 	auth, err := walletauth.New(walletauth.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand, Sandbox: true,
-		Passkeys: pk, OIDC: ov, Sealer: cfg.Sealer, CodeMACKey: cfg.CodeMACKey,
+		Passkeys: pk, OIDC: ov, Keys: walletauth.Keys{SigningKey: cfg.SigningKey, Sealer: cfg.Sealer, CodeMACKey: cfg.CodeMACKey},
 		OrganizationID: SandboxOrganizationID, WalletSecrets: walletSecrets{}, ClientHeldKeys: cfg.ClientHeldKeys})
 	if err != nil {
 		ov.Close()
@@ -249,6 +254,22 @@ func (cfg Config) normalize() (Config, error) {
 	}
 	if len(cfg.OIDCIssuers) == 0 {
 		cfg.OIDCIssuers = []oidc.Issuer{oidc.Google(DefaultOIDCAudience), oidc.Apple(DefaultOIDCAudience)}
+	}
+	// Keys the host did not give are made for this process.
+	if cfg.SigningKey == nil || cfg.Sealer == nil || cfg.CodeMACKey == nil {
+		keys, err := walletauth.EphemeralKeys(nil)
+		if err != nil {
+			return cfg, err
+		}
+		if cfg.SigningKey == nil {
+			cfg.SigningKey = keys.SigningKey
+		}
+		if cfg.Sealer == nil {
+			cfg.Sealer = keys.Sealer
+		}
+		if cfg.CodeMACKey == nil {
+			cfg.CodeMACKey = keys.CodeMACKey
+		}
 	}
 	return cfg, nil
 }

@@ -214,7 +214,7 @@ func (s *Simulator) TransferIn(ctx context.Context, req TransferRequest) (*Trans
 // no payouts: PENDING, UNDER_REVIEW, INACTIVE), decided by the library's
 // payout gate with details.field destination.accountId, the 401s of
 // signedretry.
-func (s *Simulator) TransferOut(ctx context.Context, req TransferRequest, call signedretry.Retry) (*Transaction, *signedretry.Challenge, error) {
+func (s *Simulator) TransferOut(ctx context.Context, req TransferRequest, call signedretry.Request) (*Transaction, *signedretry.Challenge, error) {
 	call, err := s.defaults(call, http.MethodPost, "/transfer-out", req)
 	if err != nil {
 		return nil, nil, err
@@ -236,7 +236,7 @@ type transferParams struct {
 	Currency             string `json:"currency"`
 }
 
-func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call signedretry.Retry) (*Transaction, *signedretry.Challenge, error) {
+func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call signedretry.Request) (*Transaction, *signedretry.Challenge, error) {
 	extID, walletID := req.Destination.AccountID, req.Source.AccountID
 	op := walletauth.HostOperation{Type: OpTransferOut, AccountID: walletID}
 	if call.Signature == "" && call.RequestID == "" {
@@ -274,7 +274,8 @@ func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call s
 	now := s.lock()
 	defer s.mu.Unlock()
 	var plan transferPlan
-	op.Effect = func(tx storage.Tx, raw json.RawMessage) error {
+	op.Effect = func(_ context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+		raw := a.Parameters
 		var p transferParams
 		if err := apierror.DecodeBytes(raw, &p); err != nil {
 			return apierror.Internal(fmt.Errorf("sandbox: decoding signed transfer parameters: %w", err))

@@ -39,7 +39,7 @@ func defaultRelyingParty() passkey.RelyingParty {
 // cfg: real WebAuthn with the legacy sandbox literal accepted, and ID tokens
 // whose signature may be a dummy while every claim is checked.
 func newWalletServices(cfg *Config) (*passkey.Verifier, *oidc.Verifier, error) {
-	pk, err := passkey.New(cfg.RelyingParty, passkey.WithSandbox(true), passkey.WithRand(cfg.Rand))
+	pk, err := passkey.New(passkey.Config{RelyingParty: cfg.RelyingParty, Sandbox: true, Rand: cfg.Rand})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
 )
 
@@ -40,7 +41,7 @@ func TestBodyDigestRejects(t *testing.T) {
 		`{"a":`,
 	} {
 		_, err := signedretry.BodyDigest([]byte(body))
-		e := wantCode(t, err, apierror.InvalidInput)
+		e := apierrortest.Want(t, err, apierror.InvalidInput, "")
 		if e.Status() != 400 {
 			t.Fatalf("%s: status %d", body, e.Status())
 		}

@@ -19,6 +19,9 @@
 //   - the key is allowed to sign under the operation's [Rule], checked
 //     against the sessions in storage when the retry arrives.
 //
+// [Manager.Run] runs an operation written as its two legs ([Steps]): on the
+// first call, what it binds, in the transaction that issues the challenge;
+// on the retry, what it does.
 // [Manager.Complete] consumes the request, checks the signer and runs the
 // operation's effect in one store transaction: either all of it happens or
 // none does, and a failed retry leaves the request usable. The signing
@@ -45,6 +48,6 @@
 // The stamp itself ([NewStamp], [ParseStamp], [Stamp.Verify]) and the body
 // digest ([BodyDigest], over the canonical form of
 // [apierror.Canonicalize]) are usable on their own;
-// http.go has the few lines a net/http route needs ([IsRetry],
-// [OperationFrom], [RetryFrom], [WriteResult]).
+// http.go has the few lines a net/http route needs ([RequestFrom],
+// [WriteResult]).
 package signedretry

@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"time"
 
-	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
@@ -22,33 +21,25 @@ import (
 // call answers 202 with a payload to sign, the signed retry answers 204.
 func Example_httpRoute() {
 	store := memory.New()
-	mgr := signedretry.NewManager(signedretry.Config{Store: store})
+	mgr, err := signedretry.New(signedretry.Config{Store: store})
+	if err != nil {
+		panic(err)
+	}
 	account := "InternalAccount:0b5e1f3c-3a1e-4c4e-9d55-2f0c6b1f7a10"
 
-	// The route: DELETE /auth/sessions/{id}.
+	// The route: DELETE /auth/sessions/{id}, written as its two legs.
 	route := func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if !signedretry.IsRetry(r) {
-			c, err := mgr.Issue(r.Context(), signedretry.OperationFrom(r, signedretry.Operation{
-				Type: "REVOKE_SESSION", AccountID: account,
-				Signer: signedretry.Signer{Rule: signedretry.AnySession},
-			}, body))
-			if err != nil {
-				apierror.Write(w, err)
-				return
-			}
-			signedretry.WriteChallenge(w, c)
-			return
-		}
-		_, err := mgr.Complete(r.Context(), signedretry.RetryFrom(r, "REVOKE_SESSION", body),
-			func(tx storage.Tx, a *signedretry.Authorization) error {
-				return tx.Sessions().Revoke(r.Context(), r.PathValue("id"), time.Now())
-			})
-		if err != nil {
-			apierror.Write(w, err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
+		_, c, err := mgr.Run(r.Context(), signedretry.RequestFrom(r, body), signedretry.Steps{
+			Type: "REVOKE_SESSION",
+			Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
+				return &signedretry.Operation{AccountID: account, Signer: signedretry.Signer{Rule: signedretry.AnySession}}, nil
+			},
+			Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+				return tx.Sessions().Revoke(ctx, r.PathValue("id"), time.Now())
+			},
+		})
+		signedretry.WriteResult(w, 0, nil, c, err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("DELETE /auth/sessions/{id}", route)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
 )
 
@@ -21,7 +22,7 @@ func (f *fixture) expectation() signedretry.Expectation {
 // failed check.
 func wantRefused(t *testing.T, err error, check string) {
 	t.Helper()
-	e := wantCode(t, err, apierror.Unauthorized)
+	e := apierrortest.Want(t, err, apierror.Unauthorized, "")
 	if e.Status() != 401 || e.Details["check"] != check || e.Reason() == "" || !strings.Contains(e.Message, check) {
 		t.Fatalf("error %v (details %v), want the %q check to fail", err, e.Details, check)
 	}
@@ -31,13 +32,14 @@ func wantRefused(t *testing.T, err error, check string) {
 // whose reason contains reason.
 func wantMalformed(t *testing.T, err error, reason string) {
 	t.Helper()
-	e := wantCode(t, err, apierror.InvalidInput)
+	e := apierrortest.Want(t, err, apierror.InvalidInput, "")
 	if e.Status() != 400 || !strings.Contains(e.Reason(), reason) || !strings.HasPrefix(e.Reason(), "payloadToSign ") {
 		t.Fatalf("error %v (reason %q), want reason %q", err, e.Reason(), reason)
 	}
 }
 
 func TestExpectationAcceptsTheIssuedPayload(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t, false)
 	c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
 	want := f.expectation()
@@ -59,7 +61,7 @@ func TestExpectationAcceptsTheIssuedPayload(t *testing.T) {
 	if err != nil || p.RequestID != c.RequestID {
 		t.Fatalf("Stamp: %v, %+v", err, p)
 	}
-	if _, err := f.mgr.Complete(ctx, retry(c, sig), nil); err != nil {
+	if _, err := f.mgr.Complete(ctx, retry(c, sig), opType, nil); err != nil {
 		t.Fatalf("the checked stamp does not complete the retry: %v", err)
 	}
 }
@@ -114,7 +116,7 @@ func TestExpectationCallerMistakes(t *testing.T) {
 		want := f.expectation()
 		edit(&want)
 		_, err := want.Check(c.PayloadToSign)
-		e := wantCode(t, err, apierror.InvalidInput)
+		e := apierrortest.Want(t, err, apierror.InvalidInput, "")
 		if e.Details["field"] != strings.TrimSpace(name) {
 			t.Errorf("%s: %v, want the field named", name, err)
 		}
@@ -123,7 +125,7 @@ func TestExpectationCallerMistakes(t *testing.T) {
 		want := f.expectation()
 		want.Parameters = bad
 		_, err := want.Check(c.PayloadToSign)
-		wantCode(t, err, apierror.InvalidInput)
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 	}
 }
 

@@ -12,31 +12,16 @@ const (
 	HeaderRequestID = "Request-Id"
 )
 
-// IsRetry reports whether r carries either signed-retry header. A request
-// with neither is a first call; a request with one of them is a retry, and
-// [Manager.Complete] names the header that is missing.
-func IsRetry(r *http.Request) bool {
-	return r.Header.Get(HeaderSignature) != "" || r.Header.Get(HeaderRequestID) != ""
-}
-
-// RetryFrom builds the [Retry] of r for the operation type the route expects.
-// body is r's body, already read by the host (the same bytes it decoded).
-func RetryFrom(r *http.Request, opType string, body []byte) Retry {
-	return Retry{
-		Signature: r.Header.Get(HeaderSignature),
-		RequestID: r.Header.Get(HeaderRequestID),
-		Type:      opType,
+// RequestFrom builds the [Request] of r, on either leg. body is r's body,
+// already read by the host (the same bytes it decoded).
+func RequestFrom(r *http.Request, body []byte) Request {
+	return Request{
 		Method:    r.Method,
 		Path:      r.URL.Path,
 		Body:      body,
+		Signature: r.Header.Get(HeaderSignature),
+		RequestID: r.Header.Get(HeaderRequestID),
 	}
-}
-
-// OperationFrom fills the Method, Path and Body of op from the first call r,
-// so the retry can be matched against them.
-func OperationFrom(r *http.Request, op Operation, body []byte) Operation {
-	op.Method, op.Path, op.Body = r.Method, r.URL.Path, body
-	return op
 }
 
 // WriteChallenge answers a first call: 202 Accepted with the challenge.

@@ -38,7 +38,7 @@ const SandboxSignature = "sandbox-valid-signature"
 // commit in between.
 type Rule string
 
-// Signer rules (DESIGN section 3).
+// Signer rules.
 const (
 	// AnySession: an active session of the account (add credential, export
 	// wallet, wallet privacy, customer email change, quote execution, and
@@ -62,7 +62,8 @@ type Signer struct {
 	Ref  string
 }
 
-// Config configures a [Manager].
+// Config configures a [Manager]. Its zero values are the defaults, except
+// Store, which is required.
 type Config struct {
 	// Store persists pending requests and holds the sessions signers are
 	// checked against. Required.
@@ -71,11 +72,11 @@ type Config struct {
 	Clock func() time.Time
 	// Rand supplies request ids; nil means crypto/rand.
 	Rand io.Reader
-	// TTL is the lifetime of a challenge; zero means DefaultTTL.
+	// TTL is the lifetime of a challenge; zero or negative means DefaultTTL.
 	TTL time.Duration
 	// MaxPending caps the live challenges of one account (issued, neither
 	// used nor expired), so first legs cannot pile up records without
-	// bound; zero means DefaultMaxPending. Negative is a programming error.
+	// bound; zero means DefaultMaxPending. Negative is refused by [New].
 	MaxPending int
 	// Sandbox makes the literal SandboxSignature pass the signature check.
 	// The request is still single use and the Request-Id still required.
@@ -86,51 +87,42 @@ type Config struct {
 // Manager issues signed-retry challenges and completes their retries. It is
 // safe for concurrent use; all state lives in the store.
 type Manager struct {
-	keys    keyCache
-	store   storage.Store
-	clock   func() time.Time
-	rand    io.Reader
-	ttl     time.Duration
-	max     int
-	sandbox bool
+	keys keyCache
+	cfg  Config // normalized by New
 }
 
-// NewManager returns a manager for cfg. It panics when cfg.Store is nil or
-// cfg.MaxPending is negative, programming errors that no request can cause.
-func NewManager(cfg Config) *Manager {
+// New returns a manager for cfg. It fails when cfg.Store is nil or
+// cfg.MaxPending is negative.
+func New(cfg Config) (*Manager, error) {
 	if cfg.Store == nil {
-		panic("signedretry: Config.Store is nil")
+		return nil, errors.New("signedretry: Config.Store is required")
 	}
 	if cfg.MaxPending < 0 {
-		panic("signedretry: Config.MaxPending is negative")
+		return nil, errors.New("signedretry: Config.MaxPending is negative")
 	}
-	m := &Manager{store: cfg.Store, clock: cfg.Clock, rand: cfg.Rand, ttl: cfg.TTL, max: cfg.MaxPending, sandbox: cfg.Sandbox}
-	if m.clock == nil {
-		m.clock = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
-	if m.rand == nil {
-		m.rand = rand.Reader
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
 	}
-	if m.ttl <= 0 {
-		m.ttl = DefaultTTL
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
 	}
-	if m.max == 0 {
-		m.max = DefaultMaxPending
+	if cfg.MaxPending == 0 {
+		cfg.MaxPending = DefaultMaxPending
 	}
-	return m
+	return &Manager{cfg: cfg}, nil
 }
 
-// Operation is a sensitive request that needs a signed retry.
+// Operation is what the first leg of a sensitive request binds into its
+// challenge. The method, path and body it is bound to are the [Request]'s.
 type Operation struct {
 	// Type names the operation in the payload, e.g. "REVOKE_CREDENTIAL".
+	// [Manager.Run] sets it to [Steps].Type.
 	Type string
 	// AccountID is the internal account the operation acts on.
 	AccountID string
-	// Method, Path and Body are the first call's; the retry must repeat
-	// them (the body compared after canonicalization).
-	Method string
-	Path   string
-	Body   []byte
 	// Signer says who may sign the retry.
 	Signer Signer
 	// Parameters, when not nil, must marshal to a JSON object; it is written
@@ -167,19 +159,21 @@ type payload struct {
 	ExpiresAt   string          `json:"expiresAt"`
 }
 
-// Issue stores a pending request for op and returns its challenge. The
-// payload binds the operation, the account, the parameters and the SHA-256 of
-// the canonical body; the server keeps it byte for byte. A body that is not
-// JSON (or empty) answers 400 INVALID_INPUT. An account that already holds
+// Issue stores a pending request for op, bound to the method, path and body
+// of the first call r, and returns its challenge. The payload binds the
+// operation, the account, the parameters and the SHA-256 of the canonical
+// body; the server keeps it byte for byte. A body that is not JSON (or empty)
+// answers 400 INVALID_INPUT. An account that already holds
 // [Config].MaxPending live challenges gets 429 RATE_LIMITED, with
 // Retry-After until the first of them expires; the count and the insert are
 // one step in the store, so concurrent first legs, on any replica, never
-// exceed the cap.
-func (m *Manager) Issue(ctx context.Context, op Operation) (*Challenge, error) {
+// exceed the cap. A first leg with effects of its own that must commit
+// together with the challenge uses [Manager.Run].
+func (m *Manager) Issue(ctx context.Context, r Request, op Operation) (*Challenge, error) {
 	var c *Challenge
-	err := m.store.Atomic(ctx, func(tx storage.Tx) error {
+	err := m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
-		c, err = m.IssueIn(ctx, tx, op)
+		c, err = m.issueIn(ctx, tx, r, &op)
 		return err
 	})
 	if err != nil {
@@ -188,11 +182,9 @@ func (m *Manager) Issue(ctx context.Context, op Operation) (*Challenge, error) {
 	return c, nil
 }
 
-// IssueIn is [Manager.Issue] inside the caller's transaction, for callers
-// whose first leg has effects of its own that must commit together with the
-// challenge (for example consuming a one-time code).
-func (m *Manager) IssueIn(ctx context.Context, tx storage.Tx, op Operation) (*Challenge, error) {
-	digest, err := BodyDigest(op.Body)
+// issueIn is [Manager.Issue] inside the caller's transaction.
+func (m *Manager) issueIn(ctx context.Context, tx storage.Tx, r Request, op *Operation) (*Challenge, error) {
+	digest, err := BodyDigest(r.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -209,12 +201,12 @@ func (m *Manager) IssueIn(ctx context.Context, tx storage.Tx, op Operation) (*Ch
 	default:
 		return nil, apierror.Internal(errors.New("signedretry: unknown signer rule " + strconv.Quote(string(op.Signer.Rule))))
 	}
-	id, err := storage.NewID(m.rand, "Request")
+	id, err := storage.NewID(m.cfg.Rand, "Request")
 	if err != nil {
 		return nil, apierror.Internal(err)
 	}
-	now := m.clock().UTC()
-	expires := now.Add(m.ttl)
+	now := m.cfg.Clock().UTC()
+	expires := now.Add(m.cfg.TTL)
 	p, err := marshalCompact(payload{
 		Type: op.Type, RequestID: id, AccountID: op.AccountID, Parameters: params,
 		BodySHA256: hex.EncodeToString(digest[:]), TimestampMs: strconv.FormatInt(now.UnixMilli(), 10),
@@ -224,11 +216,11 @@ func (m *Manager) IssueIn(ctx context.Context, tx storage.Tx, op Operation) (*Ch
 		return nil, apierror.Internal(err)
 	}
 	rec := storage.PendingRequest{
-		ID: id, Kind: op.Type, AccountID: op.AccountID, Method: op.Method, Path: op.Path,
+		ID: id, Kind: op.Type, AccountID: op.AccountID, Method: r.Method, Path: r.Path,
 		BodyDigest: digest[:], Payload: p, SignerRule: string(op.Signer.Rule), SignerRef: op.Signer.Ref,
 		Data: params, CreatedAt: now, ExpiresAt: expires,
 	}
-	retryAt, err := tx.PendingRequests().CreateLimited(ctx, &rec, m.max)
+	retryAt, err := tx.PendingRequests().CreateLimited(ctx, &rec, m.cfg.MaxPending)
 	if errors.Is(err, storage.ErrExhausted) {
 		e := apierror.TooManyRequests(max(retryAt.Sub(now), time.Second))
 		e.Message = "the account holds too many live signed-retry challenges; complete one or wait until one expires"
@@ -250,19 +242,24 @@ func marshalCompact(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// Retry is the second leg of an operation as it arrived.
-type Retry struct {
+// Request is a call of an operation as it arrived, on either leg: the first
+// call carries neither signed-retry header, the retry carries them.
+type Request struct {
+	// Method, Path and Body are the call's; the retry must repeat the first
+	// call's (the body compared after canonicalization).
+	Method string
+	Path   string
+	Body   []byte
 	// Signature is the Service-Wallet-Signature header value.
 	Signature string
 	// RequestID is the Request-Id header value.
 	RequestID string
-	// Type is the operation the route expects, e.g. "REVOKE_CREDENTIAL".
-	Type string
-	// Method, Path and Body are the retry's.
-	Method string
-	Path   string
-	Body   []byte
 }
+
+// IsRetry reports whether r carries either signed-retry header. A request
+// with neither is a first call; a request with one of them is a retry, and
+// [Manager.Complete] names the header that is missing.
+func (r Request) IsRetry() bool { return r.Signature != "" || r.RequestID != "" }
 
 // Authorization says who authorized a completed operation.
 type Authorization struct {
@@ -308,10 +305,11 @@ func (a *Authorization) DecodeParameters(dst any) error {
 // records outside the order. An effect that locks other internal accounts
 // or an email address takes them in the lock step of
 // [Manager.CompleteLocking].
-type Effect func(tx storage.Tx, a *Authorization) error
+type Effect func(ctx context.Context, tx storage.Tx, a *Authorization) error
 
-// Complete checks a retry and, when it is authorized, consumes the request and
-// runs effect in one transaction. Failures are 401s:
+// Complete checks the retry r of the operation opType (the type the route
+// expects) and, when it is authorized, consumes the request and runs effect
+// in one transaction. Failures are 401s:
 //
 //   - WALLET_SIGNATURE_MISSING: no signature header;
 //   - REQUEST_ID_MISSING: a signature without Request-Id;
@@ -336,8 +334,8 @@ type Effect func(tx storage.Tx, a *Authorization) error
 // answers 401 WALLET_SIGNATURE_INVALID, or waits until the operation has
 // committed. BoundKey needs no lock: the key was bound when the challenge
 // was issued.
-func (m *Manager) Complete(ctx context.Context, r Retry, effect Effect) (*Authorization, error) {
-	return m.CompleteLocking(ctx, r, nil, effect)
+func (m *Manager) Complete(ctx context.Context, r Request, opType string, effect Effect) (*Authorization, error) {
+	return m.CompleteLocking(ctx, r, opType, nil, effect)
 }
 
 // CompleteLocking is [Manager.Complete] for an operation whose effect locks
@@ -349,14 +347,14 @@ func (m *Manager) Complete(ctx context.Context, r Retry, effect Effect) (*Author
 // locked after them and no two transactions wait for each other in a cycle.
 // lock only locks and reads: a decision it makes is taken before the signer
 // is known to be allowed. A nil lock is Complete.
-func (m *Manager) CompleteLocking(ctx context.Context, r Retry, lock, effect Effect) (*Authorization, error) {
+func (m *Manager) CompleteLocking(ctx context.Context, r Request, opType string, lock, effect Effect) (*Authorization, error) {
 	if r.Signature == "" {
 		return nil, apierror.New(apierror.WalletSignatureMissing, "the Service-Wallet-Signature header is required on a signed retry")
 	}
 	if r.RequestID == "" {
 		return nil, apierror.New(apierror.RequestIDMissing, "the Request-Id header is required on a signed retry")
 	}
-	sandbox := m.sandbox && r.Signature == SandboxSignature
+	sandbox := m.cfg.Sandbox && r.Signature == SandboxSignature
 	var stamp *Stamp
 	if !sandbox {
 		var err error
@@ -371,7 +369,7 @@ func (m *Manager) CompleteLocking(ctx context.Context, r Retry, lock, effect Eff
 	// Read and check without holding a write transaction: the signature
 	// check is the expensive part and needs no lock.
 	var p storage.PendingRequest
-	err := m.store.Atomic(ctx, func(tx storage.Tx) error {
+	err := m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		p, err = tx.PendingRequests().Get(ctx, r.RequestID)
 		return err
@@ -379,13 +377,13 @@ func (m *Manager) CompleteLocking(ctx context.Context, r Retry, lock, effect Eff
 	if err != nil {
 		return nil, requestError(err)
 	}
-	now := m.clock()
+	now := m.cfg.Clock()
 	switch {
 	case !p.ConsumedAt.IsZero():
 		return nil, requestError(storage.ErrConsumed)
 	case !now.Before(p.ExpiresAt):
 		return nil, requestError(storage.ErrExpired)
-	case p.Kind != r.Type || p.Method != r.Method || p.Path != r.Path:
+	case p.Kind != opType || p.Method != r.Method || p.Path != r.Path:
 		return nil, apierror.Unauthenticated("request id is bound to another operation")
 	}
 	digest, err := BodyDigest(r.Body)
@@ -402,12 +400,12 @@ func (m *Manager) CompleteLocking(ctx context.Context, r Retry, lock, effect Eff
 	if stamp != nil {
 		a.PublicKey = stamp.PublicKey()
 	}
-	err = m.store.Atomic(ctx, func(tx storage.Tx) error {
+	err = m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		if _, err := tx.PendingRequests().Consume(ctx, p.ID, now); err != nil {
 			return requestError(err)
 		}
 		if lock != nil {
-			if err := lock(tx, a); err != nil {
+			if err := lock(ctx, tx, a); err != nil {
 				return err
 			}
 		}
@@ -415,7 +413,7 @@ func (m *Manager) CompleteLocking(ctx context.Context, r Retry, lock, effect Eff
 			return err
 		}
 		if effect != nil {
-			return effect(tx, a)
+			return effect(ctx, tx, a)
 		}
 		return nil
 	})
@@ -423,6 +421,63 @@ func (m *Manager) CompleteLocking(ctx context.Context, r Retry, lock, effect Eff
 		return nil, err
 	}
 	return a, nil
+}
+
+// Steps is one operation of the protocol, as its two legs: what the first
+// call binds and what the signed retry does.
+type Steps struct {
+	// Type names the operation in the payload, e.g. "REVOKE_CREDENTIAL";
+	// the retry must be of the same type.
+	Type string
+	// Bind runs on the first call, inside the transaction that stores the
+	// challenge, and returns what the challenge binds (the account, the
+	// signer rule and the parameters; Run sets its Type). Its own writes
+	// commit with the challenge, for example the consumption of a one-time
+	// code. A nil Operation with a nil error issues no challenge and
+	// commits Bind's writes: an operation that completes at once, or a
+	// first call that must keep what it wrote (a counted wrong code) and
+	// answers its own error. The store may run Bind more than once (see
+	// [storage.Store.Atomic]), so it resets what it keeps in Go variables.
+	Bind func(ctx context.Context, tx storage.Tx) (*Operation, error)
+	// Lock, when not nil, is the lock step of [Manager.CompleteLocking]: it
+	// runs on the retry, before the signer is checked, and takes the locks
+	// that come before the signer's in the store's lock order.
+	Lock Effect
+	// Effect, when not nil, is what the retry does, inside the transaction
+	// that consumes the request, with the signer's locks held (see
+	// [Effect]).
+	Effect Effect
+}
+
+// Run runs the leg of op that r is. A first call (neither signed-retry
+// header) runs op.Bind and issues the challenge it binds, in one
+// transaction, and returns the challenge (nil when Bind bound nothing). A
+// retry is [Manager.CompleteLocking] with op.Lock and op.Effect, and returns
+// the authorization. The errors are those of Bind, [Manager.Issue] and
+// [Manager.CompleteLocking].
+func (m *Manager) Run(ctx context.Context, r Request, op Steps) (*Authorization, *Challenge, error) {
+	if r.IsRetry() {
+		a, err := m.CompleteLocking(ctx, r, op.Type, op.Lock, op.Effect)
+		if err != nil {
+			return nil, nil, err
+		}
+		return a, nil, nil
+	}
+	var c *Challenge
+	err := m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
+		c = nil
+		bound, err := op.Bind(ctx, tx)
+		if err != nil || bound == nil {
+			return err
+		}
+		bound.Type = op.Type
+		c, err = m.issueIn(ctx, tx, r, bound)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, c, nil
 }
 
 // authorize checks the signer rule against the sessions in storage at now and

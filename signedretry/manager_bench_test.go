@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/walletgate/walletgate/signedretry"
@@ -16,8 +17,11 @@ import (
 // verification, signer check against the sessions and consumption. Challenges
 // and stamps are made before the timer starts.
 func BenchmarkComplete(b *testing.B) {
+	ctx := b.Context()
 	f := newFixture(b, false)
-	retries := make([]signedretry.Retry, b.N)
+	// Every challenge is live when the timer starts.
+	f.mgr = newManager(b, signedretry.Config{Store: f.store, Clock: f.clock.Now, MaxPending: math.MaxInt})
+	retries := make([]signedretry.Request, b.N)
 	for i := range retries {
 		c := f.issue(b, signedretry.Signer{Rule: signedretry.AnySession})
 		retries[i] = retry(c, stamp(b, f.keyB, c.PayloadToSign))
@@ -25,7 +29,7 @@ func BenchmarkComplete(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := f.mgr.Complete(ctx, retries[i], nil); err != nil {
+		if _, err := f.mgr.Complete(ctx, retries[i], opType, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,17 +12,17 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 )
-
-var ctx = context.Background()
 
 // clock is a settable clock for tests.
 type clock struct {
@@ -53,7 +53,7 @@ type fixture struct {
 func newFixture(t testing.TB, sandbox bool) *fixture {
 	t.Helper()
 	f := &fixture{store: memory.New(), clock: &clock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}}
-	f.mgr = signedretry.NewManager(signedretry.Config{Store: f.store, Clock: f.clock.Now, Sandbox: sandbox})
+	f.mgr = newManager(t, signedretry.Config{Store: f.store, Clock: f.clock.Now, Sandbox: sandbox})
 	f.account = newID(t, "InternalAccount")
 	f.credA, f.credB = newID(t, "AuthMethod"), newID(t, "AuthMethod")
 	f.keyA, f.keyB, f.stranger = newKey(t), newKey(t), newKey(t)
@@ -66,6 +66,7 @@ func newFixture(t testing.TB, sandbox bool) *fixture {
 
 func (f *fixture) addSession(t testing.TB, account, cred string, key *ecdsa.PrivateKey) string {
 	t.Helper()
+	ctx := t.Context()
 	s := storage.Session{ID: newID(t, "Session"), AccountID: account, CredentialID: cred,
 		PublicKey: elliptic.MarshalCompressed(elliptic.P256(), key.X, key.Y),
 		CreatedAt: f.clock.Now(), ExpiresAt: f.clock.Now().Add(15 * time.Minute)}
@@ -120,39 +121,41 @@ const body = `{"accountId":"InternalAccount:x","nickname":"laptop","amounts":[1,
 
 func (f *fixture) issue(t testing.TB, signer signedretry.Signer) *signedretry.Challenge {
 	t.Helper()
-	c, err := f.mgr.Issue(ctx, signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: f.account,
-		Method: "POST", Path: "/auth/credentials", Body: []byte(body), Signer: signer,
-		Parameters: map[string]string{"credentialType": "PASSKEY"}, CredentialType: "PASSKEY"})
+	c, err := f.mgr.Issue(t.Context(), first(), signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: f.account,
+		Signer: signer, Parameters: map[string]string{"credentialType": "PASSKEY"}, CredentialType: "PASSKEY"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func retry(c *signedretry.Challenge, sig string) signedretry.Retry {
-	return signedretry.Retry{Signature: sig, RequestID: c.RequestID, Type: "ADD_CREDENTIAL",
-		Method: "POST", Path: "/auth/credentials", Body: []byte(body)}
+// first is the first call the fixture's challenges are issued for.
+func first() signedretry.Request {
+	return signedretry.Request{Method: "POST", Path: "/auth/credentials", Body: []byte(body)}
 }
 
-// wantErr fails unless err is an *apierror.Error with code (and reason, when
-// given).
-func wantErr(t *testing.T, err error, code apierror.Code, reason string) {
+// opType is the operation type of the fixture's challenges.
+const opType = "ADD_CREDENTIAL"
+
+func retry(c *signedretry.Challenge, sig string) signedretry.Request {
+	r := first()
+	r.Signature, r.RequestID = sig, c.RequestID
+	return r
+}
+
+// newManager is signedretry.New that fails t on an error.
+func newManager(t testing.TB, cfg signedretry.Config) *signedretry.Manager {
 	t.Helper()
-	var e *apierror.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v (%T), want %s", err, err, code)
+	m, err := signedretry.New(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if e.Code != code || e.Status() != code.Status() {
-		t.Fatalf("error %v, want %s", err, code)
-	}
-	if reason != "" && e.Reason() != reason {
-		t.Fatalf("reason %q, want %q", e.Reason(), reason)
-	}
+	return m
 }
 
 func TestIssuePayload(t *testing.T) {
 	f := newFixture(t, false)
-	f.mgr = signedretry.NewManager(signedretry.Config{Store: f.store, Clock: f.clock.Now,
+	f.mgr = newManager(t, signedretry.Config{Store: f.store, Clock: f.clock.Now,
 		Rand: bytes.NewReader(bytes.Repeat([]byte{0xab}, 16)), TTL: 2 * time.Minute})
 	c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
 	if c.RequestID != "Request:abababab-abab-4bab-abab-abababababab" {
@@ -177,39 +180,41 @@ func TestIssuePayload(t *testing.T) {
 }
 
 func TestIssueRejects(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t, false)
-	op := signedretry.Operation{Type: "X", AccountID: f.account, Method: "POST", Path: "/x",
-		Signer: signedretry.Signer{Rule: signedretry.AnySession}}
+	op := signedretry.Operation{Type: "X", AccountID: f.account, Signer: signedretry.Signer{Rule: signedretry.AnySession}}
+	req := signedretry.Request{Method: "POST", Path: "/x"}
+	badReq := req
+	badReq.Body = []byte(`{"a":`)
+	_, err := f.mgr.Issue(ctx, badReq, op)
 	bad := op
-	bad.Body = []byte(`{"a":`)
-	_, err := f.mgr.Issue(ctx, bad)
-	wantErr(t, err, apierror.InvalidInput, "")
-	bad = op
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 	bad.Parameters = []string{"not", "an", "object"}
-	_, err = f.mgr.Issue(ctx, bad)
-	wantErr(t, err, apierror.InternalError, "")
+	_, err = f.mgr.Issue(ctx, req, bad)
+	apierrortest.Want(t, err, apierror.InternalError, "")
 	bad = op
 	bad.Signer.Rule = "EVERYONE"
-	_, err = f.mgr.Issue(ctx, bad)
-	wantErr(t, err, apierror.InternalError, "")
+	_, err = f.mgr.Issue(ctx, req, bad)
+	apierrortest.Want(t, err, apierror.InternalError, "")
 	bad = op
 	bad.Parameters = func() {}
-	_, err = f.mgr.Issue(ctx, bad)
-	wantErr(t, err, apierror.InternalError, "")
+	_, err = f.mgr.Issue(ctx, req, bad)
+	apierrortest.Want(t, err, apierror.InternalError, "")
 	// An empty body (DELETE) is fine.
-	if _, err := f.mgr.Issue(ctx, op); err != nil {
+	if _, err := f.mgr.Issue(ctx, req, op); err != nil {
 		t.Fatalf("empty body: %v", err)
 	}
-	broken := signedretry.NewManager(signedretry.Config{Store: f.store, Rand: bytes.NewReader(nil)})
-	_, err = broken.Issue(ctx, op)
-	wantErr(t, err, apierror.InternalError, "")
+	broken := newManager(t, signedretry.Config{Store: f.store, Rand: bytes.NewReader(nil)})
+	_, err = broken.Issue(ctx, req, op)
+	apierrortest.Want(t, err, apierror.InternalError, "")
 }
 
 func TestCompleteAnySession(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t, false)
 	c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
 	ran := false
-	a, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyB, c.PayloadToSign)), func(tx storage.Tx, a *signedretry.Authorization) error {
+	a, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyB, c.PayloadToSign)), opType, func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
 		ran = true
 		p, err := tx.PendingRequests().Get(ctx, a.RequestID)
 		if err != nil || p.ConsumedAt.IsZero() {
@@ -226,29 +231,31 @@ func TestCompleteAnySession(t *testing.T) {
 		t.Fatalf("authorization %+v", a)
 	}
 	// Request-Id reuse after success.
-	_, err = f.mgr.Complete(ctx, retry(c, stamp(t, f.keyB, c.PayloadToSign)), nil)
-	wantErr(t, err, apierror.Unauthorized, "request id already used")
+	_, err = f.mgr.Complete(ctx, retry(c, stamp(t, f.keyB, c.PayloadToSign)), opType, nil)
+	apierrortest.Want(t, err, apierror.Unauthorized, "request id already used")
 }
 
 func TestCompleteFailures(t *testing.T) {
+	ctx := t.Context()
 	type tc struct {
 		name   string
 		signer func(f *fixture) signedretry.Signer
 		before func(t *testing.T, f *fixture)
-		retry  func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry
+		retry  func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Request
+		typ    string // the operation type the route expects; empty is opType
 		code   apierror.Code
 		reason string
 	}
 	anySession := func(*fixture) signedretry.Signer { return signedretry.Signer{Rule: signedretry.AnySession} }
-	signedBy := func(k func(*fixture) *ecdsa.PrivateKey) func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
-		return func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+	signedBy := func(k func(*fixture) *ecdsa.PrivateKey) func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Request {
+		return func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Request {
 			return retry(c, stamp(t, k(f), c.PayloadToSign))
 		}
 	}
 	keyA := func(f *fixture) *ecdsa.PrivateKey { return f.keyA }
 	valid := signedBy(keyA)
-	edit := func(change func(r *signedretry.Retry)) func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
-		return func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+	edit := func(change func(r *signedretry.Request)) func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Request {
+		return func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Request {
 			r := valid(t, f, c)
 			change(&r)
 			return r
@@ -262,42 +269,42 @@ func TestCompleteFailures(t *testing.T) {
 		}
 	}
 	tests := []tc{
-		{name: "signature missing", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.Signature = "" }),
+		{name: "signature missing", signer: anySession, retry: edit(func(r *signedretry.Request) { r.Signature = "" }),
 			code: apierror.WalletSignatureMissing},
-		{name: "request id missing", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.RequestID = "" }),
+		{name: "request id missing", signer: anySession, retry: edit(func(r *signedretry.Request) { r.RequestID = "" }),
 			code: apierror.RequestIDMissing},
-		{name: "both missing", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.RequestID, r.Signature = "", "" }),
+		{name: "both missing", signer: anySession, retry: edit(func(r *signedretry.Request) { r.RequestID, r.Signature = "", "" }),
 			code: apierror.WalletSignatureMissing},
-		{name: "malformed header", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.Signature = "not-a-stamp" }),
+		{name: "malformed header", signer: anySession, retry: edit(func(r *signedretry.Request) { r.Signature = "not-a-stamp" }),
 			code: apierror.WalletSignatureMalformed},
 		{name: "sandbox literal outside sandbox", signer: anySession,
-			retry: edit(func(r *signedretry.Retry) { r.Signature = signedretry.SandboxSignature }), code: apierror.WalletSignatureMalformed},
+			retry: edit(func(r *signedretry.Request) { r.Signature = signedretry.SandboxSignature }), code: apierror.WalletSignatureMalformed},
 		{name: "unknown request id", signer: anySession,
-			retry: edit(func(r *signedretry.Retry) { r.RequestID = "Request:00000000-0000-4000-8000-000000000000" }),
+			retry: edit(func(r *signedretry.Request) { r.RequestID = "Request:00000000-0000-4000-8000-000000000000" }),
 			code:  apierror.Unauthorized, reason: "unknown request id"},
 		{name: "request id of another shape", signer: anySession,
-			retry: edit(func(r *signedretry.Retry) { r.RequestID = "Session:" + r.RequestID[len("Request:"):] }),
+			retry: edit(func(r *signedretry.Request) { r.RequestID = "Session:" + r.RequestID[len("Request:"):] }),
 			code:  apierror.Unauthorized, reason: "unknown request id"},
 		{name: "expired at expiresAt", signer: anySession, before: func(t *testing.T, f *fixture) { f.clock.Add(signedretry.DefaultTTL) },
 			retry: valid, code: apierror.Unauthorized, reason: "request id expired"},
-		{name: "other path", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.Path = "/auth/credentials/AuthMethod:1" }),
+		{name: "other path", signer: anySession, retry: edit(func(r *signedretry.Request) { r.Path = "/auth/credentials/AuthMethod:1" }),
 			code: apierror.Unauthorized, reason: "request id is bound to another operation"},
-		{name: "other method", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.Method = "PUT" }),
+		{name: "other method", signer: anySession, retry: edit(func(r *signedretry.Request) { r.Method = "PUT" }),
 			code: apierror.Unauthorized, reason: "request id is bound to another operation"},
-		{name: "other operation", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.Type = "EXPORT_WALLET" }),
+		{name: "other operation", signer: anySession, retry: valid, typ: "EXPORT_WALLET",
 			code: apierror.Unauthorized, reason: "request id is bound to another operation"},
 		{name: "changed value", signer: anySession,
-			retry: edit(func(r *signedretry.Retry) { r.Body = bytes.Replace(r.Body, []byte("993"), []byte("992"), 1) }),
+			retry: edit(func(r *signedretry.Request) { r.Body = bytes.Replace(r.Body, []byte("993"), []byte("992"), 1) }),
 			code:  apierror.WalletSignatureBodyMismatch},
 		{name: "added field", signer: anySession,
-			retry: edit(func(r *signedretry.Retry) { r.Body = []byte(`{"x":1,` + string(r.Body[1:])) }),
+			retry: edit(func(r *signedretry.Request) { r.Body = []byte(`{"x":1,` + string(r.Body[1:])) }),
 			code:  apierror.WalletSignatureBodyMismatch},
-		{name: "body not JSON", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.Body = []byte("nickname=laptop") }),
+		{name: "body not JSON", signer: anySession, retry: edit(func(r *signedretry.Request) { r.Body = []byte("nickname=laptop") }),
 			code: apierror.WalletSignatureBodyMismatch},
-		{name: "body dropped", signer: anySession, retry: edit(func(r *signedretry.Retry) { r.Body = nil }),
+		{name: "body dropped", signer: anySession, retry: edit(func(r *signedretry.Request) { r.Body = nil }),
 			code: apierror.WalletSignatureBodyMismatch},
 		{name: "signature over another payload", signer: anySession,
-			retry: func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+			retry: func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Request {
 				return retry(c, stamp(t, f.keyA, c.PayloadToSign+" "))
 			}, code: apierror.WalletSignatureInvalid},
 		{name: "key of another account", signer: anySession, retry: signedBy(func(f *fixture) *ecdsa.PrivateKey { return f.stranger }),
@@ -339,11 +346,15 @@ func TestCompleteFailures(t *testing.T) {
 				tt.before(t, f)
 			}
 			effectRan := false
-			_, err := f.mgr.Complete(ctx, tt.retry(t, f, c), func(storage.Tx, *signedretry.Authorization) error {
+			typ := tt.typ
+			if typ == "" {
+				typ = opType
+			}
+			_, err := f.mgr.Complete(ctx, tt.retry(t, f, c), typ, func(context.Context, storage.Tx, *signedretry.Authorization) error {
 				effectRan = true
 				return nil
 			})
-			wantErr(t, err, tt.code, tt.reason)
+			apierrortest.Want(t, err, tt.code, tt.reason)
 			if effectRan {
 				t.Fatal("the effect ran for a rejected retry")
 			}
@@ -362,45 +373,47 @@ func TestCompleteFailures(t *testing.T) {
 }
 
 func TestCompleteSessionExpiresBeforeRetry(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t, false)
 	f.clock.Add(14 * time.Minute) // sessions expire at +15 min; the challenge at +19
 	c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
 	f.clock.Add(time.Minute)
-	_, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), nil)
-	wantErr(t, err, apierror.WalletSignatureInvalid, "")
+	_, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), opType, nil)
+	apierrortest.Want(t, err, apierror.WalletSignatureInvalid, "")
 }
 
 func TestCompleteAccepted(t *testing.T) {
+	ctx := t.Context()
 	tests := []struct {
 		name   string
 		signer func(f *fixture) signedretry.Signer
-		retry  func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry
+		retry  func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Request
 		sessID func(f *fixture) string
 	}{
 		{"just before expiresAt", func(f *fixture) signedretry.Signer { return signedretry.Signer{Rule: signedretry.AnySession} },
-			func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+			func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Request {
 				f.clock.Add(signedretry.DefaultTTL - time.Nanosecond)
 				return retry(c, stamp(t, f.keyA, c.PayloadToSign))
 			}, func(f *fixture) string { return f.sessA }},
 		{"reordered but equal body", func(f *fixture) signedretry.Signer { return signedretry.Signer{Rule: signedretry.AnySession} },
-			func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+			func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Request {
 				r := retry(c, stamp(t, f.keyA, c.PayloadToSign))
 				r.Body = []byte("{\n  \"amounts\": [1, 2.5, 9007199254740993],\n  \"nickname\": \"l\\u0061ptop\",\n  \"accountId\": \"InternalAccount:x\"\n}\n")
 				return r
 			}, func(f *fixture) string { return f.sessA }},
 		{"other credential's session", func(f *fixture) signedretry.Signer {
 			return signedretry.Signer{Rule: signedretry.OtherCredentialSession, Ref: f.credA}
-		}, func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+		}, func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Request {
 			return retry(c, stamp(t, f.keyB, c.PayloadToSign))
 		}, func(f *fixture) string { return f.sessB }},
 		{"the session itself", func(f *fixture) signedretry.Signer {
 			return signedretry.Signer{Rule: signedretry.Session, Ref: f.sessA}
-		}, func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+		}, func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Request {
 			return retry(c, stamp(t, f.keyA, c.PayloadToSign))
 		}, func(f *fixture) string { return f.sessA }},
 		{"bound key, stamped with the uncompressed key", func(f *fixture) signedretry.Signer {
 			return signedretry.Signer{Rule: signedretry.BoundKey, Ref: compressedHex(f.stranger)}
-		}, func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Retry {
+		}, func(t *testing.T, f *fixture, c *signedretry.Challenge) signedretry.Request {
 			return retry(c, uncompressedStamp(t, f.stranger, c.PayloadToSign))
 		}, func(*fixture) string { return "" }},
 	}
@@ -408,7 +421,7 @@ func TestCompleteAccepted(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, false)
 			c := f.issue(t, tt.signer(f))
-			a, err := f.mgr.Complete(ctx, tt.retry(t, f, c), nil)
+			a, err := f.mgr.Complete(ctx, tt.retry(t, f, c), opType, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -431,10 +444,11 @@ func uncompressedStamp(t *testing.T, k *ecdsa.PrivateKey, payload string) string
 }
 
 func TestEffectFailureKeepsRequest(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t, false)
 	c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
 	errEffect := apierror.New(apierror.Conflict, "credential set changed")
-	_, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), func(tx storage.Tx, a *signedretry.Authorization) error {
+	_, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), opType, func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
 		// Writes of a failed effect are rolled back with it.
 		s := storage.Session{ID: newID(t, "Session"), AccountID: f.account, ExpiresAt: f.clock.Now().Add(time.Hour)}
 		if err := tx.Sessions().Create(ctx, &s); err != nil {
@@ -455,50 +469,52 @@ func TestEffectFailureKeepsRequest(t *testing.T) {
 		t.Fatalf("the failed effect's session persisted: %d sessions", n)
 	}
 	// A bad signature first, then the valid retry: still accepted once.
-	_, err = f.mgr.Complete(ctx, retry(c, stamp(t, f.stranger, c.PayloadToSign)), nil)
-	wantErr(t, err, apierror.WalletSignatureInvalid, "")
-	if _, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), nil); err != nil {
+	_, err = f.mgr.Complete(ctx, retry(c, stamp(t, f.stranger, c.PayloadToSign)), opType, nil)
+	apierrortest.Want(t, err, apierror.WalletSignatureInvalid, "")
+	if _, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), opType, nil); err != nil {
 		t.Fatalf("retry after failures: %v", err)
 	}
 }
 
 func TestSandboxLiteral(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t, true)
 	c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
 	r := retry(c, signedretry.SandboxSignature)
-	a, err := f.mgr.Complete(ctx, r, nil)
+	a, err := f.mgr.Complete(ctx, r, opType, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !a.Sandbox || a.PublicKey != nil || a.SessionID == "" {
 		t.Fatalf("authorization %+v", a)
 	}
-	_, err = f.mgr.Complete(ctx, r, nil)
-	wantErr(t, err, apierror.Unauthorized, "request id already used")
+	_, err = f.mgr.Complete(ctx, r, opType, nil)
+	apierrortest.Want(t, err, apierror.Unauthorized, "request id already used")
 	r.RequestID = ""
-	_, err = f.mgr.Complete(ctx, r, nil)
-	wantErr(t, err, apierror.RequestIDMissing, "")
+	_, err = f.mgr.Complete(ctx, r, opType, nil)
+	apierrortest.Want(t, err, apierror.RequestIDMissing, "")
 
 	// Real stamps still work in sandbox mode and are still checked.
 	c = f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
-	_, err = f.mgr.Complete(ctx, retry(c, stamp(t, f.stranger, c.PayloadToSign)), nil)
-	wantErr(t, err, apierror.WalletSignatureInvalid, "")
-	if _, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), nil); err != nil {
+	_, err = f.mgr.Complete(ctx, retry(c, stamp(t, f.stranger, c.PayloadToSign)), opType, nil)
+	apierrortest.Want(t, err, apierror.WalletSignatureInvalid, "")
+	if _, err := f.mgr.Complete(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), opType, nil); err != nil {
 		t.Fatal(err)
 	}
 
 	// The literal stands in for the key, not for the rule.
 	c = f.issue(t, signedretry.Signer{Rule: signedretry.Session, Ref: f.sessA})
 	_ = f.store.Atomic(ctx, func(tx storage.Tx) error { return tx.Sessions().Revoke(ctx, f.sessA, f.clock.Now()) })
-	_, err = f.mgr.Complete(ctx, retry(c, signedretry.SandboxSignature), nil)
-	wantErr(t, err, apierror.WalletSignatureInvalid, "")
+	_, err = f.mgr.Complete(ctx, retry(c, signedretry.SandboxSignature), opType, nil)
+	apierrortest.Want(t, err, apierror.WalletSignatureInvalid, "")
 	c = f.issue(t, signedretry.Signer{Rule: signedretry.BoundKey, Ref: compressedHex(f.stranger)})
-	if _, err := f.mgr.Complete(ctx, retry(c, signedretry.SandboxSignature), nil); err != nil {
+	if _, err := f.mgr.Complete(ctx, retry(c, signedretry.SandboxSignature), opType, nil); err != nil {
 		t.Fatalf("bound key with the literal: %v", err)
 	}
 }
 
 func TestConcurrentComplete(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t, false)
 	c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
 	r := retry(c, stamp(t, f.keyA, c.PayloadToSign))
@@ -513,7 +529,7 @@ func TestConcurrentComplete(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, err := f.mgr.Complete(ctx, r, func(storage.Tx, *signedretry.Authorization) error {
+			_, err := f.mgr.Complete(ctx, r, opType, func(context.Context, storage.Tx, *signedretry.Authorization) error {
 				mu.Lock()
 				effects++
 				mu.Unlock()
@@ -534,17 +550,14 @@ func TestConcurrentComplete(t *testing.T) {
 		t.Fatalf("%d completions and %d effects, want exactly 1 each", wins, effects)
 	}
 	for _, err := range losses {
-		wantErr(t, err, apierror.Unauthorized, "request id already used")
+		apierrortest.Want(t, err, apierror.Unauthorized, "request id already used")
 	}
 }
 
-func TestNewManagerWithoutStore(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("NewManager without a store did not panic")
-		}
-	}()
-	signedretry.NewManager(signedretry.Config{})
+func TestNewWithoutStore(t *testing.T) {
+	if m, err := signedretry.New(signedretry.Config{}); err == nil || m != nil {
+		t.Fatalf("New without a store: %v, %v; want an error", m, err)
+	}
 }
 
 // TestMaxPending caps the live challenges of one account: the first leg past
@@ -552,19 +565,20 @@ func TestNewManagerWithoutStore(t *testing.T) {
 // other accounts are not affected, and a used or expired challenge stops
 // counting.
 func TestMaxPending(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t, false)
-	f.mgr = signedretry.NewManager(signedretry.Config{Store: f.store, Clock: f.clock.Now, MaxPending: 3, TTL: time.Minute})
-	var first *signedretry.Challenge
+	f.mgr = newManager(t, signedretry.Config{Store: f.store, Clock: f.clock.Now, MaxPending: 3, TTL: time.Minute})
+	var oldest *signedretry.Challenge
 	for i := range 3 {
 		c := f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
 		if i == 0 {
-			first = c
+			oldest = c
 		}
 		f.clock.Add(10 * time.Second)
 	}
-	_, err := f.mgr.Issue(ctx, signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: f.account, Method: "POST",
-		Path: "/auth/credentials", Body: []byte(body), Signer: signedretry.Signer{Rule: signedretry.AnySession}})
-	wantErr(t, err, apierror.RateLimited, "")
+	_, err := f.mgr.Issue(ctx, first(), signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: f.account,
+		Signer: signedretry.Signer{Rule: signedretry.AnySession}})
+	apierrortest.Want(t, err, apierror.RateLimited, "")
 	if s := apierror.As(err).RetryAfterSeconds(); s != 30 {
 		t.Fatalf("Retry-After %d s, want 30 (until the first challenge expires)", s)
 	}
@@ -574,29 +588,101 @@ func TestMaxPending(t *testing.T) {
 		t.Fatalf("written as %d with Retry-After %q, want 429 and 30", rec.Code, rec.Header().Get("Retry-After"))
 	}
 	// Another account has its own cap.
-	other := signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: newID(t, "InternalAccount"), Method: "POST",
-		Path: "/auth/credentials", Body: []byte(body), Signer: signedretry.Signer{Rule: signedretry.AnySession}}
-	if _, err := f.mgr.Issue(ctx, other); err != nil {
+	other := signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: newID(t, "InternalAccount"),
+		Signer: signedretry.Signer{Rule: signedretry.AnySession}}
+	if _, err := f.mgr.Issue(ctx, first(), other); err != nil {
 		t.Fatalf("another account: %v", err)
 	}
 	// Using a challenge frees its place.
-	if _, err := f.mgr.Complete(ctx, retry(first, stamp(t, f.keyA, first.PayloadToSign)), nil); err != nil {
+	if _, err := f.mgr.Complete(ctx, retry(oldest, stamp(t, f.keyA, oldest.PayloadToSign)), opType, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
-	_, err = f.mgr.Issue(ctx, signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: f.account, Method: "POST",
-		Path: "/auth/credentials", Body: []byte(body), Signer: signedretry.Signer{Rule: signedretry.AnySession}})
-	wantErr(t, err, apierror.RateLimited, "")
+	_, err = f.mgr.Issue(ctx, first(), signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: f.account,
+		Signer: signedretry.Signer{Rule: signedretry.AnySession}})
+	apierrortest.Want(t, err, apierror.RateLimited, "")
 	// So does expiring.
 	f.clock.Add(time.Minute)
 	f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
 }
 
-func TestNewManagerNegativeMaxPending(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("NewManager with a negative MaxPending did not panic")
+func TestNewNegativeMaxPending(t *testing.T) {
+	if m, err := signedretry.New(signedretry.Config{Store: memory.New(), MaxPending: -1}); err == nil || m != nil {
+		t.Fatalf("New with a negative MaxPending: %v, %v; want an error", m, err)
+	}
+}
+
+// TestRun runs an operation written as its two legs: the first call's Bind
+// commits its writes with the challenge (or alone when it binds nothing)
+// and rolls them back when it fails; the retry runs Lock, then Effect, and
+// never Bind.
+func TestRun(t *testing.T) {
+	ctx := t.Context()
+	f := newFixture(t, false)
+	now := f.clock.Now()
+	// spent reports whether Bind's write under key committed: a rate-limit
+	// window of one that is used up.
+	spent := func(key string) bool {
+		var wait time.Duration
+		if err := f.store.Atomic(ctx, func(tx storage.Tx) error {
+			var err error
+			if wait, err = tx.RateLimits().Allow(ctx, key, now, time.Hour, 1); err != nil {
+				return err
+			}
+			return errors.New("roll back") // only look
+		}); err == nil || err.Error() != "roll back" {
+			t.Fatal(err)
 		}
-	}()
-	signedretry.NewManager(signedretry.Config{Store: memory.New(), MaxPending: -1})
+		return wait > 0
+	}
+	var order []string
+	steps := func(key string, bound *signedretry.Operation, bindErr error) signedretry.Steps {
+		return signedretry.Steps{
+			Type: opType,
+			Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
+				order = append(order, "bind")
+				if _, err := tx.RateLimits().Allow(ctx, key, now, time.Hour, 1); err != nil {
+					return nil, err
+				}
+				return bound, bindErr
+			},
+			Lock: func(context.Context, storage.Tx, *signedretry.Authorization) error {
+				order = append(order, "lock")
+				return nil
+			},
+			Effect: func(context.Context, storage.Tx, *signedretry.Authorization) error {
+				order = append(order, "effect")
+				return nil
+			},
+		}
+	}
+	op := &signedretry.Operation{AccountID: f.account, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+		Parameters: map[string]string{"credentialType": "PASSKEY"}}
+
+	a, c, err := f.mgr.Run(ctx, first(), steps("bound", op, nil))
+	if err != nil || a != nil || c == nil || !spent("bound") {
+		t.Fatalf("first leg: %v, %v, %v; Bind's write committed: %v", a, c, err, spent("bound"))
+	}
+	p, err := signedretry.ParsePayload(c.PayloadToSign)
+	if err != nil || p.Type != opType || p.AccountID != f.account {
+		t.Fatalf("payload %+v %v: want the type of Steps and the bound account", p, err)
+	}
+	if a, c, err := f.mgr.Run(ctx, first(), steps("nothing", nil, nil)); err != nil || a != nil || c != nil || !spent("nothing") {
+		t.Fatalf("a Bind that binds nothing: %v, %v, %v; its write committed: %v", a, c, err, spent("nothing"))
+	}
+	refused := apierror.New(apierror.InvalidInput, "refused")
+	_, _, err = f.mgr.Run(ctx, first(), steps("failed", op, refused))
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
+	if spent("failed") {
+		t.Fatal("a failed Bind's write committed")
+	}
+
+	order = nil
+	a, c, err = f.mgr.Run(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), steps("retry", op, nil))
+	if err != nil || c != nil || a == nil || a.Type != opType || a.SessionID != f.sessA {
+		t.Fatalf("retry: %+v, %v, %v", a, c, err)
+	}
+	if !slices.Equal(order, []string{"lock", "effect"}) {
+		t.Fatalf("the retry ran %v, want lock then effect", order)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
 )
 
@@ -89,18 +90,6 @@ func encodeStamp(tb testing.TB, m map[string]any) string {
 }
 
 func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
-
-func wantCode(tb testing.TB, err error, want apierror.Code) *apierror.Error {
-	tb.Helper()
-	if got := apierror.CodeOf(err); got != want {
-		tb.Fatalf("error %v: code %v, want %v", err, got, want)
-	}
-	e, ok := err.(*apierror.Error)
-	if !ok {
-		tb.Fatalf("error %T is not *apierror.Error", err)
-	}
-	return e
-}
 
 func uncompressedHex(tb testing.TB, pub *ecdsa.PublicKey) string {
 	tb.Helper()
@@ -220,17 +209,17 @@ func TestStampVectorsTampered(t *testing.T) {
 			}
 
 			t.Run("tampered payload", func(t *testing.T) {
-				wantCode(t, st.Verify(append(payload, ' ')), apierror.WalletSignatureInvalid)
+				apierrortest.Want(t, st.Verify(append(payload, ' ')), apierror.WalletSignatureInvalid, "")
 				if len(payload) > 0 {
 					flipped := append([]byte(nil), payload...)
 					flipped[len(flipped)/2] ^= 0x01
-					e := wantCode(t, st.Verify(flipped), apierror.WalletSignatureInvalid)
+					e := apierrortest.Want(t, st.Verify(flipped), apierror.WalletSignatureInvalid, "")
 					if e.Reason() != "signature does not verify" {
 						t.Fatalf("reason %q", e.Reason())
 					}
 				}
 				if len(payload) > 1 {
-					wantCode(t, st.Verify(payload[:len(payload)-1]), apierror.WalletSignatureInvalid)
+					apierrortest.Want(t, st.Verify(payload[:len(payload)-1]), apierror.WalletSignatureInvalid, "")
 				}
 			})
 
@@ -241,7 +230,7 @@ func TestStampVectorsTampered(t *testing.T) {
 				if err != nil {
 					t.Fatalf("a well-formed stamp with another key must parse: %v", err)
 				}
-				wantCode(t, swapped.Verify(payload), apierror.WalletSignatureInvalid)
+				apierrortest.Want(t, swapped.Verify(payload), apierror.WalletSignatureInvalid, "")
 				if swapped.SignedBy(st.PublicKey()) {
 					t.Fatal("SignedBy(original key) = true after the swap")
 				}
@@ -268,7 +257,7 @@ func TestStampVectorsTampered(t *testing.T) {
 				for _, cut := range []int{1, 2, 4, len(sig) - 16} {
 					m["signature"] = sig[:len(sig)-cut]
 					_, err := signedretry.ParseStamp(encodeStamp(t, m))
-					wantCode(t, err, apierror.WalletSignatureMalformed)
+					apierrortest.Want(t, err, apierror.WalletSignatureMalformed, "")
 				}
 			})
 
@@ -277,7 +266,7 @@ func TestStampVectorsTampered(t *testing.T) {
 				if padding == "" {
 					// Already a multiple of four: padding is never valid.
 					_, err := signedretry.ParseStamp(v.Stamp + "====")
-					wantCode(t, err, apierror.WalletSignatureMalformed)
+					apierrortest.Want(t, err, apierror.WalletSignatureMalformed, "")
 					return
 				}
 				p, err := signedretry.ParseStamp(v.Stamp + padding)
@@ -288,10 +277,10 @@ func TestStampVectorsTampered(t *testing.T) {
 					t.Fatal(err)
 				}
 				_, err = signedretry.ParseStamp(v.Stamp + padding + "=")
-				wantCode(t, err, apierror.WalletSignatureMalformed)
+				apierrortest.Want(t, err, apierror.WalletSignatureMalformed, "")
 				if len(padding) == 2 {
 					_, err = signedretry.ParseStamp(v.Stamp + "=")
-					wantCode(t, err, apierror.WalletSignatureMalformed)
+					apierrortest.Want(t, err, apierror.WalletSignatureMalformed, "")
 				}
 			})
 		})
@@ -355,9 +344,9 @@ func TestNewStamp(t *testing.T) {
 
 	t.Run("rejects keys that are not P-256", func(t *testing.T) {
 		_, err := signedretry.NewStamp(nil, payload)
-		wantCode(t, err, apierror.InvalidInput)
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 		_, err = signedretry.NewStamp(p384, payload)
-		wantCode(t, err, apierror.InvalidInput)
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 	})
 }
 
@@ -482,7 +471,7 @@ func TestParseStampMalformed(t *testing.T) {
 			if st != nil {
 				t.Fatal("a stamp was returned with an error")
 			}
-			e := wantCode(t, err, apierror.WalletSignatureMalformed)
+			e := apierrortest.Want(t, err, apierror.WalletSignatureMalformed, "")
 			if e.Status() != 401 {
 				t.Fatalf("status %d", e.Status())
 			}
@@ -585,7 +574,7 @@ func TestParsePublicKey(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := signedretry.ParsePublicKey(tc.in)
-		e := wantCode(t, err, apierror.InvalidInput)
+		e := apierrortest.Want(t, err, apierror.InvalidInput, "")
 		if e.Reason() != tc.reason || !strings.Contains(e.Message, tc.reason) {
 			t.Fatalf("%q: reason %q message %q, want %q", tc.in, e.Reason(), e.Message, tc.reason)
 		}
@@ -595,7 +584,7 @@ func TestParsePublicKey(t *testing.T) {
 func TestZeroStamp(t *testing.T) {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	for _, st := range []*signedretry.Stamp{nil, {}} {
-		wantCode(t, st.Verify([]byte("x")), apierror.WalletSignatureInvalid)
+		apierrortest.Want(t, st.Verify([]byte("x")), apierror.WalletSignatureInvalid, "")
 		if st.SignedBy(&key.PublicKey) || st.PublicKey() != nil || st.Signature() != nil {
 			t.Fatal("a zero stamp claims a signer")
 		}
@@ -604,10 +593,10 @@ func TestZeroStamp(t *testing.T) {
 
 func TestCompressedHexRejects(t *testing.T) {
 	_, err := signedretry.CompressedHex(nil)
-	wantCode(t, err, apierror.InvalidInput)
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
 	_, err = signedretry.CompressedHex(&p384.PublicKey)
-	wantCode(t, err, apierror.InvalidInput)
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 }
 
 // BenchmarkVerifyStamp measures ParseStamp and Verify of one header, the

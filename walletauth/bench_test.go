@@ -14,6 +14,7 @@ import (
 // pendingLogins prepares n wallets, each with an issued code and a sealed
 // answer, so a benchmark times only the server's leg 1.
 func pendingLogins(b *testing.B, e *env, n int) ([]string, []walletauth.VerifyRequest) {
+	ctx := b.Context()
 	creds := make([]string, n)
 	reqs := make([]walletauth.VerifyRequest, n)
 	key := newKey(b)
@@ -41,6 +42,7 @@ func pendingLogins(b *testing.B, e *env, n int) ([]string, []walletauth.VerifyRe
 // The logins are prepared in batches, each on a fresh store, so the heap a
 // timed call works beside stays the same size whatever b.N is.
 func BenchmarkVerifyOTPLeg1(b *testing.B) {
+	ctx := b.Context()
 	const batch = 256
 	c := call("POST", "/auth/credentials/x/verify", `{"type":"EMAIL_OTP"}`)
 	var (
@@ -91,6 +93,7 @@ func BenchmarkVerifyOTPLeg1RawOpen(b *testing.B) {
 // challenge, leg 1 and leg 2 (the client's sealing and stamping are not
 // timed). Run with -cpu=1 for logins per second on one core.
 func BenchmarkLogin(b *testing.B) {
+	ctx := b.Context()
 	e := newEnv(b, func(c *walletauth.Config) { c.Sandbox, c.Sender = true, nil })
 	key := newKey(b)
 	c := call("POST", "/auth/credentials/x/verify", `{"type":"EMAIL_OTP"}`)

@@ -185,6 +185,7 @@ type chaosPayParam struct {
 
 // chaosWorld is one run: the services, the wallets and what the clients saw.
 type chaosWorld struct {
+	ctx    context.Context // the test's
 	auth   []*walletauth.Service
 	own    []*ownership.Service
 	stores []storage.Store
@@ -262,7 +263,7 @@ func (w *chaosWorld) violate(kind, account, format string, args ...any) {
 func (w *chaosWorld) newOpID() string { return fmt.Sprintf("op-%d", w.seq.Add(1)) }
 
 // stamp signs the retry of c with k, as a client does.
-func stamp(c signedretry.Retry, ch *signedretry.Challenge, k *walletauth.ClientKey) (signedretry.Retry, error) {
+func stamp(c signedretry.Request, ch *signedretry.Challenge, k *walletauth.ClientKey) (signedretry.Request, error) {
 	if ch == nil {
 		return c, errors.New("no challenge to sign")
 	}
@@ -312,12 +313,13 @@ func renderChaos(a storage.ExternalAccount) any {
 // accounts.
 func newChaosWorld(t *testing.T, stores []storage.Store, check storage.Store) *chaosWorld {
 	t.Helper()
+	ctx := t.Context()
 	signing, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sealer := testKeyring(t, "chaos-1")
-	w := &chaosWorld{stores: stores, check: check, ops: map[string]*[3]int{}, hostSigner: map[string]string{},
+	w := &chaosWorld{ctx: t.Context(), stores: stores, check: check, ops: map[string]*[3]int{}, hostSigner: map[string]string{},
 		hostResult: map[string]string{}, proofs: map[[2]string]int{}, wrong: map[string]int{}}
 	for _, st := range stores {
 		v, err := oidc.New(context.Background(), oidc.Config{Issuers: []oidc.Issuer{oidc.Google("chaos-client")}, Sandbox: true})
@@ -325,8 +327,8 @@ func newChaosWorld(t *testing.T, stores []storage.Store, check storage.Store) *c
 			t.Fatal(err)
 		}
 		t.Cleanup(v.Close)
-		svc, err := walletauth.New(walletauth.Config{Store: st, Sandbox: true, SigningKey: signing, OrganizationID: "org-chaos",
-			Sealer: sealer, CodeMACKey: testCodeMACKey, ClientHeldKeys: true, OIDC: v,
+		svc, err := walletauth.New(walletauth.Config{Store: st, Sandbox: true, OrganizationID: "org-chaos",
+			Keys: walletauth.Keys{SigningKey: signing, Sealer: sealer, CodeMACKey: testCodeMACKey}, ClientHeldKeys: true, OIDC: v,
 			OTP: walletauth.OTPConfig{ReissueLimit: 1_000_000, ReissueWindow: time.Minute}})
 		if err != nil {
 			t.Fatal(err)
@@ -390,7 +392,8 @@ func (w *chaosWorld) all() []*chaosWallet { return append(slices.Clone(w.wallets
 
 // opCtx gives an operation its context: mostly a generous deadline, some
 // a deadline of a few milliseconds, some a cancellation at a random moment.
-func opCtx(rng *rand.Rand) (context.Context, context.CancelFunc) {
+func (w *chaosWorld) opCtx(rng *rand.Rand) (context.Context, context.CancelFunc) {
+	ctx := w.ctx
 	switch n := rng.IntN(100); {
 	case n < 4:
 		return context.WithTimeout(ctx, time.Duration(1+rng.IntN(15))*time.Millisecond)
@@ -585,7 +588,7 @@ func (w *chaosWorld) loginOAuth(c context.Context, rng *rand.Rand, cw *chaosWall
 	key, _ := walletauth.NewClientKey()
 	svc, _, _ := w.svc(rng)
 	sess, _, err := svc.Verify(c, cred.ID, walletauth.VerifyRequest{Type: storage.OAuth,
-		OIDCToken: chaosToken(cred.Subject, oidc.NonceFor(key.PublicKeyHex())), ClientPublicKey: key.PublicKeyHex()}, signedretry.Retry{})
+		OIDCToken: chaosToken(cred.Subject, oidc.NonceFor(key.PublicKeyHex())), ClientPublicKey: key.PublicKeyHex()}, signedretry.Request{})
 	if w.count("oauth login", err) != "ok" {
 		return
 	}
@@ -654,7 +657,7 @@ func (w *chaosWorld) addCredential(c context.Context, rng *rand.Rand, cw *chaosW
 
 // revokeCredentialLeg1 asks to revoke cred and returns the call and its
 // challenge.
-func (w *chaosWorld) revokeCredentialLeg1(c context.Context, rng *rand.Rand, cred string) (signedretry.Retry, *signedretry.Challenge, error) {
+func (w *chaosWorld) revokeCredentialLeg1(c context.Context, rng *rand.Rand, cred string) (signedretry.Request, *signedretry.Challenge, error) {
 	first := call("DELETE", "/auth/credentials/"+cred, "")
 	svc, _, _ := w.svc(rng)
 	ch, err := svc.RevokeCredential(c, cred, first)
@@ -665,7 +668,7 @@ func (w *chaosWorld) revokeCredentialLeg1(c context.Context, rng *rand.Rand, cre
 // revokeCredentialLeg2 sends the retry of a revoke stamped by signer and
 // returns its error.
 func (w *chaosWorld) revokeCredentialLeg2(c context.Context, svc *walletauth.Service, cw *chaosWallet, cred string,
-	first signedretry.Retry, ch *signedretry.Challenge, signer chaosSession) error {
+	first signedretry.Request, ch *signedretry.Challenge, signer chaosSession) error {
 	retry, err := stamp(first, ch, signer.Key)
 	if err != nil {
 		panic(err)
@@ -889,9 +892,9 @@ func (w *chaosWorld) hostOperation(c context.Context, rng *rand.Rand, cw *chaosW
 	w.mu.Unlock()
 	i = rng.IntN(len(w.auth))
 	own := w.own[i]
-	effect := func(tx storage.Tx, raw json.RawMessage) error {
+	effect := func(_ context.Context, tx storage.Tx, a *signedretry.Authorization) error {
 		var sp chaosParams
-		if err := json.Unmarshal(raw, &sp); err != nil {
+		if err := json.Unmarshal(a.Parameters, &sp); err != nil {
 			return err
 		}
 		if sp.Payout != nil {
@@ -1062,7 +1065,7 @@ func (w *chaosWorld) review(c context.Context, rng *rand.Rand, x *chaosExternal)
 
 // step runs one random operation on a random wallet.
 func (w *chaosWorld) step(rng *rand.Rand) {
-	c, cancel := opCtx(rng)
+	c, cancel := w.opCtx(rng)
 	defer cancel()
 	cw := w.wallets[rng.IntN(len(w.wallets))]
 	svc, _, _ := w.svc(rng)
@@ -1159,6 +1162,7 @@ func (w *chaosWorld) run(d time.Duration, seed uint64) {
 // watchEmails reports an address tied to EMAIL_OTP credentials of two
 // customers, read in one statement per address.
 func (w *chaosWorld) watchEmails() {
+	ctx := w.ctx
 	customers := map[string]string{}
 	for _, cw := range w.wallets {
 		customers[cw.ID] = cw.Customer
@@ -1192,6 +1196,7 @@ func (w *chaosWorld) watchEmails() {
 // verdict replays every account and checks the clients' answers; it
 // returns the violations found.
 func (w *chaosWorld) verdict(t *testing.T) []violation {
+	ctx := t.Context()
 	w.watchEmails()
 	out := slices.Clone(w.client)
 	replays := map[string]*replay{}
@@ -1270,6 +1275,7 @@ func (w *chaosWorld) verdict(t *testing.T) []violation {
 // against the gate's rules at its point in commit order, and every
 // activation against the proofs the clients submitted.
 func (w *chaosWorld) checkExternal(x *chaosExternal) ([]violation, error) {
+	ctx := w.ctx
 	var events []storage.Event
 	err := w.check.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
@@ -1424,6 +1430,7 @@ func (w *chaosWorld) summarize(t *testing.T, d time.Duration, vs []violation) {
 // TestChaosPostgres runs the chaos test on 4 pools sharing one schema, with
 // backends of the test's application_name terminated at random.
 func TestChaosPostgres(t *testing.T) {
+	ctx := t.Context()
 	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
 	if dsn == "" {
 		t.Skip("set WALLETGATE_POSTGRES_DSN to run the chaos test on PostgreSQL (CI sets it)")

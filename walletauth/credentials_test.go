@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
 )
@@ -13,6 +14,7 @@ import (
 // addSMS adds the SMS_OTP credential through the signed retry stamped by key.
 func (e *env) addSMS(t *testing.T, key *walletauth.ClientKey) *walletauth.AuthMethod {
 	t.Helper()
+	ctx := t.Context()
 	req := walletauth.AddCredentialRequest{Type: storage.SMSOTP, AccountID: e.wallet.ID}
 	c := call("POST", "/auth/credentials", `{"type":"SMS_OTP","accountId":"`+e.wallet.ID+`"}`)
 	m, ch, err := e.svc.AddCredential(ctx, req, c)
@@ -27,6 +29,7 @@ func (e *env) addSMS(t *testing.T, key *walletauth.ClientKey) *walletauth.AuthMe
 }
 
 func TestAddCredential(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, nil)
 	_, key := e.login(t, e.email.ID, storage.EmailOTP)
 	sms := e.addSMS(t, key)
@@ -61,7 +64,7 @@ func TestAddCredential(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := e.svc.AddCredential(ctx, tt.req, call("POST", "/auth/credentials", `{}`))
-			wantErr(t, err, tt.code, "")
+			apierrortest.Want(t, err, tt.code, "")
 		})
 	}
 
@@ -72,7 +75,7 @@ func TestAddCredential(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _, err = e.svc.AddCredential(ctx, walletauth.AddCredentialRequest{Type: storage.SMSOTP, AccountID: w.ID}, call("POST", "/auth/credentials", `{}`))
-		wantErr(t, err, apierror.MissingMandatoryUserInfo, "")
+		apierrortest.Want(t, err, apierror.MissingMandatoryUserInfo, "")
 	})
 	t.Run("retry not signed by a session of the account", func(t *testing.T) {
 		e := newEnv(t, nil)
@@ -83,7 +86,7 @@ func TestAddCredential(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _, err = e.svc.AddCredential(ctx, req, signed(t, c, ch, newKey(t)))
-		wantErr(t, err, apierror.WalletSignatureInvalid, "")
+		apierrortest.Want(t, err, apierror.WalletSignatureInvalid, "")
 	})
 	t.Run("added while the challenge was out", func(t *testing.T) {
 		e := newEnv(t, nil)
@@ -93,17 +96,18 @@ func TestAddCredential(t *testing.T) {
 		_, ch1, _ := e.svc.AddCredential(ctx, req, c1)
 		e.addSMS(t, key)
 		_, _, err := e.svc.AddCredential(ctx, req, signed(t, c1, ch1, key))
-		wantErr(t, err, apierror.SMSOTPCredentialAlreadyExists, "")
+		apierrortest.Want(t, err, apierror.SMSOTPCredentialAlreadyExists, "")
 	})
 }
 
 func TestRevokeCredential(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, nil)
 	path := "/auth/credentials/" + e.email.ID
 	_, err := e.svc.RevokeCredential(ctx, e.email.ID, call("DELETE", path, ""))
-	wantErr(t, err, apierror.InvalidInput, "")
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 	_, err = e.svc.RevokeCredential(ctx, "AuthMethod:nope", call("DELETE", "/x", ""))
-	wantErr(t, err, apierror.ReferenceNotFound, "")
+	apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
 
 	emailSess, emailKey := e.login(t, e.email.ID, storage.EmailOTP)
 	sms := e.addSMS(t, emailKey)
@@ -118,7 +122,7 @@ func TestRevokeCredential(t *testing.T) {
 	}
 	// A session of the credential being revoked may not sign.
 	_, err = e.svc.RevokeCredential(ctx, e.email.ID, signed(t, c, ch, emailKey))
-	wantErr(t, err, apierror.WalletSignatureInvalid, "")
+	apierrortest.Want(t, err, apierror.WalletSignatureInvalid, "")
 	if _, err := e.svc.RevokeCredential(ctx, e.email.ID, signed(t, c, ch, smsKey)); err != nil {
 		t.Fatalf("leg 2: %v", err)
 	}
@@ -142,13 +146,14 @@ func TestRevokeCredential(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = e.svc.AddCredential(ctx, walletauth.AddCredentialRequest{Type: storage.EmailOTP, AccountID: e.wallet.ID}, signed(t, c2, ch2, emailKey))
-	wantErr(t, err, apierror.WalletSignatureInvalid, "")
+	apierrortest.Want(t, err, apierror.WalletSignatureInvalid, "")
 	if _, _, err := e.svc.AddCredential(ctx, walletauth.AddCredentialRequest{Type: storage.EmailOTP, AccountID: e.wallet.ID}, signed(t, c2, ch2, smsKey)); err != nil {
 		t.Fatalf("EMAIL_OTP again after revoke: %v", err)
 	}
 }
 
 func TestSessions(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, nil)
 	s1, k1 := e.login(t, e.email.ID, storage.EmailOTP)
 	e.clock.Add(time.Minute)
@@ -165,13 +170,13 @@ func TestSessions(t *testing.T) {
 		}
 		// Only the session itself may sign.
 		_, _, err = e.svc.RefreshSession(ctx, s1.ID, req, signed(t, c, ch, newKey(t)))
-		wantErr(t, err, apierror.WalletSignatureInvalid, "")
+		apierrortest.Want(t, err, apierror.WalletSignatureInvalid, "")
 		// Another clientPublicKey on the retry is another body.
 		other := newKey(t)
 		c2 := c
 		c2.Body = []byte(`{"clientPublicKey":"` + other.PublicKeyHex() + `"}`)
 		_, _, err = e.svc.RefreshSession(ctx, s1.ID, walletauth.RefreshRequest{ClientPublicKey: other.PublicKeyHex()}, signed(t, c2, ch, k1))
-		wantErr(t, err, apierror.WalletSignatureBodyMismatch, "")
+		apierrortest.Want(t, err, apierror.WalletSignatureBodyMismatch, "")
 
 		fresh, _, err := e.svc.RefreshSession(ctx, s1.ID, req, signed(t, c, ch, k1))
 		if err != nil {
@@ -194,11 +199,11 @@ func TestSessions(t *testing.T) {
 			t.Fatalf("revoke signed by the refreshed session's key: %v", err)
 		}
 		_, err = e.svc.RevokeSession(ctx, s1.ID, call("DELETE", "/auth/sessions/"+s1.ID, ""))
-		wantErr(t, err, apierror.ReferenceNotFound, "")
+		apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
 		_, _, err = e.svc.RefreshSession(ctx, s1.ID, req, call("POST", "/r", body))
-		wantErr(t, err, apierror.ReferenceNotFound, "")
+		apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
 		_, _, err = e.svc.RefreshSession(ctx, s1.ID, walletauth.RefreshRequest{ClientPublicKey: "04zz"}, call("POST", "/r", body))
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 	})
 	t.Run("revoke twice", func(t *testing.T) {
 		c := call("DELETE", "/auth/sessions/"+s2.ID, "")
@@ -212,7 +217,7 @@ func TestSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = e.svc.RevokeSession(ctx, s2.ID, signed(t, c, ch2, k))
-		wantErr(t, err, apierror.ReferenceNotFound, "")
+		apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
 	})
 	t.Run("expired session", func(t *testing.T) {
 		s, k := e.login(t, e.email.ID, storage.EmailOTP)
@@ -223,19 +228,20 @@ func TestSessions(t *testing.T) {
 		}
 		e.clock.Add(walletauth.DefaultSessionTTL)
 		_, err = e.svc.RevokeSession(ctx, s.ID, signed(t, c, ch, k))
-		wantErr(t, err, apierror.Unauthorized, "request id expired")
+		apierrortest.Want(t, err, apierror.Unauthorized, "request id expired")
 		_, err = e.svc.RevokeSession(ctx, s.ID, c)
-		wantErr(t, err, apierror.ReferenceNotFound, "")
+		apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
 		list, _ := e.svc.ListSessions(ctx, e.wallet.ID)
 		if len(list) != 0 {
 			t.Fatalf("sessions listed after expiry: %+v", list)
 		}
 	})
 	_, err := e.svc.ListSessions(ctx, "nope")
-	wantErr(t, err, apierror.InvalidInput, "")
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 }
 
 func TestClientHeldKeys(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, func(c *walletauth.Config) { c.ClientHeldKeys = true })
 	s, k := e.login(t, e.email.ID, storage.EmailOTP)
 	client := newKey(t)
@@ -254,6 +260,7 @@ func TestClientHeldKeys(t *testing.T) {
 }
 
 func TestUpdateEmail(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, nil)
 	_, key := e.login(t, e.email.ID, storage.EmailOTP)
 	body := `{"email":"ada@lovelace.example"}`
@@ -276,7 +283,7 @@ func TestUpdateEmail(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _, err := e.svc.UpdateEmail(ctx, "Customer:1", "grace@example.com", nil, call("PATCH", "/customers/Customer:1", `{}`))
-		wantErr(t, err, apierror.EmailOTPEmailAlreadyExists, "")
+		apierrortest.Want(t, err, apierror.EmailOTPEmailAlreadyExists, "")
 	})
 	t.Run("set changed", func(t *testing.T) {
 		c := call("PATCH", "/customers/Customer:1", `{"email":"x@example.com"}`)
@@ -301,7 +308,7 @@ func TestUpdateEmail(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _, err = e.svc.UpdateEmail(ctx, "Customer:1", "x@example.com", nil, signed(t, c, ch, smsKey))
-		wantErr(t, err, apierror.EmailOTPCredentialSetChanged, "")
+		apierrortest.Want(t, err, apierror.EmailOTPCredentialSetChanged, "")
 	})
 	t.Run("no tied credential", func(t *testing.T) {
 		e := newEnv(t, nil)
@@ -322,9 +329,9 @@ func TestUpdateEmail(t *testing.T) {
 	})
 	t.Run("errors", func(t *testing.T) {
 		_, _, err := e.svc.UpdateEmail(ctx, "Customer:1", "nope", nil, call("PATCH", "/c", `{}`))
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 		_, _, err = e.svc.UpdateEmail(ctx, "Customer:404", "a@b.example", nil, call("PATCH", "/c", `{}`))
-		wantErr(t, err, apierror.UserNotFound, "")
+		apierrortest.Want(t, err, apierror.UserNotFound, "")
 	})
 }
 
@@ -333,6 +340,7 @@ func TestUpdateEmail(t *testing.T) {
 // EMAIL_OTP credential. It returns the SMS_OTP session's key.
 func (e *env) dropEmailOTP(t *testing.T, key *walletauth.ClientKey) *walletauth.ClientKey {
 	t.Helper()
+	ctx := t.Context()
 	sms := e.addSMS(t, key)
 	k := newKey(t)
 	bundle, err := k.SealOTP(sms.OTPEncryptionTargetBundle, nil, e.outbox.last(t).Code, nil)
@@ -357,6 +365,7 @@ func (e *env) dropEmailOTP(t *testing.T, key *walletauth.ClientKey) *walletauth.
 // stamped retry.
 func (e *env) takeAddress(t *testing.T, customer, address string) (complete func() error) {
 	t.Helper()
+	ctx := t.Context()
 	_, cred, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: customer, Email: "first-" + address})
 	if err != nil {
 		t.Fatal(err)
@@ -379,6 +388,7 @@ func (e *env) takeAddress(t *testing.T, customer, address string) (complete func
 // wallet's own was revoked: both legs of the add answer 409
 // EMAIL_OTP_EMAIL_ALREADY_EXISTS and the address stays tied to one customer.
 func TestAddEmailOTPAddressTaken(t *testing.T) {
+	ctx := t.Context()
 	addEmail := walletauth.AddCredentialRequest{Type: storage.EmailOTP}
 	wantTaken := func(t *testing.T, err error) {
 		t.Helper()

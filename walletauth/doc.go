@@ -17,9 +17,13 @@
 // which becomes the session key. See package envelope for the wire formats.
 //
 // Nor do they rest in plaintext: the store keeps an HMAC-SHA256 of each code
-// (under [Config].CodeMACKey, bound to its issuance) and each target private
-// key sealed by [Config].Sealer (AES-256-GCM with key rotation, see package
+// (under [Keys].CodeMACKey, bound to its issuance) and each target private
+// key sealed by [Keys].Sealer (AES-256-GCM with key rotation, see package
 // secret), so a read of the database does not let anyone complete a login.
+//
+// Each signed operation is written as its two legs
+// ([signedretry.Manager.Run]): what the first call binds into the challenge,
+// and what the signed retry does with the bound parameters alone.
 //
 // [Service] has transport-agnostic methods; [Service.Handler] serves them over
 // net/http. All state lives in the storage.Store; the service itself holds

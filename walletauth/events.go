@@ -178,12 +178,10 @@ type EmailEventData struct {
 }
 
 // emit appends an event of type typ about accountID with data to the outbox
-// of tx, the transaction of the change it reports. Callers emit after every
-// other lock and write of the transaction: a store may order appends with a
-// lock held until commit (storage/postgres holds one for the whole schema),
-// so a transaction must not wait for another one after its first append.
+// of tx, the transaction of the change it reports (where the append comes in
+// a transaction is the store's lock order, see [storage.Tx]).
 func (s *Service) emit(ctx context.Context, tx storage.Tx, typ, accountID string, data any, now time.Time) error {
-	e, err := storage.NewEvent(s.rand, typ, accountID, data, now)
+	e, err := storage.NewEvent(s.cfg.Rand, typ, accountID, data, now)
 	if err != nil {
 		return err
 	}

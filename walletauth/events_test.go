@@ -29,6 +29,7 @@ import (
 	"github.com/descope/virtualwebauthn"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
@@ -319,7 +320,7 @@ func newEvEnv(t *testing.T) *evEnv {
 	}
 	var e *env
 	e = newEnv(t, func(c *walletauth.Config) {
-		pk, err := passkey.New(passkey.RelyingParty{ID: rpID, Name: "Wallet", Origins: []string{origin}})
+		pk, err := passkey.New(passkey.Config{RelyingParty: passkey.RelyingParty{ID: rpID, Name: "Wallet", Origins: []string{origin}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +330,7 @@ func newEvEnv(t *testing.T) *evEnv {
 			t.Fatal(err)
 		}
 		t.Cleanup(v.Close)
-		c.Store, c.Passkeys, c.OIDC, c.SigningKey = rec, pk, v, signer
+		c.Store, c.Passkeys, c.OIDC, c.Keys.SigningKey = rec, pk, v, signer
 		c.OTP = walletauth.OTPConfig{Alphabet: evAlphabet, Length: 12, AttemptBudget: evAttemptBudget}
 	})
 	e.store = rec
@@ -443,14 +444,14 @@ func (e *evEnv) newKey(t *testing.T, what string) *walletauth.ClientKey {
 }
 
 // call records the request body and returns the call.
-func (e *evEnv) call(method, path, body string) signedretry.Retry {
+func (e *evEnv) call(method, path, body string) signedretry.Request {
 	e.addString("request body of "+method+" "+path, body)
 	return call(method, path, body)
 }
 
 // sign stamps the challenge's payload with k and records the payload and the
 // stamp.
-func (e *evEnv) sign(t *testing.T, c signedretry.Retry, ch *signedretry.Challenge, k *walletauth.ClientKey) signedretry.Retry {
+func (e *evEnv) sign(t *testing.T, c signedretry.Request, ch *signedretry.Challenge, k *walletauth.ClientKey) signedretry.Request {
 	t.Helper()
 	c = signed(t, c, ch, k)
 	e.addString("payload to sign", ch.PayloadToSign)
@@ -493,6 +494,7 @@ func (e *evEnv) seal(t *testing.T, bundle, code string) (string, *walletauth.Cli
 // issued for credID and returns the session and its key.
 func (e *evEnv) otpLogin(t *testing.T, credID string, typ storage.CredentialType, bundle string) (*walletauth.AuthSession, *walletauth.ClientKey) {
 	t.Helper()
+	ctx := t.Context()
 	sealed, k := e.seal(t, bundle, e.issued(t, credID, bundle))
 	req := walletauth.VerifyRequest{Type: typ, EncryptedOTPBundle: sealed}
 	c := e.call("POST", "/auth/credentials/"+credID+"/verify", `{"type":"`+string(typ)+`","encryptedOtpBundle":`+quote(sealed)+`}`)
@@ -503,7 +505,7 @@ func (e *evEnv) otpLogin(t *testing.T, credID string, typ storage.CredentialType
 	e.none(t, "verify leg 1")
 	// A stamp of another key: 401, nothing written.
 	_, _, err = e.svc.Verify(ctx, credID, req, e.sign(t, c, ch, e.newKey(t, "stranger key")))
-	wantErr(t, err, apierror.WalletSignatureInvalid, "")
+	apierrortest.Want(t, err, apierror.WalletSignatureInvalid, "")
 	e.none(t, "a badly signed leg 2")
 	sess, _, err := e.svc.Verify(ctx, credID, req, e.sign(t, c, ch, k))
 	if err != nil || sess == nil {
@@ -515,6 +517,7 @@ func (e *evEnv) otpLogin(t *testing.T, credID string, typ storage.CredentialType
 // challenge issues a new code for an OTP credential and returns its bundle.
 func (e *evEnv) challenge(t *testing.T, credID string) string {
 	t.Helper()
+	ctx := t.Context()
 	m, err := e.svc.Challenge(ctx, credID, walletauth.ChallengeRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -535,6 +538,7 @@ type event struct {
 
 func (e *evEnv) all(t *testing.T, accountID string) []event {
 	t.Helper()
+	ctx := t.Context()
 	var evs []storage.Event
 	if err := e.store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
@@ -677,6 +681,7 @@ func (e *evEnv) oidcToken(t *testing.T, claims map[string]any) string {
 
 func (e *evEnv) storedCredential(t *testing.T, id string) storage.Credential {
 	t.Helper()
+	ctx := t.Context()
 	var c storage.Credential
 	if err := e.store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
@@ -691,6 +696,7 @@ func (e *evEnv) storedCredential(t *testing.T, id string) storage.Credential {
 // runFlows drives every flow that writes an event through the Service API
 // and asserts, step by step, exactly the events each appended.
 func runFlows(t *testing.T) *evEnv {
+	ctx := t.Context()
 	e := newEvEnv(t)
 	w := e.wallet.ID
 
@@ -703,7 +709,7 @@ func runFlows(t *testing.T) *evEnv {
 	wrong, _ := e.seal(t, bundle, otherEvCode(code))
 	_, _, err := e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: wrong},
 		e.call("POST", "/auth/credentials/"+e.email.ID+"/verify", `{"wrong":1}`))
-	wantErr(t, err, apierror.Unauthorized, "Invalid OTP code")
+	apierrortest.Want(t, err, apierror.Unauthorized, "Invalid OTP code")
 	e.none(t, "a wrong code that leaves attempts")
 	s1, k1 := e.otpLogin(t, e.email.ID, storage.EmailOTP, bundle)
 	e.expect(t, w, e.sessionWant(walletauth.EventSessionCreated, s1, e.email.ID, nil))
@@ -717,7 +723,7 @@ func runFlows(t *testing.T) *evEnv {
 	}
 	e.none(t, "add leg 1")
 	_, _, err = e.svc.AddCredential(ctx, addReq, e.sign(t, c, ch, e.newKey(t, "stranger key")))
-	wantErr(t, err, apierror.WalletSignatureInvalid, "")
+	apierrortest.Want(t, err, apierror.WalletSignatureInvalid, "")
 	e.none(t, "a badly signed add")
 	sms, _, err := e.svc.AddCredential(ctx, addReq, e.sign(t, c, ch, k1))
 	if err != nil {
@@ -735,24 +741,24 @@ func runFlows(t *testing.T) *evEnv {
 		return err
 	}
 	for i := 1; i < walletauth.DefaultOTPMaxAttempts; i++ {
-		wantErr(t, attempt(), apierror.Unauthorized, "Invalid OTP code")
+		apierrortest.Want(t, attempt(), apierror.Unauthorized, "Invalid OTP code")
 		e.none(t, "attempt "+strconv.Itoa(i))
 	}
 	// The locking attempt's transaction fails to commit: neither the
 	// attempt nor its event persists.
 	e.rec.failNextEventTx()
-	wantErr(t, attempt(), apierror.InternalError, "")
+	apierrortest.Want(t, attempt(), apierror.InternalError, "")
 	e.none(t, "a locking attempt that did not commit")
 	if n := e.storedIssuance(t, sms.ID).Attempts; n != walletauth.DefaultOTPMaxAttempts-1 {
 		t.Fatalf("attempts after a failed commit: %d", n)
 	}
-	wantErr(t, attempt(), apierror.Unauthorized, "Invalid OTP code")
+	apierrortest.Want(t, attempt(), apierror.Unauthorized, "Invalid OTP code")
 	e.expect(t, w, e.credentialWant(walletauth.EventCredentialOTPLocked, sms,
 		map[string]any{"failedAttempts": walletauth.DefaultOTPMaxAttempts}))
 	if n := e.storedIssuance(t, sms.ID).Attempts; n != walletauth.DefaultOTPMaxAttempts {
 		t.Fatalf("attempts after the lock: %d", n)
 	}
-	wantErr(t, attempt(), apierror.Unauthorized, "too many failed attempts; request a new code")
+	apierrortest.Want(t, attempt(), apierror.Unauthorized, "too many failed attempts; request a new code")
 	e.none(t, "an attempt on a locked code")
 	s2, _ := e.otpLogin(t, sms.ID, storage.SMSOTP, e.challenge(t, sms.ID))
 	e.expect(t, w, e.sessionWant(walletauth.EventSessionCreated, s2, sms.ID, nil))
@@ -794,13 +800,13 @@ func runFlows(t *testing.T) *evEnv {
 	e.addBase64URL("assertion signature", as.Signature)
 	verifyPasskey := func(as *passkey.Assertion) (*walletauth.AuthSession, error) {
 		s, _, err := e.svc.Verify(ctx, pk.ID, walletauth.VerifyRequest{Type: storage.Passkey, Assertion: as},
-			signedretry.Retry{Method: "POST", Path: "/auth/credentials/" + pk.ID + "/verify", RequestID: cr.RequestID})
+			signedretry.Request{Method: "POST", Path: "/auth/credentials/" + pk.ID + "/verify", RequestID: cr.RequestID})
 		return s, err
 	}
 	forged := *as
 	forged.Signature = base64.RawURLEncoding.EncodeToString(make([]byte, 70))
 	_, err = verifyPasskey(&forged)
-	wantErr(t, err, apierror.Unauthorized, "")
+	apierrortest.Want(t, err, apierror.Unauthorized, "")
 	e.none(t, "a failed passkey verification")
 	s3, err := verifyPasskey(as)
 	if err != nil {
@@ -837,16 +843,16 @@ func runFlows(t *testing.T) *evEnv {
 	oaClient := e.newKey(t, "OAUTH client key")
 	verifyOAuth := func(nonce string) (*walletauth.AuthSession, error) {
 		s, _, err := e.svc.Verify(ctx, oa.ID, walletauth.VerifyRequest{Type: storage.OAuth,
-			OIDCToken: e.oidcToken(t, claims(map[string]any{"nonce": nonce})), ClientPublicKey: oaClient.PublicKeyHex()}, signedretry.Retry{})
+			OIDCToken: e.oidcToken(t, claims(map[string]any{"nonce": nonce})), ClientPublicKey: oaClient.PublicKeyHex()}, signedretry.Request{})
 		return s, err
 	}
 	_, err = verifyOAuth("00")
-	wantErr(t, err, apierror.Unauthorized, "")
+	apierrortest.Want(t, err, apierror.Unauthorized, "")
 	e.none(t, "an OAUTH token with another nonce")
 	// A login whose transaction fails to commit: no session, no event.
 	e.rec.failNextEventTx()
 	_, err = verifyOAuth(oidc.NonceFor(oaClient.PublicKeyHex()))
-	wantErr(t, err, apierror.InternalError, "")
+	apierrortest.Want(t, err, apierror.InternalError, "")
 	e.none(t, "an OAUTH login that did not commit")
 	if list, _ := e.svc.ListSessions(ctx, w); len(list) != 3 {
 		t.Fatalf("sessions after a failed commit: %d", len(list))
@@ -874,7 +880,7 @@ func runFlows(t *testing.T) *evEnv {
 	}
 	e.none(t, "refresh leg 1")
 	_, _, err = e.svc.RefreshSession(ctx, s1.ID, rreq, e.sign(t, c, ch, pkSessionKey))
-	wantErr(t, err, apierror.WalletSignatureInvalid, "")
+	apierrortest.Want(t, err, apierror.WalletSignatureInvalid, "")
 	e.none(t, "a refresh signed by another session")
 	s5, _, err := e.svc.RefreshSession(ctx, s1.ID, rreq, e.sign(t, c, ch, k1))
 	if err != nil {
@@ -901,7 +907,7 @@ func runFlows(t *testing.T) *evEnv {
 	}
 	e.expect(t, w, e.sessionWant(walletauth.EventSessionRevoked, s4, oa.ID, map[string]any{"signedBySessionId": s5.ID}))
 	_, err = e.svc.RevokeSession(ctx, s4.ID, e.call("DELETE", "/auth/sessions/"+s4.ID, ""))
-	wantErr(t, err, apierror.ReferenceNotFound, "")
+	apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
 	e.none(t, "revoking a revoked session")
 
 	// Revoke SMS_OTP, signed by a session of another credential; its
@@ -1016,7 +1022,7 @@ func runFlows(t *testing.T) *evEnv {
 			bundle1, onIssuance = e.challenge(t, m1.ID), 0
 			code1 = e.issued(t, m1.ID, bundle1)
 		}
-		wantErr(t, guess(bundle1, otherEvCode(code1)), apierror.Unauthorized, "Invalid OTP code")
+		apierrortest.Want(t, guess(bundle1, otherEvCode(code1)), apierror.Unauthorized, "Invalid OTP code")
 	}
 	e.expect(t, w1.ID)
 	throttled := func(what string) time.Duration {
@@ -1039,7 +1045,7 @@ func runFlows(t *testing.T) *evEnv {
 	e.clock.Add(wait - time.Minute)
 	bundle1 = e.challenge(t, m1.ID)
 	code1 = e.issued(t, m1.ID, bundle1)
-	wantErr(t, guess(bundle1, otherEvCode(code1)), apierror.Unauthorized, "Invalid OTP code")
+	apierrortest.Want(t, guess(bundle1, otherEvCode(code1)), apierror.Unauthorized, "Invalid OTP code")
 	e.expect(t, w1.ID)
 
 	checkSameTransaction(t, e.rec)
@@ -1066,6 +1072,7 @@ func runFlows(t *testing.T) *evEnv {
 // order per account lets a lease take one event per account at a time).
 func (e *evEnv) leaseAll(t *testing.T) []storage.Event {
 	t.Helper()
+	ctx := t.Context()
 	var out []storage.Event
 	for {
 		var batch []storage.Event
@@ -1185,6 +1192,7 @@ func leaks(payload []byte, secrets map[string]string) []string {
 // tokens, challenges, stamps, request bodies, what the store holds for a
 // code) and for member names of secrets.
 func TestEventsCarryNoSecrets(t *testing.T) {
+	ctx := t.Context()
 	e := runFlows(t)
 	for _, m := range e.outbox.sent {
 		e.secrets[m.Code] = "OTP code"
@@ -1298,6 +1306,7 @@ func declaredEventTypes(t *testing.T) []string {
 // TestEventOTPLockedOnceInABurst sends more concurrent wrong codes than
 // the attempt limit: exactly one of them writes OTP_LOCKED.
 func TestEventOTPLockedOnceInABurst(t *testing.T) {
+	ctx := t.Context()
 	e := newEvEnv(t)
 	e.take(t, e.wallet.ID)
 	bundle := e.challenge(t, e.email.ID)

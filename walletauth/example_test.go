@@ -16,7 +16,8 @@ import (
 // with the sealed code, leg 2 stamped by the key that becomes the session key.
 func Example_otpLogin() {
 	ctx := context.Background()
-	svc, _ := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true}) // the code is 000000
+	keys, _ := walletauth.EphemeralKeys(nil)                                                    // one process: keys held in memory
+	svc, _ := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true, Keys: keys}) // the code is 000000
 	wallet, email, _ := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:42", Email: "ada@example.com"})
 
 	// Server: issue a code; the client gets the target bundle.
@@ -28,7 +29,7 @@ func Example_otpLogin() {
 
 	// Leg 1: the server checks the code and answers a payload to sign.
 	req := walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: bundle}
-	call := signedretry.Retry{Method: "POST", Path: "/auth/credentials/" + email.ID + "/verify", Body: []byte(`{"encryptedOtpBundle":"..."}`)}
+	call := signedretry.Request{Method: "POST", Path: "/auth/credentials/" + email.ID + "/verify", Body: []byte(`{"encryptedOtpBundle":"..."}`)}
 	_, challenge, _ := svc.Verify(ctx, email.ID, req, call)
 
 	// Leg 2: the same request, stamped by the key.
@@ -46,7 +47,8 @@ func Example_otpLogin() {
 
 // The service mounts under the host's base path.
 func ExampleService_Handler() {
-	svc, _ := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true})
+	keys, _ := walletauth.EphemeralKeys(nil)
+	svc, _ := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true, Keys: keys})
 	mux := http.NewServeMux()
 	mux.Handle("/2025-10-13/", http.StripPrefix("/2025-10-13", svc.Handler()))
 	rec := httptest.NewRecorder()
@@ -60,14 +62,15 @@ func ExampleService_Handler() {
 // the host acts on those alone.
 func ExampleService_Authorize() {
 	ctx := context.Background()
-	svc, _ := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true})
+	keys, _ := walletauth.EphemeralKeys(nil)
+	svc, _ := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true, Keys: keys})
 	wallet, email, _ := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:42", Email: "ada@example.com"})
 	// A session of the wallet (a login, as in the OTP example).
 	m, _ := svc.Challenge(ctx, email.ID, walletauth.ChallengeRequest{})
 	key, _ := walletauth.NewClientKey()
 	bundle, _ := key.SealOTP(m.OTPEncryptionTargetBundle, svc.SigningPublicKey(), walletauth.SandboxOTPCode, nil)
 	req := walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: bundle}
-	login := signedretry.Retry{Method: "POST", Path: "/verify", Body: []byte(`{}`)}
+	login := signedretry.Request{Method: "POST", Path: "/verify", Body: []byte(`{}`)}
 	_, ch, _ := svc.Verify(ctx, email.ID, req, login)
 	login.Signature, _ = key.Stamp(ch.PayloadToSign)
 	login.RequestID = ch.RequestID
@@ -78,7 +81,7 @@ func ExampleService_Authorize() {
 		Amount int64  `json:"amount"`
 	}
 	op := walletauth.HostOperation{Type: "PAYOUT", AccountID: wallet.ID, Parameters: payout{"ExternalAccount:1", 500}}
-	call := signedretry.Retry{Method: "POST", Path: "/payouts", Body: []byte(`{"to":"ExternalAccount:1","amount":500}`)}
+	call := signedretry.Request{Method: "POST", Path: "/payouts", Body: []byte(`{"to":"ExternalAccount:1","amount":500}`)}
 
 	// First call: 202 with the payload to sign.
 	_, challenge, _ := svc.Authorize(ctx, op, call)

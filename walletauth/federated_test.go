@@ -19,6 +19,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jws"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
@@ -129,7 +130,7 @@ func federatedEnv(t *testing.T) (*env, *idp) {
 	p := newIDP(t)
 	var e *env
 	e = newEnv(t, func(c *walletauth.Config) {
-		pk, err := passkey.New(passkey.RelyingParty{ID: rpID, Name: "Wallet", Origins: []string{origin}})
+		pk, err := passkey.New(passkey.Config{RelyingParty: passkey.RelyingParty{ID: rpID, Name: "Wallet", Origins: []string{origin}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,6 +146,7 @@ func federatedEnv(t *testing.T) (*env, *idp) {
 }
 
 func TestPasskey(t *testing.T) {
+	ctx := t.Context()
 	e, _ := federatedEnv(t)
 	_, key := e.login(t, e.email.ID, storage.EmailOTP)
 	a := newAuthenticator(t)
@@ -174,7 +176,7 @@ func TestPasskey(t *testing.T) {
 	again := req
 	again.Challenge, again.Attestation = rc2.Challenge, a.attest(t, rc2.Challenge, e.wallet.ID)
 	_, _, err = e.svc.AddCredential(ctx, again, call("POST", "/auth/credentials", `{"again":1}`))
-	wantErr(t, err, apierror.PasskeyCredentialAlreadyExists, "")
+	apierrortest.Want(t, err, apierror.PasskeyCredentialAlreadyExists, "")
 
 	login := func(t *testing.T) (*walletauth.ChallengeResponse, *walletauth.ClientKey) {
 		client := newKey(t)
@@ -189,7 +191,7 @@ func TestPasskey(t *testing.T) {
 	}
 	verify := func(cr *walletauth.ChallengeResponse, as *passkey.Assertion, requestID string) (*walletauth.AuthSession, error) {
 		s, _, err := e.svc.Verify(ctx, pk.ID, walletauth.VerifyRequest{Type: storage.Passkey, Assertion: as},
-			signedretry.Retry{Method: "POST", Path: "/auth/credentials/" + pk.ID + "/verify", RequestID: requestID})
+			signedretry.Request{Method: "POST", Path: "/auth/credentials/" + pk.ID + "/verify", RequestID: requestID})
 		return s, err
 	}
 
@@ -211,16 +213,16 @@ func TestPasskey(t *testing.T) {
 	}
 
 	_, err = verify(cr, as, cr.RequestID)
-	wantErr(t, err, apierror.Unauthorized, "request id already used")
+	apierrortest.Want(t, err, apierror.Unauthorized, "request id already used")
 	_, err = verify(cr, as, "")
-	wantErr(t, err, apierror.RequestIDMissing, "")
+	apierrortest.Want(t, err, apierror.RequestIDMissing, "")
 	_, err = verify(cr, as, "Request:00000000-0000-4000-8000-000000000000")
-	wantErr(t, err, apierror.Unauthorized, "unknown request id")
+	apierrortest.Want(t, err, apierror.Unauthorized, "unknown request id")
 
 	t.Run("replayed assertion on a fresh challenge", func(t *testing.T) {
 		cr2, _ := login(t)
 		_, err := verify(cr2, as, cr2.RequestID)
-		wantErr(t, err, apierror.Unauthorized, "")
+		apierrortest.Want(t, err, apierror.Unauthorized, "")
 		// The failure did not burn the challenge.
 		if _, err := verify(cr2, a.assert(t, cr2.Challenge), cr2.RequestID); err != nil {
 			t.Fatal(err)
@@ -230,14 +232,14 @@ func TestPasskey(t *testing.T) {
 		cr2, _ := login(t)
 		e.clock.Add(signedretry.DefaultTTL)
 		_, err := verify(cr2, a.assert(t, cr2.Challenge), cr2.RequestID)
-		wantErr(t, err, apierror.Unauthorized, "request id expired")
+		apierrortest.Want(t, err, apierror.Unauthorized, "request id expired")
 	})
 	t.Run("a request id of another credential", func(t *testing.T) {
 		cr2, _ := login(t)
 		// A credential of another type: the type mismatch answers first.
 		_, _, err := e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.Passkey, Assertion: a.assert(t, cr2.Challenge)},
-			signedretry.Retry{RequestID: cr2.RequestID})
-		wantErr(t, err, apierror.InvalidInput, "")
+			signedretry.Request{RequestID: cr2.RequestID})
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 		// Another passkey.
 		a2 := newAuthenticator(t)
 		rc, _ := e.svc.PasskeyRegistrationChallenge(ctx, e.wallet.ID)
@@ -253,12 +255,12 @@ func TestPasskey(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _, err = e.svc.Verify(ctx, pk2.ID, walletauth.VerifyRequest{Type: storage.Passkey, Assertion: a2.assert(t, cr2.Challenge)},
-			signedretry.Retry{RequestID: cr2.RequestID})
-		wantErr(t, err, apierror.Unauthorized, "request id was issued for another credential")
+			signedretry.Request{RequestID: cr2.RequestID})
+		apierrortest.Want(t, err, apierror.Unauthorized, "request id was issued for another credential")
 	})
 	t.Run("bad client key", func(t *testing.T) {
 		_, err := e.svc.Challenge(ctx, pk.ID, walletauth.ChallengeRequest{ClientPublicKey: "04abc"})
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 	})
 	t.Run("live login challenges are capped", func(t *testing.T) {
 		client := newKey(t)
@@ -279,17 +281,18 @@ func TestPasskey(t *testing.T) {
 	})
 	t.Run("registration challenge errors", func(t *testing.T) {
 		_, err := e.svc.PasskeyRegistrationChallenge(ctx, "InternalAccount:00000000-0000-4000-8000-000000000000")
-		wantErr(t, err, apierror.ReferenceNotFound, "")
+		apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
 		_, err = e.svc.PasskeyRegistrationChallenge(ctx, "x")
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 		bad := req
 		bad.Attestation = nil
 		_, _, err = e.svc.AddCredential(ctx, bad, call("POST", "/auth/credentials", `{}`))
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 	})
 }
 
 func TestOAuth(t *testing.T) {
+	ctx := t.Context()
 	e, p := federatedEnv(t)
 	_, key := e.login(t, e.email.ID, storage.EmailOTP)
 	claims := func(mod map[string]any) map[string]any {
@@ -311,11 +314,11 @@ func TestOAuth(t *testing.T) {
 		t.Fatalf("add OAUTH: %+v %v", m, err)
 	}
 	_, _, err = e.svc.AddCredential(ctx, req, call("POST", "/auth/credentials", `{"n":2}`))
-	wantErr(t, err, apierror.Conflict, "")
+	apierrortest.Want(t, err, apierror.Conflict, "")
 
 	client := newKey(t)
 	verify := func(token string) (*walletauth.AuthSession, error) {
-		s, _, err := e.svc.Verify(ctx, m.ID, walletauth.VerifyRequest{Type: storage.OAuth, OIDCToken: token, ClientPublicKey: client.PublicKeyHex()}, signedretry.Retry{})
+		s, _, err := e.svc.Verify(ctx, m.ID, walletauth.VerifyRequest{Type: storage.OAuth, OIDCToken: token, ClientPublicKey: client.PublicKeyHex()}, signedretry.Request{})
 		return s, err
 	}
 	sess, err := verify(p.token(t, claims(map[string]any{"nonce": oidc.NonceFor(client.PublicKeyHex())})))
@@ -326,27 +329,28 @@ func TestOAuth(t *testing.T) {
 		t.Fatalf("opening the session key: %v", err)
 	}
 	_, err = verify(p.token(t, claims(map[string]any{"nonce": "00"})))
-	wantErr(t, err, apierror.Unauthorized, "")
+	apierrortest.Want(t, err, apierror.Unauthorized, "")
 	_, err = verify(p.token(t, claims(map[string]any{"sub": "user-8", "nonce": oidc.NonceFor(client.PublicKeyHex())})))
-	wantErr(t, err, apierror.Unauthorized, "")
+	apierrortest.Want(t, err, apierror.Unauthorized, "")
 	_, err = verify("not-a-jwt")
-	wantErr(t, err, apierror.InvalidInput, "")
-	_, _, err = e.svc.Verify(ctx, m.ID, walletauth.VerifyRequest{Type: storage.OAuth}, signedretry.Retry{})
-	if fe := wantErr(t, err, apierror.InvalidInput, "").FieldErrors(); len(fe) != 2 {
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
+	_, _, err = e.svc.Verify(ctx, m.ID, walletauth.VerifyRequest{Type: storage.OAuth}, signedretry.Request{})
+	if fe := apierrortest.Want(t, err, apierror.InvalidInput, "").FieldErrors(); len(fe) != 2 {
 		t.Fatalf("field errors %+v", fe)
 	}
 	_, err = e.svc.Challenge(ctx, m.ID, walletauth.ChallengeRequest{})
-	wantErr(t, err, apierror.InvalidInput, "")
-	_, _, err = e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.OAuth, OIDCToken: "a.b.c", ClientPublicKey: client.PublicKeyHex()}, signedretry.Retry{})
-	wantErr(t, err, apierror.InvalidInput, "")
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
+	_, _, err = e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.OAuth, OIDCToken: "a.b.c", ClientPublicKey: client.PublicKeyHex()}, signedretry.Request{})
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 }
 
 func TestFederatedTypesDisabled(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, nil)
 	_, _, err := e.svc.AddCredential(ctx, walletauth.AddCredentialRequest{Type: storage.OAuth, AccountID: e.wallet.ID, OIDCToken: "x"}, call("POST", "/", "{}"))
-	wantErr(t, err, apierror.InvalidInput, "")
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 	_, _, err = e.svc.AddCredential(ctx, walletauth.AddCredentialRequest{Type: storage.Passkey, AccountID: e.wallet.ID}, call("POST", "/", "{}"))
-	wantErr(t, err, apierror.InvalidInput, "")
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 	_, err = e.svc.PasskeyRegistrationChallenge(ctx, e.wallet.ID)
-	wantErr(t, err, apierror.InvalidInput, "")
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 }

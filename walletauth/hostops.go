@@ -2,7 +2,6 @@ package walletauth
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strconv"
 
@@ -28,50 +27,26 @@ type HostOperation struct {
 	// on the retry; it is not read on the retry.
 	Parameters any
 	// Effect, when not nil, runs on the retry inside the transaction that
-	// consumes the request, with the stored parameters: its writes and the
-	// consumption commit together, and when it fails neither persists and
-	// the client may retry the same signature. It must act on params only.
+	// consumes the request, with the authorization (its Parameters are the
+	// ones stored on the first call): its writes and the consumption commit
+	// together, and when it fails neither persists and the client may retry
+	// the same signature. It must act on the authorization's parameters
+	// only.
 	//
 	// Effect may run more than once for one retry: the store reruns a
 	// transaction that lost a lock conflict or a serialization check
 	// ([storage.Store.Atomic]), and every run but the last is rolled back.
 	// So it must have no effect outside tx (no payment sent, no message,
 	// no write to another system, no change of memory that outlives the
-	// run): do those after Authorize returns, from [Authorized.Parameters].
-	// Whatever it keeps in Go variables is overwritten by each run.
+	// run): do those after Authorize returns, from the returned
+	// [signedretry.Authorization.Parameters]. Whatever it keeps in Go
+	// variables is overwritten by each run.
 	//
 	// It runs with the wallet, the signing session and its credential
 	// locked (signedretry.Manager.Complete), so a revoke of the signer
 	// waits for it; it must not lock another internal account, which would
 	// come before them in the store's lock order.
-	Effect func(tx storage.Tx, params json.RawMessage) error
-}
-
-// Authorized is a completed host operation: the parameters the user signed
-// and who signed them.
-type Authorized struct {
-	// RequestID is the consumed request.
-	RequestID string
-	// Type and AccountID are the operation's.
-	Type      string
-	AccountID string
-	// Parameters are the operation's parameters exactly as the first call
-	// bound them into the payload the user signed.
-	Parameters json.RawMessage
-	// SessionID and CredentialID identify the session that signed.
-	SessionID    string
-	CredentialID string
-	// Sandbox reports that the sandbox literal stood in for a signature.
-	Sandbox bool
-}
-
-// DecodeParameters decodes the signed parameters into dst. A failure is 500
-// INTERNAL_ERROR: the stored bytes are the service's own.
-func (a *Authorized) DecodeParameters(dst any) error {
-	if err := apierror.DecodeBytes(a.Parameters, dst); err != nil {
-		return apierror.Internal(errors.New("walletauth: decoding stored parameters of " + a.RequestID + ": " + err.Error()))
-	}
-	return nil
+	Effect signedretry.Effect
 }
 
 // ownOperation reports whether typ is an operation type of the service
@@ -87,71 +62,65 @@ func ownOperation(typ string) bool {
 }
 
 // Authorize runs the two legs of a host wallet operation through the signed
-// retry. call is the request as it arrived (signedretry.RetryFrom); its
+// retry. call is the request as it arrived (signedretry.RequestFrom); its
 // Method, Path and Body are bound to the challenge.
 //
 // A call without either signed-retry header is the first leg: the account
 // must exist, op.Parameters are bound into the payload, and the challenge
-// (202) is returned, to be stamped by any active session of the account
-// (DESIGN section 3). A call with a header is the retry: it is checked (same
-// method, path, type and canonical body, a valid stamp of an active session
-// of op.AccountID), the request is consumed, op.Effect runs in the same
-// transaction, and the stored parameters are returned.
+// (202) is returned, to be stamped by any active session of the account. A
+// call with a header is the retry: it is checked (same method, path, type
+// and canonical body, a valid stamp of an active session of op.AccountID),
+// the request is consumed, op.Effect runs in the same transaction, and the
+// authorization, with the stored parameters, is returned.
 //
-// The host must act on [Authorized.Parameters] only, never on values read
-// again from the retry (its body, path or the Go arguments of the call): the
-// parameters are what the payload showed the signer. On the retry,
-// op.Parameters is not read.
+// The host must act on [signedretry.Authorization.Parameters] only, never
+// on values read again from the retry (its body, path or the Go arguments of
+// the call): the parameters are what the payload showed the signer. On the
+// retry, op.Parameters is not read.
 //
 // Errors: 404 REFERENCE_NOT_FOUND (no such account, first leg), the 401s of
 // signedretry (a retry for another account is UNAUTHORIZED), errors of
 // op.Effect unchanged, 500 INTERNAL_ERROR for a Type that is empty or one of
 // the service's own.
-func (s *Service) Authorize(ctx context.Context, op HostOperation, call signedretry.Retry) (*Authorized, *signedretry.Challenge, error) {
+func (s *Service) Authorize(ctx context.Context, op HostOperation, call signedretry.Request) (*signedretry.Authorization, *signedretry.Challenge, error) {
 	if op.Type == "" || ownOperation(op.Type) {
 		return nil, nil, apierror.Internal(errors.New("walletauth: host operation type " + strconv.Quote(op.Type) + " is reserved"))
 	}
-	return s.authorize(ctx, op, call)
+	return s.run(ctx, call, s.walletOp(op.Type, op.AccountID, func() (any, error) { return op.Parameters, nil }, op.Effect))
 }
 
-// authorize is Authorize without the check of the type, for the service's
-// own wallet operations.
-func (s *Service) authorize(ctx context.Context, op HostOperation, call signedretry.Retry) (*Authorized, *signedretry.Challenge, error) {
-	if !isRetry(call) {
-		var challenge *signedretry.Challenge
-		err := s.atomic(ctx, func(tx storage.Tx) error {
-			if !storage.ValidID(op.AccountID, "InternalAccount") {
-				return notFound("internal account", op.AccountID)
+// walletOp is an operation on the wallet accountID that any active session
+// of it signs, the service's own (export, privacy) or the host's. On the
+// first leg params, run before anything else, returns the parameters to
+// bind (or the error that refuses the call), and the wallet must exist; on
+// the retry the request must be bound to accountID before effect runs.
+func (s *Service) walletOp(typ, accountID string, params func() (any, error), effect signedretry.Effect) signedretry.Steps {
+	return signedretry.Steps{
+		Type: typ,
+		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
+			p, err := params()
+			if err != nil {
+				return nil, err
 			}
-			if _, err := tx.InternalAccounts().Get(ctx, op.AccountID); errors.Is(err, storage.ErrNotFound) {
-				return notFound("internal account", op.AccountID)
+			if !storage.ValidID(accountID, "InternalAccount") {
+				return nil, notFound("internal account", accountID)
+			}
+			if _, err := tx.InternalAccounts().Get(ctx, accountID); errors.Is(err, storage.ErrNotFound) {
+				return nil, notFound("internal account", accountID)
 			} else if err != nil {
-				return err
+				return nil, err
 			}
-			var err error
-			challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: op.Type, AccountID: op.AccountID,
-				Method: call.Method, Path: call.Path, Body: call.Body, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-				Parameters: op.Parameters})
-			return err
-		})
-		if err != nil {
-			return nil, nil, storeErr(err)
-		}
-		return nil, challenge, nil
+			return &signedretry.Operation{AccountID: accountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+				Parameters: p}, nil
+		},
+		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+			if a.AccountID != accountID {
+				return apierror.Unauthenticated("request id is bound to another account")
+			}
+			if effect != nil {
+				return effect(ctx, tx, a)
+			}
+			return nil
+		},
 	}
-	call.Type = op.Type
-	a, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
-		if a.AccountID != op.AccountID {
-			return apierror.Unauthenticated("request id is bound to another account")
-		}
-		if op.Effect != nil {
-			return op.Effect(tx, a.Parameters)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, storeErr(err)
-	}
-	return &Authorized{RequestID: a.RequestID, Type: a.Type, AccountID: a.AccountID, Parameters: a.Parameters,
-		SessionID: a.SessionID, CredentialID: a.CredentialID, Sandbox: a.Sandbox}, nil, nil
 }

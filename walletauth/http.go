@@ -37,16 +37,16 @@ func (s *Service) Handler() http.Handler {
 // read returns the raw body and the signed-retry call of r, decoding the
 // body into dst when dst is not nil (an empty body is allowed when
 // optional).
-func read(w http.ResponseWriter, r *http.Request, dst any, optional bool) (signedretry.Retry, bool) {
+func read(w http.ResponseWriter, r *http.Request, dst any, optional bool) (signedretry.Request, bool) {
 	body, err := apierror.Decoder{}.ReadBody(r)
 	if err == nil && dst != nil && (len(body) > 0 || !optional) {
 		err = apierror.DecodeBytes(body, dst)
 	}
 	if err != nil {
 		apierror.Write(w, err)
-		return signedretry.Retry{}, false
+		return signedretry.Request{}, false
 	}
-	return signedretry.RetryFrom(r, "", body), true
+	return signedretry.RequestFrom(r, body), true
 }
 
 type list[T any] struct {

@@ -12,11 +12,11 @@ import (
 )
 
 func (s *Service) oidcVerifier() (*oidc.Verifier, error) {
-	if s.oidc == nil {
+	if s.cfg.OIDC == nil {
 		return nil, apierror.InvalidField("type", apierror.OneOf(string(storage.EmailOTP), string(storage.SMSOTP)),
 			"credential type OAUTH is not enabled on this service")
 	}
-	return s.oidc, nil
+	return s.cfg.OIDC, nil
 }
 
 // oauthParams verifies the ID token of an add request and records in p the

@@ -78,13 +78,13 @@ type ChallengeResponse struct {
 // code's MAC and the sealed target key, never either in plaintext.
 func (s *Service) issueCode(ctx context.Context, c *storage.Credential, limited bool) (string, error) {
 	code := SandboxOTPCode
-	if !s.sandbox {
+	if !s.cfg.Sandbox {
 		var err error
 		if code, err = s.newCode(); err != nil {
 			return "", err
 		}
 	}
-	bundle, target, err := envelope.NewTargetBundle(s.signer, s.org, c.ID, s.rand)
+	bundle, target, err := envelope.NewTargetBundle(s.cfg.Keys.SigningKey, s.cfg.OrganizationID, c.ID, s.cfg.Rand)
 	if err != nil {
 		return "", err
 	}
@@ -98,12 +98,12 @@ func (s *Service) issueCode(ctx context.Context, c *storage.Credential, limited 
 	if err != nil {
 		return "", err
 	}
-	now := s.clock().UTC()
+	now := s.cfg.Clock().UTC()
 	iss := storage.OTPIssuance{ID: id, CredentialID: c.ID, AccountID: c.AccountID, Code: s.codeMAC(id, c.ID, code),
-		TargetKey: sealed, IssuedAt: now, ExpiresAt: now.Add(s.otp.TTL)}
+		TargetKey: sealed, IssuedAt: now, ExpiresAt: now.Add(s.cfg.OTP.TTL)}
 	err = s.atomic(ctx, func(tx storage.Tx) error {
 		if limited {
-			wait, err := tx.RateLimits().Allow(ctx, "otp-challenge:"+c.ID, now, s.otp.ReissueWindow, s.otp.ReissueLimit)
+			wait, err := tx.RateLimits().Allow(ctx, "otp-challenge:"+c.ID, now, s.cfg.OTP.ReissueWindow, s.cfg.OTP.ReissueLimit)
 			if err != nil {
 				return err
 			}
@@ -116,12 +116,12 @@ func (s *Service) issueCode(ctx context.Context, c *storage.Credential, limited 
 	if err != nil {
 		return "", storeErr(err)
 	}
-	if !s.sandbox {
+	if !s.cfg.Sandbox {
 		to := c.Email
 		if c.Type == storage.SMSOTP {
 			to = c.Phone
 		}
-		if err := s.sender.Send(ctx, Message{Channel: c.Type, To: to, Code: code, AccountID: c.AccountID,
+		if err := s.cfg.Sender.Send(ctx, Message{Channel: c.Type, To: to, Code: code, AccountID: c.AccountID,
 			CredentialID: c.ID, ExpiresAt: iss.ExpiresAt}); err != nil {
 			return "", apierror.Internal(err)
 		}
@@ -131,11 +131,11 @@ func (s *Service) issueCode(ctx context.Context, c *storage.Credential, limited 
 
 // newCode draws a code uniformly from the configured alphabet.
 func (s *Service) newCode() (string, error) {
-	alphabet := []rune(s.otp.Alphabet)
+	alphabet := []rune(s.cfg.OTP.Alphabet)
 	n := big.NewInt(int64(len(alphabet)))
-	code := make([]rune, s.otp.Length)
+	code := make([]rune, s.cfg.OTP.Length)
 	for i := range code {
-		k, err := randInt(s.rand, n)
+		k, err := randInt(s.cfg.Rand, n)
 		if err != nil {
 			return "", apierror.Internal(err)
 		}
@@ -183,18 +183,13 @@ type VerifyRequest struct {
 // signedretry, and 500 INTERNAL_ERROR when the issuance's stored
 // target key does not open (sealed under a key the Sealer no longer holds,
 // or altered in the store); that charges no attempt.
-func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Retry) (*AuthSession, *signedretry.Challenge, error) {
+func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Request) (*AuthSession, *signedretry.Challenge, error) {
 	if err := s.checkVerifyType(ctx, credentialID, req.Type); err != nil {
 		return nil, nil, err
 	}
 	switch req.Type {
 	case storage.EmailOTP, storage.SMSOTP:
-		if isRetry(call) {
-			sess, err := s.verifyOTPLeg2(ctx, credentialID, call)
-			return sess, nil, err
-		}
-		ch, err := s.verifyOTPLeg1(ctx, credentialID, req, call)
-		return nil, ch, err
+		return s.verifyOTP(ctx, credentialID, req, call)
 	case storage.OAuth:
 		sess, err := s.verifyOAuth(ctx, credentialID, req)
 		return sess, nil, err
@@ -245,105 +240,123 @@ type otpParams struct {
 	PublicKey    string `json:"publicKey"`
 }
 
-func (s *Service) verifyOTPLeg1(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Retry) (*signedretry.Challenge, error) {
-	var challenge *signedretry.Challenge
+// verifyOTP is an OTP verification: the first leg compares the code and
+// binds the key it was sealed with, the retry, stamped by that key, creates
+// the session.
+func (s *Service) verifyOTP(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Request) (*AuthSession, *signedretry.Challenge, error) {
 	var failure error // a wrong code: the attempt is counted and committed
-	err := s.atomic(ctx, func(tx storage.Tx) error {
-		failure = nil
-		// Hold the credential to the end of the transaction: a revoke of it
-		// either committed before (404) or waits for this attempt, so the
-		// AUTH_CREDENTIAL.OTP_LOCKED event below never follows the
-		// credential's AUTH_CREDENTIAL.REVOKED. It also orders the attempts
-		// of one credential.
-		c, err := lockCredentialOfType(ctx, tx, credentialID, req.Type)
-		if err != nil {
+	var sess *AuthSession
+	_, ch, err := s.run(ctx, call, signedretry.Steps{
+		Type: OpVerifyOTP,
+		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
+			var op *signedretry.Operation
+			var err error
+			op, failure, err = s.bindOTP(ctx, tx, credentialID, req)
+			return op, err
+		},
+		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+			var err error
+			sess, err = s.otpSession(ctx, tx, credentialID, a)
 			return err
-		}
-		iss, err := tx.OTPIssuances().GetByCredential(ctx, c.ID)
-		if errors.Is(err, storage.ErrNotFound) {
-			return apierror.Unauthenticated("no pending OTP for this credential")
-		}
-		if err != nil {
-			return err
-		}
-		now := s.clock()
-		switch {
-		case !iss.ConsumedAt.IsZero():
-			return apierror.Unauthenticated("OTP already used")
-		case !now.Before(iss.ExpiresAt):
-			return apierror.Unauthenticated("OTP expired")
-		case iss.Attempts >= s.otp.MaxAttempts:
-			return apierror.Unauthenticated("too many failed attempts; request a new code")
-		}
-		// Spend one of the credential's budget of compared codes, across
-		// issuances, before any code is compared. The store counts it only
-		// within the budget (and only if this transaction commits, so
-		// every check below that fails returns it); past the budget nothing
-		// is compared.
-		wait, err := tx.RateLimits().Allow(ctx, otpBudgetKey+c.ID, now, s.otp.AttemptBudgetWindow, s.otp.AttemptBudget)
-		if err != nil {
-			return err
-		}
-		if wait > 0 {
-			failure = apierror.TooManyRequests(wait)
-			return s.otpThrottled(ctx, tx, &c, now, wait)
-		}
-		// Reserve the attempt before any code is compared: the store counts
-		// it only while fewer than MaxAttempts were made, so no burst of
-		// concurrent guesses gets more codes compared than that.
-		reserved, err := tx.OTPIssuances().Attempt(ctx, iss.ID, s.otp.MaxAttempts, now)
-		switch {
-		case errors.Is(err, storage.ErrNotFound):
-			return apierror.Unauthenticated("no pending OTP for this credential")
-		case errors.Is(err, storage.ErrConsumed):
-			return apierror.Unauthenticated("OTP already used")
-		case errors.Is(err, storage.ErrExpired):
-			return apierror.Unauthenticated("OTP expired")
-		case errors.Is(err, storage.ErrExhausted):
-			return apierror.Unauthenticated("too many failed attempts; request a new code")
-		case err != nil:
-			return err
-		}
-		attempt, err := s.openOTP(&iss, req.EncryptedOTPBundle)
-		if apierror.CodeOf(err) == apierror.Unauthorized {
-			// Sealed to another key: a failed attempt like a wrong code.
-			failure = err
-		} else if err != nil {
-			return err
-		} else if !s.codeMatches(&iss, attempt.Code) {
-			failure = apierror.Unauthenticated("Invalid OTP code")
-		}
-		if failure != nil {
-			if reserved.Attempts >= s.otp.MaxAttempts {
-				// The attempt that uses up the code: its
-				// AUTH_CREDENTIAL.OTP_LOCKED event commits with it.
-				return s.otpLocked(ctx, tx, &c, reserved.Attempts, now)
-			}
-			return nil // commits the reserved attempt
-		}
-		if _, err := tx.OTPIssuances().Consume(ctx, iss.ID, now); err != nil {
-			if errors.Is(err, storage.ErrConsumed) {
-				return apierror.Unauthenticated("OTP already used")
-			}
-			return err
-		}
-		key, err := signedretry.CompressedHex(attempt.PublicKey)
-		if err != nil {
-			return err
-		}
-		challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpVerifyOTP, AccountID: c.AccountID,
-			Method: call.Method, Path: call.Path, Body: call.Body,
-			Signer:     signedretry.Signer{Rule: signedretry.BoundKey, Ref: key},
-			Parameters: otpParams{CredentialID: c.ID, PublicKey: key}, CredentialType: string(c.Type)})
-		return err
+		},
 	})
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case failure != nil:
+		return nil, nil, failure
+	}
+	return sess, ch, nil
+}
+
+// bindOTP is the first leg of an OTP verification, in its transaction: it
+// spends an attempt, compares the code and, when it matches, consumes the
+// issuance and returns the operation binding the key the code was sealed
+// with. A wrong code returns no operation and the failure to answer, with
+// a nil error: the counted attempt commits.
+func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID string, req VerifyRequest) (op *signedretry.Operation, failure, err error) {
+	// Hold the credential to the end of the transaction: a revoke of it
+	// either committed before (404) or waits for this attempt, so the
+	// AUTH_CREDENTIAL.OTP_LOCKED event below never follows the
+	// credential's AUTH_CREDENTIAL.REVOKED. It also orders the attempts
+	// of one credential.
+	c, err := lockCredentialOfType(ctx, tx, credentialID, req.Type)
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, nil, err
+	}
+	iss, err := tx.OTPIssuances().GetByCredential(ctx, c.ID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil, apierror.Unauthenticated("no pending OTP for this credential")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	now := s.cfg.Clock()
+	switch {
+	case !iss.ConsumedAt.IsZero():
+		return nil, nil, apierror.Unauthenticated("OTP already used")
+	case !now.Before(iss.ExpiresAt):
+		return nil, nil, apierror.Unauthenticated("OTP expired")
+	case iss.Attempts >= s.cfg.OTP.MaxAttempts:
+		return nil, nil, apierror.Unauthenticated("too many failed attempts; request a new code")
+	}
+	// Spend one of the credential's budget of compared codes, across
+	// issuances, before any code is compared. The store counts it only
+	// within the budget (and only if this transaction commits, so
+	// every check below that fails returns it); past the budget nothing
+	// is compared.
+	wait, err := tx.RateLimits().Allow(ctx, otpBudgetKey+c.ID, now, s.cfg.OTP.AttemptBudgetWindow, s.cfg.OTP.AttemptBudget)
+	if err != nil {
+		return nil, nil, err
+	}
+	if wait > 0 {
+		return nil, apierror.TooManyRequests(wait), s.otpThrottled(ctx, tx, &c, now, wait)
+	}
+	// Reserve the attempt before any code is compared: the store counts
+	// it only while fewer than MaxAttempts were made, so no burst of
+	// concurrent guesses gets more codes compared than that.
+	reserved, err := tx.OTPIssuances().Attempt(ctx, iss.ID, s.cfg.OTP.MaxAttempts, now)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, nil, apierror.Unauthenticated("no pending OTP for this credential")
+	case errors.Is(err, storage.ErrConsumed):
+		return nil, nil, apierror.Unauthenticated("OTP already used")
+	case errors.Is(err, storage.ErrExpired):
+		return nil, nil, apierror.Unauthenticated("OTP expired")
+	case errors.Is(err, storage.ErrExhausted):
+		return nil, nil, apierror.Unauthenticated("too many failed attempts; request a new code")
+	case err != nil:
+		return nil, nil, err
+	}
+	attempt, err := s.openOTP(&iss, req.EncryptedOTPBundle)
+	if apierror.CodeOf(err) == apierror.Unauthorized {
+		// Sealed to another key: a failed attempt like a wrong code.
+		failure = err
+	} else if err != nil {
+		return nil, nil, err
+	} else if !s.codeMatches(&iss, attempt.Code) {
+		failure = apierror.Unauthenticated("Invalid OTP code")
 	}
 	if failure != nil {
-		return nil, failure
+		if reserved.Attempts >= s.cfg.OTP.MaxAttempts {
+			// The attempt that uses up the code: its
+			// AUTH_CREDENTIAL.OTP_LOCKED event commits with it.
+			return nil, failure, s.otpLocked(ctx, tx, &c, reserved.Attempts, now)
+		}
+		return nil, failure, nil // commits the reserved attempt
 	}
-	return challenge, nil
+	if _, err := tx.OTPIssuances().Consume(ctx, iss.ID, now); err != nil {
+		if errors.Is(err, storage.ErrConsumed) {
+			return nil, nil, apierror.Unauthenticated("OTP already used")
+		}
+		return nil, nil, err
+	}
+	key, err := signedretry.CompressedHex(attempt.PublicKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &signedretry.Operation{AccountID: c.AccountID, Signer: signedretry.Signer{Rule: signedretry.BoundKey, Ref: key},
+		Parameters: otpParams{CredentialID: c.ID, PublicKey: key}, CredentialType: string(c.Type)}, nil, nil
 }
 
 // Rate-limit keys of one-time codes, followed by the credential id: the
@@ -369,37 +382,30 @@ func (s *Service) otpThrottled(ctx context.Context, tx storage.Tx, c *storage.Cr
 	}
 	d := credentialData(c, customer)
 	until := now.Add(wait).UTC()
-	d.AttemptBudget, d.ThrottledUntil = s.otp.AttemptBudget, &until
+	d.AttemptBudget, d.ThrottledUntil = s.cfg.OTP.AttemptBudget, &until
 	return s.emit(ctx, tx, EventCredentialOTPThrottled, c.AccountID, d, now)
 }
 
-func (s *Service) verifyOTPLeg2(ctx context.Context, credentialID string, call signedretry.Retry) (*AuthSession, error) {
-	call.Type = OpVerifyOTP
-	var sess *AuthSession
-	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
-		var p otpParams
-		if err := a.DecodeParameters(&p); err != nil {
-			return err
-		}
-		if p.CredentialID != credentialID {
-			return apierror.Unauthenticated("request id is bound to another credential")
-		}
-		c, err := tx.Credentials().Get(ctx, credentialID)
-		if errors.Is(err, storage.ErrNotFound) {
-			return notFound("credential", credentialID)
-		}
-		if err != nil {
-			return err
-		}
-		pub, err := signedretry.ParsePublicKey(p.PublicKey)
-		if err != nil {
-			return apierror.Internal(err)
-		}
-		sess, err = s.createSession(ctx, tx, &c, pub)
-		return err
-	})
-	if err != nil {
-		return nil, storeErr(err)
+// otpSession is the effect of an OTP verification's retry: the session of
+// the credential the first leg bound, under the key it bound.
+func (s *Service) otpSession(ctx context.Context, tx storage.Tx, credentialID string, a *signedretry.Authorization) (*AuthSession, error) {
+	var p otpParams
+	if err := a.DecodeParameters(&p); err != nil {
+		return nil, err
 	}
-	return sess, nil
+	if p.CredentialID != credentialID {
+		return nil, apierror.Unauthenticated("request id is bound to another credential")
+	}
+	c, err := tx.Credentials().Get(ctx, credentialID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, notFound("credential", credentialID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	pub, err := signedretry.ParsePublicKey(p.PublicKey)
+	if err != nil {
+		return nil, apierror.Internal(err)
+	}
+	return s.createSession(ctx, tx, &c, pub)
 }

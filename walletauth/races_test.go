@@ -40,6 +40,7 @@ func isAPIError(err error, status int, code apierror.Code, reason string) bool {
 // retry stamped by a session of the other: exactly one revoke succeeds and
 // the account keeps one credential with its session.
 func TestRevokeCredentialCrossSigned(t *testing.T) {
+	ctx := t.Context()
 	for range 5 {
 		e := newEnv(t, nil)
 		_, emailKey := e.login(t, e.email.ID, storage.EmailOTP)
@@ -121,6 +122,7 @@ func checkCrossSigned(t *testing.T, errs []error, ids []string, state func() ([]
 // "Invalid OTP code"; the rest are "too many failed attempts"), and the right
 // code fails once the limit is reached.
 func TestOTPLeg1Burst(t *testing.T) {
+	ctx := t.Context()
 	const wrongGuesses = 40
 	setup := func(t *testing.T) (*env, string, string) {
 		e := newEnv(t, nil)
@@ -216,6 +218,7 @@ func countOTPAnswers(t *testing.T, errs []error, right int) (invalid, tooMany in
 // address at once: one succeeds, the other is 409, and the same customer may
 // hold the address on a second wallet.
 func TestCreateWalletSameAddress(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, nil)
 	wallets := []string{e.wallet.ID, "", ""}
 	create := func(i int, customer, email string) func() error {
@@ -252,6 +255,7 @@ func TestCreateWalletSameAddress(t *testing.T) {
 // address, both first legs passed: exactly one wins, the other is 409
 // EMAIL_OTP_EMAIL_ALREADY_EXISTS, and the address is tied to one customer.
 func TestAddEmailOTPRacesEmailChange(t *testing.T) {
+	ctx := t.Context()
 	for round := range 5 {
 		e := newEnv(t, nil)
 		_, key := e.login(t, e.email.ID, storage.EmailOTP)
@@ -298,6 +302,7 @@ func TestAddEmailOTPRacesEmailChange(t *testing.T) {
 // 429 RATE_LIMITED, one AUTH_CREDENTIAL.OTP_THROTTLED is written, and the
 // right code is refused afterwards.
 func TestOTPAttemptBudgetBurst(t *testing.T) {
+	ctx := t.Context()
 	const budget, guesses = 7, 40
 	e := newEnv(t, func(c *walletauth.Config) { c.OTP.AttemptBudget, c.OTP.MaxAttempts = budget, 1000 })
 	m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})

@@ -462,6 +462,7 @@ func checkOutbox(t testing.TB, store storage.Store, now time.Time, accountIDs ..
 // TestReplayFindsViolations feeds the replay an outbox that breaks each rule
 // it checks, and a store that disagrees with its outbox.
 func TestReplayFindsViolations(t *testing.T) {
+	ctx := t.Context()
 	st := memory.New()
 	acct := "InternalAccount:00000000-0000-4000-8000-000000000001"
 	x, y, z := "AuthMethod:00000000-0000-4000-8000-00000000000a", "AuthMethod:00000000-0000-4000-8000-00000000000b",

@@ -2,13 +2,16 @@ package walletauth
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/hmac"
-	"crypto/rand"
+	cryptorand "crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/storage"
@@ -16,15 +19,65 @@ import (
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
-// MinCodeMACKeyLen is the shortest [Config].CodeMACKey New accepts, in bytes.
+// MinCodeMACKeyLen is the shortest [Keys].CodeMACKey New accepts, in bytes.
 const MinCodeMACKeyLen = 32
 
-// ErrSecretKeysRequired is returned by [New] when Config.Sealer or
-// Config.CodeMACKey is missing outside sandbox mode and
-// Config.EphemeralSecretKeys is not set.
-var ErrSecretKeysRequired = errors.New("walletauth: Config.Sealer and Config.CodeMACKey are required " +
-	"(keys from the host's secret manager, shared by every replica of the store), " +
-	"unless Config.Sandbox or Config.EphemeralSecretKeys is set")
+// ErrKeysRequired is returned, wrapped with the name of the missing key, by
+// [New] when [Config].Keys lacks one of its keys.
+var ErrKeysRequired = errors.New("walletauth: Config.Keys is required " +
+	"(keys from the host's secret manager, shared by every replica of the store; " +
+	"EphemeralKeys makes keys for a single process)")
+
+// Keys are the host's keys of a [Service]. All three are required, in
+// sandbox mode too, and every replica sharing a store needs the same ones.
+type Keys struct {
+	// SigningKey signs OTP target bundles and wallet export bundles (their
+	// enclaveQuorumPublic). Clients that check bundles pin its public half
+	// ([Service.SigningPublicKey]).
+	SigningKey *ecdsa.PrivateKey
+	// Sealer seals the private key material the store keeps for a login in
+	// progress (the HPKE target key of each OTP issuance), bound to its
+	// issuance and credential ids, so the store holds only sealed bytes.
+	// [secret.Keyring] is the standard implementation: AES-256-GCM under
+	// host-provided keys that rotate without rewriting rows. New seals and
+	// opens a test value with it and fails when that does not work.
+	Sealer secret.Sealer
+	// CodeMACKey keys the HMAC-SHA256 under which one-time codes are stored:
+	// the store never sees a code, and its MACs cannot be checked against
+	// guesses without this key. At least MinCodeMACKeyLen random bytes;
+	// New copies it. Changing it invalidates the codes issued before (they
+	// live OTP.TTL; a client asks for a new one).
+	CodeMACKey []byte
+}
+
+// EphemeralKeys returns fresh [Keys] held only in this process's memory,
+// drawn from rand (nil means crypto/rand). Nothing is stored in plaintext,
+// but a bundle signed or a code issued by this process cannot be checked by
+// another replica or after a restart, and clients cannot pin the signing
+// key across restarts. It suits tests and a single process (a memory
+// store); never use it for replicas sharing a database.
+func EphemeralKeys(rand io.Reader) (Keys, error) {
+	if rand == nil {
+		rand = cryptorand.Reader
+	}
+	signing, err := ecdsa.GenerateKey(elliptic.P256(), rand)
+	if err != nil {
+		return Keys{}, err
+	}
+	k, err := secret.GenerateKey(rand, "ephemeral")
+	if err != nil {
+		return Keys{}, err
+	}
+	sealer, err := secret.NewKeyring(k)
+	if err != nil {
+		return Keys{}, err
+	}
+	mac := make([]byte, MinCodeMACKeyLen)
+	if _, err := io.ReadFull(rand, mac); err != nil {
+		return Keys{}, err
+	}
+	return Keys{SigningKey: signing, Sealer: sealer, CodeMACKey: mac}, nil
+}
 
 // Domain-separation labels of what the service keeps at rest. A change of
 // format takes a new label, so values of the old format never verify.
@@ -33,35 +86,20 @@ const (
 	targetKeyLabel = "walletgate/otp-target-key/v1"
 )
 
-// secretKeys resolves the at-rest keys of cfg: the configured ones, or, in
-// sandbox mode or with EphemeralSecretKeys, fresh ones for this process.
-func secretKeys(cfg *Config) (secret.Sealer, []byte, error) {
-	sealer, macKey := cfg.Sealer, cfg.CodeMACKey
-	if macKey != nil && len(macKey) < MinCodeMACKeyLen {
-		return nil, nil, fmt.Errorf("walletauth: Config.CodeMACKey is %d bytes, want at least %d", len(macKey), MinCodeMACKeyLen)
+// check fails when a key is missing, when CodeMACKey is too short and when
+// Sealer does not seal and open a test value.
+func (k *Keys) check() error {
+	switch {
+	case k.SigningKey == nil:
+		return fmt.Errorf("%w: Config.Keys.SigningKey is missing", ErrKeysRequired)
+	case k.Sealer == nil:
+		return fmt.Errorf("%w: Config.Keys.Sealer is missing", ErrKeysRequired)
+	case k.CodeMACKey == nil:
+		return fmt.Errorf("%w: Config.Keys.CodeMACKey is missing", ErrKeysRequired)
+	case len(k.CodeMACKey) < MinCodeMACKeyLen:
+		return fmt.Errorf("walletauth: Config.Keys.CodeMACKey is %d bytes, want at least %d", len(k.CodeMACKey), MinCodeMACKeyLen)
 	}
-	if sealer == nil || macKey == nil {
-		if !cfg.Sandbox && !cfg.EphemeralSecretKeys {
-			return nil, nil, ErrSecretKeysRequired
-		}
-	}
-	if sealer == nil {
-		k, err := secret.GenerateKey(nil, "ephemeral")
-		if err != nil {
-			return nil, nil, err
-		}
-		if sealer, err = secret.NewKeyring(k); err != nil {
-			return nil, nil, err
-		}
-	}
-	if macKey == nil {
-		macKey = make([]byte, MinCodeMACKeyLen)
-		_, _ = rand.Read(macKey) // crypto/rand.Read never fails
-	}
-	if err := selfTest(sealer); err != nil {
-		return nil, nil, err
-	}
-	return sealer, append([]byte(nil), macKey...), nil
+	return selfTest(k.Sealer)
 }
 
 // selfTest seals and opens a value with sealer, so that a Sealer that cannot
@@ -77,7 +115,7 @@ func selfTest(sealer secret.Sealer) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("walletauth: Config.Sealer does not work: %w", err)
+		return fmt.Errorf("walletauth: Config.Keys.Sealer does not work: %w", err)
 	}
 	return nil
 }
@@ -91,7 +129,7 @@ func (s *Service) codeMAC(issuanceID, credentialID, code string) string {
 }
 
 func (s *Service) codeMACBytes(issuanceID, credentialID, code string) []byte {
-	m := hmac.New(sha256.New, s.codeKey)
+	m := hmac.New(sha256.New, s.cfg.Keys.CodeMACKey)
 	m.Write(lengthPrefixed(codeMACLabel, issuanceID, credentialID, code))
 	return m.Sum(nil)
 }
@@ -130,7 +168,7 @@ func targetKeyAAD(issuanceID, credentialID string) []byte {
 // sealTargetKey seals the private scalar of an issuance's target key for the
 // store. A failure is 500 INTERNAL_ERROR.
 func (s *Service) sealTargetKey(issuanceID, credentialID string, scalar []byte) ([]byte, error) {
-	sealed, err := s.sealer.Seal(scalar, targetKeyAAD(issuanceID, credentialID))
+	sealed, err := s.cfg.Keys.Sealer.Seal(scalar, targetKeyAAD(issuanceID, credentialID))
 	if err != nil {
 		return nil, apierror.Internal(fmt.Errorf("sealing the target key of %s: %w", issuanceID, err))
 	}
@@ -143,7 +181,7 @@ func (s *Service) sealTargetKey(issuanceID, credentialID string, scalar []byte) 
 // from another row) is 500 INTERNAL_ERROR: the stored state is at fault, not
 // the client, and no attempt of the client's is charged for it.
 func (s *Service) openOTP(iss *storage.OTPIssuance, encryptedOtpBundle string) (envelope.OTPAttempt, error) {
-	scalar, err := s.sealer.Open(iss.TargetKey, targetKeyAAD(iss.ID, iss.CredentialID))
+	scalar, err := s.cfg.Keys.Sealer.Open(iss.TargetKey, targetKeyAAD(iss.ID, iss.CredentialID))
 	if err != nil {
 		return envelope.OTPAttempt{}, apierror.Internal(fmt.Errorf("opening the target key of %s: %w", iss.ID, err))
 	}

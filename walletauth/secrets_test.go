@@ -2,6 +2,9 @@ package walletauth_test
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,12 +15,22 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
+
+// testSigningKey is the bundle signing key of the test services.
+var testSigningKey = func() *ecdsa.PrivateKey {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
 
 // testCodeMACKey is the CodeMACKey of the test services.
 var testCodeMACKey = bytes.Repeat([]byte{0x5c}, walletauth.MinCodeMACKeyLen)
@@ -52,6 +65,7 @@ func testKeyring(t testing.TB, current string, older ...string) *secret.Keyring 
 // it: what a read of the database gives.
 func (e *env) storedIssuance(t testing.TB, credID string) storage.OTPIssuance {
 	t.Helper()
+	ctx := t.Context()
 	var iss storage.OTPIssuance
 	err := e.store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
@@ -68,6 +82,7 @@ func (e *env) storedIssuance(t testing.TB, credID string) storage.OTPIssuance {
 // to the database could.
 func (e *env) writeIssuance(t testing.TB, iss storage.OTPIssuance) {
 	t.Helper()
+	ctx := t.Context()
 	if err := e.store.Atomic(ctx, func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &iss) }); err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +91,7 @@ func (e *env) writeIssuance(t testing.TB, iss storage.OTPIssuance) {
 // leg1 seals code to the target bundle and runs verify leg 1.
 func (e *env) leg1(t testing.TB, svc *walletauth.Service, credID, bundle, code string) error {
 	t.Helper()
+	ctx := t.Context()
 	sealed, err := newKey(t).SealOTP(bundle, nil, code, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +105,7 @@ func (e *env) leg1(t testing.TB, svc *walletauth.Service, credID, bundle, code s
 // the store holds for a fresh issuance is neither the code the Sender
 // delivered nor a target key that opens the client's answer.
 func TestStoreHoldsNoOTPSecrets(t *testing.T) {
+	ctx := t.Context()
 	for _, sandbox := range []bool{false, true} {
 		e := newEnv(t, func(c *walletauth.Config) { c.Sandbox = sandbox })
 		m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
@@ -133,6 +150,7 @@ func TestStoreHoldsNoOTPSecrets(t *testing.T) {
 // (a superseded one of the same credential, or another credential's) does
 // not accept the code it was made for.
 func TestCodeMACBoundToIssuance(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, nil)
 	if _, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{}); err != nil {
 		t.Fatal(err)
@@ -148,8 +166,8 @@ func TestCodeMACBoundToIssuance(t *testing.T) {
 	}
 	iss.Code = oldIss.Code // roll the row's MAC back to the superseded issuance's
 	e.writeIssuance(t, iss)
-	wantErr(t, e.leg1(t, e.svc, e.email.ID, second.OTPEncryptionTargetBundle, oldCode), apierror.Unauthorized, "Invalid OTP code")
-	wantErr(t, e.leg1(t, e.svc, e.email.ID, second.OTPEncryptionTargetBundle, newCode), apierror.Unauthorized, "Invalid OTP code")
+	apierrortest.Want(t, e.leg1(t, e.svc, e.email.ID, second.OTPEncryptionTargetBundle, oldCode), apierror.Unauthorized, "Invalid OTP code")
+	apierrortest.Want(t, e.leg1(t, e.svc, e.email.ID, second.OTPEncryptionTargetBundle, newCode), apierror.Unauthorized, "Invalid OTP code")
 
 	// Another credential's MAC, with that credential's code.
 	_, other, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:2", Email: "grace@example.com"})
@@ -167,7 +185,7 @@ func TestCodeMACBoundToIssuance(t *testing.T) {
 	iss = e.storedIssuance(t, e.email.ID)
 	iss.Code = otherIss.Code
 	e.writeIssuance(t, iss)
-	wantErr(t, e.leg1(t, e.svc, e.email.ID, third.OTPEncryptionTargetBundle, otherCode), apierror.Unauthorized, "Invalid OTP code")
+	apierrortest.Want(t, e.leg1(t, e.svc, e.email.ID, third.OTPEncryptionTargetBundle, otherCode), apierror.Unauthorized, "Invalid OTP code")
 }
 
 // TestSealedTargetKeyBoundToIssuance: a sealed target key moved into another
@@ -175,6 +193,7 @@ func TestCodeMACBoundToIssuance(t *testing.T) {
 // the moved key's public half; the verification answers 500 INTERNAL_ERROR
 // (the stored state is at fault) and charges no attempt.
 func TestSealedTargetKeyBoundToIssuance(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, nil)
 	_, other, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:2", Email: "grace@example.com"})
 	if err != nil {
@@ -193,7 +212,7 @@ func TestSealedTargetKeyBoundToIssuance(t *testing.T) {
 	iss.TargetKey = otherIss.TargetKey
 	e.writeIssuance(t, iss)
 	err = e.leg1(t, e.svc, e.email.ID, otherCh.OTPEncryptionTargetBundle, code)
-	if ae := wantErr(t, err, apierror.InternalError, ""); ae.Message != "internal error" || !errors.Is(err, secret.ErrNotAuthentic) {
+	if ae := apierrortest.Want(t, err, apierror.InternalError, ""); ae.Message != "internal error" || !errors.Is(err, secret.ErrNotAuthentic) {
 		t.Fatalf("moved target key: %q, cause %v", ae.Message, errors.Unwrap(err))
 	}
 	if got := e.storedIssuance(t, e.email.ID); got.Attempts != iss.Attempts || !got.ConsumedAt.IsZero() {
@@ -205,6 +224,7 @@ func TestSealedTargetKeyBoundToIssuance(t *testing.T) {
 // under a key the service's keyring does not hold, answers 500
 // INTERNAL_ERROR without details, directly and over HTTP.
 func TestTargetKeyUnopenable(t *testing.T) {
+	ctx := t.Context()
 	for _, tc := range []struct {
 		name   string
 		break_ func(t *testing.T, e *env, iss *storage.OTPIssuance) *walletauth.Service
@@ -244,7 +264,7 @@ func TestTargetKeyUnopenable(t *testing.T) {
 			iss := e.storedIssuance(t, e.email.ID)
 			svc := tc.break_(t, e, &iss)
 			err = e.leg1(t, svc, e.email.ID, m.OTPEncryptionTargetBundle, code)
-			wantErr(t, err, apierror.InternalError, "")
+			apierrortest.Want(t, err, apierror.InternalError, "")
 			if !errors.Is(err, tc.cause) {
 				t.Fatalf("cause %v, want %v", errors.Unwrap(err), tc.cause)
 			}
@@ -283,7 +303,7 @@ func TestTargetKeyUnopenable(t *testing.T) {
 func (e *env) service(t testing.TB, sealer secret.Sealer, macKey []byte) *walletauth.Service {
 	t.Helper()
 	svc, err := walletauth.New(walletauth.Config{Store: e.store, Sender: e.outbox, Clock: e.clock.Now, OrganizationID: "org-test",
-		Sealer: sealer, CodeMACKey: macKey})
+		Keys: walletauth.Keys{SigningKey: testSigningKey, Sealer: sealer, CodeMACKey: macKey}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,6 +315,7 @@ func (e *env) service(t testing.TB, sealer secret.Sealer, macKey []byte) *wallet
 // new issuances under the new key. A different CodeMACKey rejects earlier
 // codes as wrong.
 func TestSecretKeyRotation(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, nil)
 	m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
 	if err != nil {
@@ -315,38 +336,47 @@ func TestSecretKeyRotation(t *testing.T) {
 	// every replica to hold the new key before any seals with it.
 	m, _ = rotated.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
 	err = e.leg1(t, e.svc, e.email.ID, m.OTPEncryptionTargetBundle, e.outbox.last(t).Code)
-	wantErr(t, err, apierror.InternalError, "")
+	apierrortest.Want(t, err, apierror.InternalError, "")
 
 	otherMAC := e.service(t, testKeyring(t, "test-2", "test-1"), bytes.Repeat([]byte{0x36}, 32))
 	m, _ = rotated.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
 	err = e.leg1(t, otherMAC, e.email.ID, m.OTPEncryptionTargetBundle, e.outbox.last(t).Code)
-	wantErr(t, err, apierror.Unauthorized, "Invalid OTP code")
+	apierrortest.Want(t, err, apierror.Unauthorized, "Invalid OTP code")
 }
 
-// TestNewRequiresSecretKeys: outside sandbox mode New refuses to run without
-// both at-rest keys unless EphemeralSecretKeys opts out, and refuses a short
-// CodeMACKey always.
-func TestNewRequiresSecretKeys(t *testing.T) {
+// TestNewRequiresKeys: New refuses to run without all three keys, in
+// sandbox mode too, and refuses a short CodeMACKey and a Sealer that does
+// not work.
+func TestNewRequiresKeys(t *testing.T) {
 	base := walletauth.Config{Store: memory.New(), Sender: &outbox{}}
 	keys := testKeyring(t, "k")
+	full := func(c *walletauth.Config) {
+		c.Keys = walletauth.Keys{SigningKey: testSigningKey, Sealer: keys, CodeMACKey: testCodeMACKey}
+	}
 	for _, tc := range []struct {
 		name string
 		mod  func(*walletauth.Config)
 		want error // nil: New succeeds
 	}{
-		{"neither", func(*walletauth.Config) {}, walletauth.ErrSecretKeysRequired},
-		{"no CodeMACKey", func(c *walletauth.Config) { c.Sealer = keys }, walletauth.ErrSecretKeysRequired},
-		{"no Sealer", func(c *walletauth.Config) { c.CodeMACKey = testCodeMACKey }, walletauth.ErrSecretKeysRequired},
-		{"empty CodeMACKey", func(c *walletauth.Config) { c.Sealer, c.CodeMACKey = keys, []byte{} }, errShort},
-		{"short CodeMACKey", func(c *walletauth.Config) { c.Sealer, c.CodeMACKey = keys, make([]byte, 31) }, errShort},
-		{"short CodeMACKey, ephemeral", func(c *walletauth.Config) { c.EphemeralSecretKeys, c.CodeMACKey = true, make([]byte, 16) }, errShort},
-		{"nil *Keyring", func(c *walletauth.Config) { c.Sealer, c.CodeMACKey = (*secret.Keyring)(nil), testCodeMACKey }, errBroken},
-		{"failing Sealer", func(c *walletauth.Config) { c.Sealer, c.CodeMACKey = brokenSealer{}, testCodeMACKey }, errBroken},
-		{"failing Sealer, sandbox", func(c *walletauth.Config) { c.Sandbox, c.Sealer = true, brokenSealer{} }, errBroken},
-		{"both", func(c *walletauth.Config) { c.Sealer, c.CodeMACKey = keys, testCodeMACKey }, nil},
-		{"ephemeral", func(c *walletauth.Config) { c.EphemeralSecretKeys = true }, nil},
-		{"ephemeral with a Sealer", func(c *walletauth.Config) { c.EphemeralSecretKeys, c.Sealer = true, keys }, nil},
-		{"sandbox", func(c *walletauth.Config) { c.Sandbox = true }, nil},
+		{"none", func(*walletauth.Config) {}, walletauth.ErrKeysRequired},
+		{"none, sandbox", func(c *walletauth.Config) { c.Sandbox = true }, walletauth.ErrKeysRequired},
+		{"no SigningKey", func(c *walletauth.Config) { full(c); c.Keys.SigningKey = nil }, walletauth.ErrKeysRequired},
+		{"no CodeMACKey", func(c *walletauth.Config) { full(c); c.Keys.CodeMACKey = nil }, walletauth.ErrKeysRequired},
+		{"no Sealer", func(c *walletauth.Config) { full(c); c.Keys.Sealer = nil }, walletauth.ErrKeysRequired},
+		{"empty CodeMACKey", func(c *walletauth.Config) { full(c); c.Keys.CodeMACKey = []byte{} }, errShort},
+		{"short CodeMACKey", func(c *walletauth.Config) { full(c); c.Keys.CodeMACKey = make([]byte, 31) }, errShort},
+		{"nil *Keyring", func(c *walletauth.Config) { full(c); c.Keys.Sealer = (*secret.Keyring)(nil) }, errBroken},
+		{"failing Sealer", func(c *walletauth.Config) { full(c); c.Keys.Sealer = brokenSealer{} }, errBroken},
+		{"failing Sealer, sandbox", func(c *walletauth.Config) { full(c); c.Sandbox, c.Keys.Sealer = true, brokenSealer{} }, errBroken},
+		{"all", full, nil},
+		{"sandbox", func(c *walletauth.Config) { full(c); c.Sandbox = true }, nil},
+		{"ephemeral", func(c *walletauth.Config) {
+			k, err := walletauth.EphemeralKeys(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Keys = k
+		}, nil},
 	} {
 		cfg := base
 		tc.mod(&cfg)
@@ -376,11 +406,22 @@ func (brokenSealer) Open([]byte, []byte) ([]byte, error) {
 	return nil, errors.New("kms: connection refused")
 }
 
-// TestEphemeralSecretKeys: the opt-out runs logins on generated keys, which
+// ephemeralKeys is walletauth.EphemeralKeys that fails t on an error.
+func ephemeralKeys(t testing.TB) walletauth.Keys {
+	t.Helper()
+	k, err := walletauth.EphemeralKeys(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestEphemeralKeys: ephemeral keys run logins on generated keys, which
 // never reach the store in plaintext and which another process does not
 // hold.
-func TestEphemeralSecretKeys(t *testing.T) {
-	e := newEnv(t, func(c *walletauth.Config) { c.Sealer, c.CodeMACKey, c.EphemeralSecretKeys = nil, nil, true })
+func TestEphemeralKeys(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t, func(c *walletauth.Config) { c.Keys = ephemeralKeys(t) })
 	e.login(t, e.email.ID, storage.EmailOTP)
 
 	m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
@@ -394,9 +435,9 @@ func TestEphemeralSecretKeys(t *testing.T) {
 	if _, err := secret.KeyID(iss.TargetKey); err != nil {
 		t.Fatalf("ephemeral keys store an unsealed target key: %v", err)
 	}
-	restarted, err := walletauth.New(walletauth.Config{Store: e.store, Sender: e.outbox, Clock: e.clock.Now, EphemeralSecretKeys: true})
+	restarted, err := walletauth.New(walletauth.Config{Store: e.store, Sender: e.outbox, Clock: e.clock.Now, Keys: ephemeralKeys(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, e.leg1(t, restarted, e.email.ID, m.OTPEncryptionTargetBundle, code), apierror.InternalError, "")
+	apierrortest.Want(t, e.leg1(t, restarted, e.email.ID, m.OTPEncryptionTargetBundle, code), apierror.InternalError, "")
 }

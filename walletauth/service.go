@@ -1,9 +1,9 @@
 package walletauth
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
 	"io"
@@ -14,7 +14,6 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/passkey"
-	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
 // Defaults of [Config].
@@ -123,11 +122,11 @@ type Config struct {
 	Clock func() time.Time
 	// Rand supplies ids, codes and keys; nil means crypto/rand.
 	Rand io.Reader
-	// SigningKey signs OTP target bundles and wallet export bundles (their
-	// enclaveQuorumPublic); nil generates one per process. Clients that
-	// check bundles pin its public half ([Service.SigningPublicKey]), so
-	// replicas of one service must share it.
-	SigningKey *ecdsa.PrivateKey
+	// Keys are the host's keys: the bundle signing key, the sealer and the
+	// code MAC key. Required: New fails when one is missing. Replicas of
+	// one service share them; [EphemeralKeys] makes keys for a single
+	// process.
+	Keys Keys
 	// OrganizationID is written into target bundles.
 	OrganizationID string
 	// SessionTTL is the lifetime of a session; zero means DefaultSessionTTL.
@@ -149,40 +148,17 @@ type Config struct {
 	// and seals it to clientPublicKey.
 	ClientHeldKeys bool
 	// Passkeys verifies PASSKEY registrations and assertions; nil disables
-	// the PASSKEY type (400 INVALID_INPUT). Its own sandbox option decides
+	// the PASSKEY type (400 INVALID_INPUT). Its own passkey.Config.Sandbox decides
 	// whether the legacy assertion literal is accepted.
 	Passkeys *passkey.Verifier
 	// OIDC verifies OpenID Connect ID tokens; nil disables the OAUTH type.
-	// Its own sandbox option decides whether dummy signatures are accepted.
+	// Its own oidc.Config.Sandbox decides whether dummy signatures are accepted.
 	OIDC *oidc.Verifier
 	// Sandbox switches on the sandbox rules: every code is SandboxOTPCode and
 	// nothing is delivered (HPKE and signatures still run), and the legacy
-	// wallet signature literal is accepted. Never set it in production.
-	// Missing Sealer and CodeMACKey are generated per process, as with
-	// EphemeralSecretKeys.
+	// wallet signature literal is accepted. Never set it in production. It
+	// does not make keys: Keys is required in sandbox mode too.
 	Sandbox bool
-	// Sealer seals the private key material the store keeps for a login in
-	// progress (the HPKE target key of each OTP issuance), bound to its
-	// issuance and credential ids, so the store holds only sealed bytes.
-	// [secret.Keyring] is the standard implementation: AES-256-GCM under
-	// host-provided keys that rotate without rewriting rows. Every replica
-	// sharing a store needs the keys that sealed its rows. Required, with
-	// CodeMACKey, unless Sandbox or EphemeralSecretKeys is set (New returns
-	// ErrSecretKeysRequired).
-	Sealer secret.Sealer
-	// CodeMACKey keys the HMAC-SHA256 under which one-time codes are stored:
-	// the store never sees a code, and its MACs cannot be checked against
-	// guesses without this key. At least MinCodeMACKeyLen random bytes from
-	// the host's secret manager, shared by every replica of the store; New
-	// copies it. Changing it invalidates the codes issued before (they live
-	// OTP.TTL; a client asks for a new one). Required, as Sealer is.
-	CodeMACKey []byte
-	// EphemeralSecretKeys lets New generate a missing Sealer or CodeMACKey:
-	// random keys held only in this process's memory. Nothing is stored in
-	// plaintext, but a code issued by this process cannot be verified by
-	// another replica or after a restart. It suits a single process (tests,
-	// a memory store); never set it for replicas sharing a database.
-	EphemeralSecretKeys bool
 	// WalletSecrets supplies the secret [Service.ExportWallet] seals to the
 	// client (key custody is the host's); nil makes an export 500
 	// INTERNAL_ERROR.
@@ -191,33 +167,14 @@ type Config struct {
 
 // Service is the embedded-wallet authentication service.
 type Service struct {
-	store    storage.Store
-	retry    *signedretry.Manager
-	sender   Sender
-	clock    func() time.Time
-	rand     io.Reader
-	signer   *ecdsa.PrivateKey
-	org      string
-	ttl      time.Duration
-	otp      OTPConfig
-	held     bool
-	sandbox  bool
-	passkey  *passkey.Verifier
-	oidc     *oidc.Verifier
-	retryTTL time.Duration
-	// maxPending caps the live challenges of a wallet (signed retries and
-	// passkey logins).
-	maxPending int
-	sealer     secret.Sealer
-	codeKey    []byte
-	secrets    WalletSecrets
+	cfg   Config // normalized by New: defaults filled in, CodeMACKey copied
+	retry *signedretry.Manager
 }
 
 // New returns a service for cfg. It fails, returning a plain error, when
-// Store is missing, when Sender is missing outside sandbox mode, and when the
-// at-rest keys are missing (ErrSecretKeysRequired), when CodeMACKey is
-// shorter than MinCodeMACKeyLen, and when Sealer fails to seal and open a
-// test value (a nil *secret.Keyring, for instance).
+// Store is missing, when Sender is missing outside sandbox mode, when
+// MaxPendingChallenges is negative, and when cfg.Keys does not hold working
+// keys (see [Keys]; a missing key is [ErrKeysRequired]).
 func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("walletauth: Config.Store is required")
@@ -228,40 +185,32 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxPendingChallenges < 0 {
 		return nil, errors.New("walletauth: Config.MaxPendingChallenges is negative")
 	}
-	sealer, codeKey, err := secretKeys(&cfg)
+	if err := cfg.Keys.check(); err != nil {
+		return nil, err
+	}
+	cfg.Keys.CodeMACKey = bytes.Clone(cfg.Keys.CodeMACKey)
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.RetryTTL <= 0 {
+		cfg.RetryTTL = signedretry.DefaultTTL
+	}
+	if cfg.MaxPendingChallenges == 0 {
+		cfg.MaxPendingChallenges = signedretry.DefaultMaxPending
+	}
+	cfg.OTP = cfg.OTP.withDefaults()
+	retry, err := signedretry.New(signedretry.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand,
+		TTL: cfg.RetryTTL, MaxPending: cfg.MaxPendingChallenges, Sandbox: cfg.Sandbox})
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{store: cfg.Store, sender: cfg.Sender, clock: cfg.Clock, rand: cfg.Rand, signer: cfg.SigningKey,
-		org: cfg.OrganizationID, ttl: cfg.SessionTTL, otp: cfg.OTP, held: cfg.ClientHeldKeys, sandbox: cfg.Sandbox,
-		passkey: cfg.Passkeys, oidc: cfg.OIDC, retryTTL: cfg.RetryTTL, sealer: sealer, codeKey: codeKey,
-		secrets: cfg.WalletSecrets}
-	if s.clock == nil {
-		s.clock = time.Now
-	}
-	if s.rand == nil {
-		s.rand = rand.Reader
-	}
-	if s.ttl <= 0 {
-		s.ttl = DefaultSessionTTL
-	}
-	if s.retryTTL <= 0 {
-		s.retryTTL = signedretry.DefaultTTL
-	}
-	if s.maxPending = cfg.MaxPendingChallenges; s.maxPending == 0 {
-		s.maxPending = signedretry.DefaultMaxPending
-	}
-	if s.signer == nil {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), s.rand)
-		if err != nil {
-			return nil, err
-		}
-		s.signer = k
-	}
-	s.otp = s.otp.withDefaults()
-	s.retry = signedretry.NewManager(signedretry.Config{Store: cfg.Store, Clock: s.clock, Rand: s.rand,
-		TTL: cfg.RetryTTL, MaxPending: cfg.MaxPendingChallenges, Sandbox: cfg.Sandbox})
-	return s, nil
+	return &Service{cfg: cfg, retry: retry}, nil
 }
 
 func (c OTPConfig) withDefaults() OTPConfig {
@@ -295,13 +244,7 @@ func (c OTPConfig) withDefaults() OTPConfig {
 
 // SigningPublicKey returns the key that signs OTP target bundles, which
 // clients may pin (envelope.ParseTargetBundle).
-func (s *Service) SigningPublicKey() *ecdsa.PublicKey { return &s.signer.PublicKey }
-
-// Retries returns the signed-retry manager the service uses. Host wallet
-// operations that sessions of this service authorize (transfers, quote
-// execution) are better run through [Service.Authorize], which applies the
-// signer rule and hands back the signed parameters.
-func (s *Service) Retries() *signedretry.Manager { return s.retry }
+func (s *Service) SigningPublicKey() *ecdsa.PublicKey { return &s.cfg.Keys.SigningKey.PublicKey }
 
 // AuthMethod is a credential as clients see it.
 type AuthMethod struct {
@@ -343,7 +286,8 @@ func authMethod(c *storage.Credential) *AuthMethod {
 }
 
 // storeErr maps an unexpected store error to 500; sentinel errors a caller
-// can act on are mapped where they occur.
+// can act on are mapped where they occur. Every error a Service method
+// returns from the store passes through it.
 func storeErr(err error) error {
 	if err == nil {
 		return nil
@@ -361,20 +305,27 @@ func notFound(what, id string) *apierror.Error {
 
 // atomic runs fn in a transaction of the service's store.
 func (s *Service) atomic(ctx context.Context, fn func(tx storage.Tx) error) error {
-	return s.store.Atomic(ctx, fn)
+	return s.cfg.Store.Atomic(ctx, fn)
+}
+
+// run runs the leg of op that call is ([signedretry.Manager.Run]), with the
+// errors of the store mapped by storeErr.
+func (s *Service) run(ctx context.Context, call signedretry.Request, op signedretry.Steps) (*signedretry.Authorization, *signedretry.Challenge, error) {
+	a, c, err := s.retry.Run(ctx, call, op)
+	if err != nil {
+		return nil, nil, storeErr(err)
+	}
+	return a, c, nil
 }
 
 // newID returns a fresh "<prefix>:<uuid>".
 func (s *Service) newID(prefix string) (string, error) {
-	id, err := storage.NewID(s.rand, prefix)
+	id, err := storage.NewID(s.cfg.Rand, prefix)
 	if err != nil {
 		return "", apierror.Internal(err)
 	}
 	return id, nil
 }
-
-// isRetry reports whether the call carries either signed-retry header.
-func isRetry(call signedretry.Retry) bool { return call.Signature != "" || call.RequestID != "" }
 
 // credentialOfType reads a credential for a verification of type typ: 404
 // REFERENCE_NOT_FOUND when it does not exist, 400 INVALID_INPUT on the type

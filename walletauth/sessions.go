@@ -43,9 +43,9 @@ func (s *Service) newSession(ctx context.Context, tx storage.Tx, c *storage.Cred
 	if err != nil {
 		return nil, nil, err
 	}
-	now := s.clock().UTC()
+	now := s.cfg.Clock().UTC()
 	sess := storage.Session{ID: id, AccountID: c.AccountID, CredentialID: c.ID,
-		PublicKey: elliptic.MarshalCompressed(elliptic.P256(), pub.X, pub.Y), CreatedAt: now, ExpiresAt: now.Add(s.ttl)}
+		PublicKey: elliptic.MarshalCompressed(elliptic.P256(), pub.X, pub.Y), CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
 	if err := tx.Sessions().Create(ctx, &sess); err != nil {
 		return nil, nil, err
 	}
@@ -63,10 +63,10 @@ func (s *Service) sessionKey(clientPublicKey string) (*ecdsa.PublicKey, string, 
 	if err != nil {
 		return nil, "", apierror.InvalidField("clientPublicKey", apierror.Pattern(`^(0[23][0-9a-fA-F]{64}|04[0-9a-fA-F]{128})$`), apierror.As(err).Message)
 	}
-	if s.held && len(clientPublicKey) == 66 {
+	if s.cfg.ClientHeldKeys && len(clientPublicKey) == 66 {
 		return pub, "", nil
 	}
-	essk, sessionPub, err := envelope.SealSessionKey(clientPublicKey, s.rand)
+	essk, sessionPub, err := envelope.SealSessionKey(clientPublicKey, s.cfg.Rand)
 	if err != nil {
 		return nil, "", err
 	}
@@ -91,7 +91,7 @@ func (s *Service) ListSessions(ctx context.Context, accountID string) ([]AuthSes
 	var out []AuthSession
 	err := s.atomic(ctx, func(tx storage.Tx) error {
 		out = nil
-		sessions, err := tx.Sessions().ListActive(ctx, accountID, s.clock())
+		sessions, err := tx.Sessions().ListActive(ctx, accountID, s.cfg.Clock())
 		if err != nil {
 			return err
 		}
@@ -121,7 +121,7 @@ func (s *Service) ListSessions(ctx context.Context, accountID string) ([]AuthSes
 // REFERENCE_NOT_FOUND when the session is unknown, revoked or expired.
 func (s *Service) activeSession(ctx context.Context, tx storage.Tx, id string) (*storage.Session, *storage.Credential, error) {
 	sess, err := tx.Sessions().Get(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) || err == nil && !sess.Active(s.clock()) {
+	if errors.Is(err, storage.ErrNotFound) || err == nil && !sess.Active(s.cfg.Clock()) {
 		return nil, nil, notFound("active session", id)
 	}
 	if err != nil {
@@ -148,48 +148,41 @@ func credType(c *storage.Credential) string {
 // session of the account may stamp, the session itself included. A session
 // that is not active (unknown, revoked or expired) is 404
 // REFERENCE_NOT_FOUND, on either leg. On success both results are nil.
-func (s *Service) RevokeSession(ctx context.Context, sessionID string, call signedretry.Retry) (*signedretry.Challenge, error) {
-	if !isRetry(call) {
-		var challenge *signedretry.Challenge
-		err := s.atomic(ctx, func(tx storage.Tx) error {
+func (s *Service) RevokeSession(ctx context.Context, sessionID string, call signedretry.Request) (*signedretry.Challenge, error) {
+	_, ch, err := s.run(ctx, call, signedretry.Steps{
+		Type: OpRevokeSession,
+		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
 			sess, c, err := s.activeSession(ctx, tx, sessionID)
+			if err != nil {
+				return nil, err
+			}
+			return &signedretry.Operation{AccountID: sess.AccountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+				Parameters: sessionParams{SessionID: sess.ID}, CredentialType: credType(c)}, nil
+		},
+		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+			var p sessionParams
+			if err := a.DecodeParameters(&p); err != nil {
+				return err
+			}
+			sess, c, err := s.activeSession(ctx, tx, p.SessionID)
 			if err != nil {
 				return err
 			}
-			challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpRevokeSession, AccountID: sess.AccountID,
-				Method: call.Method, Path: call.Path, Body: call.Body, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-				Parameters: sessionParams{SessionID: sess.ID}, CredentialType: credType(c)})
-			return err
-		})
-		if err != nil {
-			return nil, storeErr(err)
-		}
-		return challenge, nil
-	}
-	call.Type = OpRevokeSession
-	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
-		var p sessionParams
-		if err := a.DecodeParameters(&p); err != nil {
-			return err
-		}
-		sess, c, err := s.activeSession(ctx, tx, p.SessionID)
-		if err != nil {
-			return err
-		}
-		if sess.AccountID != a.AccountID {
-			return apierror.Unauthenticated("request id is bound to another account")
-		}
-		now := s.clock().UTC()
-		err = tx.Sessions().Revoke(ctx, sess.ID, now)
-		if errors.Is(err, storage.ErrConflict) {
-			return notFound("active session", sessionID)
-		}
-		if err != nil {
-			return err
-		}
-		return s.sessionEvent(ctx, tx, EventSessionRevoked, sess, c, "", a.SessionID, now)
+			if sess.AccountID != a.AccountID {
+				return apierror.Unauthenticated("request id is bound to another account")
+			}
+			now := s.cfg.Clock().UTC()
+			err = tx.Sessions().Revoke(ctx, sess.ID, now)
+			if errors.Is(err, storage.ErrConflict) {
+				return notFound("active session", sessionID)
+			}
+			if err != nil {
+				return err
+			}
+			return s.sessionEvent(ctx, tx, EventSessionRevoked, sess, c, "", a.SessionID, now)
+		},
 	})
-	return nil, storeErr(err)
+	return ch, err
 }
 
 // sessionParams are the parameters of REVOKE_SESSION and REFRESH_SESSION
@@ -218,59 +211,52 @@ type RefreshRequest struct {
 // Errors: 400 INVALID_INPUT (clientPublicKey), 404 REFERENCE_NOT_FOUND (the
 // session is not active), the 401s of signedretry (a different
 // clientPublicKey on the retry is WALLET_SIGNATURE_BODY_MISMATCH).
-func (s *Service) RefreshSession(ctx context.Context, sessionID string, req RefreshRequest, call signedretry.Retry) (*AuthSession, *signedretry.Challenge, error) {
-	if !isRetry(call) {
-		if _, err := signedretry.ParsePublicKey(req.ClientPublicKey); err != nil {
-			return nil, nil, apierror.InvalidField("clientPublicKey", apierror.Pattern(`^(0[23][0-9a-fA-F]{64}|04[0-9a-fA-F]{128})$`), apierror.As(err).Message)
-		}
-		var challenge *signedretry.Challenge
-		err := s.atomic(ctx, func(tx storage.Tx) error {
+func (s *Service) RefreshSession(ctx context.Context, sessionID string, req RefreshRequest, call signedretry.Request) (*AuthSession, *signedretry.Challenge, error) {
+	var out *AuthSession
+	var essk string
+	_, ch, err := s.run(ctx, call, signedretry.Steps{
+		Type: OpRefreshSession,
+		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
+			if _, err := signedretry.ParsePublicKey(req.ClientPublicKey); err != nil {
+				return nil, apierror.InvalidField("clientPublicKey", apierror.Pattern(clientKeyPattern), apierror.As(err).Message)
+			}
 			sess, _, err := s.activeSession(ctx, tx, sessionID)
+			if err != nil {
+				return nil, err
+			}
+			return &signedretry.Operation{AccountID: sess.AccountID, Signer: signedretry.Signer{Rule: signedretry.Session, Ref: sess.ID},
+				Parameters: sessionParams{SessionID: sess.ID, ClientPublicKey: req.ClientPublicKey}}, nil
+		},
+		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+			var p sessionParams
+			if err := a.DecodeParameters(&p); err != nil {
+				return err
+			}
+			if a.SessionID != p.SessionID && !a.Sandbox {
+				return apierror.Unauthenticated("request id is bound to another session")
+			}
+			sess, c, err := s.activeSession(ctx, tx, p.SessionID)
 			if err != nil {
 				return err
 			}
-			challenge, err = s.retry.IssueIn(ctx, tx, signedretry.Operation{Type: OpRefreshSession, AccountID: sess.AccountID,
-				Method: call.Method, Path: call.Path, Body: call.Body, Signer: signedretry.Signer{Rule: signedretry.Session, Ref: sess.ID},
-				Parameters: sessionParams{SessionID: sess.ID, ClientPublicKey: req.ClientPublicKey}})
-			return err
-		})
-		if err != nil {
-			return nil, nil, storeErr(err)
-		}
-		return nil, challenge, nil
-	}
-	call.Type = OpRefreshSession
-	var out *AuthSession
-	var essk string
-	_, err := s.retry.Complete(ctx, call, func(tx storage.Tx, a *signedretry.Authorization) error {
-		var p sessionParams
-		if err := a.DecodeParameters(&p); err != nil {
-			return err
-		}
-		if a.SessionID != p.SessionID && !a.Sandbox {
-			return apierror.Unauthenticated("request id is bound to another session")
-		}
-		sess, c, err := s.activeSession(ctx, tx, p.SessionID)
-		if err != nil {
-			return err
-		}
-		if c == nil {
-			return notFound("credential", sess.CredentialID)
-		}
-		pub, sealed, err := s.sessionKey(p.ClientPublicKey)
-		if err != nil {
-			return err
-		}
-		var fresh *storage.Session
-		out, fresh, err = s.newSession(ctx, tx, c, pub)
-		if err != nil {
-			return err
-		}
-		essk = sealed
-		return s.sessionEvent(ctx, tx, EventSessionRefreshed, fresh, c, sess.ID, a.SessionID, fresh.CreatedAt)
+			if c == nil {
+				return notFound("credential", sess.CredentialID)
+			}
+			pub, sealed, err := s.sessionKey(p.ClientPublicKey)
+			if err != nil {
+				return err
+			}
+			var fresh *storage.Session
+			out, fresh, err = s.newSession(ctx, tx, c, pub)
+			if err != nil {
+				return err
+			}
+			essk = sealed
+			return s.sessionEvent(ctx, tx, EventSessionRefreshed, fresh, c, sess.ID, a.SessionID, fresh.CreatedAt)
+		},
 	})
-	if err != nil {
-		return nil, nil, storeErr(err)
+	if err != nil || ch != nil {
+		return nil, ch, err
 	}
 	out.EncryptedSessionSigningKey = essk
 	return out, nil, nil

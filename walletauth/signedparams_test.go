@@ -1,10 +1,12 @@
 package walletauth_test
 
 import (
-	"encoding/json"
+	"context"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
+	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
 )
@@ -14,6 +16,7 @@ import (
 // call bound (the body itself is the signed one, so the retry is accepted):
 // the effect must run the payload's parameters and ignore the request.
 func TestRetryRunsSignedParameters(t *testing.T) {
+	ctx := t.Context()
 	t.Run("refresh session", func(t *testing.T) {
 		e := newEnv(t, nil)
 		s, key := e.login(t, e.email.ID, storage.EmailOTP)
@@ -88,7 +91,7 @@ func TestRetryRunsSignedParameters(t *testing.T) {
 		}
 		_, _, err = openExport(t, e.svc.SigningPublicKey(), attacker, out)
 		wantStatus(t, err, 401, apierror.Unauthorized)
-		wantErr(t, err, apierror.Unauthorized, "encryptedWalletCredentials was not sealed to this client key")
+		apierrortest.Want(t, err, apierror.Unauthorized, "encryptedWalletCredentials was not sealed to this client key")
 	})
 	t.Run("wallet privacy", func(t *testing.T) {
 		e := newEnv(t, nil)
@@ -116,7 +119,10 @@ func TestRetryRunsSignedParameters(t *testing.T) {
 		}
 		var effect string
 		a, _, err := e.svc.Authorize(ctx, walletauth.HostOperation{Type: "PAY", AccountID: e.wallet.ID, Parameters: map[string]int{"amount": 500},
-			Effect: func(_ storage.Tx, p json.RawMessage) error { effect = string(p); return nil }}, signed(t, c, ch, key))
+			Effect: func(_ context.Context, _ storage.Tx, a *signedretry.Authorization) error {
+				effect = string(a.Parameters)
+				return nil
+			}}, signed(t, c, ch, key))
 		if err != nil || string(a.Parameters) != `{"amount":5}` || effect != `{"amount":5}` {
 			t.Fatalf("authorized %+v %v, effect %s, signed amount 5", a, err, effect)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"os"
 	"slices"
@@ -16,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
+	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/postgres"
@@ -41,6 +42,7 @@ func eachStore(t *testing.T, fn func(t *testing.T, newStore func(t *testing.T) s
 // of 16 connections.
 func postgresStore(t *testing.T, dsn string) storage.Store {
 	t.Helper()
+	ctx := t.Context()
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +95,7 @@ func twoSessions(t *testing.T, store storage.Store) (e *env, emailSess *walletau
 // have answered 401. A revoke that completes inside the window means the
 // operation committed after its signer's revoke had.
 func TestSignedOperationHoldsItsSigner(t *testing.T) {
+	ctx := t.Context()
 	for _, target := range []string{"session", "credential"} {
 		t.Run(target, func(t *testing.T) {
 			eachStore(t, func(t *testing.T, newStore func(*testing.T) storage.Store) {
@@ -126,7 +129,7 @@ func TestSignedOperationHoldsItsSigner(t *testing.T) {
 				revoked := make(chan error, 1)
 				var started atomic.Bool
 				var overtaken atomic.Bool
-				op.Effect = func(storage.Tx, json.RawMessage) error {
+				op.Effect = func(context.Context, storage.Tx, *signedretry.Authorization) error {
 					if started.CompareAndSwap(false, true) {
 						go func() { revoked <- revoke() }()
 					}
@@ -151,7 +154,7 @@ func TestSignedOperationHoldsItsSigner(t *testing.T) {
 						t.Fatalf("signed by %s, want %s", got.SessionID, smsSess.ID)
 					}
 				default:
-					wantErr(t, opErr, apierror.WalletSignatureInvalid, "")
+					apierrortest.Want(t, opErr, apierror.WalletSignatureInvalid, "")
 				}
 			})
 		})
@@ -164,6 +167,7 @@ func TestSignedOperationHoldsItsSigner(t *testing.T) {
 // is 401 WALLET_SIGNATURE_INVALID (the third credential keeps the count
 // above one, so only the signer check can refuse it).
 func TestRevokeCredentialCrossSignedThree(t *testing.T) {
+	ctx := t.Context()
 	eachStore(t, func(t *testing.T, newStore func(*testing.T) storage.Store) {
 		store := newStore(t)
 		for round := range 8 {
@@ -219,6 +223,7 @@ func TestRevokeCredentialCrossSignedThree(t *testing.T) {
 // follows its AUTH_SESSION.REVOKED in the outbox (events get Seq in commit
 // order).
 func TestRefreshRacesRevoke(t *testing.T) {
+	ctx := t.Context()
 	const refreshes = 12
 	eachStore(t, func(t *testing.T, newStore func(*testing.T) storage.Store) {
 		store := newStore(t)
@@ -282,6 +287,7 @@ func TestRefreshRacesRevoke(t *testing.T) {
 // Config.MaxPendingChallenges are 429 RATE_LIMITED with Retry-After; another
 // wallet is not affected; a negative cap is refused.
 func TestMaxPendingChallenges(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, func(c *walletauth.Config) { c.MaxPendingChallenges = 2 })
 	op := walletauth.HostOperation{Type: "TRANSFER_OUT", AccountID: e.wallet.ID, Parameters: map[string]string{"amount": "10"}}
 	first := call(http.MethodPost, "/transfers", `{"amount":"10"}`)
@@ -296,7 +302,7 @@ func TestMaxPendingChallenges(t *testing.T) {
 	}
 	_, _, err = e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, walletauth.PrivacyRequest{PrivateEnabled: new(bool)},
 		call(http.MethodPatch, "/wallets/"+e.wallet.ID, `{"privateEnabled":false}`), nil)
-	wantErr(t, err, apierror.RateLimited, "")
+	apierrortest.Want(t, err, apierror.RateLimited, "")
 	other, _, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:2", Email: "grace@example.com"})
 	if err != nil {
 		t.Fatal(err)

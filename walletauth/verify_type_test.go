@@ -15,6 +15,7 @@ import (
 // credential over the HTTP API: each mismatch is the same 400 INVALID_INPUT on
 // "type" naming both types, and an unknown credential stays 404.
 func TestVerifyTypeMismatchHTTP(t *testing.T) {
+	ctx := t.Context()
 	e, p := federatedEnv(t)
 	_, key := e.login(t, e.email.ID, storage.EmailOTP)
 	sms := e.addSMS(t, key)

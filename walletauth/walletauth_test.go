@@ -10,13 +10,12 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/walletauth"
 )
-
-var ctx = context.Background()
 
 type clock struct {
 	mu  sync.Mutex
@@ -74,9 +73,10 @@ func newEnv(t testing.TB, mod func(*walletauth.Config)) *env {
 // newEnvOn is newEnv on the given store.
 func newEnvOn(t testing.TB, store storage.Store, mod func(*walletauth.Config)) *env {
 	t.Helper()
+	ctx := t.Context()
 	e := &env{store: store, clock: &clock{now: time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)}, outbox: &outbox{}}
 	cfg := walletauth.Config{Store: e.store, Sender: e.outbox, Clock: e.clock.Now, OrganizationID: "org-test",
-		Sealer: testKeyring(t, "test-1"), CodeMACKey: testCodeMACKey}
+		Keys: walletauth.Keys{SigningKey: testSigningKey, Sealer: testKeyring(t, "test-1"), CodeMACKey: testCodeMACKey}}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -91,23 +91,11 @@ func newEnvOn(t testing.TB, store storage.Store, mod func(*walletauth.Config)) *
 	return e
 }
 
-func wantErr(t testing.TB, err error, code apierror.Code, reason string) *apierror.Error {
-	t.Helper()
-	var e *apierror.Error
-	if !errors.As(err, &e) || e.Code != code {
-		t.Fatalf("error %v, want %s", err, code)
-	}
-	if reason != "" && e.Reason() != reason {
-		t.Fatalf("reason %q, want %q", e.Reason(), reason)
-	}
-	return e
+func call(method, path, body string) signedretry.Request {
+	return signedretry.Request{Method: method, Path: path, Body: []byte(body)}
 }
 
-func call(method, path, body string) signedretry.Retry {
-	return signedretry.Retry{Method: method, Path: path, Body: []byte(body)}
-}
-
-func signed(t testing.TB, c signedretry.Retry, ch *signedretry.Challenge, k *walletauth.ClientKey) signedretry.Retry {
+func signed(t testing.TB, c signedretry.Request, ch *signedretry.Challenge, k *walletauth.ClientKey) signedretry.Request {
 	t.Helper()
 	if ch == nil {
 		t.Fatal("no challenge to sign")
@@ -133,6 +121,7 @@ func newKey(t testing.TB) *walletauth.ClientKey {
 // session and its key.
 func (e *env) login(t testing.TB, credID string, typ storage.CredentialType) (*walletauth.AuthSession, *walletauth.ClientKey) {
 	t.Helper()
+	ctx := t.Context()
 	m, err := e.svc.Challenge(ctx, credID, walletauth.ChallengeRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +140,7 @@ func (e *env) login(t testing.TB, credID string, typ storage.CredentialType) (*w
 
 func (e *env) verify(t testing.TB, credID string, typ storage.CredentialType, bundle string, key *walletauth.ClientKey) (*walletauth.AuthSession, *walletauth.ClientKey) {
 	t.Helper()
+	ctx := t.Context()
 	body := `{"type":"` + string(typ) + `","encryptedOtpBundle":` + quote(bundle) + `}`
 	req := walletauth.VerifyRequest{Type: typ, EncryptedOTPBundle: bundle}
 	c := call("POST", "/auth/credentials/"+credID+"/verify", body)
@@ -182,12 +172,13 @@ func TestNewRequiresStoreAndSender(t *testing.T) {
 	if _, err := walletauth.New(walletauth.Config{Store: memory.New()}); err == nil {
 		t.Error("New without a sender outside sandbox succeeded")
 	}
-	if _, err := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true}); err != nil {
+	if _, err := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true, Keys: ephemeralKeys(t)}); err != nil {
 		t.Errorf("sandbox without a sender: %v", err)
 	}
 }
 
 func TestCreateWallet(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, nil)
 	if e.wallet.Email != "ada@example.com" || e.email.Type != storage.EmailOTP || e.email.Nickname != "ada@example.com" ||
 		e.email.AccountID != e.wallet.ID || !storage.ValidID(e.email.ID, "AuthMethod") {
@@ -198,7 +189,7 @@ func TestCreateWallet(t *testing.T) {
 		t.Fatalf("ListCredentials = %+v, %v", list, err)
 	}
 	_, _, err = e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:2", Email: "not-an-email", Phone: "555"})
-	if fe := wantErr(t, err, apierror.InvalidInput, "").FieldErrors(); len(fe) != 2 {
+	if fe := apierrortest.Want(t, err, apierror.InvalidInput, "").FieldErrors(); len(fe) != 2 {
 		t.Fatalf("field errors %+v", fe)
 	}
 	none, err := e.svc.ListCredentials(ctx, "InternalAccount:00000000-0000-4000-8000-000000000000")
@@ -206,10 +197,11 @@ func TestCreateWallet(t *testing.T) {
 		t.Fatalf("unknown account: %v %v", none, err)
 	}
 	_, err = e.svc.ListCredentials(ctx, "Customer:1")
-	wantErr(t, err, apierror.InvalidInput, "")
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 }
 
 func TestOTPLogin(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, nil)
 	sess, key := e.login(t, e.email.ID, storage.EmailOTP)
 	msg := e.outbox.last(t)
@@ -238,6 +230,7 @@ func TestOTPLogin(t *testing.T) {
 }
 
 func TestOTPFailures(t *testing.T) {
+	ctx := t.Context()
 	setup := func(t *testing.T) (*env, *walletauth.ClientKey, string) {
 		e := newEnv(t, func(c *walletauth.Config) { c.OTP.MaxAttempts = 3 })
 		m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
@@ -266,9 +259,9 @@ func TestOTPFailures(t *testing.T) {
 		e, key, bundle := setup(t)
 		code := e.outbox.last(t).Code
 		for range 3 {
-			wantErr(t, leg1(e, key, bundle, wrong(code)), apierror.Unauthorized, "Invalid OTP code")
+			apierrortest.Want(t, leg1(e, key, bundle, wrong(code)), apierror.Unauthorized, "Invalid OTP code")
 		}
-		wantErr(t, leg1(e, key, bundle, code), apierror.Unauthorized, "too many failed attempts; request a new code")
+		apierrortest.Want(t, leg1(e, key, bundle, code), apierror.Unauthorized, "too many failed attempts; request a new code")
 		// A new code works.
 		m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
 		if err != nil {
@@ -281,7 +274,7 @@ func TestOTPFailures(t *testing.T) {
 	t.Run("expired", func(t *testing.T) {
 		e, key, bundle := setup(t)
 		e.clock.Add(walletauth.DefaultOTPTTL)
-		wantErr(t, leg1(e, key, bundle, e.outbox.last(t).Code), apierror.Unauthorized, "OTP expired")
+		apierrortest.Want(t, leg1(e, key, bundle, e.outbox.last(t).Code), apierror.Unauthorized, "OTP expired")
 	})
 	t.Run("used twice", func(t *testing.T) {
 		e, key, bundle := setup(t)
@@ -289,7 +282,7 @@ func TestOTPFailures(t *testing.T) {
 		if err := leg1(e, key, bundle, code); err != nil {
 			t.Fatal(err)
 		}
-		wantErr(t, leg1(e, key, bundle, code), apierror.Unauthorized, "OTP already used")
+		apierrortest.Want(t, leg1(e, key, bundle, code), apierror.Unauthorized, "OTP already used")
 	})
 	t.Run("superseded bundle", func(t *testing.T) {
 		e, key, bundle := setup(t)
@@ -297,32 +290,32 @@ func TestOTPFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Sealed to the first issuance's target: counts as a failed attempt.
-		wantErr(t, leg1(e, key, bundle, e.outbox.last(t).Code), apierror.Unauthorized,
+		apierrortest.Want(t, leg1(e, key, bundle, e.outbox.last(t).Code), apierror.Unauthorized,
 			"encryptedOtpBundle was not sealed to this challenge's target key")
 	})
 	t.Run("no pending code", func(t *testing.T) {
 		e := newEnv(t, nil)
 		_, _, err := e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: "{}"}, call("POST", "/v", "{}"))
-		wantErr(t, err, apierror.Unauthorized, "no pending OTP for this credential")
+		apierrortest.Want(t, err, apierror.Unauthorized, "no pending OTP for this credential")
 	})
 	t.Run("malformed bundle", func(t *testing.T) {
 		e, _, _ := setup(t)
 		_, _, err := e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: "not json"}, call("POST", "/v", "{}"))
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 	})
 	t.Run("type mismatch", func(t *testing.T) {
 		e, _, _ := setup(t)
 		_, _, err := e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.SMSOTP, EncryptedOTPBundle: "{}"}, call("POST", "/v", "{}"))
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 		_, _, err = e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: "PIN"}, call("POST", "/v", "{}"))
-		wantErr(t, err, apierror.InvalidInput, "")
+		apierrortest.Want(t, err, apierror.InvalidInput, "")
 	})
 	t.Run("unknown credential", func(t *testing.T) {
 		e := newEnv(t, nil)
 		_, _, err := e.svc.Verify(ctx, "AuthMethod:x", walletauth.VerifyRequest{Type: storage.EmailOTP}, call("POST", "/v", "{}"))
-		wantErr(t, err, apierror.ReferenceNotFound, "")
+		apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
 		_, err = e.svc.Challenge(ctx, "AuthMethod:x", walletauth.ChallengeRequest{})
-		wantErr(t, err, apierror.ReferenceNotFound, "")
+		apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
 	})
 	t.Run("leg 2 signed by another key", func(t *testing.T) {
 		e, key, bundle := setup(t)
@@ -334,7 +327,7 @@ func TestOTPFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _, err = e.svc.Verify(ctx, e.email.ID, req, signed(t, c, ch, newKey(t)))
-		wantErr(t, err, apierror.WalletSignatureInvalid, "")
+		apierrortest.Want(t, err, apierror.WalletSignatureInvalid, "")
 		// The right key still completes it afterwards.
 		if _, _, err := e.svc.Verify(ctx, e.email.ID, req, signed(t, c, ch, key)); err != nil {
 			t.Fatal(err)
@@ -344,11 +337,12 @@ func TestOTPFailures(t *testing.T) {
 		e := newEnv(t, nil)
 		e.outbox.err = errors.New("smtp: 550 mailbox unavailable")
 		_, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
-		wantErr(t, err, apierror.InternalError, "")
+		apierrortest.Want(t, err, apierror.InternalError, "")
 	})
 }
 
 func TestOTPRateLimit(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, func(c *walletauth.Config) { c.OTP.ReissueLimit, c.OTP.ReissueWindow = 2, time.Minute })
 	for range 2 {
 		if _, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{}); err != nil {
@@ -357,7 +351,7 @@ func TestOTPRateLimit(t *testing.T) {
 	}
 	e.clock.Add(20 * time.Second)
 	_, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
-	if ae := wantErr(t, err, apierror.RateLimited, ""); ae.RetryAfterSeconds() != 40 {
+	if ae := apierrortest.Want(t, err, apierror.RateLimited, ""); ae.RetryAfterSeconds() != 40 {
 		t.Fatalf("Retry-After %d, want 40", ae.RetryAfterSeconds())
 	}
 	e.clock.Add(40 * time.Second)
@@ -367,6 +361,7 @@ func TestOTPRateLimit(t *testing.T) {
 }
 
 func TestOTPConfig(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, func(c *walletauth.Config) { c.OTP.Length, c.OTP.Alphabet = 20, "ABC" })
 	if _, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{}); err != nil {
 		t.Fatal(err)
@@ -378,6 +373,7 @@ func TestOTPConfig(t *testing.T) {
 }
 
 func TestSandboxOTP(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, func(c *walletauth.Config) { c.Sandbox, c.Sender = true, nil })
 	m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
 	if err != nil {
@@ -386,7 +382,7 @@ func TestSandboxOTP(t *testing.T) {
 	key := newKey(t)
 	bad, _ := key.SealOTP(m.OTPEncryptionTargetBundle, e.svc.SigningPublicKey(), "123456", nil)
 	_, _, err = e.svc.Verify(ctx, e.email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: bad}, call("POST", "/v", "{}"))
-	wantErr(t, err, apierror.Unauthorized, "Invalid OTP code")
+	apierrortest.Want(t, err, apierror.Unauthorized, "Invalid OTP code")
 	good, _ := key.SealOTP(m.OTPEncryptionTargetBundle, e.svc.SigningPublicKey(), "000000", nil)
 	e.verify(t, e.email.ID, storage.EmailOTP, good, key)
 	if len(e.outbox.sent) != 0 {
@@ -401,6 +397,7 @@ func TestSandboxOTP(t *testing.T) {
 // until the window ends and compares nothing (the right code fails too),
 // and once the window ends codes are compared again.
 func TestOTPAttemptBudget(t *testing.T) {
+	ctx := t.Context()
 	const budget = 9
 	e := newEnv(t, func(c *walletauth.Config) {
 		c.OTP.AttemptBudget, c.OTP.AttemptBudgetWindow, c.OTP.MaxAttempts, c.OTP.ReissueLimit = budget, time.Hour, 3, 100
@@ -436,15 +433,15 @@ func TestOTPAttemptBudget(t *testing.T) {
 		issue()
 		code := e.outbox.last(t).Code
 		for range 3 {
-			wantErr(t, guess(otherCode(code)), apierror.Unauthorized, "Invalid OTP code")
+			apierrortest.Want(t, guess(otherCode(code)), apierror.Unauthorized, "Invalid OTP code")
 		}
-		wantErr(t, guess(code), apierror.Unauthorized, tooManyAttempts)
+		apierrortest.Want(t, guess(code), apierror.Unauthorized, tooManyAttempts)
 	}
 	e.clock.Add(10 * time.Minute)
 	issue()
 	code := e.outbox.last(t).Code
 	for range budget - 7 {
-		wantErr(t, guess(otherCode(code)), apierror.Unauthorized, "Invalid OTP code")
+		apierrortest.Want(t, guess(otherCode(code)), apierror.Unauthorized, "Invalid OTP code")
 	}
 	// The budget is spent: the right code of a live issuance is refused
 	// without being compared.

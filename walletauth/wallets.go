@@ -3,7 +3,6 @@ package walletauth
 import (
 	"context"
 	"crypto/ecdsa"
-	"encoding/json"
 	"errors"
 	"strings"
 
@@ -12,6 +11,61 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 )
+
+// NewWallet describes an embedded wallet to provision.
+type NewWallet struct {
+	CustomerID string
+	// Email is the customer's email; the wallet's EMAIL_OTP credential is
+	// tied to it. Required.
+	Email string
+	// Phone is the customer's E.164 phone number, needed to add SMS_OTP.
+	Phone string
+}
+
+// CreateWallet provisions an internal account for a customer with its first
+// credential, an EMAIL_OTP credential tied to the customer's email. The email
+// is stored lowercased. An address already tied to an EMAIL_OTP credential of
+// another customer is 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS, also when two
+// customers race for it.
+func (s *Service) CreateWallet(ctx context.Context, w NewWallet) (*storage.InternalAccount, *AuthMethod, error) {
+	var v apierror.Validation
+	email := normalizeEmail(w.Email)
+	v.Check(validEmail(email), "email", apierror.Format("email"), "must be an email address")
+	v.Check(w.Phone == "" || validPhone(w.Phone), "phone", apierror.Format("e.164"), "must be an E.164 phone number")
+	if err := v.Err(); err != nil {
+		return nil, nil, err
+	}
+	accountID, err := s.newID("InternalAccount")
+	if err != nil {
+		return nil, nil, err
+	}
+	credID, err := s.newID("AuthMethod")
+	if err != nil {
+		return nil, nil, err
+	}
+	now := s.cfg.Clock().UTC()
+	acct := storage.InternalAccount{ID: accountID, CustomerID: w.CustomerID, Email: email, Phone: w.Phone, CreatedAt: now, UpdatedAt: now}
+	cred := storage.Credential{ID: credID, AccountID: accountID, Type: storage.EmailOTP, Nickname: email, Email: email,
+		CreatedAt: now, UpdatedAt: now}
+	err = s.atomic(ctx, func(tx storage.Tx) error {
+		// The address is held from the check to the insert, so two
+		// customers never both tie it to an EMAIL_OTP credential.
+		if err := holdEmail(ctx, tx, email, w.CustomerID); err != nil {
+			return err
+		}
+		if err := tx.InternalAccounts().Create(ctx, &acct); err != nil {
+			return err
+		}
+		if err := tx.Credentials().Create(ctx, &cred); err != nil {
+			return err
+		}
+		return s.credentialAdded(ctx, tx, &acct, &cred, "")
+	})
+	if err != nil {
+		return nil, nil, storeErr(err)
+	}
+	return &acct, authMethod(&cred), nil
+}
 
 // WalletSecrets gives [Service.ExportWallet] the secret of an embedded
 // wallet (its mnemonic, for instance). The host implements it: the custody
@@ -74,45 +128,53 @@ func exportKey(key string) (*ecdsa.PublicKey, error) {
 // Errors: 400 INVALID_INPUT (clientPublicKey not a P-256 key, compressed or
 // uncompressed), 404 REFERENCE_NOT_FOUND (no such wallet), the 401s of
 // signedretry, 500 INTERNAL_ERROR (no WalletSecrets, or its failure).
-func (s *Service) ExportWallet(ctx context.Context, accountID string, req ExportRequest, call signedretry.Retry) (*WalletExport, *signedretry.Challenge, error) {
-	op := HostOperation{Type: OpExportWallet, AccountID: accountID}
-	if !isRetry(call) {
-		key := strings.TrimSpace(req.ClientPublicKey)
-		if _, err := exportKey(key); err != nil {
-			return nil, nil, err
-		}
-		op.Parameters = exportParams{ClientPublicKey: key}
-		_, ch, err := s.authorize(ctx, op, call)
+func (s *Service) ExportWallet(ctx context.Context, accountID string, req ExportRequest, call signedretry.Request) (*WalletExport, *signedretry.Challenge, error) {
+	var out string
+	_, ch, err := s.run(ctx, call, s.walletOp(OpExportWallet, accountID, exportBind(req), func(ctx context.Context, _ storage.Tx, a *signedretry.Authorization) error {
+		return s.export(ctx, a, &out)
+	}))
+	if err != nil || ch != nil {
 		return nil, ch, err
 	}
-	var out string
-	op.Effect = func(_ storage.Tx, params json.RawMessage) error {
-		var p exportParams
-		if err := (&Authorized{Parameters: params}).DecodeParameters(&p); err != nil {
-			return err
-		}
-		if _, err := exportKey(p.ClientPublicKey); err != nil {
-			return apierror.Internal(err)
-		}
-		if s.secrets == nil {
-			return apierror.Internal(errors.New("walletauth: Config.WalletSecrets is not set"))
-		}
-		secret, err := s.secrets.Secret(ctx, accountID)
-		if err != nil {
-			return storeErr(err)
-		}
-		out, err = envelope.NewExportBundle(s.signer, s.org, p.ClientPublicKey, secret, s.rand)
-		if err != nil {
-			// The key was checked when the payload was bound, so any
-			// failure here is the service's.
-			return apierror.Internal(err)
-		}
-		return nil
-	}
-	if _, _, err := s.authorize(ctx, op, call); err != nil {
-		return nil, nil, err
-	}
 	return &WalletExport{ID: accountID, EncryptedWalletCredentials: out}, nil, nil
+}
+
+// exportBind returns the parameters the first call of an export binds: the
+// key the secret will be sealed to, which must be a P-256 key.
+func exportBind(req ExportRequest) func() (any, error) {
+	return func() (any, error) {
+		key := strings.TrimSpace(req.ClientPublicKey)
+		if _, err := exportKey(key); err != nil {
+			return nil, err
+		}
+		return exportParams{ClientPublicKey: key}, nil
+	}
+}
+
+// export is the effect of a signed export: it seals the wallet's secret to
+// the key of the signed parameters into out.
+func (s *Service) export(ctx context.Context, a *signedretry.Authorization, out *string) error {
+	var p exportParams
+	if err := a.DecodeParameters(&p); err != nil {
+		return err
+	}
+	if _, err := exportKey(p.ClientPublicKey); err != nil {
+		return apierror.Internal(err)
+	}
+	if s.cfg.WalletSecrets == nil {
+		return apierror.Internal(errors.New("walletauth: Config.WalletSecrets is not set"))
+	}
+	secret, err := s.cfg.WalletSecrets.Secret(ctx, a.AccountID)
+	if err != nil {
+		return storeErr(err)
+	}
+	*out, err = envelope.NewExportBundle(s.cfg.Keys.SigningKey, s.cfg.OrganizationID, p.ClientPublicKey, secret, s.cfg.Rand)
+	if err != nil {
+		// The key was checked when the payload was bound, so any failure
+		// here is the service's.
+		return apierror.Internal(err)
+	}
+	return nil
 }
 
 // PrivacyRequest is the body of a wallet privacy update.
@@ -148,21 +210,18 @@ type privacyParams struct {
 // Errors: 400 INVALID_INPUT (privateEnabled missing), 404
 // REFERENCE_NOT_FOUND (no such wallet), the 401s of signedretry, errors of
 // apply unchanged.
-func (s *Service) UpdateWalletPrivacy(ctx context.Context, accountID string, req PrivacyRequest, call signedretry.Retry,
+func (s *Service) UpdateWalletPrivacy(ctx context.Context, accountID string, req PrivacyRequest, call signedretry.Request,
 	apply func(tx storage.Tx, privateEnabled bool) error) (*WalletPrivacy, *signedretry.Challenge, error) {
-	op := HostOperation{Type: OpWalletPrivacy, AccountID: accountID}
-	if !isRetry(call) {
+	bind := func() (any, error) {
 		if req.PrivateEnabled == nil {
-			return nil, nil, apierror.InvalidField("privateEnabled", nil, "is required")
+			return nil, apierror.InvalidField("privateEnabled", nil, "is required")
 		}
-		op.Parameters = privacyParams{PrivateEnabled: req.PrivateEnabled}
-		_, ch, err := s.authorize(ctx, op, call)
-		return nil, ch, err
+		return privacyParams{PrivateEnabled: req.PrivateEnabled}, nil
 	}
 	var out WalletPrivacy
-	op.Effect = func(tx storage.Tx, params json.RawMessage) error {
+	_, ch, err := s.run(ctx, call, s.walletOp(OpWalletPrivacy, accountID, bind, func(_ context.Context, tx storage.Tx, a *signedretry.Authorization) error {
 		var p privacyParams
-		if err := (&Authorized{Parameters: params}).DecodeParameters(&p); err != nil {
+		if err := a.DecodeParameters(&p); err != nil {
 			return err
 		}
 		if p.PrivateEnabled == nil {
@@ -173,9 +232,9 @@ func (s *Service) UpdateWalletPrivacy(ctx context.Context, accountID string, req
 			return apply(tx, out.PrivateEnabled)
 		}
 		return nil
-	}
-	if _, _, err := s.authorize(ctx, op, call); err != nil {
-		return nil, nil, err
+	}))
+	if err != nil || ch != nil {
+		return nil, ch, err
 	}
 	return &out, nil, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
@@ -39,9 +40,10 @@ func walletEnv(t *testing.T) *env {
 }
 
 // wantStatus asserts an API error's code and its HTTP status.
+// wantStatus is apierrortest.Want that also pins the HTTP status of code.
 func wantStatus(t testing.TB, err error, status int, code apierror.Code) {
 	t.Helper()
-	e := wantErr(t, err, code, "")
+	e := apierrortest.Want(t, err, code, "")
 	if e.Code.Status() != status {
 		t.Fatalf("%s: status %d, want %d", code, e.Code.Status(), status)
 	}
@@ -84,6 +86,7 @@ func uncompressed(k *walletauth.ClientKey) string {
 }
 
 func TestExportWallet(t *testing.T) {
+	ctx := t.Context()
 	e := walletEnv(t)
 	_, key := e.login(t, e.email.ID, storage.EmailOTP)
 	path := "/internal-accounts/" + e.wallet.ID + "/export"
@@ -173,6 +176,7 @@ func TestExportWallet(t *testing.T) {
 }
 
 func TestExportWalletSecrets(t *testing.T) {
+	ctx := t.Context()
 	t.Run("not configured", func(t *testing.T) {
 		e := newEnv(t, nil)
 		_, key := e.login(t, e.email.ID, storage.EmailOTP)
@@ -212,6 +216,7 @@ func TestExportWalletSecrets(t *testing.T) {
 }
 
 func TestUpdateWalletPrivacy(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, nil)
 	_, key := e.login(t, e.email.ID, storage.EmailOTP)
 	path := "/internal-accounts/" + e.wallet.ID
@@ -260,6 +265,7 @@ func TestUpdateWalletPrivacy(t *testing.T) {
 }
 
 func TestAuthorize(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, nil)
 	_, key := e.login(t, e.email.ID, storage.EmailOTP)
 	type params struct {
@@ -274,8 +280,8 @@ func TestAuthorize(t *testing.T) {
 		t.Fatalf("first leg %+v %+v %v", a, ch, err)
 	}
 	var got []string
-	op.Effect = func(tx storage.Tx, p json.RawMessage) error {
-		got = append(got, string(p))
+	op.Effect = func(_ context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+		got = append(got, string(a.Parameters))
 		return nil
 	}
 	a, ch, err = e.svc.Authorize(ctx, op, signed(t, c, ch, key))
@@ -312,7 +318,7 @@ func TestAuthorize(t *testing.T) {
 		_, _, err = e.svc.Authorize(ctx, walletauth.HostOperation{Type: "X", AccountID: "InternalAccount:00000000-0000-4000-8000-000000000000"}, retry)
 		wantStatus(t, err, 401, apierror.Unauthorized)
 		// A failing effect: its error, the request still usable.
-		fail := walletauth.HostOperation{Type: "X", AccountID: e.wallet.ID, Effect: func(storage.Tx, json.RawMessage) error {
+		fail := walletauth.HostOperation{Type: "X", AccountID: e.wallet.ID, Effect: func(context.Context, storage.Tx, *signedretry.Authorization) error {
 			return apierror.New(apierror.InvalidAmount, "too low")
 		}}
 		_, _, err = e.svc.Authorize(ctx, fail, retry)

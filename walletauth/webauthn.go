@@ -18,11 +18,11 @@ import (
 const kindPasskeySession = "PASSKEY_SESSION"
 
 func (s *Service) passkeys() (*passkey.Verifier, error) {
-	if s.passkey == nil {
+	if s.cfg.Passkeys == nil {
 		return nil, apierror.InvalidField("type", apierror.OneOf(string(storage.EmailOTP), string(storage.SMSOTP)),
 			"credential type PASSKEY is not enabled on this service")
 	}
-	return s.passkey, nil
+	return s.cfg.Passkeys, nil
 }
 
 // PasskeyRegistrationChallenge issues a single-use WebAuthn registration
@@ -45,7 +45,7 @@ func (s *Service) PasskeyRegistrationChallenge(ctx context.Context, accountID st
 		} else if err != nil {
 			return err
 		}
-		rc, err = v.IssueRegistrationChallenge(ctx, tx, accountID, s.clock().UTC())
+		rc, err = v.IssueRegistrationChallenge(ctx, tx, accountID, s.cfg.Clock().UTC())
 		return err
 	})
 	if err != nil {
@@ -70,7 +70,7 @@ func (s *Service) passkeyParams(ctx context.Context, tx storage.Tx, accountID st
 		verify = v.VerifyRegistration
 	}
 	reg, err := verify(ctx, tx, passkey.RegistrationRequest{AccountID: accountID, Nickname: req.Nickname,
-		Challenge: req.Challenge, Attestation: *req.Attestation}, s.clock().UTC())
+		Challenge: req.Challenge, Attestation: *req.Attestation}, s.cfg.Clock().UTC())
 	if err != nil {
 		return err
 	}
@@ -127,14 +127,14 @@ func (s *Service) passkeyChallenge(ctx context.Context, c *storage.Credential, r
 	if err != nil {
 		return nil, apierror.Internal(err)
 	}
-	now := s.clock().UTC()
+	now := s.cfg.Clock().UTC()
 	p := storage.PendingRequest{ID: id, Kind: kindPasskeySession, AccountID: c.AccountID,
 		Payload: v.AssertionPayload(req.ClientPublicKey, m.CredentialID, id), Data: data,
-		CreatedAt: now, ExpiresAt: now.Add(s.retryTTL)}
+		CreatedAt: now, ExpiresAt: now.Add(s.cfg.RetryTTL)}
 	// A passkey challenge is a first leg like a signed-retry challenge and
 	// counts against the same cap of live challenges per wallet.
 	err = s.atomic(ctx, func(tx storage.Tx) error {
-		retryAt, err := tx.PendingRequests().CreateLimited(ctx, &p, s.maxPending)
+		retryAt, err := tx.PendingRequests().CreateLimited(ctx, &p, s.cfg.MaxPendingChallenges)
 		if errors.Is(err, storage.ErrExhausted) {
 			e := apierror.TooManyRequests(max(retryAt.Sub(now), time.Second))
 			e.Message = "the wallet holds too many live challenges; complete one or wait until one expires"
@@ -152,7 +152,7 @@ func (s *Service) passkeyChallenge(ctx context.Context, c *storage.Credential, r
 // Request-Id and, in one transaction, consumes the challenge, stores the
 // advanced sign counter and flags (compare-and-set, so a replayed assertion
 // racing the original loses) and creates the session.
-func (s *Service) verifyPasskey(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Retry) (*AuthSession, error) {
+func (s *Service) verifyPasskey(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Request) (*AuthSession, error) {
 	v, err := s.passkeys()
 	if err != nil {
 		return nil, err
@@ -166,7 +166,7 @@ func (s *Service) verifyPasskey(ctx context.Context, credentialID string, req Ve
 	var p storage.PendingRequest
 	var cred storage.Credential
 	var data passkeySession
-	now := s.clock()
+	now := s.cfg.Clock()
 	err = s.atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		p, err = tx.PendingRequests().Get(ctx, call.RequestID)
@@ -212,7 +212,7 @@ func (s *Service) verifyPasskey(ctx context.Context, credentialID string, req Ve
 			return err
 		}
 		c := cred
-		c.WebAuthn, c.UpdatedAt = updated, s.clock().UTC()
+		c.WebAuthn, c.UpdatedAt = updated, s.cfg.Clock().UTC()
 		if err := tx.Credentials().Update(ctx, &c); err != nil {
 			if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
 				return apierror.Unauthenticated("the credential changed during verification; authenticate again")

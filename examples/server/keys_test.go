@@ -17,7 +17,8 @@ import (
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
-// genKeys runs -gen-keys and returns the two values it prints.
+// genKeys runs -gen-keys and returns the at-rest values it prints, after
+// checking the bundle signing key it prints too.
 func genKeys(t *testing.T) (seal, mac string) {
 	t.Helper()
 	var out bytes.Buffer
@@ -29,9 +30,14 @@ func genKeys(t *testing.T) (seal, mac string) {
 		k, v, _ := strings.Cut(line, "=")
 		vals[k] = v
 	}
-	if len(vals) != 2 {
+	if len(vals) != 3 {
 		t.Fatalf("-gen-keys printed %q", out.String())
 	}
+	t.Setenv(envSigningKey, vals[envSigningKey])
+	if k, err := signingKey(); err != nil || k == nil {
+		t.Fatalf("%s: %v", envSigningKey, err)
+	}
+	t.Setenv(envSigningKey, "")
 	return vals[envSealKeys], vals[envCodeMACKey]
 }
 

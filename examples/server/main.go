@@ -24,8 +24,10 @@
 // HMAC-SHA256 and the target private key sealed with AES-256-GCM. The keys
 // come from the environment: WALLETGATE_SEAL_KEYS (comma-separated
 // "<id>:<base64 of 32 bytes>" keys, the first sealing, all opening) and
-// WALLETGATE_CODE_MAC_KEY (base64 of at least 32 bytes); -gen-keys prints
-// fresh values and exits. Without them the server generates keys per
+// WALLETGATE_CODE_MAC_KEY (base64 of at least 32 bytes). The OTP and export
+// bundles are signed with WALLETGATE_BUNDLE_SIGNING_KEY (base64 of a 32-byte
+// P-256 private scalar), the key clients pin. -gen-keys prints fresh values
+// of all three and exits. Without them the server generates keys per
 // process, which is fine in memory; with -postgres, set them so that logins
 // in progress survive a restart and several servers can share the database.
 //
@@ -119,7 +121,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.Var(&androidFingerprints, "android-fingerprint", "SHA-256 fingerprints of the -android-package signing certificates (repeatable or comma-separated)")
 	webhookURL := fs.String("webhook-url", "", "deliver the sandbox's events as signed webhooks (X-Grid-Signature) to this URL; empty keeps them in the store")
 	webhookKeyOut := fs.String("webhook-public-key", "", "write the SPKI PEM of the webhook signing key to this file (for examples/webhookreceiver -key); the key is generated at each start")
-	genKeys := fs.Bool("gen-keys", false, "print new values for "+envSealKeys+" and "+envCodeMACKey+", then exit")
+	genKeys := fs.Bool("gen-keys", false, "print new values for "+envSealKeys+", "+envCodeMACKey+" and "+envSigningKey+", then exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -127,6 +129,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return printNewKeys(out)
 	}
 	sealer, codeMACKey, err := atRestKeys()
+	if err != nil {
+		return err
+	}
+	signing, err := signingKey()
 	if err != nil {
 		return err
 	}
@@ -181,7 +187,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		rp.AndroidApps = []passkey.AndroidApp{{Package: *androidPackage, CertFingerprints: androidFingerprints}}
 	}
 	sim, err := sandbox.New(sandbox.Config{Store: store, ClientID: *clientID, ClientSecret: *secret,
-		RelyingParty: rp, Sealer: sealer, CodeMACKey: codeMACKey, ClientHeldKeys: *clientHeld, WebhookURL: *webhookURL})
+		RelyingParty: rp, Sealer: sealer, CodeMACKey: codeMACKey, SigningKey: signing, ClientHeldKeys: *clientHeld, WebhookURL: *webhookURL})
 	if err != nil {
 		return err
 	}
@@ -240,7 +246,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 // bundleSigningKey is the public key that signs the OTP and export bundles,
 // uncompressed and hex-encoded: the value clients pin (for @turnkey/crypto,
-// dangerouslyOverrideSignerPublicKey). It is generated at each start.
+// dangerouslyOverrideSignerPublicKey). It is WALLETGATE_BUNDLE_SIGNING_KEY's,
+// or generated at each start without it.
 func bundleSigningKey(sim *sandbox.Simulator) string {
 	k, err := sim.Auth().SigningPublicKey().ECDH()
 	if err != nil {

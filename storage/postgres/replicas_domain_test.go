@@ -36,7 +36,7 @@ func TestReplicasDomainOnce(t *testing.T) {
 		atRest, _ := secret.GenerateKey(nil, "replicas")
 		keys, _ := secret.NewKeyring(atRest)
 		for _, s := range stores {
-			svc, err := walletauth.New(walletauth.Config{Store: s, Sandbox: true, Sealer: keys, CodeMACKey: bytes.Repeat([]byte{3}, 32)})
+			svc, err := walletauth.New(walletauth.Config{Store: s, Sandbox: true, Keys: walletauth.Keys{SigningKey: testSigningKey, Sealer: keys, CodeMACKey: bytes.Repeat([]byte{3}, 32)}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +57,7 @@ func TestReplicasDomainOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		req := walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: bundle}
-		call := signedretry.Retry{Method: "POST", Path: "/auth/credentials/" + cred.ID + "/verify", Body: []byte(`{"type":"EMAIL_OTP"}`)}
+		call := signedretry.Request{Method: "POST", Path: "/auth/credentials/" + cred.ID + "/verify", Body: []byte(`{"type":"EMAIL_OTP"}`)}
 		errs := race(t, stores, func(c context.Context, s *postgres.Store) error {
 			_, _, err := services[s].Verify(c, cred.ID, req, call)
 			return err

@@ -65,7 +65,7 @@ func TestReplicasDomainRules(t *testing.T) {
 	macKey := bytes.Repeat([]byte{0x5a}, walletauth.MinCodeMACKeyLen)
 	services := make([]*walletauth.Service, len(stores))
 	for i, s := range stores {
-		svc, err := walletauth.New(walletauth.Config{Store: s, Sandbox: true, Sealer: ring, CodeMACKey: macKey,
+		svc, err := walletauth.New(walletauth.Config{Store: s, Sandbox: true, Keys: walletauth.Keys{SigningKey: testSigningKey, Sealer: ring, CodeMACKey: macKey},
 			OTP: walletauth.OTPConfig{ReissueLimit: 100}})
 		if err != nil {
 			t.Fatal(err)
@@ -87,7 +87,7 @@ func TestReplicasDomainRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		req := walletauth.VerifyRequest{Type: typ, EncryptedOTPBundle: sealed}
-		c := signedretry.Retry{Method: http.MethodPost, Path: verifyPath(credID), Body: []byte(`{"type":"` + string(typ) + `"}`)}
+		c := signedretry.Request{Method: http.MethodPost, Path: verifyPath(credID), Body: []byte(`{"type":"` + string(typ) + `"}`)}
 		_, ch, err := svc.Verify(ctx, credID, req, c)
 		if err != nil {
 			t.Fatalf("leg 1: %v", err)
@@ -113,7 +113,7 @@ func TestReplicasDomainRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		emailKey = login(t, email.ID, storage.EmailOTP, m.OTPEncryptionTargetBundle)
-		add := signedretry.Retry{Method: http.MethodPost, Path: "/auth/credentials",
+		add := signedretry.Request{Method: http.MethodPost, Path: "/auth/credentials",
 			Body: []byte(`{"type":"SMS_OTP","accountId":"` + wallet.ID + `"}`)}
 		addReq := walletauth.AddCredentialRequest{Type: storage.SMSOTP, AccountID: wallet.ID}
 		_, ch, err := svc.AddCredential(ctx, addReq, add)
@@ -131,12 +131,12 @@ func TestReplicasDomainRules(t *testing.T) {
 		for round := range 8 {
 			wallet, email, emailKey, sms, smsKey := twoCredentials(t, "Customer:rules", "rules@example.com")
 
-			revokeEmail := signedretry.Retry{Method: http.MethodDelete, Path: "/auth/credentials/" + email.ID}
+			revokeEmail := signedretry.Request{Method: http.MethodDelete, Path: "/auth/credentials/" + email.ID}
 			chEmail, err := svc.RevokeCredential(ctx, email.ID, revokeEmail)
 			if err != nil {
 				t.Fatal(err)
 			}
-			revokeSMS := signedretry.Retry{Method: http.MethodDelete, Path: "/auth/credentials/" + sms.ID}
+			revokeSMS := signedretry.Request{Method: http.MethodDelete, Path: "/auth/credentials/" + sms.ID}
 			chSMS, err := svc.RevokeCredential(ctx, sms.ID, revokeSMS)
 			if err != nil {
 				t.Fatal(err)
@@ -203,7 +203,7 @@ func TestReplicasDomainRules(t *testing.T) {
 					t.Fatal(err)
 				}
 				req := walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: sealed}
-				c := signedretry.Retry{Method: http.MethodPost, Path: verifyPath(email.ID), Body: []byte(`{"type":"EMAIL_OTP"}`)}
+				c := signedretry.Request{Method: http.MethodPost, Path: verifyPath(email.ID), Body: []byte(`{"type":"EMAIL_OTP"}`)}
 				_, ch, err := svc.Verify(ctx, email.ID, req, c)
 				if err != nil {
 					t.Fatalf("leg 1: %v", err)
@@ -214,7 +214,7 @@ func TestReplicasDomainRules(t *testing.T) {
 					return err
 				})
 			}
-			revoke := signedretry.Retry{Method: http.MethodDelete, Path: "/auth/credentials/" + email.ID}
+			revoke := signedretry.Request{Method: http.MethodDelete, Path: "/auth/credentials/" + email.ID}
 			ch, err := svc.RevokeCredential(ctx, email.ID, revoke)
 			if err != nil {
 				t.Fatal(err)
@@ -244,7 +244,7 @@ func TestReplicasDomainRules(t *testing.T) {
 
 	t.Run("UpdateEmailSameAddress", func(t *testing.T) {
 		for round := range 8 {
-			var retries []signedretry.Retry
+			var retries []signedretry.Request
 			var customers []string
 			for _, who := range []string{"a", "b"} {
 				customer := fmt.Sprintf("Customer:%s-%d", who, round)
@@ -257,7 +257,7 @@ func TestReplicasDomainRules(t *testing.T) {
 					t.Fatal(err)
 				}
 				key := login(t, email.ID, storage.EmailOTP, m.OTPEncryptionTargetBundle)
-				c := signedretry.Retry{Method: http.MethodPatch, Path: "/customers/" + customer,
+				c := signedretry.Request{Method: http.MethodPatch, Path: "/customers/" + customer,
 					Body: []byte(fmt.Sprintf(`{"email":"shared-%d@example.com"}`, round))}
 				_, ch, err := svc.UpdateEmail(ctx, customer, fmt.Sprintf("shared-%d@example.com", round), nil, c)
 				if err != nil {
@@ -359,7 +359,7 @@ func TestReplicasDomainRules(t *testing.T) {
 				s := services[i%len(services)]
 				fns = append(fns, func() error {
 					_, _, err := s.Verify(ctx, email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: sealed},
-						signedretry.Retry{Method: http.MethodPost, Path: verifyPath(email.ID), Body: []byte(`{"type":"EMAIL_OTP"}`)})
+						signedretry.Request{Method: http.MethodPost, Path: verifyPath(email.ID), Body: []byte(`{"type":"EMAIL_OTP"}`)})
 					return err
 				})
 			}
@@ -393,7 +393,7 @@ func TestReplicasDomainRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, _, err = svc.Verify(ctx, email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: sealed},
-				signedretry.Retry{Method: http.MethodPost, Path: verifyPath(email.ID), Body: []byte(`{"type":"EMAIL_OTP"}`)})
+				signedretry.Request{Method: http.MethodPost, Path: verifyPath(email.ID), Body: []byte(`{"type":"EMAIL_OTP"}`)})
 			want := tooMany
 			if rightOK {
 				want = "OTP already used"
@@ -417,7 +417,7 @@ func TestReplicasDomainRules(t *testing.T) {
 }
 
 // stamped returns c as the retry of ch, stamped by key.
-func stamped(t *testing.T, c signedretry.Retry, ch *signedretry.Challenge, key *walletauth.ClientKey) signedretry.Retry {
+func stamped(t *testing.T, c signedretry.Request, ch *signedretry.Challenge, key *walletauth.ClientKey) signedretry.Request {
 	t.Helper()
 	if ch == nil {
 		t.Fatal("no challenge to sign")

@@ -105,9 +105,13 @@ func TestReplicasConsumeOnce(t *testing.T) {
 		})
 
 		body := []byte(`{"credentialId":"AuthMethod:1"}`)
-		op := signedretry.Operation{Type: "REVOKE_CREDENTIAL", AccountID: acct, Method: "DELETE",
-			Path: "/auth/credentials/AuthMethod:1", Body: body, Signer: signedretry.Signer{Rule: signedretry.AnySession}}
-		ch, err := signedretry.NewManager(signedretry.Config{Store: first}).Issue(ctx, op)
+		op := signedretry.Operation{Type: "REVOKE_CREDENTIAL", AccountID: acct, Signer: signedretry.Signer{Rule: signedretry.AnySession}}
+		call := signedretry.Request{Method: "DELETE", Path: "/auth/credentials/AuthMethod:1", Body: body}
+		mgr, err := signedretry.New(signedretry.Config{Store: first})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, err := mgr.Issue(ctx, call, op)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,14 +119,16 @@ func TestReplicasConsumeOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		retry := signedretry.Retry{Signature: stamp, RequestID: ch.RequestID, Type: op.Type, Method: op.Method,
-			Path: op.Path, Body: body}
+		retry := call
+		retry.Signature, retry.RequestID = stamp, ch.RequestID
 		managers := map[*postgres.Store]*signedretry.Manager{}
 		for _, s := range stores {
-			managers[s] = signedretry.NewManager(signedretry.Config{Store: s})
+			if managers[s], err = signedretry.New(signedretry.Config{Store: s}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		errs := race(t, stores, func(c context.Context, s *postgres.Store) error {
-			_, err := managers[s].Complete(c, retry, func(tx storage.Tx, a *signedretry.Authorization) error {
+			_, err := managers[s].Complete(c, retry, op.Type, func(_ context.Context, tx storage.Tx, a *signedretry.Authorization) error {
 				// The effect writes: exactly one write may commit.
 				id, err := storage.NewID(nil, "Webhook")
 				if err != nil {

@@ -52,8 +52,8 @@ func newWauthReplicas(t *testing.T, otp walletauth.OTPConfig, wrap func(i int, s
 		if wrap != nil {
 			st = wrap(i, s)
 		}
-		svc, err := walletauth.New(walletauth.Config{Store: st, Sandbox: true, Sealer: ring, SigningKey: signer,
-			CodeMACKey: bytes.Repeat([]byte{0x5a}, walletauth.MinCodeMACKeyLen), OTP: otp})
+		svc, err := walletauth.New(walletauth.Config{Store: st, Sandbox: true,
+			Keys: walletauth.Keys{SigningKey: signer, Sealer: ring, CodeMACKey: bytes.Repeat([]byte{0x5a}, walletauth.MinCodeMACKeyLen)}, OTP: otp})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,8 +62,8 @@ func newWauthReplicas(t *testing.T, otp walletauth.OTPConfig, wrap func(i int, s
 	return r
 }
 
-func verifyCall(credID string, typ storage.CredentialType) signedretry.Retry {
-	return signedretry.Retry{Method: http.MethodPost, Path: "/auth/credentials/" + credID + "/verify",
+func verifyCall(credID string, typ storage.CredentialType) signedretry.Request {
+	return signedretry.Request{Method: http.MethodPost, Path: "/auth/credentials/" + credID + "/verify",
 		Body: []byte(`{"type":"` + string(typ) + `"}`)}
 }
 
@@ -126,7 +126,7 @@ func (r *wauthReplicas) wallet(t *testing.T, customer, address string) (*storage
 func (r *wauthReplicas) addSMS(t *testing.T, wallet *storage.InternalAccount, key *walletauth.ClientKey) *walletauth.AuthMethod {
 	t.Helper()
 	svc := r.services[0]
-	add := signedretry.Retry{Method: http.MethodPost, Path: "/auth/credentials",
+	add := signedretry.Request{Method: http.MethodPost, Path: "/auth/credentials",
 		Body: []byte(`{"type":"SMS_OTP","accountId":"` + wallet.ID + `"}`)}
 	req := walletauth.AddCredentialRequest{Type: storage.SMSOTP, AccountID: wallet.ID}
 	_, ch, err := svc.AddCredential(ctx, req, add)
@@ -144,7 +144,7 @@ func (r *wauthReplicas) addSMS(t *testing.T, wallet *storage.InternalAccount, ke
 // key.
 func revoke(t *testing.T, svc *walletauth.Service, credID string, key *walletauth.ClientKey) error {
 	t.Helper()
-	c := signedretry.Retry{Method: http.MethodDelete, Path: "/auth/credentials/" + credID}
+	c := signedretry.Request{Method: http.MethodDelete, Path: "/auth/credentials/" + credID}
 	ch, err := svc.RevokeCredential(ctx, credID, c)
 	if err != nil {
 		return err
@@ -170,7 +170,7 @@ func TestReplicasAddEmailOTPRacesEmailChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		req := walletauth.AddCredentialRequest{Type: storage.EmailOTP, AccountID: w.ID}
-		add := signedretry.Retry{Method: http.MethodPost, Path: "/auth/credentials", Body: []byte(`{"type":"EMAIL_OTP"}`)}
+		add := signedretry.Request{Method: http.MethodPost, Path: "/auth/credentials", Body: []byte(`{"type":"EMAIL_OTP"}`)}
 		_, ch, err := svc.AddCredential(ctx, req, add)
 		if err != nil {
 			t.Fatal(err)
@@ -179,7 +179,7 @@ func TestReplicasAddEmailOTPRacesEmailChange(t *testing.T) {
 
 		other := fmt.Sprintf("Customer:b-%d", round)
 		_, _, otherKey := r.wallet(t, other, "first-"+address)
-		change := signedretry.Retry{Method: http.MethodPatch, Path: "/customers/" + other, Body: []byte(`{"email":"` + address + `"}`)}
+		change := signedretry.Request{Method: http.MethodPatch, Path: "/customers/" + other, Body: []byte(`{"email":"` + address + `"}`)}
 		_, ch, err = svc.UpdateEmail(ctx, other, address, nil, change)
 		if err != nil {
 			t.Fatal(err)

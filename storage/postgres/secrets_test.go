@@ -3,6 +3,9 @@ package postgres_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +23,16 @@ import (
 
 // TestMigrationDeletesPlaintextIssuances: migration 0002 deletes the OTP
 // issuances earlier releases stored in plaintext, and nothing else.
+// testSigningKey is the bundle signing key of the walletauth services of
+// these tests.
+var testSigningKey = func() *ecdsa.PrivateKey {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
 func TestMigrationDeletesPlaintextIssuances(t *testing.T) {
 	pool := newPool(t, 2)
 	s := newStore(t, pool)
@@ -83,7 +96,8 @@ func TestDatabaseHoldsNoOTPSecrets(t *testing.T) {
 	key, _ := secret.GenerateKey(nil, "pg-1")
 	keys, _ := secret.NewKeyring(key)
 	sender := &codeSender{}
-	svc, err := walletauth.New(walletauth.Config{Store: s, Sender: sender, Sealer: keys, CodeMACKey: bytes.Repeat([]byte{9}, 32)})
+	svc, err := walletauth.New(walletauth.Config{Store: s, Sender: sender,
+		Keys: walletauth.Keys{SigningKey: testSigningKey, Sealer: keys, CodeMACKey: bytes.Repeat([]byte{9}, 32)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +134,7 @@ func TestDatabaseHoldsNoOTPSecrets(t *testing.T) {
 		t.Fatalf("stored target key names %q (%v), want pg-1", id, err)
 	}
 	_, ch, err := svc.Verify(ctx, cred.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: answer},
-		signedretry.Retry{Method: "POST", Path: "/auth/credentials/" + cred.ID + "/verify", Body: []byte(`{"type":"EMAIL_OTP"}`)})
+		signedretry.Request{Method: "POST", Path: "/auth/credentials/" + cred.ID + "/verify", Body: []byte(`{"type":"EMAIL_OTP"}`)})
 	if err != nil || ch == nil {
 		t.Fatalf("verify leg 1 with the delivered code: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
 )
 
@@ -79,24 +80,12 @@ func uncompressedHex(t testing.TB, k *ecdsa.PrivateKey) string {
 // details.reason equals reason (when reason is not empty).
 func wantErr(t testing.TB, err error, code apierror.Code, field, reason string) {
 	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want %s", code)
-	}
-	var ae *apierror.Error
-	if !errors.As(err, &ae) {
-		t.Fatalf("error %v (%T) is not an *apierror.Error", err, err)
-	}
-	if got := apierror.CodeOf(err); got != code {
-		t.Fatalf("code = %s, want %s (error: %v)", got, code, err)
-	}
+	ae := apierrortest.Want(t, err, code, reason)
 	if field != "" {
 		fe := ae.FieldErrors()
 		if len(fe) != 1 || fe[0].Field != field {
 			t.Fatalf("details.errors = %+v, want one error for field %q", fe, field)
 		}
-	}
-	if reason != "" && ae.Reason() != reason {
-		t.Fatalf("details.reason = %q, want %q", ae.Reason(), reason)
 	}
 }
 

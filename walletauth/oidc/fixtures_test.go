@@ -10,7 +10,6 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jws"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 )
 
@@ -275,15 +275,12 @@ func newVerifier(t testing.TB, srv *keyServer, clk *clock, edit func(*oidc.Confi
 	return v
 }
 
-// wantErr fails unless err is an *apierror.Error with code and reason.
+// wantErr is apierrortest.Want with the reason compared exactly: an empty
+// reason asserts that the error carries none.
 func wantErr(t testing.TB, err error, code apierror.Code, reason string) {
 	t.Helper()
-	var e *apierror.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v (%T) is not an *apierror.Error", err, err)
-	}
-	if apierror.CodeOf(err) != code || e.Reason() != reason {
-		t.Fatalf("got %s reason %q, want %s reason %q (%v)", apierror.CodeOf(err), e.Reason(), code, reason, err)
+	if e := apierrortest.Want(t, err, code, reason); e.Reason() != reason {
+		t.Fatalf("%s reason %q, want none (%v)", code, e.Reason(), err)
 	}
 }
 

@@ -15,10 +15,7 @@ import (
 // concurrent use. Its key cache refreshes in the background until the context
 // given to [New] ends or [Verifier.Close] is called.
 type Verifier struct {
-	clock   func() time.Time
-	maxAge  time.Duration
-	skew    time.Duration
-	sandbox bool
+	cfg Config // normalized by New
 	// byName maps every accepted iss value (IDs and aliases) to its issuer.
 	byName map[string]*registered
 	cancel context.CancelFunc
@@ -46,12 +43,9 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	}
 	lifetime, cancel := context.WithCancel(ctx)
 	v := &Verifier{
-		clock:   cfg.Clock,
-		maxAge:  cfg.MaxAge,
-		skew:    cfg.Skew,
-		sandbox: cfg.Sandbox,
-		byName:  map[string]*registered{},
-		cancel:  cancel,
+		cfg:    cfg,
+		byName: map[string]*registered{},
+		cancel: cancel,
 	}
 	var cache *jwk.Cache
 	var getter *httpGetter
@@ -92,7 +86,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 func (v *Verifier) Close() { v.cancel() }
 
 // Sandbox reports whether v skips signature checks.
-func (v *Verifier) Sandbox() bool { return v.sandbox }
+func (v *Verifier) Sandbox() bool { return v.cfg.Sandbox }
 
 // Verify checks token and returns the identity it asserts, or an
 // *apierror.Error naming the first failed check:
@@ -110,7 +104,7 @@ func (v *Verifier) Sandbox() bool { return v.sandbox }
 //
 // See the package documentation for every reason string.
 func (v *Verifier) Verify(ctx context.Context, token string, expect Expect) (*Identity, error) {
-	t, aerr := parseToken(token, v.sandbox, v.headers)
+	t, aerr := parseToken(token, v.cfg.Sandbox, v.headers)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -122,13 +116,13 @@ func (v *Verifier) Verify(ctx context.Context, token string, expect Expect) (*Id
 	if !ok {
 		return nil, rejected(reasonIssNotRegistered)
 	}
-	if !v.sandbox {
+	if !v.cfg.Sandbox {
 		if aerr := r.keys.verify(ctx, t, r.InferAlgorithm); aerr != nil {
 			return nil, aerr
 		}
 		v.headers.put(t.header, t.headers)
 	}
-	id, aerr := v.checkClaims(r, t.claims, v.clock())
+	id, aerr := v.checkClaims(r, t.claims, v.cfg.Clock())
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -162,10 +156,10 @@ func (v *Verifier) checkClaims(r *registered, c claimSet, now time.Time) (*Ident
 	if !ok {
 		return nil, rejected(reasonIatNotNumeric)
 	}
-	if iat.After(now.Add(v.skew)) {
+	if iat.After(now.Add(v.cfg.Skew)) {
 		return nil, rejected(reasonIatFuture)
 	}
-	if now.Sub(iat) > v.maxAge+v.skew {
+	if now.Sub(iat) > v.cfg.MaxAge+v.cfg.Skew {
 		return nil, rejected(reasonIatTooOld)
 	}
 	if !c.present("exp") {
@@ -183,7 +177,7 @@ func (v *Verifier) checkClaims(r *registered, c claimSet, now time.Time) (*Ident
 		if !ok {
 			return nil, rejected(reasonNbfNotNumeric)
 		}
-		if nbf.After(now.Add(v.skew)) {
+		if nbf.After(now.Add(v.cfg.Skew)) {
 			return nil, rejected(reasonNbfFuture)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // SandboxSignature is the legacy assertion signature that, in sandbox mode
-// only ([WithSandbox]), skips the WebAuthn checks.
+// only ([Config].Sandbox), skips the WebAuthn checks.
 const SandboxSignature = "sandbox-valid-passkey-signature"
 
 // SessionPayloadType is the type member of the payload an assertion
@@ -36,7 +36,7 @@ func (v *Verifier) AssertionPayload(clientPublicKey, credentialID, requestID str
 		RequestID       string `json:"requestId"`
 		CredentialID    string `json:"credentialId"`
 		ClientPublicKey string `json:"clientPublicKey"`
-	}{SessionPayloadType, v.rp.ID, requestID, credentialID, clientPublicKey})
+	}{SessionPayloadType, v.cfg.RelyingParty.ID, requestID, credentialID, clientPublicKey})
 	return b
 }
 
@@ -95,7 +95,7 @@ func (v *Verifier) VerifyAssertion(stored *storage.WebAuthnCredential, expectedC
 	}
 	var f fields
 	credID := f.b64("assertion.credentialId", a.CredentialID, true, maxCredentialID)
-	if v.sandbox && a.Signature == SandboxSignature {
+	if v.cfg.Sandbox && a.Signature == SandboxSignature {
 		if err := f.err(); err != nil {
 			return nil, err
 		}
@@ -145,8 +145,8 @@ func (v *Verifier) VerifyAssertion(stored *storage.WebAuthnCredential, expectedC
 	if err := v.checkAuthData(&ad); err != nil {
 		return nil, err
 	}
-	if err := parsed.Verify(challenge, v.rp.ID, "", v.origins, v.opaque, nil, protocol.TopOriginExplicitVerificationMode,
-		false, v.rp.RequireUserVerification, true, stored.PublicKey, signaturePolicy); err != nil {
+	if err := parsed.Verify(challenge, v.cfg.RelyingParty.ID, "", v.origins, v.opaque, nil, protocol.TopOriginExplicitVerificationMode,
+		false, v.cfg.RelyingParty.RequireUserVerification, true, stored.PublicKey, signaturePolicy); err != nil {
 		return nil, libraryFailure(err)
 	}
 	if ad.Flags.HasBackupEligible() != stored.BackupEligible {
@@ -157,7 +157,7 @@ func (v *Verifier) VerifyAssertion(stored *storage.WebAuthnCredential, expectedC
 	counter := webauthn.Authenticator{SignCount: stored.SignCount}
 	counter.UpdateCounter(ad.Counter)
 	if counter.CloneWarning {
-		if !v.rp.AllowCounterRegression {
+		if !v.cfg.RelyingParty.AllowCounterRegression {
 			return nil, fail(ReasonCounterNotIncreased).
 				WithDetail("storedCounter", stored.SignCount).WithDetail("receivedCounter", ad.Counter)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/descope/virtualwebauthn"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
@@ -123,7 +124,7 @@ func TestAssertionChecks(t *testing.T) {
 			e := enroll(t, tc.v, virtualwebauthn.KeyTypeEC2, virtualwebauthn.AuthenticatorOptions{})
 			e.cred.Counter = 1
 			_, err := tc.v.VerifyAssertion(e.stored, ch, virtualAssertion(t, tc.rp, virtualwebauthn.NewAuthenticatorWithOptions(tc.opts), e.cred, tc.signed))
-			wantErr(t, err, apierror.Unauthorized, tc.reason)
+			apierrortest.Want(t, err, apierror.Unauthorized, tc.reason)
 		})
 	}
 
@@ -137,7 +138,7 @@ func TestAssertionChecks(t *testing.T) {
 		}
 		change(a)
 		_, err = v.VerifyAssertion(reg.Credential, ch, a.assert(ch))
-		wantErr(t, err, apierror.Unauthorized, reason)
+		apierrortest.Want(t, err, apierror.Unauthorized, reason)
 	}
 	t.Run("type webauthn.create", func(t *testing.T) {
 		ed(t, func(a *edAuthenticator) { a.typ = "webauthn.create" }, passkey.ReasonClientDataType)
@@ -162,7 +163,7 @@ func TestAssertionCounter(t *testing.T) {
 
 	t.Run("replayed assertion", func(t *testing.T) {
 		_, err := e.v.VerifyAssertion(stored, ch, first)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonCounterNotIncreased)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonCounterNotIncreased)
 		if d := apierror.As(err).Details; d["storedCounter"] != uint32(5) || d["receivedCounter"] != uint32(5) {
 			t.Errorf("details %v", d)
 		}
@@ -171,13 +172,13 @@ func TestAssertionCounter(t *testing.T) {
 	older := virtualAssertion(t, virtualRP, e.auth, e.cred, ch)
 	t.Run("counter regression", func(t *testing.T) {
 		_, err := e.v.VerifyAssertion(stored, ch, older)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonCounterNotIncreased)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonCounterNotIncreased)
 	})
 	e.cred.Counter = 0
 	reset := virtualAssertion(t, virtualRP, e.auth, e.cred, ch)
 	t.Run("counter back to zero", func(t *testing.T) {
 		_, err := e.v.VerifyAssertion(stored, ch, reset)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonCounterNotIncreased)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonCounterNotIncreased)
 	})
 	t.Run("regression allowed", func(t *testing.T) {
 		lenient := newVerifier(t, func(rp *passkey.RelyingParty) { rp.AllowCounterRegression = true })
@@ -202,13 +203,13 @@ func TestAssertionCredentialBinding(t *testing.T) {
 
 	t.Run("another credential's assertion", func(t *testing.T) {
 		_, err := a.v.VerifyAssertion(a.stored, ch, fromB)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonCredentialIDMismatch)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonCredentialIDMismatch)
 	})
 	t.Run("another credential's signature under this id", func(t *testing.T) {
 		forged := fromB
 		forged.CredentialID = base64.RawURLEncoding.EncodeToString(a.cred.ID)
 		_, err := a.v.VerifyAssertion(a.stored, ch, forged)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonSignatureInvalid)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonSignatureInvalid)
 	})
 	t.Run("unknown credential", func(t *testing.T) {
 		stranger := newCredential(t, virtualwebauthn.KeyTypeEC2)
@@ -221,9 +222,9 @@ func TestAssertionCredentialBinding(t *testing.T) {
 			t.Fatalf("lookup of an unregistered id: %v", err)
 		}
 		_, err = a.v.VerifyAssertion(nil, ch, asr)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonUnknownCredential)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonUnknownCredential)
 		_, err = a.v.VerifyAssertion(a.stored, ch, asr)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonCredentialIDMismatch)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonCredentialIDMismatch)
 	})
 	t.Run("tampered signature", func(t *testing.T) {
 		a.cred.Counter = 1
@@ -232,7 +233,7 @@ func TestAssertionCredentialBinding(t *testing.T) {
 		sig[len(sig)-1] ^= 1
 		asr.Signature = base64.RawURLEncoding.EncodeToString(sig)
 		_, err := a.v.VerifyAssertion(a.stored, ch, asr)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonSignatureInvalid)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonSignatureInvalid)
 	})
 	t.Run("tampered authenticator data", func(t *testing.T) {
 		a.cred.Counter = 1
@@ -241,7 +242,7 @@ func TestAssertionCredentialBinding(t *testing.T) {
 		ad[36] = 99 // counter
 		asr.AuthenticatorData = base64.RawURLEncoding.EncodeToString(ad)
 		_, err := a.v.VerifyAssertion(a.stored, ch, asr)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonSignatureInvalid)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonSignatureInvalid)
 	})
 }
 
@@ -271,7 +272,7 @@ func TestAssertionMalformedInput(t *testing.T) {
 
 	for _, expected := range []string{"", "ABCDEF", ch[:63] + "G", base64.RawURLEncoding.EncodeToString([]byte(ch))} {
 		_, err = e.v.VerifyAssertion(e.stored, expected, good)
-		wantErr(t, err, apierror.InternalError, "")
+		apierrortest.Want(t, err, apierror.InternalError, "")
 	}
 
 	// Padded base64url is accepted.
@@ -298,7 +299,7 @@ func TestSandboxSignature(t *testing.T) {
 	_, err = e.v.VerifyAssertion(e.stored, ch, real)
 	wantFields(t, err, "assertion.signature")
 
-	sandbox := newVerifier(t, nil, passkey.WithSandbox(true))
+	sandbox := newVerifier(t, nil, func(c *passkey.Config) { c.Sandbox = true })
 	got, err := sandbox.VerifyAssertion(e.stored, ch, magic)
 	if err != nil || got.SignCount != e.stored.SignCount || !bytes.Equal(got.CredentialID, e.stored.CredentialID) {
 		t.Fatalf("sandbox literal: %v %+v", err, got)
@@ -306,15 +307,15 @@ func TestSandboxSignature(t *testing.T) {
 	other := magic
 	other.CredentialID = base64.RawURLEncoding.EncodeToString([]byte("someone else"))
 	_, err = sandbox.VerifyAssertion(e.stored, ch, other)
-	wantErr(t, err, apierror.Unauthorized, passkey.ReasonCredentialIDMismatch)
+	apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonCredentialIDMismatch)
 	_, err = sandbox.VerifyAssertion(nil, ch, magic)
-	wantErr(t, err, apierror.Unauthorized, passkey.ReasonUnknownCredential)
+	apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonUnknownCredential)
 
 	// Any other signature still gets the full verification in sandbox mode.
 	forged := real
 	forged.Signature = base64.RawURLEncoding.EncodeToString([]byte("sandbox-valid-passkey-signature!"))
 	_, err = sandbox.VerifyAssertion(e.stored, ch, forged)
-	wantErr(t, err, apierror.Unauthorized, passkey.ReasonSignatureInvalid)
+	apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonSignatureInvalid)
 }
 
 func TestAssertionChallenge(t *testing.T) {

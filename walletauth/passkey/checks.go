@@ -58,7 +58,7 @@ func (v *Verifier) checkAuthData(a *protocol.AuthenticatorData) error {
 	if !a.Flags.HasUserPresent() {
 		return fail(ReasonUserNotPresent)
 	}
-	if v.rp.RequireUserVerification && !a.Flags.HasUserVerified() {
+	if v.cfg.RelyingParty.RequireUserVerification && !a.Flags.HasUserVerified() {
 		return fail(ReasonUserNotVerified)
 	}
 	if !a.Flags.HasBackupEligible() && a.Flags.HasBackupState() {

@@ -191,7 +191,7 @@ func TestChromiumVirtualAuthenticator(t *testing.T) {
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
 	origin := "http://localhost:" + u.Port()
-	v, err := passkey.New(passkey.RelyingParty{ID: "localhost", Name: "walletgate test", Origins: []string{origin}, RequireUserVerification: true})
+	v, err := passkey.New(passkey.Config{RelyingParty: passkey.RelyingParty{ID: "localhost", Name: "walletgate test", Origins: []string{origin}, RequireUserVerification: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

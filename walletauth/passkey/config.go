@@ -17,7 +17,7 @@ import (
 )
 
 // DefaultRegistrationTTL is how long a registration challenge stays usable
-// unless [WithRegistrationTTL] says otherwise.
+// unless [Config].RegistrationTTL says otherwise.
 const DefaultRegistrationTTL = 5 * time.Minute
 
 // RelyingParty is the WebAuthn relying-party configuration: which RP id
@@ -61,39 +61,32 @@ type AndroidApp struct {
 	CertFingerprints []string
 }
 
-// Option adjusts a [Verifier].
-type Option func(*Verifier)
-
-// WithRand sets the source of challenge bytes and ids; the default is
-// crypto/rand.
-func WithRand(r io.Reader) Option { return func(v *Verifier) { v.rand = r } }
-
-// WithRegistrationTTL sets the lifetime of registration challenges; a
-// non-positive value keeps [DefaultRegistrationTTL].
-func WithRegistrationTTL(d time.Duration) Option {
-	return func(v *Verifier) {
-		if d > 0 {
-			v.regTTL = d
-		}
-	}
+// Config configures a [Verifier]. Its zero values are the defaults, except
+// RelyingParty, which is required.
+type Config struct {
+	// RelyingParty is the relying party whose ceremonies the verifier
+	// runs. Required; New validates it.
+	RelyingParty RelyingParty
+	// Rand is the source of challenge bytes and ids; nil means crypto/rand.
+	Rand io.Reader
+	// RegistrationTTL is the lifetime of registration challenges; zero or
+	// negative means DefaultRegistrationTTL.
+	RegistrationTTL time.Duration
+	// Sandbox switches sandbox mode on: an assertion whose signature is
+	// exactly [SandboxSignature] skips the WebAuthn checks. Never set it in
+	// production.
+	Sandbox bool
 }
 
-// WithSandbox switches sandbox mode on or off. In sandbox mode an assertion
-// whose signature is exactly [SandboxSignature] skips the WebAuthn checks.
-// Never enable it in production.
-func WithSandbox(on bool) Option { return func(v *Verifier) { v.sandbox = on } }
-
 // Verifier runs the WebAuthn ceremonies of one relying party. It holds no
-// mutable state and is safe for concurrent use.
+// mutable state and is safe for concurrent use. It reads no clock: the
+// ceremonies take the current time from their caller.
 type Verifier struct {
-	rp       RelyingParty
+	cfg      Config   // normalized by New; RelyingParty deep-copied
 	origins  []string // web origins, normalised
 	opaque   []string // android:apk-key-hash:... origins
 	android  []androidTarget
 	related  []byte // /.well-known/webauthn body, nil without web origins
-	rand     io.Reader
-	regTTL   time.Duration
-	sandbox  bool
 	rpIDHash [32]byte
 }
 
@@ -107,13 +100,15 @@ var (
 	androidPackage = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$`)
 )
 
-// New validates rp and returns its verifier. It rejects an invalid RP id, an
+// New validates cfg.RelyingParty and returns its verifier. It rejects an
+// invalid RP id, an
 // origin that is not a bare http(s) origin (http only for localhost), an
 // Android package or fingerprint that is malformed, an Apple app id not of
 // the form "TEAMID.bundle.id", a configuration that allows no client at all,
 // and web origins spanning more registrable domains than clients accept in a
 // related-origins file.
-func New(rp RelyingParty, opts ...Option) (*Verifier, error) {
+func New(cfg Config) (*Verifier, error) {
+	rp := cfg.RelyingParty
 	if err := protocol.ValidateRPID(rp.ID); err != nil {
 		return nil, fmt.Errorf("passkey: RelyingParty.ID %q: %w", rp.ID, err)
 	}
@@ -123,10 +118,16 @@ func New(rp RelyingParty, opts ...Option) (*Verifier, error) {
 	if strings.TrimSpace(rp.Name) == "" {
 		return nil, errors.New("passkey: RelyingParty.Name is required")
 	}
-	v := &Verifier{rp: rp, rand: rand.Reader, regTTL: DefaultRegistrationTTL}
-	v.rp.Origins = slices.Clone(rp.Origins)
-	v.rp.AppleAppIDs = slices.Clone(rp.AppleAppIDs)
-	v.rp.AndroidApps = nil
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	if cfg.RegistrationTTL <= 0 {
+		cfg.RegistrationTTL = DefaultRegistrationTTL
+	}
+	v := &Verifier{cfg: cfg}
+	v.cfg.RelyingParty.Origins = slices.Clone(rp.Origins)
+	v.cfg.RelyingParty.AppleAppIDs = slices.Clone(rp.AppleAppIDs)
+	v.cfg.RelyingParty.AndroidApps = nil
 	for _, o := range rp.Origins {
 		n, err := normaliseOrigin(o)
 		if err != nil {
@@ -152,7 +153,7 @@ func New(rp RelyingParty, opts ...Option) (*Verifier, error) {
 			return nil, err
 		}
 		v.android = append(v.android, t)
-		v.rp.AndroidApps = append(v.rp.AndroidApps, AndroidApp{Package: app.Package, CertFingerprints: slices.Clone(app.CertFingerprints)})
+		v.cfg.RelyingParty.AndroidApps = append(v.cfg.RelyingParty.AndroidApps, AndroidApp{Package: app.Package, CertFingerprints: slices.Clone(app.CertFingerprints)})
 		for _, fp := range t.fingerprints {
 			raw, _ := hex.DecodeString(strings.ReplaceAll(fp, ":", ""))
 			o := protocol.OpaqueOriginPrefixAndroidAPKKeyHash + base64.RawURLEncoding.EncodeToString(raw)
@@ -173,12 +174,6 @@ func New(rp RelyingParty, opts ...Option) (*Verifier, error) {
 			return nil, fmt.Errorf("passkey: related origins: %w", err)
 		}
 	}
-	for _, opt := range opts {
-		opt(v)
-	}
-	if v.rand == nil {
-		v.rand = rand.Reader
-	}
 	v.rpIDHash = sha256Sum([]byte(rp.ID))
 	return v, nil
 }
@@ -186,11 +181,11 @@ func New(rp RelyingParty, opts ...Option) (*Verifier, error) {
 // RelyingParty returns a copy of the configuration the verifier was made
 // from.
 func (v *Verifier) RelyingParty() RelyingParty {
-	rp := v.rp
-	rp.Origins = slices.Clone(v.rp.Origins)
-	rp.AppleAppIDs = slices.Clone(v.rp.AppleAppIDs)
-	rp.AndroidApps = make([]AndroidApp, len(v.rp.AndroidApps))
-	for i, a := range v.rp.AndroidApps {
+	rp := v.cfg.RelyingParty
+	rp.Origins = slices.Clone(rp.Origins)
+	rp.AppleAppIDs = slices.Clone(rp.AppleAppIDs)
+	rp.AndroidApps = make([]AndroidApp, len(v.cfg.RelyingParty.AndroidApps))
+	for i, a := range v.cfg.RelyingParty.AndroidApps {
 		rp.AndroidApps[i] = AndroidApp{Package: a.Package, CertFingerprints: slices.Clone(a.CertFingerprints)}
 	}
 	return rp

@@ -58,7 +58,7 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 			rp := fullRP()
 			rp.AndroidApps = slices.Clone(rp.AndroidApps)
 			mutate(&rp)
-			if _, err := passkey.New(rp); err == nil {
+			if _, err := passkey.New(passkey.Config{RelyingParty: rp}); err == nil {
 				t.Fatal("New accepted the configuration")
 			}
 		})
@@ -70,14 +70,14 @@ func TestNewRejectsBadConfiguration(t *testing.T) {
 	} {
 		rp := fullRP()
 		ok(&rp)
-		if _, err := passkey.New(rp); err != nil {
+		if _, err := passkey.New(passkey.Config{RelyingParty: rp}); err != nil {
 			t.Errorf("New(%+v): %v", rp, err)
 		}
 	}
 }
 
 func TestAllowedOrigins(t *testing.T) {
-	v, err := passkey.New(fullRP())
+	v, err := passkey.New(passkey.Config{RelyingParty: fullRP()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,14 +94,14 @@ func TestAllowedOrigins(t *testing.T) {
 		t.Error("RelyingParty shares its slices")
 	}
 	// iOS native requests carry https://<RP id>, allowed once an Apple app is set.
-	ios, err := passkey.New(passkey.RelyingParty{ID: "example.com", Name: "x", AppleAppIDs: []string{"ABCDE12345.com.example.wallet"}})
+	ios, err := passkey.New(passkey.Config{RelyingParty: passkey.RelyingParty{ID: "example.com", Name: "x", AppleAppIDs: []string{"ABCDE12345.com.example.wallet"}}})
 	if err != nil || !slices.Equal(ios.AllowedOrigins(), []string{"https://example.com"}) {
 		t.Errorf("iOS-only origins: %v %v", err, ios.AllowedOrigins())
 	}
 }
 
 func TestWellKnownFiles(t *testing.T) {
-	v, err := passkey.New(fullRP())
+	v, err := passkey.New(passkey.Config{RelyingParty: fullRP()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestWellKnownFiles(t *testing.T) {
 		t.Errorf("related origins\n got %s\nwant %s", got, want)
 	}
 
-	empty, err := passkey.New(passkey.RelyingParty{ID: "example.com", Name: "x", AndroidApps: fullRP().AndroidApps})
+	empty, err := passkey.New(passkey.Config{RelyingParty: passkey.RelyingParty{ID: "example.com", Name: "x", AndroidApps: fullRP().AndroidApps}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestWellKnownFiles(t *testing.T) {
 }
 
 func TestHandler(t *testing.T) {
-	v, err := passkey.New(fullRP())
+	v, err := passkey.New(passkey.Config{RelyingParty: fullRP()})
 	if err != nil {
 		t.Fatal(err)
 	}

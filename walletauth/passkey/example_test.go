@@ -10,7 +10,7 @@ import (
 // The association files a platform publishes under /.well-known/ come from
 // the same relying-party configuration the verifier checks origins against.
 func Example_wellKnownFiles() {
-	v, err := passkey.New(passkey.RelyingParty{
+	v, err := passkey.New(passkey.Config{RelyingParty: passkey.RelyingParty{
 		ID:      "example.com",
 		Name:    "Example Wallet",
 		Origins: []string{"https://example.com", "https://pay.example.net"},
@@ -19,7 +19,7 @@ func Example_wellKnownFiles() {
 			CertFingerprints: []string{"1F:C6:9A:3B:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:01:23:45:67:89:AB:CD:EF:10:32:2D:D7"},
 		}},
 		AppleAppIDs: []string{"ABCDE12345.com.example.wallet"},
-	})
+	}})
 	if err != nil {
 		panic(err)
 	}
@@ -42,7 +42,7 @@ func Example_wellKnownFiles() {
 // The WebAuthn challenge of a passkey authentication binds the session key
 // the client will use, the credential and the pending request.
 func ExampleVerifier_AssertionChallenge() {
-	v, err := passkey.New(passkey.RelyingParty{ID: "example.com", Name: "Example Wallet", Origins: []string{"https://example.com"}})
+	v, err := passkey.New(passkey.Config{RelyingParty: passkey.RelyingParty{ID: "example.com", Name: "Example Wallet", Origins: []string{"https://example.com"}}})
 	if err != nil {
 		panic(err)
 	}

@@ -36,7 +36,7 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{}
-	f.v = newVerifier(t, nil, passkey.WithRand(fixedRand{}))
+	f.v = newVerifier(t, nil, func(c *passkey.Config) { c.Rand = fixedRand{} })
 	d := bytes.Repeat([]byte{0x42}, 32)
 	for ; ; d[31]++ {
 		k, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), d)

@@ -13,7 +13,7 @@ import (
 // root of the RP id host, for example mux.Handle("/.well-known/", h).
 func (v *Verifier) Handler() http.Handler {
 	files := map[string][]byte{}
-	if len(v.rp.AppleAppIDs) > 0 {
+	if len(v.cfg.RelyingParty.AppleAppIDs) > 0 {
 		files[PathAppleAppSiteAssociation] = v.AppleAppSiteAssociation()
 	}
 	if len(v.android) > 0 {

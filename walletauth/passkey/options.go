@@ -33,12 +33,12 @@ func (v *Verifier) CreationOptions(rc *RegistrationChallenge, user User, exclude
 		return nil, apierror.Internal(errors.New("passkey: CreationOptions with a malformed challenge"))
 	}
 	opts := protocol.PublicKeyCredentialCreationOptions{
-		RelyingParty: protocol.RelyingPartyEntity{CredentialEntity: protocol.CredentialEntity{Name: v.rp.Name}, ID: v.rp.ID},
+		RelyingParty: protocol.RelyingPartyEntity{CredentialEntity: protocol.CredentialEntity{Name: v.cfg.RelyingParty.Name}, ID: v.cfg.RelyingParty.ID},
 		User: protocol.UserEntity{CredentialEntity: protocol.CredentialEntity{Name: user.Name},
 			DisplayName: user.DisplayName, ID: protocol.URLEncodedBase64(rc.AccountID)},
 		Challenge:  ch,
 		Parameters: webauthn.CredentialParametersDefault(),
-		Timeout:    int(v.regTTL.Milliseconds()),
+		Timeout:    int(v.cfg.RegistrationTTL.Milliseconds()),
 		AuthenticatorSelection: protocol.AuthenticatorSelection{
 			ResidentKey: protocol.ResidentKeyRequirementRequired, RequireResidentKey: protocol.ResidentKeyRequired(),
 			UserVerification: v.userVerification()},
@@ -67,7 +67,7 @@ func (v *Verifier) RequestOptions(challengeHex string, credentialIDs [][]byte) (
 	}
 	opts := protocol.PublicKeyCredentialRequestOptions{
 		Challenge:        []byte(challengeHex),
-		RelyingPartyID:   v.rp.ID,
+		RelyingPartyID:   v.cfg.RelyingParty.ID,
 		UserVerification: v.userVerification(),
 	}
 	for _, id := range credentialIDs {
@@ -82,7 +82,7 @@ func (v *Verifier) RequestOptions(challengeHex string, credentialIDs [][]byte) (
 }
 
 func (v *Verifier) userVerification() protocol.UserVerificationRequirement {
-	if v.rp.RequireUserVerification {
+	if v.cfg.RelyingParty.RequireUserVerification {
 		return protocol.VerificationRequired
 	}
 	return protocol.VerificationPreferred

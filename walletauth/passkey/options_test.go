@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
@@ -55,9 +56,9 @@ func TestCreationAndRequestOptions(t *testing.T) {
 	}
 
 	_, err = v.CreationOptions(nil, passkey.User{}, nil)
-	wantErr(t, err, apierror.InternalError, "")
+	apierrortest.Want(t, err, apierror.InternalError, "")
 	_, err = v.CreationOptions(&passkey.RegistrationChallenge{Challenge: "AAAA"}, passkey.User{}, nil)
-	wantErr(t, err, apierror.InternalError, "")
+	apierrortest.Want(t, err, apierror.InternalError, "")
 	_, err = v.RequestOptions("not hex", nil)
-	wantErr(t, err, apierror.InternalError, "")
+	apierrortest.Want(t, err, apierror.InternalError, "")
 }

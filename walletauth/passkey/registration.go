@@ -57,11 +57,11 @@ func (v *Verifier) IssueRegistrationChallenge(ctx context.Context, tx storage.Tx
 		return nil, apierror.InvalidField("accountId", nil, "is required")
 	}
 	raw := make([]byte, challengeBytes)
-	if _, err := io.ReadFull(v.rand, raw); err != nil {
+	if _, err := io.ReadFull(v.cfg.Rand, raw); err != nil {
 		return nil, apierror.Internal(fmt.Errorf("passkey: reading challenge randomness: %w", err))
 	}
 	ch := b64url(raw)
-	rc := &RegistrationChallenge{Challenge: ch, AccountID: accountID, ExpiresAt: now.Add(v.regTTL)}
+	rc := &RegistrationChallenge{Challenge: ch, AccountID: accountID, ExpiresAt: now.Add(v.cfg.RegistrationTTL)}
 	p := &storage.PendingRequest{ID: registrationID(ch), Kind: KindRegistration, AccountID: accountID,
 		Payload: []byte(ch), CreatedAt: now, ExpiresAt: rc.ExpiresAt}
 	if err := tx.PendingRequests().Create(ctx, p); err != nil {
@@ -201,8 +201,8 @@ func (v *Verifier) verifyRegistration(ctx context.Context, tx storage.Tx, req Re
 	if err := v.checkAuthData(&pcc.Response.AttestationObject.AuthData); err != nil {
 		return nil, err
 	}
-	hash, err := pcc.Verify(challenge, v.rp.ID, v.origins, v.opaque, nil, protocol.TopOriginExplicitVerificationMode,
-		false, v.rp.RequireUserVerification, true, nil, webauthn.CredentialParametersDefault(),
+	hash, err := pcc.Verify(challenge, v.cfg.RelyingParty.ID, v.origins, v.opaque, nil, protocol.TopOriginExplicitVerificationMode,
+		false, v.cfg.RelyingParty.RequireUserVerification, true, nil, webauthn.CredentialParametersDefault(),
 		protocol.AttestationPolicy{}, signaturePolicy)
 	if err != nil {
 		return nil, libraryFailure(err)

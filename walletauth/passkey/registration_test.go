@@ -11,6 +11,7 @@ import (
 	"github.com/descope/virtualwebauthn"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
@@ -58,7 +59,7 @@ func TestRegistrationNoneFormatEdDSA(t *testing.T) {
 }
 
 func TestRegistrationChallengeLifecycle(t *testing.T) {
-	v, s := newVerifier(t, nil, passkey.WithRegistrationTTL(2*time.Minute)), newStore()
+	v, s := newVerifier(t, nil, func(c *passkey.Config) { c.RegistrationTTL = 2 * time.Minute }), newStore()
 	auth := virtualwebauthn.NewAuthenticator()
 	req := func(rc *passkey.RegistrationChallenge, account string) passkey.RegistrationRequest {
 		cred := newCredential(t, virtualwebauthn.KeyTypeEC2)
@@ -72,12 +73,12 @@ func TestRegistrationChallengeLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := register(v, s, req(rc, account1), t0)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonRegistrationChallengeUsed)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonRegistrationChallengeUsed)
 	})
 	t.Run("expiry", func(t *testing.T) {
 		rc := issue(t, v, s, account1, t0)
 		_, err := register(v, s, req(rc, account1), t0.Add(2*time.Minute))
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonRegistrationChallengeExpired)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonRegistrationChallengeExpired)
 		if _, err := register(v, s, req(rc, account1), t0.Add(2*time.Minute-time.Second)); err != nil {
 			t.Fatalf("before expiry: %v", err)
 		}
@@ -85,7 +86,7 @@ func TestRegistrationChallengeLifecycle(t *testing.T) {
 	t.Run("another account", func(t *testing.T) {
 		rc := issue(t, v, s, account2, t0)
 		_, err := register(v, s, req(rc, account1), t0)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonRegistrationChallengeAccount)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonRegistrationChallengeAccount)
 		// The failed attempt rolled back: the owner can still use it.
 		if _, err := register(v, s, req(rc, account2), t0); err != nil {
 			t.Fatalf("owner after a foreign attempt: %v", err)
@@ -94,7 +95,7 @@ func TestRegistrationChallengeLifecycle(t *testing.T) {
 	t.Run("unknown", func(t *testing.T) {
 		rc := &passkey.RegistrationChallenge{Challenge: base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))}
 		_, err := register(v, s, req(rc, account1), t0)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonRegistrationChallengeUnknown)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonRegistrationChallengeUnknown)
 	})
 	t.Run("failed verification keeps the challenge", func(t *testing.T) {
 		rc := issue(t, v, s, account1, t0)
@@ -102,7 +103,7 @@ func TestRegistrationChallengeLifecycle(t *testing.T) {
 		bad.Attestation = virtualAttestation(t, virtualwebauthn.RelyingParty{ID: testRPID, Origin: "https://evil.example"},
 			auth, newCredential(t, virtualwebauthn.KeyTypeEC2), rc.Challenge, account1)
 		_, err := register(v, s, bad, t0)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonOriginNotAllowed)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonOriginNotAllowed)
 		if _, err := register(v, s, req(rc, account1), t0); err != nil {
 			t.Fatalf("after a rolled-back failure: %v", err)
 		}
@@ -112,7 +113,7 @@ func TestRegistrationChallengeLifecycle(t *testing.T) {
 		r := req(b, account1)
 		r.Challenge = a.Challenge
 		_, err := register(v, s, r, t0)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonChallengeMismatch)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonChallengeMismatch)
 	})
 }
 
@@ -136,7 +137,7 @@ func TestRegistrationChecks(t *testing.T) {
 			rc := issue(t, v, s, account1, t0)
 			att := virtualAttestation(t, tc.rp, virtualwebauthn.NewAuthenticatorWithOptions(tc.opts), newCredential(t, virtualwebauthn.KeyTypeEC2), rc.Challenge, account1)
 			_, err := register(v, s, passkey.RegistrationRequest{AccountID: account1, Nickname: "Key", Challenge: rc.Challenge, Attestation: att}, t0)
-			wantErr(t, err, apierror.Unauthorized, tc.reason)
+			apierrortest.Want(t, err, apierror.Unauthorized, tc.reason)
 		})
 	}
 	t.Run("UV not required", func(t *testing.T) {
@@ -155,7 +156,7 @@ func TestRegistrationChecks(t *testing.T) {
 		a := newEdAuthenticator(t)
 		change(a)
 		_, err := register(v, s, passkey.RegistrationRequest{AccountID: account1, Nickname: "Key", Challenge: rc.Challenge, Attestation: a.attest(rc.Challenge)}, t0)
-		wantErr(t, err, apierror.Unauthorized, reason)
+		apierrortest.Want(t, err, apierror.Unauthorized, reason)
 	}
 	t.Run("type webauthn.get", func(t *testing.T) {
 		ed(t, func(a *edAuthenticator) { a.typ = "webauthn.get" }, passkey.ReasonClientDataType)
@@ -170,7 +171,7 @@ func TestRegistrationChecks(t *testing.T) {
 		att := newEdAuthenticator(t).attest(rc.Challenge)
 		att.CredentialID = base64.RawURLEncoding.EncodeToString([]byte("another id"))
 		_, err := register(v, s, passkey.RegistrationRequest{AccountID: account1, Nickname: "Key", Challenge: rc.Challenge, Attestation: att}, t0)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonCredentialIDMismatch)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonCredentialIDMismatch)
 	})
 	t.Run("tampered attestation signature", func(t *testing.T) {
 		v, s := newVerifier(t, nil), newStore()
@@ -182,7 +183,7 @@ func TestRegistrationChecks(t *testing.T) {
 		cd = bytes.Replace(cd, []byte(`"type"`), []byte(` "type"`), 1)
 		att.ClientDataJSON = base64.RawURLEncoding.EncodeToString(cd)
 		_, err := register(v, s, passkey.RegistrationRequest{AccountID: account1, Nickname: "Key", Challenge: rc.Challenge, Attestation: att}, t0)
-		wantErr(t, err, apierror.Unauthorized, passkey.ReasonAttestationInvalid)
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonAttestationInvalid)
 	})
 }
 
@@ -199,7 +200,7 @@ func TestRegistrationDuplicateCredential(t *testing.T) {
 	for _, acct := range []string{account1, account2} {
 		rc := issue(t, v, s, acct, t0)
 		_, err = register(v, s, passkey.RegistrationRequest{AccountID: acct, Nickname: "Two", Challenge: rc.Challenge, Attestation: virtualAttestation(t, virtualRP, auth, cred, rc.Challenge, acct)}, t0)
-		wantErr(t, err, apierror.PasskeyCredentialAlreadyExists, "")
+		apierrortest.Want(t, err, apierror.PasskeyCredentialAlreadyExists, "")
 	}
 	// A second, distinct passkey on the same account is fine.
 	rc = issue(t, v, s, account1, t0)
@@ -239,7 +240,7 @@ func TestRegistrationMalformedInput(t *testing.T) {
 }
 
 func TestIssueRegistrationChallenge(t *testing.T) {
-	v, s := newVerifier(t, nil, passkey.WithRand(bytes.NewReader(bytes.Repeat([]byte{1}, 32)))), newStore()
+	v, s := newVerifier(t, nil, func(c *passkey.Config) { c.Rand = bytes.NewReader(bytes.Repeat([]byte{1}, 32)) }), newStore()
 	err := atomic(t, s, func(tx storage.Tx) error {
 		_, err := v.IssueRegistrationChallenge(context.Background(), tx, "", t0)
 		return err
@@ -253,5 +254,5 @@ func TestIssueRegistrationChallenge(t *testing.T) {
 		_, err := v.IssueRegistrationChallenge(context.Background(), tx, account1, t0)
 		return err
 	})
-	wantErr(t, err, apierror.InternalError, "")
+	apierrortest.Want(t, err, apierror.InternalError, "")
 }

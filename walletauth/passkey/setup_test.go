@@ -11,7 +11,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/walletauth/passkey"
@@ -40,13 +40,17 @@ func testRP() passkey.RelyingParty {
 	return passkey.RelyingParty{ID: testRPID, Name: "Wallet", Origins: []string{testOrigin}}
 }
 
-func newVerifier(t testing.TB, mutate func(*passkey.RelyingParty), opts ...passkey.Option) *passkey.Verifier {
+func newVerifier(t testing.TB, mutate func(*passkey.RelyingParty), mods ...func(*passkey.Config)) *passkey.Verifier {
 	t.Helper()
 	rp := testRP()
 	if mutate != nil {
 		mutate(&rp)
 	}
-	v, err := passkey.New(rp, opts...)
+	cfg := passkey.Config{RelyingParty: rp}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	v, err := passkey.New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -262,28 +266,10 @@ func (a *edAuthenticator) assert(challengeHex string) passkey.Assertion {
 	return passkey.Assertion{CredentialID: enc(a.id), ClientDataJSON: enc(cd), AuthenticatorData: enc(ad), Signature: enc(sig)}
 }
 
-// wantErr checks err's code and, when reason is not empty, details.reason.
-func wantErr(t testing.TB, err error, code apierror.Code, reason string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want %s %q", code, reason)
-	}
-	var e *apierror.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v is not an *apierror.Error", err)
-	}
-	if apierror.CodeOf(err) != code {
-		t.Fatalf("code %s, want %s (%v)", apierror.CodeOf(err), code, err)
-	}
-	if reason != "" && e.Reason() != reason {
-		t.Fatalf("reason %q, want %q (%v)", e.Reason(), reason, err)
-	}
-}
-
 // wantFields checks a 400 INVALID_INPUT listing exactly these fields.
 func wantFields(t testing.TB, err error, fields ...string) {
 	t.Helper()
-	wantErr(t, err, apierror.InvalidInput, "")
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 	got := []string{}
 	for _, fe := range apierror.As(err).FieldErrors() {
 		got = append(got, fe.Field)

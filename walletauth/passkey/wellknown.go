@@ -26,7 +26,7 @@ var assetLinkRelations = []string{
 // when no Apple app is configured. Serve it at the RP id host as
 // application/json, over HTTPS, without redirects.
 func (v *Verifier) AppleAppSiteAssociation() []byte {
-	apps := slices.Clone(v.rp.AppleAppIDs)
+	apps := slices.Clone(v.cfg.RelyingParty.AppleAppIDs)
 	if apps == nil {
 		apps = []string{}
 	}
