@@ -357,7 +357,7 @@ func (s *Service) ListCredentials(ctx context.Context, accountID string) ([]Auth
 		return err
 	})
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, apierror.From(err)
 	}
 	out := make([]AuthMethod, len(creds))
 	for i := range creds {

@@ -62,7 +62,7 @@ func (s *Service) verifyOAuth(ctx context.Context, credentialID string, req Veri
 		return err
 	})
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, apierror.From(err)
 	}
 	pub, essk, err := s.sessionKey(req.ClientPublicKey)
 	if err != nil {
@@ -86,7 +86,7 @@ func (s *Service) verifyOAuth(ctx context.Context, credentialID string, req Veri
 		return err
 	})
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, apierror.From(err)
 	}
 	out.EncryptedSessionSigningKey = essk
 	return out, nil

@@ -43,7 +43,7 @@ func (s *Service) Challenge(ctx context.Context, credentialID string, req Challe
 		return err
 	})
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, apierror.From(err)
 	}
 	switch c.Type {
 	case storage.EmailOTP, storage.SMSOTP:
@@ -114,7 +114,7 @@ func (s *Service) issueCode(ctx context.Context, c *storage.Credential, limited 
 		return tx.OTPIssuances().Put(ctx, &iss)
 	})
 	if err != nil {
-		return "", storeErr(err)
+		return "", apierror.From(err)
 	}
 	if !s.cfg.Sandbox {
 		to := c.Email
@@ -220,7 +220,7 @@ func (s *Service) checkVerifyType(ctx context.Context, credentialID string, typ 
 		return err
 	})
 	if err != nil {
-		return storeErr(err)
+		return apierror.From(err)
 	}
 	if c.Type != typ {
 		return typeMismatch(typ, c.Type)

@@ -285,20 +285,6 @@ func authMethod(c *storage.Credential) *AuthMethod {
 	return m
 }
 
-// storeErr maps an unexpected store error to 500; sentinel errors a caller
-// can act on are mapped where they occur. Every error a Service method
-// returns from the store passes through it.
-func storeErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var e *apierror.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return apierror.Internal(err)
-}
-
 func notFound(what, id string) *apierror.Error {
 	return apierror.New(apierror.ReferenceNotFound, "%s %s not found", what, id)
 }
@@ -313,7 +299,7 @@ func (s *Service) atomic(ctx context.Context, fn func(tx storage.Tx) error) erro
 func (s *Service) run(ctx context.Context, call signedretry.Request, op signedretry.Steps) (*signedretry.Authorization, *signedretry.Challenge, error) {
 	a, c, err := s.retry.Run(ctx, call, op)
 	if err != nil {
-		return nil, nil, storeErr(err)
+		return nil, nil, apierror.From(err)
 	}
 	return a, c, nil
 }

@@ -112,7 +112,7 @@ func (s *Service) ListSessions(ctx context.Context, accountID string) ([]AuthSes
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, apierror.From(err)
 	}
 	return out, nil
 }

@@ -62,7 +62,7 @@ func (s *Service) CreateWallet(ctx context.Context, w NewWallet) (*storage.Inter
 		return s.credentialAdded(ctx, tx, &acct, &cred, "")
 	})
 	if err != nil {
-		return nil, nil, storeErr(err)
+		return nil, nil, apierror.From(err)
 	}
 	return &acct, authMethod(&cred), nil
 }
@@ -166,7 +166,7 @@ func (s *Service) export(ctx context.Context, a *signedretry.Authorization, out 
 	}
 	secret, err := s.cfg.WalletSecrets.Secret(ctx, a.AccountID)
 	if err != nil {
-		return storeErr(err)
+		return apierror.From(err)
 	}
 	*out, err = envelope.NewExportBundle(s.cfg.Keys.SigningKey, s.cfg.OrganizationID, p.ClientPublicKey, secret, s.cfg.Rand)
 	if err != nil {

@@ -49,7 +49,7 @@ func (s *Service) PasskeyRegistrationChallenge(ctx context.Context, accountID st
 		return err
 	})
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, apierror.From(err)
 	}
 	return rc, nil
 }
@@ -143,7 +143,7 @@ func (s *Service) passkeyChallenge(ctx context.Context, c *storage.Credential, r
 		return err
 	})
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, apierror.From(err)
 	}
 	return &ChallengeResponse{AuthMethod: *m, Challenge: challenge, RequestID: id, ExpiresAt: &p.ExpiresAt}, nil
 }
@@ -190,7 +190,7 @@ func (s *Service) verifyPasskey(ctx context.Context, credentialID string, req Ve
 		return err
 	})
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, apierror.From(err)
 	}
 	updated, err := v.VerifyAssertion(cred.WebAuthn, data.Challenge, *req.Assertion)
 	if err != nil {
@@ -223,7 +223,7 @@ func (s *Service) verifyPasskey(ctx context.Context, credentialID string, req Ve
 		return err
 	})
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, apierror.From(err)
 	}
 	out.EncryptedSessionSigningKey = essk
 	return out, nil
