@@ -93,12 +93,6 @@ type Store struct {
 	seq          int64
 }
 
-// window is a rate-limit window: hits counted until end.
-type window struct {
-	end   time.Time
-	count int
-}
-
 // New returns an empty store.
 func New() *Store {
 	return &Store{
@@ -264,6 +258,10 @@ func set[V any](t *tx, p *V, v V) {
 	*p = v
 	t.b.undo = append(t.b.undo, func() { *p = old })
 }
+
+// The repositories, one file each. Every method first takes the locks of the
+// keys it reads (shared) or writes (exclusive), then works on the tables:
+// see locks.go.
 
 func (t *tx) ExternalAccounts() storage.ExternalAccounts { return extRepo{t} }
 func (t *tx) Challenges() storage.OwnershipChallenges    { return challengeRepo{t} }
