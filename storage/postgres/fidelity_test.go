@@ -180,13 +180,13 @@ func TestRateLimitBelowOne(t *testing.T) {
 func TestQuotedSchema(t *testing.T) {
 	pool := newPool(t, 2)
 	schema := freshSchema(t, pool) + ` Odd "name"; --`
-	if _, err := postgres.Migrate(ctx, pool, postgres.WithSchema(schema)); err != nil {
+	if _, err := postgres.Migrate(ctx, pool, postgres.Config{Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_, _ = pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+strings.ReplaceAll(schema, `"`, `""`)+`" CASCADE`)
 	})
-	s, err := postgres.New(pool, postgres.WithSchema(schema))
+	s, err := postgres.New(pool, postgres.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestMigrationDeletesPlaintextIssuances(t *testing.T) {
 	if _, err := pool.Exec(ctx, "DELETE FROM "+table+" WHERE version = 2"); err != nil {
 		t.Fatal(err)
 	}
-	n, err := postgres.Migrate(ctx, pool, postgres.WithSchema(s.Schema()))
+	n, err := postgres.Migrate(ctx, pool, postgres.Config{Schema: s.Schema()})
 	if err != nil || n != 1 {
 		t.Fatalf("Migrate: applied %d, %v; want 1", n, err)
 	}

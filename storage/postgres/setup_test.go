@@ -63,13 +63,20 @@ func freshSchema(tb testing.TB, pool *pgxpool.Pool) string {
 }
 
 // newStore migrates a fresh schema and returns a store on it.
-func newStore(tb testing.TB, pool *pgxpool.Pool, opts ...postgres.Option) *postgres.Store {
+func newStore(tb testing.TB, pool *pgxpool.Pool) *postgres.Store {
 	tb.Helper()
-	schema := freshSchema(tb, pool)
-	if _, err := postgres.Migrate(ctx, pool, postgres.WithSchema(schema)); err != nil {
+	return newStoreWith(tb, pool, postgres.Config{})
+}
+
+// newStoreWith is newStore with cfg, whose Schema it replaces by the fresh
+// one.
+func newStoreWith(tb testing.TB, pool *pgxpool.Pool, cfg postgres.Config) *postgres.Store {
+	tb.Helper()
+	cfg.Schema = freshSchema(tb, pool)
+	if _, err := postgres.Migrate(ctx, pool, cfg); err != nil {
 		tb.Fatal(err)
 	}
-	s, err := postgres.New(pool, append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
+	s, err := postgres.New(pool, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -80,7 +87,7 @@ func newStore(tb testing.TB, pool *pgxpool.Pool, opts ...postgres.Option) *postg
 // second replica.
 func sameSchema(tb testing.TB, s *postgres.Store, pool *pgxpool.Pool) *postgres.Store {
 	tb.Helper()
-	r, err := postgres.New(pool, postgres.WithSchema(s.Schema()))
+	r, err := postgres.New(pool, postgres.Config{Schema: s.Schema()})
 	if err != nil {
 		tb.Fatal(err)
 	}
