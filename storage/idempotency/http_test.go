@@ -73,7 +73,7 @@ func middleware(t *testing.T, g *idempotency.Guard, scope func(*http.Request) st
 // string is another request, never the replay of the first.
 func TestMiddlewareQueryInFingerprint(t *testing.T) {
 	var runs atomic.Int32
-	g := idempotency.New(memory.New(), idempotency.Options{})
+	g := newGuard(t, idempotency.Config{Store: memory.New()})
 	h := middleware(t, g, func(*http.Request) string { return "Platform:1" }, counter(&runs))
 	k := []string{idempotency.Header, key}
 	if r := send(t, h, "POST", "/pay?amount=1", `{}`, k...); r.status != 201 {
@@ -94,7 +94,7 @@ func TestMiddlewareQueryInFingerprint(t *testing.T) {
 // nothing, so tenant B never receives tenant A's stored response.
 func TestMiddlewareScopeRequired(t *testing.T) {
 	var runs atomic.Int32
-	g := idempotency.New(memory.New(), idempotency.Options{})
+	g := newGuard(t, idempotency.Config{Store: memory.New()})
 	if h, err := g.Middleware(nil, counter(&runs)); !errors.Is(err, idempotency.ErrNoScope) || h != nil {
 		t.Fatalf("nil scope: %v, %v; want ErrNoScope", h, err)
 	}
@@ -129,7 +129,7 @@ func basic(user string) string {
 
 func TestMiddleware(t *testing.T) {
 	var runs atomic.Int32
-	g := idempotency.New(memory.New(), idempotency.Options{MaxBody: 64})
+	g := newGuard(t, idempotency.Config{Store: memory.New(), MaxBody: 64})
 	h := middleware(t, g, func(r *http.Request) string { return "Platform:" + r.Header.Get("X-Platform") }, counter(&runs))
 	k := []string{idempotency.Header, key}
 

@@ -43,8 +43,18 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{store: memory.New(), clock: &clock{now: time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)}}
-	f.guard = idempotency.New(f.store, idempotency.Options{Now: f.clock.Now, TTL: time.Hour, Lease: time.Minute})
+	f.guard = newGuard(t, idempotency.Config{Store: f.store, Clock: f.clock.Now, TTL: time.Hour, Lease: time.Minute})
 	return f
+}
+
+// newGuard returns idempotency.New(cfg) and fails the test on error.
+func newGuard(t *testing.T, cfg idempotency.Config) *idempotency.Guard {
+	t.Helper()
+	g, err := idempotency.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 func req(body string) idempotency.Request {
@@ -362,7 +372,7 @@ func (failingStore) Atomic(context.Context, func(storage.Tx) error) error {
 
 func TestDoStoreFailure(t *testing.T) {
 	f := newFixture(t)
-	g := idempotency.New(failingStore{f.store}, idempotency.Options{})
+	g := newGuard(t, idempotency.Config{Store: failingStore{f.store}})
 	_, _, err := g.Do(ctx, req(`{}`), f.respond(200, nil))
 	e := wantAPIError(t, err, 500, apierror.InternalError)
 	if strings.Contains(e.Message, "db down") || f.runs.Load() != 0 {
@@ -382,5 +392,13 @@ func TestDoReleasesOnPanic(t *testing.T) {
 	}()
 	if _, replayed, err := f.guard.Do(ctx, req(`{}`), f.respond(200, nil)); err != nil || replayed || f.runs.Load() != 1 {
 		t.Fatalf("after a panic: %v, %v, %d runs", replayed, err, f.runs.Load())
+	}
+}
+
+// TestNewRequiresStore: a Guard without a store is a configuration error,
+// not a panic at the first request.
+func TestNewRequiresStore(t *testing.T) {
+	if g, err := idempotency.New(idempotency.Config{}); err == nil || g != nil {
+		t.Fatalf("New without a store = %v, %v; want an error", g, err)
 	}
 }
