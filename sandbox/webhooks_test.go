@@ -55,7 +55,7 @@ func newWebhookEnv(t *testing.T) (*env, *hookReceiver) {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Close)
-	if v, err = webhook.NewVerifierPEM(sim.WebhookPublicKeyPEM(), webhook.VerifierOptions{Now: c.Now}); err != nil {
+	if v, err = webhook.NewVerifierPEM(sim.WebhookPublicKeyPEM(), webhook.VerifierConfig{Clock: c.Now}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(sim.Handler())

@@ -30,7 +30,7 @@ type inbox struct {
 
 func newInbox(tb testing.TB, signer *webhook.Signer) *inbox {
 	tb.Helper()
-	v, err := webhook.NewVerifier(signer.PublicKey(), webhook.VerifierOptions{FreshnessWindow: -1})
+	v, err := webhook.NewVerifier(signer.PublicKey(), webhook.VerifierConfig{FreshnessWindow: -1})
 	if err != nil {
 		tb.Fatal(err)
 	}

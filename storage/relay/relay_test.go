@@ -293,7 +293,7 @@ type receiver struct {
 
 func newReceiver(t testing.TB, signer *webhook.Signer, now func() time.Time) *receiver {
 	t.Helper()
-	v, err := webhook.NewVerifier(signer.PublicKey(), webhook.VerifierOptions{Now: now})
+	v, err := webhook.NewVerifier(signer.PublicKey(), webhook.VerifierConfig{Clock: now})
 	if err != nil {
 		t.Fatal(err)
 	}

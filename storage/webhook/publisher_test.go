@@ -31,7 +31,7 @@ func newPublisher(t *testing.T, url string, client *http.Client) *webhook.Publis
 }
 
 func TestPublishDelivered(t *testing.T) {
-	v := testVerifier(t, webhook.VerifierOptions{})
+	v := testVerifier(t, webhook.VerifierConfig{})
 	for _, status := range []int{200, 202, 204, 409} {
 		var got atomic.Value
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
