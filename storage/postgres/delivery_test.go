@@ -105,7 +105,7 @@ func appendOutbox(tb testing.TB, s storage.Store, n, accounts int, now time.Time
 }
 
 // deliverAll runs one relay per store until every event is delivered.
-func deliverAll(tb testing.TB, stores []*postgres.Store, pub storage.Publisher, total int, clock func() time.Time) {
+func deliverAll(tb testing.TB, stores []*postgres.Store, pub relay.Publisher, total int, clock func() time.Time) {
 	tb.Helper()
 	c, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -195,7 +195,7 @@ func TestRelayReplicas(t *testing.T) {
 // signals the crash and never returns: the replica dies with the event sent
 // and its outcome unrecorded.
 type crashing struct {
-	next    storage.Publisher
+	next    relay.Publisher
 	once    sync.Once
 	crashed chan storage.Event
 }

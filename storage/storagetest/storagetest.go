@@ -3,11 +3,11 @@
 // own store proves it keeps the contract by running it:
 //
 //	func TestMyStore(t *testing.T) {
-//		storagetest.Run(t, func(t *testing.T) storage.Store { return mystore.New(...) })
+//		storagetest.Run(t, func(tb testing.TB) storage.Store { return mystore.New(tb) })
 //	}
 //
-// newStore must return an empty store for each call; the suite calls it once
-// per subtest. Times used by the suite are UTC with microsecond precision, so
+// The [Factory] must return an empty store for each call; the suite calls it
+// once per subtest. Times used by the suite are UTC with microsecond precision, so
 // stores backed by databases with microsecond timestamps pass unchanged.
 package storagetest
 

@@ -14,8 +14,12 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/relay"
 	"github.com/walletgate/walletgate/storage/webhook"
 )
+
+// A Publisher is what storage/relay delivers through.
+var _ relay.Publisher = (*webhook.Publisher)(nil)
 
 func testEvent() storage.Event {
 	return storage.Event{ID: testID, Type: "EXTERNAL_ACCOUNT.STATUS_UPDATED", AccountID: "ExternalAccount:1", Payload: testBody, CreatedAt: t0}
