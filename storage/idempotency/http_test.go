@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/memory"
 )
@@ -33,11 +34,17 @@ func send(t *testing.T, h http.Handler, method, path, body string, headers ...st
 	return reply{w.Code, w.Header(), w.Body.String()}
 }
 
+// wantError decodes r as an error response and asserts it with
+// apierrortest.Want; the response status must be status, the code's.
 func (r reply) wantError(t *testing.T, status int, code apierror.Code) {
 	t.Helper()
 	var e apierror.Error
-	if err := json.Unmarshal([]byte(r.body), &e); err != nil || r.status != status || e.Code != code || e.Status() != status {
-		t.Fatalf("reply %d %s, want %d %v", r.status, r.body, status, code)
+	if err := json.Unmarshal([]byte(r.body), &e); err != nil {
+		t.Fatalf("reply %d %s is not an error response: %v", r.status, r.body, err)
+	}
+	apierrortest.Want(t, &e, code, "")
+	if r.status != status || e.Status() != status {
+		t.Fatalf("reply status %d (code status %d), want %d", r.status, e.Status(), status)
 	}
 }
 
