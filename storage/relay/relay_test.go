@@ -22,8 +22,6 @@ import (
 	"github.com/walletgate/walletgate/storage/webhook"
 )
 
-var ctx = context.Background()
-
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
 // clock is a test clock safe for concurrent use.
@@ -39,6 +37,7 @@ func (c *clock) set(t time.Time)     { c.mu.Lock(); defer c.mu.Unlock(); c.now =
 
 // appendEvents writes n events, spread over accounts, and returns them.
 func appendEvents(t testing.TB, s storage.Store, n, accounts int, at time.Time) []storage.Event {
+	ctx := t.Context()
 	t.Helper()
 	out := make([]storage.Event, 0, n)
 	err := s.Atomic(ctx, func(tx storage.Tx) error {
@@ -90,6 +89,7 @@ func newRelay(t testing.TB, cfg relay.Config) *relay.Relay {
 }
 
 func runOnce(t testing.TB, r *relay.Relay) relay.Result {
+	ctx := t.Context()
 	t.Helper()
 	res, err := r.RunOnce(ctx)
 	if err != nil {
@@ -145,6 +145,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func nextAttempt(t testing.TB, s storage.Store, e storage.Event) time.Time {
+	ctx := t.Context()
 	t.Helper()
 	var evs []storage.Event
 	_ = s.Atomic(ctx, func(tx storage.Tx) error { evs, _ = tx.Outbox().ListByAccount(ctx, e.AccountID); return nil })
@@ -160,6 +161,7 @@ func nextAttempt(t testing.TB, s storage.Store, e storage.Event) time.Time {
 // TestMaxAgeParksAndRedrive: a failure after MaxAge parks the event; it is
 // listed, no longer holds back the account, and a re-drive delivers it.
 func TestMaxAgeParksAndRedrive(t *testing.T) {
+	ctx := t.Context()
 	s, clk := memory.New(), newClock()
 	down := true
 	f := &fake{fail: func(storage.Event) error {
@@ -205,6 +207,7 @@ func TestMaxAgeParksAndRedrive(t *testing.T) {
 // TestTypesSettleOthers: events of types the host does not subscribe to
 // are settled unpublished.
 func TestTypesSettleOthers(t *testing.T) {
+	ctx := t.Context()
 	s, clk := memory.New(), newClock()
 	f := &fake{}
 	r := newRelay(t, relay.Config{Store: s, Publisher: f, Clock: clk.Now, Types: []string{"WANTED"}})
@@ -224,6 +227,7 @@ func TestTypesSettleOthers(t *testing.T) {
 
 // TestPublisherPanic: a panicking publisher fails its event, not the relay.
 func TestPublisherPanic(t *testing.T) {
+	ctx := t.Context()
 	s, clk := memory.New(), newClock()
 	f := &fake{fail: func(storage.Event) error { panic("boom") }}
 	var reported error
@@ -246,6 +250,7 @@ func TestPublisherPanic(t *testing.T) {
 // taken over; it counts it lost and does not overwrite the new owner's
 // outcome.
 func TestLostLease(t *testing.T) {
+	ctx := t.Context()
 	s, clk := memory.New(), newClock()
 	release := make(chan struct{})
 	started := make(chan struct{})
