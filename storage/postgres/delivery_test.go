@@ -81,6 +81,7 @@ func relayReplicas(tb testing.TB, n int) []*postgres.Store {
 
 // appendOutbox writes n events over accounts, in transactions of 100.
 func appendOutbox(tb testing.TB, s storage.Store, n, accounts int, now time.Time) []storage.Event {
+	ctx := tb.Context()
 	tb.Helper()
 	var all []storage.Event
 	for start := 0; start < n; start += 100 {
@@ -106,6 +107,7 @@ func appendOutbox(tb testing.TB, s storage.Store, n, accounts int, now time.Time
 
 // deliverAll runs one relay per store until every event is delivered.
 func deliverAll(tb testing.TB, stores []*postgres.Store, pub relay.Publisher, total int, clock func() time.Time) {
+	ctx := tb.Context()
 	tb.Helper()
 	c, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -218,6 +220,7 @@ func (p *crashing) Publish(c context.Context, e storage.Event) error {
 // recording it. When its lease ends another replica delivers everything;
 // only the events the dead replica had in flight arrive twice.
 func TestRelayReplicaKilled(t *testing.T) {
+	ctx := t.Context()
 	stores := relayReplicas(t, 2)
 	signer := newWebhookSigner(t)
 	in := newInbox(t, signer)

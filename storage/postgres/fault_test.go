@@ -23,6 +23,7 @@ type faultWorld struct {
 }
 
 func newFaultWorld(t *testing.T, s *postgres.Store) *faultWorld {
+	ctx := t.Context()
 	now := time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
 	acct := newID(t, "InternalAccount")
 	w := &faultWorld{now: now,
@@ -56,6 +57,7 @@ func (w *faultWorld) operation(c context.Context, s *postgres.Store, hold func(t
 
 // untouched fails unless none of the operation's writes persisted.
 func (w *faultWorld) untouched(t *testing.T, s *postgres.Store) {
+	ctx := t.Context()
 	t.Helper()
 	mustAtomic(t, s, func(tx storage.Tx) error {
 		p, err := tx.PendingRequests().Get(ctx, w.p.ID)
@@ -78,6 +80,7 @@ func (w *faultWorld) untouched(t *testing.T, s *postgres.Store) {
 
 // done fails unless every write of the operation persisted.
 func (w *faultWorld) done(t *testing.T, s *postgres.Store) {
+	ctx := t.Context()
 	t.Helper()
 	mustAtomic(t, s, func(tx storage.Tx) error {
 		p, _ := tx.PendingRequests().Get(ctx, w.p.ID)
@@ -95,6 +98,7 @@ func (w *faultWorld) done(t *testing.T, s *postgres.Store) {
 // waitActive polls until backend pid runs a statement that starts with
 // prefix, so that the fault hits it in flight.
 func waitActive(t *testing.T, pool *pgxpool.Pool, pid uint32, prefix string) {
+	ctx := t.Context()
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
@@ -117,6 +121,7 @@ func waitActive(t *testing.T, pool *pgxpool.Pool, pid uint32, prefix string) {
 // terminated by the server) and checks that nothing of it persisted and that
 // the same operation then succeeds.
 func TestFaultLeavesNoPartialState(t *testing.T) {
+	ctx := t.Context()
 	pool := newPool(t, 4)
 	s := newStore(t, pool)
 	admin := newPool(t, 2) // another pool: a connection that is not the victim's

@@ -18,6 +18,7 @@ import (
 // ratio of the two ns/op is the cost of the reservation protocol (two
 // transactions instead of one statement).
 func BenchmarkIdempotencyBeginComplete(b *testing.B) {
+	ctx := b.Context()
 	pool := newPool(b, 4)
 	s := newStore(b, pool)
 	now := time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)

@@ -18,6 +18,7 @@ const migrationCount = 5
 // that does not exist: the migrations apply exactly once, every call
 // succeeds, and later calls apply nothing.
 func TestMigrateConcurrently(t *testing.T) {
+	ctx := t.Context()
 	var pools [4]*pgxpool.Pool
 	for i := range pools {
 		pools[i] = newPool(t, 2)
@@ -64,6 +65,7 @@ func TestMigrateConcurrently(t *testing.T) {
 // TestMigrateRefusesEditedMigration: a recorded checksum that differs from
 // the embedded file stops Migrate before it changes anything.
 func TestMigrateRefusesEditedMigration(t *testing.T) {
+	ctx := t.Context()
 	pool := newPool(t, 2)
 	s := newStore(t, pool)
 	table := pgx.Identifier{s.Schema(), "schema_migrations"}.Sanitize()

@@ -33,6 +33,7 @@ func gateService(t *testing.T, s storage.Store) *ownership.Service {
 // pendingWallet stores a first-party wallet pending ownership verification
 // with an outstanding WALLET_SIGNATURE challenge.
 func pendingWallet(t *testing.T, s storage.Store, svc *ownership.Service) string {
+	ctx := t.Context()
 	t.Helper()
 	a := storage.ExternalAccount{ID: newID(t, "ExternalAccount"), CustomerID: "Customer:gate", OwnershipType: ownership.FirstParty,
 		Status: storage.StatusPendingOwnershipVerification, Currency: "USDC", AccountType: ownership.AccountEthereum,
@@ -62,6 +63,7 @@ func payoutEvent(c context.Context, tx storage.Tx, id string) error {
 // event of the flip, and every payout after it is refused with 400
 // EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED.
 func TestPayoutGateReplicasRace(t *testing.T) {
+	ctx := t.Context()
 	first := newStore(t, newPool(t, 4))
 	stores := []*postgres.Store{first}
 	for range replicas - 1 {
@@ -192,6 +194,7 @@ func TestPayoutGateReplicasRace(t *testing.T) {
 //   - the change holds the account first (updated, not committed): the
 //     payout's gate waits for it and then refuses on the new status.
 func TestPayoutGateHold(t *testing.T) {
+	ctx := t.Context()
 	a := newStore(t, newPool(t, 4))
 	b := sameSchema(t, a, newPool(t, 4))
 	svcA := gateService(t, a)

@@ -30,6 +30,7 @@ func sqlState(err error) string {
 // TestRetrySerializationFailure: a transaction failing with 40001 or 40P01
 // is rerun, its first attempt's writes rolled back; retries are bounded.
 func TestRetrySerializationFailure(t *testing.T) {
+	ctx := t.Context()
 	pool := newPool(t, 2)
 	s := newStoreWith(t, pool, postgres.WithBackoff(postgres.Config{}, time.Millisecond))
 	for _, code := range []string{"40001", "40P01"} {
@@ -99,6 +100,7 @@ func TestRetrySerializationFailure(t *testing.T) {
 // order; PostgreSQL aborts one with 40P01, Atomic reruns it, and both
 // commit.
 func TestRetryRealDeadlock(t *testing.T) {
+	ctx := t.Context()
 	pool := newPool(t, 4)
 	s := newStoreWith(t, pool, postgres.WithBackoff(postgres.Config{}, time.Millisecond))
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -21,6 +21,7 @@ import (
 // TestMigrationDeletesPlaintextIssuances: migration 0002 deletes the OTP
 // issuances earlier releases stored in plaintext, and nothing else.
 func TestMigrationDeletesPlaintextIssuances(t *testing.T) {
+	ctx := t.Context()
 	pool := newPool(t, 2)
 	s := newStore(t, pool)
 	now := time.Now().UTC()
@@ -78,6 +79,7 @@ func (c *codeSender) Send(_ context.Context, m walletauth.Message) error {
 // holds neither the delivered code nor a target key that opens the client's
 // answer. The service still verifies the code.
 func TestDatabaseHoldsNoOTPSecrets(t *testing.T) {
+	ctx := t.Context()
 	pool := newPool(t, 4)
 	s := newStore(t, pool)
 	key, _ := secret.GenerateKey(nil, "pg-1")

@@ -16,8 +16,6 @@ import (
 
 const dsnEnv = "WALLETGATE_POSTGRES_DSN"
 
-var ctx = context.Background()
-
 // dsn returns the test database or skips the test.
 func dsn(tb testing.TB) string {
 	tb.Helper()
@@ -31,6 +29,7 @@ func dsn(tb testing.TB) string {
 
 // newPool opens a pool of at most maxConns connections, closed on cleanup.
 func newPool(tb testing.TB, maxConns int32) *pgxpool.Pool {
+	ctx := tb.Context()
 	tb.Helper()
 	cfg, err := pgxpool.ParseConfig(dsn(tb))
 	if err != nil {
@@ -71,6 +70,7 @@ func newStore(tb testing.TB, pool *pgxpool.Pool) *postgres.Store {
 // newStoreWith is newStore with cfg, whose Schema it replaces by the fresh
 // one.
 func newStoreWith(tb testing.TB, pool *pgxpool.Pool, cfg postgres.Config) *postgres.Store {
+	ctx := tb.Context()
 	tb.Helper()
 	cfg.Schema = freshSchema(tb, pool)
 	if _, err := postgres.Migrate(ctx, pool, cfg); err != nil {
@@ -105,6 +105,7 @@ func newID(tb testing.TB, prefix string) string {
 
 // mustAtomic runs fn in a transaction of s and fails the test on error.
 func mustAtomic(tb testing.TB, s storage.Store, fn func(tx storage.Tx) error) {
+	ctx := tb.Context()
 	tb.Helper()
 	if err := s.Atomic(ctx, fn); err != nil {
 		tb.Fatalf("Atomic: %v", err)
