@@ -93,7 +93,9 @@ type Store struct {
 	seq          int64
 }
 
-// New returns an empty store.
+// New returns an empty store. Unlike the other constructors it takes no
+// Config and cannot fail: the store reads no clock (callers pass the time to
+// every method where expiry matters) and has no setting to choose.
 func New() *Store {
 	return &Store{
 		eventsByID:   map[string]*storage.Event{},
