@@ -111,7 +111,6 @@ type lockShard struct {
 	mu   sync.Mutex
 	m    [lkCount]map[string]*lockEntry // by kind, then key
 	free []*lockEntry                   // released entries for reuse
-	_    [64]byte                       // keeps shards off each other's cache lines
 }
 
 type lockTable struct {

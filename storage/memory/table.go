@@ -17,7 +17,6 @@ type table[V any] struct {
 type tableShard[V any] struct {
 	mu sync.RWMutex
 	m  map[string]V
-	_  [64]byte // keeps shards off each other's cache lines
 }
 
 func (tb *table[V]) get(k string) (V, bool) {
@@ -178,7 +177,6 @@ func (h *expiryHeap) pop() expiryEntry {
 type expiryShard struct {
 	mu sync.Mutex
 	h  expiryHeap
-	_  [64]byte
 }
 
 // push schedules a check of a record at its expiry.
