@@ -25,6 +25,7 @@ type world struct {
 }
 
 func seed(t *testing.T, s storage.Store) *world {
+	ctx := t.Context()
 	t.Helper()
 	w := &world{}
 	w.ext = newExternal(t, id(t, "Customer"))
@@ -57,6 +58,7 @@ func seed(t *testing.T, s storage.Store) *world {
 // mutateAll changes every record of w and adds new ones, failing the test on
 // any error: it is the body of transactions that are then rolled back.
 func mutateAll(t *testing.T, tx storage.Tx, w *world) {
+	ctx := t.Context()
 	t.Helper()
 	ext := w.ext
 	ext.Status = storage.StatusActive
@@ -103,6 +105,7 @@ func mutateAll(t *testing.T, tx storage.Tx, w *world) {
 
 // unchanged fails the test unless s holds exactly what seed stored.
 func unchanged(t *testing.T, s storage.Store, w *world) {
+	ctx := t.Context()
 	t.Helper()
 	err := s.Atomic(ctx, func(tx storage.Tx) error {
 		ext, err := tx.ExternalAccounts().Get(ctx, w.ext.ID)
@@ -139,6 +142,7 @@ func unchanged(t *testing.T, s storage.Store, w *world) {
 }
 
 func testAtomic(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	t.Run("RollbackOnError", func(t *testing.T) {
 		s := newStore(t)
 		w := seed(t, s)
@@ -221,6 +225,7 @@ func testAtomic(t *testing.T, newStore Factory) {
 }
 
 func testConcurrency(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	const workers = 64
 	race := func(t *testing.T, fn func() error) (wins int, losses []error) {
 		var wg sync.WaitGroup
@@ -329,6 +334,7 @@ func testConcurrency(t *testing.T, newStore Factory) {
 }
 
 func testSweep(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	s := newStore(t)
 	acct := id(t, "InternalAccount")
 	var live, dead []storage.PendingRequest

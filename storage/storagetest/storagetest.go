@@ -12,7 +12,6 @@
 package storagetest
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"testing"
@@ -60,8 +59,6 @@ func Run(t *testing.T, newStore Factory) {
 // t0 is the suite's reference time.
 var t0 = time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
 
-var ctx = context.Background()
-
 // cmpOpts compares records as a store should preserve them: times by instant,
 // empty and nil slices alike.
 var cmpOpts = []cmp.Option{cmpopts.EquateEmpty()}
@@ -77,6 +74,7 @@ func id(t *testing.T, prefix string) string {
 
 // run runs fn in a transaction and fails the test on error.
 func run(t *testing.T, s storage.Store, fn func(tx storage.Tx) error) {
+	ctx := t.Context()
 	t.Helper()
 	if err := s.Atomic(ctx, fn); err != nil {
 		t.Fatalf("Atomic: %v", err)
