@@ -190,7 +190,10 @@ type tx struct {
 // txBufs are the lock and undo lists of a run, reused by later runs
 // through txBufPool so that a transaction does not allocate them, and kept
 // out of tx to keep that small. Only the lists are reused: a tx handed to
-// fn is never reused, so a leaked tx still reports ErrTxDone.
+// fn is never reused, so a leaked tx still reports ErrTxDone. The pool pays
+// for itself: without it a create-and-consume transaction pair makes 19
+// allocations instead of 13 and costs about 10% more CPU (bench_test.go and
+// the storagetest benchmarks).
 type txBufs struct {
 	held []lockKey // the keys t holds
 	undo []func()  // how to undo t's writes, in order
