@@ -303,6 +303,7 @@ func TestDoLeaseLost(t *testing.T) {
 		f := newFixture(t)
 		resp, _, err := f.guard.Do(ctx, req(`{}`), func(c context.Context) (idempotency.Response, error) {
 			time.Sleep(time.Minute) // the lease ends while executing
+			synctest.Wait()         // and its timer has cancelled c
 			if c.Err() == nil {
 				t.Fatal("the function's context outlived the lease")
 			}
