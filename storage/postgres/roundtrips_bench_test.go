@@ -226,7 +226,7 @@ func errString(err error) string {
 // BenchmarkConsume: a transaction that only reads needs no transaction
 // block, so the store should cost the raw statement's one round trip.
 func BenchmarkRead(b *testing.B) {
-	ctx := b.Context()
+	ctx := context.Background()
 	pool := newPool(b, 32)
 	s := newStore(b, pool)
 	table := pgx.Identifier{s.Schema(), "pending_requests"}.Sanitize()
