@@ -81,8 +81,8 @@ func relayReplicas(tb testing.TB, n int) []*postgres.Store {
 
 // appendOutbox writes n events over accounts, in transactions of 100.
 func appendOutbox(tb testing.TB, s storage.Store, n, accounts int, now time.Time) []storage.Event {
-	ctx := tb.Context()
 	tb.Helper()
+	ctx := tb.Context()
 	var all []storage.Event
 	for start := 0; start < n; start += 100 {
 		var batch []storage.Event
@@ -107,8 +107,8 @@ func appendOutbox(tb testing.TB, s storage.Store, n, accounts int, now time.Time
 
 // deliverAll runs one relay per store until every event is delivered.
 func deliverAll(tb testing.TB, stores []*postgres.Store, pub relay.Publisher, total int, clock func() time.Time) {
-	ctx := tb.Context()
 	tb.Helper()
+	ctx := tb.Context()
 	c, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var mu sync.Mutex

@@ -57,8 +57,8 @@ func (w *faultWorld) operation(c context.Context, s *postgres.Store, hold func(t
 
 // untouched fails unless none of the operation's writes persisted.
 func (w *faultWorld) untouched(t *testing.T, s *postgres.Store) {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	mustAtomic(t, s, func(tx storage.Tx) error {
 		p, err := tx.PendingRequests().Get(ctx, w.p.ID)
 		if err != nil || !p.ConsumedAt.IsZero() {
@@ -80,8 +80,8 @@ func (w *faultWorld) untouched(t *testing.T, s *postgres.Store) {
 
 // done fails unless every write of the operation persisted.
 func (w *faultWorld) done(t *testing.T, s *postgres.Store) {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	mustAtomic(t, s, func(tx storage.Tx) error {
 		p, _ := tx.PendingRequests().Get(ctx, w.p.ID)
 		o, _ := tx.OTPIssuances().GetByCredential(ctx, w.o.CredentialID)
@@ -98,8 +98,8 @@ func (w *faultWorld) done(t *testing.T, s *postgres.Store) {
 // waitActive polls until backend pid runs a statement that starts with
 // prefix, so that the fault hits it in flight.
 func waitActive(t *testing.T, pool *pgxpool.Pool, pid uint32, prefix string) {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		var active bool

@@ -33,8 +33,8 @@ func gateService(t *testing.T, s storage.Store) *ownership.Service {
 // pendingWallet stores a first-party wallet pending ownership verification
 // with an outstanding WALLET_SIGNATURE challenge.
 func pendingWallet(t *testing.T, s storage.Store, svc *ownership.Service) string {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	a := storage.ExternalAccount{ID: newID(t, "ExternalAccount"), CustomerID: "Customer:gate", OwnershipType: ownership.FirstParty,
 		Status: storage.StatusPendingOwnershipVerification, Currency: "USDC", AccountType: ownership.AccountEthereum,
 		Address: "0x00000000000000000000000000000000000000aa", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}

@@ -69,8 +69,8 @@ func verifyCall(credID string, typ storage.CredentialType) signedretry.Retry {
 
 // guess runs leg 1 of an OTP verify of credID with code sealed to bundle.
 func guess(t *testing.T, svc *walletauth.Service, credID string, typ storage.CredentialType, bundle, code string) error {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	key, err := walletauth.NewClientKey()
 	if err != nil {
 		t.Fatal(err)
@@ -86,8 +86,8 @@ func guess(t *testing.T, svc *walletauth.Service, credID string, typ storage.Cre
 // otpLogin verifies an OTP credential with the sandbox code sealed to
 // bundle and returns the session's key.
 func otpLogin(t *testing.T, svc *walletauth.Service, credID string, typ storage.CredentialType, bundle string) *walletauth.ClientKey {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	key, err := walletauth.NewClientKey()
 	if err != nil {
 		t.Fatal(err)
@@ -111,8 +111,8 @@ func otpLogin(t *testing.T, svc *walletauth.Service, credID string, typ storage.
 // wallet creates a wallet of customer on address, logs in with its EMAIL_OTP
 // credential and returns the wallet, the credential and the session's key.
 func (r *wauthReplicas) wallet(t *testing.T, customer, address string) (*storage.InternalAccount, *walletauth.AuthMethod, *walletauth.ClientKey) {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	svc := r.services[0]
 	w, email, err := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: customer, Email: address, Phone: "+14155550123"})
 	if err != nil {
@@ -127,8 +127,8 @@ func (r *wauthReplicas) wallet(t *testing.T, customer, address string) (*storage
 
 // addSMS adds an SMS_OTP credential to wallet through a retry stamped by key.
 func (r *wauthReplicas) addSMS(t *testing.T, wallet *storage.InternalAccount, key *walletauth.ClientKey) *walletauth.AuthMethod {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	svc := r.services[0]
 	add := signedretry.Retry{Method: http.MethodPost, Path: "/auth/credentials",
 		Body: []byte(`{"type":"SMS_OTP","accountId":"` + wallet.ID + `"}`)}
@@ -147,8 +147,8 @@ func (r *wauthReplicas) addSMS(t *testing.T, wallet *storage.InternalAccount, ke
 // revoke runs both legs of a credential revoke on svc, the retry stamped by
 // key.
 func revoke(t *testing.T, svc *walletauth.Service, credID string, key *walletauth.ClientKey) error {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	c := signedretry.Retry{Method: http.MethodDelete, Path: "/auth/credentials/" + credID}
 	ch, err := svc.RevokeCredential(ctx, credID, c)
 	if err != nil {

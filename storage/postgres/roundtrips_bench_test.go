@@ -57,8 +57,8 @@ func (f *flights) take() int {
 
 // countingPool is a pool of one connection whose round trips f counts.
 func countingPool(tb testing.TB) (*pgxpool.Pool, *flights) {
-	ctx := tb.Context()
 	tb.Helper()
+	ctx := tb.Context()
 	cfg, err := pgxpool.ParseConfig(dsn(tb))
 	if err != nil {
 		tb.Fatal(err)

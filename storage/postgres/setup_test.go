@@ -29,8 +29,8 @@ func dsn(tb testing.TB) string {
 
 // newPool opens a pool of at most maxConns connections, closed on cleanup.
 func newPool(tb testing.TB, maxConns int32) *pgxpool.Pool {
-	ctx := tb.Context()
 	tb.Helper()
+	ctx := tb.Context()
 	cfg, err := pgxpool.ParseConfig(dsn(tb))
 	if err != nil {
 		tb.Fatal(err)
@@ -70,8 +70,8 @@ func newStore(tb testing.TB, pool *pgxpool.Pool) *postgres.Store {
 // newStoreWith is newStore with cfg, whose Schema it replaces by the fresh
 // one.
 func newStoreWith(tb testing.TB, pool *pgxpool.Pool, cfg postgres.Config) *postgres.Store {
-	ctx := tb.Context()
 	tb.Helper()
+	ctx := tb.Context()
 	cfg.Schema = freshSchema(tb, pool)
 	if _, err := postgres.Migrate(ctx, pool, cfg); err != nil {
 		tb.Fatal(err)
@@ -105,8 +105,8 @@ func newID(tb testing.TB, prefix string) string {
 
 // mustAtomic runs fn in a transaction of s and fails the test on error.
 func mustAtomic(tb testing.TB, s storage.Store, fn func(tx storage.Tx) error) {
-	ctx := tb.Context()
 	tb.Helper()
+	ctx := tb.Context()
 	if err := s.Atomic(ctx, fn); err != nil {
 		tb.Fatalf("Atomic: %v", err)
 	}

@@ -13,8 +13,8 @@ import (
 // explain returns the plan of sql with args on a connection of s's pool,
 // after running the setup statements on that connection.
 func explain(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	rows, err := conn.Query(ctx, "EXPLAIN "+sql, args...)
 	if err != nil {
 		t.Fatal(err)

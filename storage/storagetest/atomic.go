@@ -25,8 +25,8 @@ type world struct {
 }
 
 func seed(t *testing.T, s storage.Store) *world {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	w := &world{}
 	w.ext = newExternal(t, id(t, "Customer"))
 	w.chal = storage.OwnershipChallenge{ID: id(t, "Challenge"), AccountID: w.ext.ID, Method: "WALLET_SIGNATURE",
@@ -58,8 +58,8 @@ func seed(t *testing.T, s storage.Store) *world {
 // mutateAll changes every record of w and adds new ones, failing the test on
 // any error: it is the body of transactions that are then rolled back.
 func mutateAll(t *testing.T, tx storage.Tx, w *world) {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	ext := w.ext
 	ext.Status = storage.StatusActive
 	wallet := w.wallet
@@ -105,8 +105,8 @@ func mutateAll(t *testing.T, tx storage.Tx, w *world) {
 
 // unchanged fails the test unless s holds exactly what seed stored.
 func unchanged(t *testing.T, s storage.Store, w *world) {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	err := s.Atomic(ctx, func(tx storage.Tx) error {
 		ext, err := tx.ExternalAccounts().Get(ctx, w.ext.ID)
 		wantErr(t, "Get external account", err, nil)

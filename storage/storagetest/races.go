@@ -107,8 +107,8 @@ func pause() { time.Sleep(time.Millisecond) }
 // and returns the result of each, indexed by the worker's number (0 to
 // len(stores)*workers-1).
 func race(t *testing.T, stores []storage.Store, workers int, fn func(c context.Context, i int, s storage.Store) error) []error {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	c, cancel := context.WithTimeout(ctx, raceTimeout)
 	defer cancel()
 	errs := make([]error, len(stores)*workers)

@@ -28,8 +28,8 @@ type signedAccount struct {
 }
 
 func newSignedAccount(t *testing.T, s storage.Store) *signedAccount {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	a := &signedAccount{acct: storage.InternalAccount{ID: id(t, "InternalAccount"), CustomerID: id(t, "Customer"),
 		Email: "ada@example.com", CreatedAt: t0, UpdatedAt: t0}}
 	a.creds = [3]storage.Credential{emailCred(t, a.acct.ID, a.acct.Email), passkeyCred(t, a.acct.ID, []byte("signer-"+a.acct.ID)),

@@ -74,8 +74,8 @@ func id(t *testing.T, prefix string) string {
 
 // run runs fn in a transaction and fails the test on error.
 func run(t *testing.T, s storage.Store, fn func(tx storage.Tx) error) {
-	ctx := t.Context()
 	t.Helper()
+	ctx := t.Context()
 	if err := s.Atomic(ctx, fn); err != nil {
 		t.Fatalf("Atomic: %v", err)
 	}
