@@ -37,10 +37,10 @@ func regStores(t *testing.T) map[string]storage.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if _, err := postgres.Migrate(ctx, pool); err != nil {
+	if _, err := postgres.Migrate(ctx, pool, postgres.Config{}); err != nil {
 		t.Fatal(err)
 	}
-	pg, err := postgres.New(pool)
+	pg, err := postgres.New(pool, postgres.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,11 +128,11 @@ func postgresReplicas(b *testing.B) *replicaSet {
 					b.Errorf("dropping schema %s: %v", schema, err)
 				}
 			})
-			if _, err := postgres.Migrate(ctx, pool, postgres.WithSchema(schema)); err != nil {
+			if _, err := postgres.Migrate(ctx, pool, postgres.Config{Schema: schema}); err != nil {
 				b.Fatal(err)
 			}
 		}
-		store, err := postgres.New(pool, postgres.WithSchema(schema))
+		store, err := postgres.New(pool, postgres.Config{Schema: schema})
 		if err != nil {
 			b.Fatal(err)
 		}

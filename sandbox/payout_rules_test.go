@@ -260,10 +260,10 @@ func payoutPostgres(t *testing.T) storage.Store {
 			t.Errorf("dropping schema %s: %v", schema, err)
 		}
 	})
-	if _, err := postgres.Migrate(ctx, pool, postgres.WithSchema(schema)); err != nil {
+	if _, err := postgres.Migrate(ctx, pool, postgres.Config{Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
-	store, err := postgres.New(pool, postgres.WithSchema(schema))
+	store, err := postgres.New(pool, postgres.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,7 +186,10 @@ func New(cfg Config) (*Simulator, error) {
 	s := &Simulator{cfg: cfg, auth: auth, pk: pk, oidc: ov, state: newState()}
 	// Reservation tokens come from crypto/rand, not cfg.Rand, so keys do not
 	// shift a seeded simulator's ids.
-	s.idem = idempotency.New(cfg.Store, idempotency.Options{Now: cfg.Clock})
+	if s.idem, err = idempotency.New(idempotency.Config{Store: cfg.Store, Clock: cfg.Clock}); err != nil {
+		ov.Close()
+		return nil, err
+	}
 	policy, err := s.payoutPolicy()
 	if err != nil {
 		ov.Close()

@@ -54,7 +54,7 @@ func newWebhookEnv(t *testing.T) (*env, *hookReceiver) {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Close)
-	if v, err = webhook.NewVerifierPEM(sim.WebhookPublicKeyPEM(), webhook.VerifierOptions{}); err != nil {
+	if v, err = webhook.NewVerifierPEM(sim.WebhookPublicKeyPEM(), webhook.VerifierConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(sim.Handler())

@@ -1,19 +1,10 @@
 package storage
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"time"
 )
-
-// Publisher delivers an event to its receivers (a webhook sender, a message
-// bus); the host implements it, or uses storage/webhook. Publish may be
-// called more than once for an event (delivery is at least once): receivers
-// deduplicate by Event.ID.
-type Publisher interface {
-	Publish(ctx context.Context, e Event) error
-}
 
 // NewEvent returns an event of type typ about the resource subject (an
 // account id: events of one subject are delivered in order), created at now.

@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// AccountStatus is the status of an external account (SPEC 3.1).
+// AccountStatus is the status of an external account in its life cycle;
+// the ownership package decides which statuses may be paid.
 type AccountStatus string
 
 // External account statuses.

@@ -2,10 +2,26 @@
 // keeps: the records, the repository interfaces the domain packages use, the
 // transaction boundary and the sentinel errors.
 //
-// Two stores ship with walletgate: [github.com/walletgate/walletgate/storage/memory]
-// (the embedded default) and storage/postgres (for services that run several
-// replicas). A host may write its own; it proves it keeps the contract by
-// passing [github.com/walletgate/walletgate/storage/storagetest.Run].
+// # The storage folder
+//
+// This package is the contract; each folder below it owns one slice:
+//
+//   - storage/memory: the in-memory store, the embedded default for a
+//     single process;
+//   - storage/postgres: the PostgreSQL store, for services that run several
+//     replicas on one database (with its migrations);
+//   - storage/storagetest: the conformance suite of the contract and its
+//     benchmarks; both stores pass it, and a host that writes its own store
+//     proves it keeps the contract by passing
+//     [github.com/walletgate/walletgate/storage/storagetest.Run];
+//   - storage/relay: delivers the events of the [Outbox] after their
+//     transactions commit, through a Publisher it defines;
+//   - storage/webhook: signs and sends events as webhooks (a Publisher for
+//     the relay) and verifies them on the receiving side;
+//   - storage/idempotency: runs a request at most once per Idempotency-Key,
+//     on [IdempotencyKeys];
+//   - storage/sweep: deletes expired records in the background through
+//     [Store.Sweep].
 //
 // # Transactions
 //
@@ -49,8 +65,12 @@
 // in a cycle: internal accounts (several in ascending id order), then an
 // email address, then credentials, then sessions, then external accounts
 // (a payout signed by a session locks its signer before the external account
-// it pays, [ExternalAccounts.Lock]). The lock of an account's pending
-// requests ([PendingRequests.CreateLimited]) is taken last.
+// it pays, [ExternalAccounts.Lock]), then the lock of an account's pending
+// requests ([PendingRequests.CreateLimited]). [Outbox.Append] comes last: a
+// store may order an account's events with a lock held until commit
+// (storage/postgres takes a lock per account, storage/memory one for the
+// whole outbox), so a transaction appends its events after every other lock
+// and write, and never waits for another lock after its first append.
 //
 // # Time
 //
@@ -312,6 +332,8 @@ type Outbox interface {
 	// across replicas (a store may order all events so). The delivery state (Attempts,
 	// NextAttemptAt, lease, LastError, ParkedAt) starts empty: the event is
 	// due once its transaction commits. ErrDuplicate when the id exists.
+	// It may hold a lock until the transaction ends: callers append after
+	// every other lock and write of the transaction (see the lock order).
 	Append(ctx context.Context, e *Event) error
 	// Lease claims at most limit events due at now for owner until
 	// now+lease, sets their LeaseOwner and LeasedUntil, and returns them in

@@ -1461,10 +1461,10 @@ func TestChaosPostgres(t *testing.T) {
 			t.Errorf("dropping schema %s: %v", schema, err)
 		}
 	})
-	if _, err := postgres.Migrate(ctx, checkPool, postgres.WithSchema(schema)); err != nil {
+	if _, err := postgres.Migrate(ctx, checkPool, postgres.Config{Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
-	check, err := postgres.New(checkPool, postgres.WithSchema(schema))
+	check, err := postgres.New(checkPool, postgres.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1472,7 +1472,7 @@ func TestChaosPostgres(t *testing.T) {
 	var stores []storage.Store
 	for range chaosServices {
 		p := open(app, chaosConnsPerPool)
-		s, err := postgres.New(p, postgres.WithSchema(schema))
+		s, err := postgres.New(p, postgres.Config{Schema: schema})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,10 +59,10 @@ func postgresStore(t *testing.T, dsn string) storage.Store {
 	t.Cleanup(func() {
 		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 	})
-	if _, err := postgres.Migrate(ctx, pool, postgres.WithSchema(schema)); err != nil {
+	if _, err := postgres.Migrate(ctx, pool, postgres.Config{Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := postgres.New(pool, postgres.WithSchema(schema))
+	s, err := postgres.New(pool, postgres.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}

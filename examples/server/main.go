@@ -175,10 +175,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		defer pool.Close()
-		if _, err := postgres.Migrate(ctx, pool); err != nil {
+		if _, err := postgres.Migrate(ctx, pool, postgres.Config{}); err != nil {
 			return fmt.Errorf("migrating: %w", err)
 		}
-		if store, err = postgres.New(pool); err != nil {
+		if store, err = postgres.New(pool, postgres.Config{}); err != nil {
 			return err
 		}
 	}

@@ -25,7 +25,7 @@ func TestWebhookFlags(t *testing.T) {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		v, err := webhook.NewVerifierPEM(pem, webhook.VerifierOptions{})
+		v, err := webhook.NewVerifierPEM(pem, webhook.VerifierConfig{})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return

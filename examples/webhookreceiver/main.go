@@ -37,7 +37,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("webhookreceiver: -key: %v", err)
 	}
-	v, err := webhook.NewVerifierPEM(pemBytes, webhook.VerifierOptions{})
+	v, err := webhook.NewVerifierPEM(pemBytes, webhook.VerifierConfig{})
 	if err != nil {
 		log.Fatalf("webhookreceiver: %v", err)
 	}

@@ -17,7 +17,7 @@ import (
 func TestHandler(t *testing.T) {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	s, _ := webhook.NewSigner(key)
-	v, err := webhook.NewVerifierPEM(s.PublicKeyPEM(), webhook.VerifierOptions{})
+	v, err := webhook.NewVerifierPEM(s.PublicKeyPEM(), webhook.VerifierConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,10 @@ func ExampleGuard_Middleware() {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"payment":%d}`, payments)
 	})
-	guard := idempotency.New(memory.New(), idempotency.Options{})
+	guard, err := idempotency.New(idempotency.Config{Store: memory.New()})
+	if err != nil {
+		panic(err)
+	}
 	platform := func(r *http.Request) string { return "Platform:demo" } // in practice: the authenticated caller
 	h, err := guard.Middleware(platform, pay)
 	if err != nil {

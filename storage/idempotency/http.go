@@ -18,7 +18,7 @@ import (
 // for which scope returns "" is 500 INTERNAL_ERROR without running next, so
 // one caller never receives another's stored response. A request without
 // the header passes through untouched (scope is not called). The body, at
-// most [Options.MaxBody] bytes, is read in full before next runs and given
+// most [Config.MaxBody] bytes, is read in full before next runs and given
 // to it again. The first response is written as next wrote it; a replay
 // writes the stored status, the selected headers and the body, with
 // [ReplayedHeader] set to "true". Errors are written as apierror bodies. A
@@ -39,11 +39,11 @@ func (g *Guard) Middleware(scope func(*http.Request) string, next http.Handler) 
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBody))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBody))
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				apierror.Write(w, apierror.New(apierror.InvalidInput, "the request body exceeds %d bytes", g.opts.MaxBody))
+				apierror.Write(w, apierror.New(apierror.InvalidInput, "the request body exceeds %d bytes", g.cfg.MaxBody))
 				return
 			}
 			apierror.Write(w, apierror.New(apierror.InvalidInput, "the request body could not be read"))

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/memory"
 )
@@ -33,11 +34,17 @@ func send(t *testing.T, h http.Handler, method, path, body string, headers ...st
 	return reply{w.Code, w.Header(), w.Body.String()}
 }
 
+// wantError decodes r as an error response and asserts it with
+// apierrortest.Want; the response status must be status, the code's.
 func (r reply) wantError(t *testing.T, status int, code apierror.Code) {
 	t.Helper()
 	var e apierror.Error
-	if err := json.Unmarshal([]byte(r.body), &e); err != nil || r.status != status || e.Code != code || e.Status() != status {
-		t.Fatalf("reply %d %s, want %d %v", r.status, r.body, status, code)
+	if err := json.Unmarshal([]byte(r.body), &e); err != nil {
+		t.Fatalf("reply %d %s is not an error response: %v", r.status, r.body, err)
+	}
+	apierrortest.Want(t, &e, code, "")
+	if r.status != status || e.Status() != status {
+		t.Fatalf("reply status %d (code status %d), want %d", r.status, e.Status(), status)
 	}
 }
 
@@ -73,7 +80,7 @@ func middleware(t *testing.T, g *idempotency.Guard, scope func(*http.Request) st
 // string is another request, never the replay of the first.
 func TestMiddlewareQueryInFingerprint(t *testing.T) {
 	var runs atomic.Int32
-	g := idempotency.New(memory.New(), idempotency.Options{})
+	g := newGuard(t, idempotency.Config{Store: memory.New()})
 	h := middleware(t, g, func(*http.Request) string { return "Platform:1" }, counter(&runs))
 	k := []string{idempotency.Header, key}
 	if r := send(t, h, "POST", "/pay?amount=1", `{}`, k...); r.status != 201 {
@@ -94,7 +101,7 @@ func TestMiddlewareQueryInFingerprint(t *testing.T) {
 // nothing, so tenant B never receives tenant A's stored response.
 func TestMiddlewareScopeRequired(t *testing.T) {
 	var runs atomic.Int32
-	g := idempotency.New(memory.New(), idempotency.Options{})
+	g := newGuard(t, idempotency.Config{Store: memory.New()})
 	if h, err := g.Middleware(nil, counter(&runs)); !errors.Is(err, idempotency.ErrNoScope) || h != nil {
 		t.Fatalf("nil scope: %v, %v; want ErrNoScope", h, err)
 	}
@@ -129,7 +136,7 @@ func basic(user string) string {
 
 func TestMiddleware(t *testing.T) {
 	var runs atomic.Int32
-	g := idempotency.New(memory.New(), idempotency.Options{MaxBody: 64})
+	g := newGuard(t, idempotency.Config{Store: memory.New(), MaxBody: 64})
 	h := middleware(t, g, func(r *http.Request) string { return "Platform:" + r.Header.Get("X-Platform") }, counter(&runs))
 	k := []string{idempotency.Header, key}
 

@@ -22,8 +22,8 @@
 //     Idempotency-Key header, and nothing executes;
 //   - the first request reserves K (a record IN_PROGRESS) and executes;
 //   - a final response of it (by default any 2xx except 202 Accepted, see
-//     [Options.Keep]) is stored with the selected headers and its body, and
-//     kept for [Options.TTL] (default 24 hours) from completion;
+//     [Config.Keep]) is stored with the selected headers and its body, and
+//     kept for [Config.TTL] (default 24 hours) from completion;
 //   - any other outcome (an error, a 4xx, a 5xx, a 202 challenge) deletes
 //     the reservation: nothing was done that a repeat must not redo, and
 //     the client may retry with the same key, even with another body;
@@ -40,10 +40,10 @@
 //
 // # Leases
 //
-// A reservation lives for [Options.Lease] (default five minutes), so a
+// A reservation lives for [Config.Lease] (default five minutes), so a
 // process that dies while executing does not block its key for the whole
 // TTL. The function executing the request gets a context that ends when the
-// lease does (Lease of real time after it started, also when [Options.Now]
+// lease does (Lease of real time after it started, also when [Config.Clock]
 // is a test clock); it must not start effects after that. A function that
 // outlives its lease anyway may run twice: the key is free again, and its
 // late response is returned to its caller but not stored (the Complete
@@ -76,23 +76,27 @@ const Header = "Idempotency-Key"
 // ReplayedHeader is set to "true" on responses the middleware replays.
 const ReplayedHeader = "Idempotent-Replayed"
 
-// Defaults of [Options].
+// Defaults of [Config].
 const (
 	DefaultTTL     = 24 * time.Hour
 	DefaultLease   = 5 * time.Minute
 	DefaultMaxBody = 1 << 20
 )
 
-// Options configure a [Guard]. The zero value gives the defaults.
-type Options struct {
+// Config configures a [Guard]. Store is required; the zero value of every
+// other field gives its default.
+type Config struct {
+	// Store keeps the records ([storage.IdempotencyKeys]); share it between
+	// replicas to keep the guarantee across them.
+	Store storage.Store
 	// TTL is how long a completed record is kept and replayed, from
 	// completion; zero means DefaultTTL.
 	TTL time.Duration
 	// Lease is how long a reservation (a request still executing) holds
 	// its key; zero means DefaultLease. See the package documentation.
 	Lease time.Duration
-	// Now returns the current time; nil means time.Now.
-	Now func() time.Time
+	// Clock returns the current time; nil means time.Now.
+	Clock func() time.Time
 	// Rand supplies reservation tokens; nil means crypto/rand.
 	Rand io.Reader
 	// Headers lists the response headers stored with a response and
@@ -110,34 +114,37 @@ type Options struct {
 // Guard runs requests at most once per Idempotency-Key. It is safe for
 // concurrent use, also by several processes sharing one store.
 type Guard struct {
-	store storage.Store
-	opts  Options
+	cfg Config // normalized
 }
 
-// New returns a Guard keeping its records in store.
-func New(store storage.Store, opts Options) *Guard {
-	if opts.TTL <= 0 {
-		opts.TTL = DefaultTTL
+// New returns a Guard keeping its records in cfg.Store. It fails only when
+// cfg.Store is nil.
+func New(cfg Config) (*Guard, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("idempotency: Config.Store is required")
 	}
-	if opts.Lease <= 0 {
-		opts.Lease = DefaultLease
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
 	}
-	if opts.Rand == nil {
-		opts.Rand = rand.Reader
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
-	if opts.Headers == nil {
-		opts.Headers = []string{"Content-Type"}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
 	}
-	if opts.Keep == nil {
-		opts.Keep = func(status int) bool { return status >= 200 && status < 300 && status != http.StatusAccepted }
+	if cfg.Headers == nil {
+		cfg.Headers = []string{"Content-Type"}
 	}
-	if opts.MaxBody <= 0 {
-		opts.MaxBody = DefaultMaxBody
+	if cfg.Keep == nil {
+		cfg.Keep = func(status int) bool { return status >= 200 && status < 300 && status != http.StatusAccepted }
 	}
-	return &Guard{store: store, opts: opts}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	return &Guard{cfg: cfg}, nil
 }
 
 // Request is what identifies a request: the caller's Scope, the Key as the
@@ -261,7 +268,7 @@ func conflict(cause error) *apierror.Error {
 // the store failed; nothing executed).
 //
 // fn receives a context that ends with the reservation's lease. When fn
-// returns an error, or a response [Options.Keep] rejects, or panics (the
+// returns an error, or a response [Config.Keep] rejects, or panics (the
 // panic is re-raised), the reservation is released. When storing the response fails, the response is still
 // returned (what fn did is done); a repeat may then execute again once the
 // lease ends.
@@ -282,15 +289,15 @@ func (g *Guard) Do(ctx context.Context, req Request, fn func(context.Context) (R
 		return Response{}, false, err
 	}
 	var tok [16]byte
-	if _, err := io.ReadFull(g.opts.Rand, tok[:]); err != nil {
+	if _, err := io.ReadFull(g.cfg.Rand, tok[:]); err != nil {
 		return Response{}, false, apierror.Internal(err)
 	}
-	now := g.opts.Now()
+	now := g.cfg.Clock()
 	rec := storage.IdempotencyRecord{Scope: req.Scope, Key: key, Token: hex.EncodeToString(tok[:]), Fingerprint: fp,
-		State: storage.IdempotencyInProgress, CreatedAt: now, ExpiresAt: now.Add(g.opts.Lease)}
+		State: storage.IdempotencyInProgress, CreatedAt: now, ExpiresAt: now.Add(g.cfg.Lease)}
 	var prior storage.IdempotencyRecord
 	won := false
-	err = g.store.Atomic(ctx, func(tx storage.Tx) error {
+	err = g.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		won = false
 		err := tx.Idempotency().Begin(ctx, &rec, now)
 		if err == nil {
@@ -329,11 +336,11 @@ func (g *Guard) Do(ctx context.Context, req Request, fn func(context.Context) (R
 	// effects of fn happened either way.
 	bg := context.WithoutCancel(ctx)
 	release := func() {
-		_ = g.store.Atomic(bg, func(tx storage.Tx) error {
+		_ = g.cfg.Store.Atomic(bg, func(tx storage.Tx) error {
 			return tx.Idempotency().Release(bg, rec.Scope, rec.Key, rec.Token)
 		}) // a reservation left behind ends with its lease
 	}
-	fnCtx, cancel := context.WithTimeout(ctx, g.opts.Lease) // real time, whatever Options.Now says
+	fnCtx, cancel := context.WithTimeout(ctx, g.cfg.Lease) // real time, whatever Config.Clock says
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
@@ -345,22 +352,22 @@ func (g *Guard) Do(ctx context.Context, req Request, fn func(context.Context) (R
 		resp, err = fn(fnCtx)
 	}()
 	cancel()
-	if err != nil || !g.opts.Keep(resp.Status) {
+	if err != nil || !g.cfg.Keep(resp.Status) {
 		release()
 		return resp, false, err
 	}
 	done := rec
 	done.State, done.Status, done.Body = storage.IdempotencyComplete, resp.Status, resp.Body
 	done.Header = g.selected(resp.Header)
-	done.ExpiresAt = g.opts.Now().Add(g.opts.TTL)
-	_ = g.store.Atomic(bg, func(tx storage.Tx) error { return tx.Idempotency().Complete(bg, &done) })
+	done.ExpiresAt = g.cfg.Clock().Add(g.cfg.TTL)
+	_ = g.cfg.Store.Atomic(bg, func(tx storage.Tx) error { return tx.Idempotency().Complete(bg, &done) })
 	return resp, false, nil
 }
 
 // selected returns the headers of h that are stored, or nil.
 func (g *Guard) selected(h http.Header) map[string][]string {
 	var out map[string][]string
-	for _, name := range g.opts.Headers {
+	for _, name := range g.cfg.Headers {
 		if vs := h.Values(name); len(vs) > 0 {
 			if out == nil {
 				out = map[string][]string{}

@@ -8,9 +8,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/memory"
@@ -18,33 +20,27 @@ import (
 
 const key = "5b0d6a7e-5f38-4e0f-8b0b-0e7c0c0f2a10"
 
-var ctx = context.Background()
-
-// clock is a settable test clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type fixture struct {
 	store storage.Store
-	clock *clock
 	guard *idempotency.Guard
 	runs  atomic.Int32
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{store: memory.New(), clock: &clock{now: time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)}}
-	f.guard = idempotency.New(f.store, idempotency.Options{Now: f.clock.Now, TTL: time.Hour, Lease: time.Minute})
+	f := &fixture{store: memory.New()}
+	f.guard = newGuard(t, idempotency.Config{Store: f.store, TTL: time.Hour, Lease: time.Minute})
 	return f
+}
+
+// newGuard returns idempotency.New(cfg) and fails the test on error.
+func newGuard(t *testing.T, cfg idempotency.Config) *idempotency.Guard {
+	t.Helper()
+	g, err := idempotency.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 func req(body string) idempotency.Request {
@@ -60,16 +56,6 @@ func (f *fixture) respond(status int, err error) func(context.Context) (idempote
 	}
 }
 
-// wantAPIError fails unless err is an *apierror.Error with that status and code.
-func wantAPIError(t *testing.T, err error, status int, code apierror.Code) *apierror.Error {
-	t.Helper()
-	e := apierror.As(err)
-	if e == nil || e.Status() != status || e.Code != code {
-		t.Fatalf("error %v, want %d %v", err, status, code)
-	}
-	return e
-}
-
 func TestParseKey(t *testing.T) {
 	for _, in := range []string{key, strings.ToUpper(key), "00000000-0000-0000-0000-000000000000"} {
 		got, err := idempotency.ParseKey(in)
@@ -81,7 +67,7 @@ func TestParseKey(t *testing.T) {
 		strings.ReplaceAll(key, "-", ""), "5b0d6a7e-5f38-4e0f-8b0b-0e7c0c0f2a1g", "5b0d6a7e_5f38-4e0f-8b0b-0e7c0c0f2a10",
 		" " + key[1:], "5b0d6a7e-5f38-4e0f-8b0b0-e7c0c0f2a10"} {
 		_, err := idempotency.ParseKey(in)
-		e := wantAPIError(t, err, 400, apierror.InvalidInput)
+		e := apierrortest.Want(t, err, apierror.InvalidInput, "")
 		if e.Details["field"] != idempotency.Header || !strings.Contains(e.Message, "Idempotency-Key") {
 			t.Errorf("ParseKey(%q): %+v does not name the header", in, e)
 		}
@@ -99,7 +85,7 @@ func TestFromHeader(t *testing.T) {
 	}
 	h.Add(idempotency.Header, "y")
 	_, err := idempotency.FromHeader(h)
-	wantAPIError(t, err, 400, apierror.InvalidInput)
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 }
 
 func TestFingerprintCanonical(t *testing.T) {
@@ -123,10 +109,11 @@ func TestFingerprintCanonical(t *testing.T) {
 		t.Fatal("fingerprints do not follow the query string")
 	}
 	_, err = idempotency.Fingerprint("POST", "/p", "", []byte(`{"a":`))
-	wantAPIError(t, err, 400, apierror.InvalidInput)
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 }
 
 func TestDoWithoutKeyAlwaysExecutes(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t)
 	r := req(`{}`)
 	r.Key = ""
@@ -142,47 +129,52 @@ func TestDoWithoutKeyAlwaysExecutes(t *testing.T) {
 }
 
 func TestDoRejectsInvalidKeyAndBody(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t)
 	r := req(`{}`)
 	r.Key = "not-a-uuid"
 	_, _, err := f.guard.Do(ctx, r, f.respond(200, nil))
-	wantAPIError(t, err, 400, apierror.InvalidInput)
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 	_, _, err = f.guard.Do(ctx, req(`{"a":`), f.respond(200, nil))
-	wantAPIError(t, err, 400, apierror.InvalidInput)
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
 	if f.runs.Load() != 0 {
 		t.Fatal("a rejected request executed")
 	}
 }
 
 func TestDoReplays(t *testing.T) {
-	f := newFixture(t)
-	first, replayed, err := f.guard.Do(ctx, req(`{"a":1,"b":2}`), f.respond(201, nil))
-	if err != nil || replayed || first.Status != 201 {
-		t.Fatalf("first: %d, %v, %v", first.Status, replayed, err)
-	}
-	f.clock.Add(59 * time.Minute)
-	// The same request, spelled differently, with the key in upper case.
-	r := req(` {"b":2, "a":1.0} `)
-	r.Key = strings.ToUpper(key)
-	again, replayed, err := f.guard.Do(ctx, r, f.respond(201, nil))
-	if err != nil || !replayed || again.Status != 201 || string(again.Body) != string(first.Body) ||
-		again.Header.Get("Content-Type") != "application/json" || again.Header.Get("X-Run") != "" {
-		t.Fatalf("replay: %d %s %v, %v, %v", again.Status, again.Body, again.Header, replayed, err)
-	}
-	if f.runs.Load() != 1 {
-		t.Fatalf("%d runs, want 1", f.runs.Load())
-	}
-	// Another scope is another key.
-	r = req(`{"a":1,"b":2}`)
-	r.Scope = "Platform:2"
-	if _, replayed, err := f.guard.Do(ctx, r, f.respond(201, nil)); err != nil || replayed || f.runs.Load() != 2 {
-		t.Fatalf("other scope: %v, %v, %d runs", replayed, err, f.runs.Load())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		f := newFixture(t)
+		first, replayed, err := f.guard.Do(ctx, req(`{"a":1,"b":2}`), f.respond(201, nil))
+		if err != nil || replayed || first.Status != 201 {
+			t.Fatalf("first: %d, %v, %v", first.Status, replayed, err)
+		}
+		time.Sleep(59 * time.Minute)
+		// The same request, spelled differently, with the key in upper case.
+		r := req(` {"b":2, "a":1.0} `)
+		r.Key = strings.ToUpper(key)
+		again, replayed, err := f.guard.Do(ctx, r, f.respond(201, nil))
+		if err != nil || !replayed || again.Status != 201 || string(again.Body) != string(first.Body) ||
+			again.Header.Get("Content-Type") != "application/json" || again.Header.Get("X-Run") != "" {
+			t.Fatalf("replay: %d %s %v, %v, %v", again.Status, again.Body, again.Header, replayed, err)
+		}
+		if f.runs.Load() != 1 {
+			t.Fatalf("%d runs, want 1", f.runs.Load())
+		}
+		// Another scope is another key.
+		r = req(`{"a":1,"b":2}`)
+		r.Scope = "Platform:2"
+		if _, replayed, err := f.guard.Do(ctx, r, f.respond(201, nil)); err != nil || replayed || f.runs.Load() != 2 {
+			t.Fatalf("other scope: %v, %v, %d runs", replayed, err, f.runs.Load())
+		}
+	})
 }
 
 // TestDoRequiresScope: a keyed request without a scope never executes and
 // never reads another scope's record; without a key it simply runs.
 func TestDoRequiresScope(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t)
 	if _, _, err := f.guard.Do(ctx, req(`{"a":1}`), f.respond(201, nil)); err != nil {
 		t.Fatal(err)
@@ -190,7 +182,7 @@ func TestDoRequiresScope(t *testing.T) {
 	r := req(`{"a":1}`)
 	r.Scope = ""
 	resp, replayed, err := f.guard.Do(ctx, r, f.respond(201, nil))
-	wantAPIError(t, err, 500, apierror.InternalError)
+	apierrortest.Want(t, err, apierror.InternalError, "")
 	if !errors.Is(err, idempotency.ErrNoScope) || replayed || resp.Body != nil || f.runs.Load() != 1 {
 		t.Fatalf("empty scope: %v replayed=%v body=%s runs=%d", err, replayed, resp.Body, f.runs.Load())
 	}
@@ -201,6 +193,7 @@ func TestDoRequiresScope(t *testing.T) {
 }
 
 func TestDoMismatchConflicts(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t)
 	if _, _, err := f.guard.Do(ctx, req(`{"a":1}`), f.respond(200, nil)); err != nil {
 		t.Fatal(err)
@@ -212,7 +205,7 @@ func TestDoMismatchConflicts(t *testing.T) {
 		"query":  {Scope: "Platform:1", Key: key, Method: "POST", Path: "/quotes/Q1/execute", Query: "dryRun=true", Body: []byte(`{"a":1}`)},
 	} {
 		_, _, err := f.guard.Do(ctx, r, f.respond(200, nil))
-		e := wantAPIError(t, err, 409, apierror.Conflict)
+		e := apierrortest.Want(t, err, apierror.Conflict, "")
 		if !errors.Is(err, idempotency.ErrMismatch) || !strings.Contains(e.Message, "different request") {
 			t.Errorf("%s: %v, want ErrMismatch", name, err)
 		}
@@ -223,6 +216,7 @@ func TestDoMismatchConflicts(t *testing.T) {
 }
 
 func TestDoReleasesOnFailure(t *testing.T) {
+	ctx := t.Context()
 	boom := errors.New("boom")
 	for name, fn := range map[string]struct {
 		status int
@@ -256,6 +250,7 @@ func TestDoReleasesOnFailure(t *testing.T) {
 }
 
 func TestDoInProgressConflicts(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t)
 	var inner error
 	_, _, err := f.guard.Do(ctx, req(`{}`), func(c context.Context) (idempotency.Response, error) {
@@ -265,7 +260,7 @@ func TestDoInProgressConflicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := wantAPIError(t, inner, 409, apierror.Conflict)
+	e := apierrortest.Want(t, inner, apierror.Conflict, "")
 	if !errors.Is(inner, idempotency.ErrInProgress) || e.Message != "a request with this key is in progress" {
 		t.Fatalf("inner: %v, want ErrInProgress", inner)
 	}
@@ -275,52 +270,63 @@ func TestDoInProgressConflicts(t *testing.T) {
 }
 
 func TestDoExpiry(t *testing.T) {
-	f := newFixture(t)
-	if _, _, err := f.guard.Do(ctx, req(`{}`), f.respond(200, nil)); err != nil {
-		t.Fatal(err)
-	}
-	f.clock.Add(time.Hour) // the TTL: the key is free again
-	if _, replayed, err := f.guard.Do(ctx, req(`{"other":1}`), f.respond(200, nil)); err != nil || replayed {
-		t.Fatalf("after the TTL: %v, %v", replayed, err)
-	}
-	f.clock.Add(2 * time.Hour)
-	n, err := f.store.Sweep(ctx, f.clock.Now(), 100)
-	if err != nil || n != 1 {
-		t.Fatalf("Sweep: %d, %v; want 1", n, err)
-	}
-	err = f.store.Atomic(ctx, func(tx storage.Tx) error {
-		_, err := tx.Idempotency().Get(ctx, "Platform:1", key)
-		return err
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		f := newFixture(t)
+		if _, _, err := f.guard.Do(ctx, req(`{}`), f.respond(200, nil)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour) // the TTL: the key is free again
+		if _, replayed, err := f.guard.Do(ctx, req(`{"other":1}`), f.respond(200, nil)); err != nil || replayed {
+			t.Fatalf("after the TTL: %v, %v", replayed, err)
+		}
+		time.Sleep(2 * time.Hour)
+		n, err := f.store.Sweep(ctx, time.Now(), 100)
+		if err != nil || n != 1 {
+			t.Fatalf("Sweep: %d, %v; want 1", n, err)
+		}
+		err = f.store.Atomic(ctx, func(tx storage.Tx) error {
+			_, err := tx.Idempotency().Get(ctx, "Platform:1", key)
+			return err
+		})
+		if !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("Get after Sweep: %v", err)
+		}
 	})
-	if !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("Get after Sweep: %v", err)
-	}
 }
 
 // TestDoLeaseLost: a reservation whose lease ended frees the key; the late
 // response is returned but not stored.
 func TestDoLeaseLost(t *testing.T) {
-	f := newFixture(t)
-	resp, _, err := f.guard.Do(ctx, req(`{}`), func(c context.Context) (idempotency.Response, error) {
-		f.clock.Add(time.Minute) // the lease ends while executing
-		if _, replayed, err := f.guard.Do(ctx, req(`{}`), f.respond(200, nil)); err != nil || replayed {
-			t.Fatalf("after the lease: %v, %v", replayed, err)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		f := newFixture(t)
+		resp, _, err := f.guard.Do(ctx, req(`{}`), func(c context.Context) (idempotency.Response, error) {
+			time.Sleep(time.Minute) // the lease ends while executing
+			synctest.Wait()         // and its timer has cancelled c
+			if c.Err() == nil {
+				t.Fatal("the function's context outlived the lease")
+			}
+			if _, replayed, err := f.guard.Do(ctx, req(`{}`), f.respond(200, nil)); err != nil || replayed {
+				t.Fatalf("after the lease: %v, %v", replayed, err)
+			}
+			return idempotency.Response{Status: 200, Body: []byte("late")}, nil
+		})
+		if err != nil || string(resp.Body) != "late" {
+			t.Fatalf("late response: %s, %v", resp.Body, err)
 		}
-		return idempotency.Response{Status: 200, Body: []byte("late")}, nil
+		resp, replayed, err := f.guard.Do(ctx, req(`{}`), f.respond(200, nil))
+		if err != nil || !replayed || string(resp.Body) != `{"run":1}` {
+			t.Fatalf("replay: %s, %v, %v; want the second execution's", resp.Body, replayed, err)
+		}
 	})
-	if err != nil || string(resp.Body) != "late" {
-		t.Fatalf("late response: %s, %v", resp.Body, err)
-	}
-	resp, replayed, err := f.guard.Do(ctx, req(`{}`), f.respond(200, nil))
-	if err != nil || !replayed || string(resp.Body) != `{"run":1}` {
-		t.Fatalf("replay: %s, %v, %v; want the second execution's", resp.Body, replayed, err)
-	}
 }
 
 // TestDoConcurrentFirstRequests: of concurrent first requests with one key,
 // exactly one executes; each other one gets 409 in progress or, once the
 // first completed, its replay.
 func TestDoConcurrentFirstRequests(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t)
 	const n = 64
 	var wg sync.WaitGroup
@@ -361,16 +367,18 @@ func (failingStore) Atomic(context.Context, func(storage.Tx) error) error {
 }
 
 func TestDoStoreFailure(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t)
-	g := idempotency.New(failingStore{f.store}, idempotency.Options{})
+	g := newGuard(t, idempotency.Config{Store: failingStore{f.store}})
 	_, _, err := g.Do(ctx, req(`{}`), f.respond(200, nil))
-	e := wantAPIError(t, err, 500, apierror.InternalError)
+	e := apierrortest.Want(t, err, apierror.InternalError, "")
 	if strings.Contains(e.Message, "db down") || f.runs.Load() != 0 {
 		t.Fatalf("store failure: %v leaked or executed", e)
 	}
 }
 
 func TestDoReleasesOnPanic(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t)
 	func() {
 		defer func() {
@@ -382,5 +390,13 @@ func TestDoReleasesOnPanic(t *testing.T) {
 	}()
 	if _, replayed, err := f.guard.Do(ctx, req(`{}`), f.respond(200, nil)); err != nil || replayed || f.runs.Load() != 1 {
 		t.Fatalf("after a panic: %v, %v, %d runs", replayed, err, f.runs.Load())
+	}
+}
+
+// TestNewRequiresStore: a Guard without a store is a configuration error,
+// not a panic at the first request.
+func TestNewRequiresStore(t *testing.T) {
+	if g, err := idempotency.New(idempotency.Config{}); err == nil || g != nil {
+		t.Fatalf("New without a store = %v, %v; want an error", g, err)
 	}
 }

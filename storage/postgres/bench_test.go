@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,7 @@ func BenchmarkContract(b *testing.B) {
 // statement in short rounds and reports their throughput ratio directly,
 // which holds up better than separate runs on a busy machine.
 func BenchmarkConsume(b *testing.B) {
+	ctx := context.Background()
 	pool := newPool(b, 32)
 	s := newStore(b, pool)
 	table := pgx.Identifier{s.Schema(), "pending_requests"}.Sanitize()
@@ -95,6 +97,7 @@ func BenchmarkConsume(b *testing.B) {
 
 // seedPending copies n unconsumed pending requests into the store's table.
 func seedPending(b testing.TB, pool *pgxpool.Pool, s *postgres.Store, n int, now time.Time) []string {
+	ctx := context.Background()
 	b.Helper()
 	ids := make([]string, n)
 	rows := make([][]any, n)

@@ -271,7 +271,7 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 // and the address, so it needs no row and stores of other schemas never wait
 // on it.
 func (r credRepo) LockEmail(ctx context.Context, email string) error {
-	_, err := r.t.exec(ctx, advisoryLockSQL, lockKey("email/"+email, r.t.s.cfg.schema))
+	_, err := r.t.exec(ctx, advisoryLockSQL, lockKey("email/"+email, r.t.s.cfg.Schema))
 	return wrap("lock email", err)
 }
 

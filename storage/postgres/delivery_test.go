@@ -30,7 +30,7 @@ type inbox struct {
 
 func newInbox(tb testing.TB, signer *webhook.Signer) *inbox {
 	tb.Helper()
-	v, err := webhook.NewVerifier(signer.PublicKey(), webhook.VerifierOptions{FreshnessWindow: -1})
+	v, err := webhook.NewVerifier(signer.PublicKey(), webhook.VerifierConfig{FreshnessWindow: -1})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -82,6 +82,7 @@ func relayReplicas(tb testing.TB, n int) []*postgres.Store {
 // appendOutbox writes n events over accounts, in transactions of 100.
 func appendOutbox(tb testing.TB, s storage.Store, n, accounts int, now time.Time) []storage.Event {
 	tb.Helper()
+	ctx := tb.Context()
 	var all []storage.Event
 	for start := 0; start < n; start += 100 {
 		var batch []storage.Event
@@ -105,8 +106,9 @@ func appendOutbox(tb testing.TB, s storage.Store, n, accounts int, now time.Time
 }
 
 // deliverAll runs one relay per store until every event is delivered.
-func deliverAll(tb testing.TB, stores []*postgres.Store, pub storage.Publisher, total int, clock func() time.Time) {
+func deliverAll(tb testing.TB, stores []*postgres.Store, pub relay.Publisher, total int, clock func() time.Time) {
 	tb.Helper()
+	ctx := tb.Context()
 	c, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var mu sync.Mutex
@@ -195,7 +197,7 @@ func TestRelayReplicas(t *testing.T) {
 // signals the crash and never returns: the replica dies with the event sent
 // and its outcome unrecorded.
 type crashing struct {
-	next    storage.Publisher
+	next    relay.Publisher
 	once    sync.Once
 	crashed chan storage.Event
 }
@@ -218,6 +220,7 @@ func (p *crashing) Publish(c context.Context, e storage.Event) error {
 // recording it. When its lease ends another replica delivers everything;
 // only the events the dead replica had in flight arrive twice.
 func TestRelayReplicaKilled(t *testing.T) {
+	ctx := t.Context()
 	stores := relayReplicas(t, 2)
 	signer := newWebhookSigner(t)
 	in := newInbox(t, signer)

@@ -9,8 +9,8 @@
 //
 // # Schema
 //
-// Every table lives in one schema ([DefaultSchema] unless [WithSchema] names
-// another). Statements name their tables schema-qualified; search_path is
+// Every table lives in one schema ([Config.Schema], [DefaultSchema] unless
+// set). Statements name their tables schema-qualified; search_path is
 // never consulted, so one pool can serve stores of several schemas. Times are
 // timestamptz, stored at microsecond precision (finer digits are truncated)
 // and returned in UTC. The opaque JSON fields (ExternalAccount.Info,
@@ -28,7 +28,7 @@
 // own snapshot and such a read has no write of the transaction to see, so
 // it reads the same; a transaction that only reads costs no COMMIT.
 // Serialization failures and deadlocks are rerun a bounded number of times
-// ([WithMaxRetries]). A cancelled context rolls back: with pgx's default
+// ([Config.MaxRetries]). A cancelled context rolls back: with pgx's default
 // settings a statement in flight is interrupted by closing its connection
 // after a cancel request, so the server stops it and aborts the transaction
 // promptly.

@@ -24,10 +24,10 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	if _, err := postgres.Migrate(ctx, pool); err != nil { // idempotent; replicas may race
+	if _, err := postgres.Migrate(ctx, pool, postgres.Config{}); err != nil { // idempotent; replicas may race
 		log.Fatal(err)
 	}
-	store, err := postgres.New(pool)
+	store, err := postgres.New(pool, postgres.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	store, err := postgres.New(pool, postgres.WithSchema("wallet_auth"), postgres.WithMaxRetries(3))
+	store, err := postgres.New(pool, postgres.Config{Schema: "wallet_auth", MaxRetries: 3})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -2,12 +2,16 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/walletgate/walletgate/storage"
 )
 
-// WithBackoff exposes the retry delay option to the tests.
-var WithBackoff = withBackoff
+// WithBackoff returns cfg with the base delay between retries set to d.
+func WithBackoff(cfg Config, d time.Duration) Config {
+	cfg.backoff = d
+	return cfg
+}
 
 // ExecIn runs sql inside the transaction behind tx.
 func ExecIn(ctx context.Context, t storage.Tx, sql string, args ...any) error {

@@ -23,6 +23,7 @@ type faultWorld struct {
 }
 
 func newFaultWorld(t *testing.T, s *postgres.Store) *faultWorld {
+	ctx := t.Context()
 	now := time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
 	acct := newID(t, "InternalAccount")
 	w := &faultWorld{now: now,
@@ -57,6 +58,7 @@ func (w *faultWorld) operation(c context.Context, s *postgres.Store, hold func(t
 // untouched fails unless none of the operation's writes persisted.
 func (w *faultWorld) untouched(t *testing.T, s *postgres.Store) {
 	t.Helper()
+	ctx := t.Context()
 	mustAtomic(t, s, func(tx storage.Tx) error {
 		p, err := tx.PendingRequests().Get(ctx, w.p.ID)
 		if err != nil || !p.ConsumedAt.IsZero() {
@@ -79,6 +81,7 @@ func (w *faultWorld) untouched(t *testing.T, s *postgres.Store) {
 // done fails unless every write of the operation persisted.
 func (w *faultWorld) done(t *testing.T, s *postgres.Store) {
 	t.Helper()
+	ctx := t.Context()
 	mustAtomic(t, s, func(tx storage.Tx) error {
 		p, _ := tx.PendingRequests().Get(ctx, w.p.ID)
 		o, _ := tx.OTPIssuances().GetByCredential(ctx, w.o.CredentialID)
@@ -96,6 +99,7 @@ func (w *faultWorld) done(t *testing.T, s *postgres.Store) {
 // prefix, so that the fault hits it in flight.
 func waitActive(t *testing.T, pool *pgxpool.Pool, pid uint32, prefix string) {
 	t.Helper()
+	ctx := t.Context()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		var active bool
@@ -117,6 +121,7 @@ func waitActive(t *testing.T, pool *pgxpool.Pool, pid uint32, prefix string) {
 // terminated by the server) and checks that nothing of it persisted and that
 // the same operation then succeeds.
 func TestFaultLeavesNoPartialState(t *testing.T) {
+	ctx := t.Context()
 	pool := newPool(t, 4)
 	s := newStore(t, pool)
 	admin := newPool(t, 2) // another pool: a connection that is not the victim's

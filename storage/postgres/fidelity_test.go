@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -16,6 +17,7 @@ import (
 // whitespace, duplicate keys, invalid JSON alike), and payloads with every
 // byte value too.
 func TestOpaqueBytesKept(t *testing.T) {
+	ctx := t.Context()
 	s := newStore(t, newPool(t, 2))
 	now := time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
 	weird := json.RawMessage("{ \"b\" : 1,\n\t\"a\":[1, 2.50, 9007199254740993], \"a\": \"\\u0000\" }")
@@ -48,6 +50,7 @@ func TestOpaqueBytesKept(t *testing.T) {
 // TestTimesUTCMicroseconds: times come back in UTC whatever zone they went
 // in with, truncated to microseconds; zero times stay zero.
 func TestTimesUTCMicroseconds(t *testing.T) {
+	ctx := t.Context()
 	s := newStore(t, newPool(t, 2))
 	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
 	created := time.Date(2026, 3, 14, 20, 39, 26, 535897999, zone)
@@ -72,6 +75,7 @@ func TestTimesUTCMicroseconds(t *testing.T) {
 // before they reach the server, the transaction stays usable, and lookups
 // by them find nothing.
 func TestUnstorableValues(t *testing.T) {
+	ctx := t.Context()
 	s := newStore(t, newPool(t, 2))
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	long := strings.Repeat("x", postgres.MaxKeyBytes+1)
@@ -161,6 +165,7 @@ func TestUnstorableValues(t *testing.T) {
 // TestRateLimitBelowOne: a limit below one denies every hit for the window,
 // as the memory store does.
 func TestRateLimitBelowOne(t *testing.T) {
+	ctx := t.Context()
 	s := newStore(t, newPool(t, 2))
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	mustAtomic(t, s, func(tx storage.Tx) error {
@@ -178,15 +183,16 @@ func TestRateLimitBelowOne(t *testing.T) {
 
 // TestQuotedSchema: a schema name that needs quoting is used verbatim.
 func TestQuotedSchema(t *testing.T) {
+	ctx := t.Context()
 	pool := newPool(t, 2)
 	schema := freshSchema(t, pool) + ` Odd "name"; --`
-	if _, err := postgres.Migrate(ctx, pool, postgres.WithSchema(schema)); err != nil {
+	if _, err := postgres.Migrate(ctx, pool, postgres.Config{Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _ = pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+strings.ReplaceAll(schema, `"`, `""`)+`" CASCADE`)
+		_, _ = pool.Exec(context.WithoutCancel(ctx), `DROP SCHEMA IF EXISTS "`+strings.ReplaceAll(schema, `"`, `""`)+`" CASCADE`)
 	})
-	s, err := postgres.New(pool, postgres.WithSchema(schema))
+	s, err := postgres.New(pool, postgres.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 // PostgreSQL could not have stored them), or they come back exactly. No
 // input may surface as a database error.
 func FuzzRoundTrip(f *testing.F) {
+	ctx := f.Context()
 	f.Add("REVOKE_CREDENTIAL", "/auth/credentials/AuthMethod:1", []byte(`{"credentialId":"AuthMethod:1"}`))
 	f.Add("", "", []byte(nil))
 	f.Add("a\x00b", "/", []byte{0})

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 // ratio of the two ns/op is the cost of the reservation protocol (two
 // transactions instead of one statement).
 func BenchmarkIdempotencyBeginComplete(b *testing.B) {
+	ctx := context.Background()
 	pool := newPool(b, 4)
 	s := newStore(b, pool)
 	now := time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)

@@ -61,8 +61,8 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 	return ms, nil
 }
 
-// Migrate creates the configured schema ([DefaultSchema] unless
-// [WithSchema] is given) when it does not exist and applies the embedded
+// Migrate creates the schema cfg.Schema ([DefaultSchema] when empty) when
+// it does not exist and applies the embedded
 // migrations it lacks, returning how many it applied.
 //
 // It is idempotent and safe to run from several replicas at once: it holds a
@@ -75,11 +75,11 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 // checksum differs from the embedded file. Versions recorded by a newer
 // release are left alone, so an older replica still starts during a rolling
 // upgrade.
-func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (int, error) {
+func Migrate(ctx context.Context, pool *pgxpool.Pool, cfg Config) (int, error) {
 	if pool == nil {
 		return 0, errors.New("postgres: pool is nil")
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := cfg.normalize()
 	if err != nil {
 		return 0, err
 	}
@@ -90,11 +90,11 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (int, erro
 	applied := 0
 	err = pgx.BeginTxFunc(ctx, pool, beginOptions(), func(tx pgx.Tx) error {
 		var err error
-		applied, err = migrate(ctx, tx, cfg.schema, ms)
+		applied, err = migrate(ctx, tx, cfg.Schema, ms)
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("postgres: migrating schema %q: %w", cfg.schema, err)
+		return 0, fmt.Errorf("postgres: migrating schema %q: %w", cfg.Schema, err)
 	}
 	return applied, nil
 }

@@ -14,6 +14,7 @@ import (
 // prepare named statements, as hosts behind a transaction-pooling PgBouncer
 // configure them: the store must not depend on the driver's default mode.
 func TestContractWithoutPreparedStatements(t *testing.T) {
+	ctx := t.Context()
 	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeExec} {
 		t.Run(mode.String(), func(t *testing.T) {
 			cfg, err := pgxpool.ParseConfig(dsn(t))

@@ -91,7 +91,7 @@ func (r outboxRepo) Append(ctx context.Context, e *storage.Event) error {
 	var seq int64
 	found := false
 	b := &pgx.Batch{}
-	b.Queue(outboxLockSQL, lockKey("outbox/"+e.AccountID, r.t.s.cfg.schema))
+	b.Queue(outboxLockSQL, lockKey("outbox/"+e.AccountID, r.t.s.cfg.Schema))
 	b.Queue(r.t.s.q.outboxInsert, e.ID, e.Type, e.AccountID, []byte(e.Payload), e.CreatedAt, nullTime(e.DeliveredAt)).
 		Query(func(rows pgx.Rows) error {
 			if rows.Next() {

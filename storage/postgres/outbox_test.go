@@ -11,6 +11,7 @@ import (
 // appending transaction is open waits for it, so its Seq is larger and it
 // commits after: a publisher never sees Seq n+1 committed before n.
 func TestOutboxSeqFollowsCommitOrder(t *testing.T) {
+	ctx := t.Context()
 	pool := newPool(t, 4)
 	s := newStore(t, pool)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

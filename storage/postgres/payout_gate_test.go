@@ -34,6 +34,7 @@ func gateService(t *testing.T, s storage.Store) *ownership.Service {
 // with an outstanding WALLET_SIGNATURE challenge.
 func pendingWallet(t *testing.T, s storage.Store, svc *ownership.Service) string {
 	t.Helper()
+	ctx := t.Context()
 	a := storage.ExternalAccount{ID: newID(t, "ExternalAccount"), CustomerID: "Customer:gate", OwnershipType: ownership.FirstParty,
 		Status: storage.StatusPendingOwnershipVerification, Currency: "USDC", AccountType: ownership.AccountEthereum,
 		Address: "0x00000000000000000000000000000000000000aa", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}
@@ -62,6 +63,7 @@ func payoutEvent(c context.Context, tx storage.Tx, id string) error {
 // event of the flip, and every payout after it is refused with 400
 // EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED.
 func TestPayoutGateReplicasRace(t *testing.T) {
+	ctx := t.Context()
 	first := newStore(t, newPool(t, 4))
 	stores := []*postgres.Store{first}
 	for range replicas - 1 {
@@ -192,6 +194,7 @@ func TestPayoutGateReplicasRace(t *testing.T) {
 //   - the change holds the account first (updated, not committed): the
 //     payout's gate waits for it and then refuses on the new status.
 func TestPayoutGateHold(t *testing.T) {
+	ctx := t.Context()
 	a := newStore(t, newPool(t, 4))
 	b := sameSchema(t, a, newPool(t, 4))
 	svcA := gateService(t, a)

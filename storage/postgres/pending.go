@@ -82,7 +82,7 @@ func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingReques
 	}
 	var inserted int64
 	b := &pgx.Batch{}
-	b.Queue(advisoryLockSQL, lockKey("pending/"+p.AccountID, r.t.s.cfg.schema)).Exec(func(pgconn.CommandTag) error { return nil })
+	b.Queue(advisoryLockSQL, lockKey("pending/"+p.AccountID, r.t.s.cfg.Schema)).Exec(func(pgconn.CommandTag) error { return nil })
 	b.Queue(r.t.s.q.pendingLimited, p.ID, p.Kind, p.AccountID, p.Method, p.Path, p.BodyDigest,
 		p.Payload, p.SignerRule, p.SignerRef, []byte(p.Data), p.CreatedAt, p.ExpiresAt, nullTime(p.ConsumedAt), limit).
 		Exec(func(ct pgconn.CommandTag) error { inserted = ct.RowsAffected(); return nil })

@@ -24,6 +24,7 @@ import (
 // (an OTP verify leg and an ownership verify) from 16 goroutines on each of
 // four replicas: one succeeds, every other attempt gets a typed error.
 func TestReplicasDomainOnce(t *testing.T) {
+	ctx := t.Context()
 	first := newStore(t, newPool(t, 4))
 	stores := []*postgres.Store{first}
 	for range replicas - 1 {

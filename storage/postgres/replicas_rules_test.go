@@ -52,6 +52,7 @@ func isAPIError(err error, status int, code apierror.Code, reason string) bool {
 // account's two credentials, two customers moving to one email address, and
 // a burst of OTP guesses.
 func TestReplicasDomainRules(t *testing.T) {
+	ctx := t.Context()
 	stores := replicaStores(t)
 	// Replicas share the keys that protect OTP issuances at rest.
 	key, err := secret.GenerateKey(nil, "replicas")

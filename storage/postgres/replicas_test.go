@@ -25,7 +25,7 @@ const (
 // released at once, and returns the errors (nil for a success).
 func race(t *testing.T, stores []*postgres.Store, fn func(ctx context.Context, s *postgres.Store) error) []error {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	c, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var (
 		wg    sync.WaitGroup
@@ -80,6 +80,7 @@ func oneWinner(t *testing.T, what string, errs []error, loser func(error) bool) 
 // and has 16 goroutines on each complete the same signed retry and consume
 // the same pending request, OTP issuance and ownership challenge.
 func TestReplicasConsumeOnce(t *testing.T) {
+	ctx := t.Context()
 	first := newStore(t, newPool(t, 4))
 	stores := []*postgres.Store{first}
 	for range replicas - 1 {

@@ -70,6 +70,7 @@ func verifyCall(credID string, typ storage.CredentialType) signedretry.Request {
 // guess runs leg 1 of an OTP verify of credID with code sealed to bundle.
 func guess(t *testing.T, svc *walletauth.Service, credID string, typ storage.CredentialType, bundle, code string) error {
 	t.Helper()
+	ctx := t.Context()
 	key, err := walletauth.NewClientKey()
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +87,7 @@ func guess(t *testing.T, svc *walletauth.Service, credID string, typ storage.Cre
 // bundle and returns the session's key.
 func otpLogin(t *testing.T, svc *walletauth.Service, credID string, typ storage.CredentialType, bundle string) *walletauth.ClientKey {
 	t.Helper()
+	ctx := t.Context()
 	key, err := walletauth.NewClientKey()
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +112,7 @@ func otpLogin(t *testing.T, svc *walletauth.Service, credID string, typ storage.
 // credential and returns the wallet, the credential and the session's key.
 func (r *wauthReplicas) wallet(t *testing.T, customer, address string) (*storage.InternalAccount, *walletauth.AuthMethod, *walletauth.ClientKey) {
 	t.Helper()
+	ctx := t.Context()
 	svc := r.services[0]
 	w, email, err := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: customer, Email: address, Phone: "+14155550123"})
 	if err != nil {
@@ -125,6 +128,7 @@ func (r *wauthReplicas) wallet(t *testing.T, customer, address string) (*storage
 // addSMS adds an SMS_OTP credential to wallet through a retry stamped by key.
 func (r *wauthReplicas) addSMS(t *testing.T, wallet *storage.InternalAccount, key *walletauth.ClientKey) *walletauth.AuthMethod {
 	t.Helper()
+	ctx := t.Context()
 	svc := r.services[0]
 	add := signedretry.Request{Method: http.MethodPost, Path: "/auth/credentials",
 		Body: []byte(`{"type":"SMS_OTP","accountId":"` + wallet.ID + `"}`)}
@@ -144,6 +148,7 @@ func (r *wauthReplicas) addSMS(t *testing.T, wallet *storage.InternalAccount, ke
 // key.
 func revoke(t *testing.T, svc *walletauth.Service, credID string, key *walletauth.ClientKey) error {
 	t.Helper()
+	ctx := t.Context()
 	c := signedretry.Request{Method: http.MethodDelete, Path: "/auth/credentials/" + credID}
 	ch, err := svc.RevokeCredential(ctx, credID, c)
 	if err != nil {
@@ -159,6 +164,7 @@ func revoke(t *testing.T, svc *walletauth.Service, credID string, key *walletaut
 // exactly one wins, the other is 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS, and one
 // EMAIL_OTP credential holds the address.
 func TestReplicasAddEmailOTPRacesEmailChange(t *testing.T) {
+	ctx := t.Context()
 	r := newWauthReplicas(t, walletauth.OTPConfig{ReissueLimit: 100}, nil)
 	svc := r.services[0]
 	for round := range 8 {
@@ -267,6 +273,7 @@ func (o pausingOTP) GetByCredential(ctx context.Context, credentialID string) (s
 // the verify holds the credential, so the revoke commits after it, and no
 // event about the credential follows its AUTH_CREDENTIAL.REVOKED.
 func TestReplicasOTPLockedNotAfterRevoked(t *testing.T) {
+	ctx := t.Context()
 	var paused *pausingStore
 	r := newWauthReplicas(t, walletauth.OTPConfig{MaxAttempts: 1}, func(i int, s storage.Store) storage.Store {
 		if i == 0 {
@@ -338,6 +345,7 @@ func TestReplicasOTPLockedNotAfterRevoked(t *testing.T) {
 // AUTH_CREDENTIAL.OTP_THROTTLED is written, and the right code is refused
 // afterwards.
 func TestReplicasOTPAttemptBudget(t *testing.T) {
+	ctx := t.Context()
 	const budget = 10
 	r := newWauthReplicas(t, walletauth.OTPConfig{AttemptBudget: budget, MaxAttempts: 1000}, nil)
 	svc := r.services[0]

@@ -30,8 +30,9 @@ func sqlState(err error) string {
 // TestRetrySerializationFailure: a transaction failing with 40001 or 40P01
 // is rerun, its first attempt's writes rolled back; retries are bounded.
 func TestRetrySerializationFailure(t *testing.T) {
+	ctx := t.Context()
 	pool := newPool(t, 2)
-	s := newStore(t, pool, postgres.WithBackoff(time.Millisecond))
+	s := newStoreWith(t, pool, postgres.WithBackoff(postgres.Config{}, time.Millisecond))
 	for _, code := range []string{"40001", "40P01"} {
 		t.Run(code, func(t *testing.T) {
 			p := storage.PendingRequest{ID: newID(t, "Request"), AccountID: "a", CreatedAt: time.Unix(0, 0).UTC(),
@@ -53,7 +54,7 @@ func TestRetrySerializationFailure(t *testing.T) {
 		})
 	}
 	t.Run("Bounded", func(t *testing.T) {
-		s, err := postgres.New(pool, postgres.WithSchema(s.Schema()), postgres.WithMaxRetries(2), postgres.WithBackoff(time.Millisecond))
+		s, err := postgres.New(pool, postgres.WithBackoff(postgres.Config{Schema: s.Schema(), MaxRetries: 2}, time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,6 +62,17 @@ func TestRetrySerializationFailure(t *testing.T) {
 		err = s.Atomic(ctx, func(tx storage.Tx) error { runs.Add(1); return raise(ctx, tx, "40001") })
 		if sqlState(err) != "40001" || runs.Load() != 3 {
 			t.Fatalf("Atomic: %v after %d runs; want the 40001 error after 3 runs", err, runs.Load())
+		}
+	})
+	t.Run("Disabled", func(t *testing.T) {
+		s, err := postgres.New(pool, postgres.WithBackoff(postgres.Config{Schema: s.Schema(), MaxRetries: -1}, time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var runs atomic.Int32
+		err = s.Atomic(ctx, func(tx storage.Tx) error { runs.Add(1); return raise(ctx, tx, "40001") })
+		if sqlState(err) != "40001" || runs.Load() != 1 {
+			t.Fatalf("Atomic: %v after %d runs; want the 40001 error after 1 run", err, runs.Load())
 		}
 	})
 	t.Run("NotRetried", func(t *testing.T) {
@@ -71,7 +83,7 @@ func TestRetrySerializationFailure(t *testing.T) {
 		}
 	})
 	t.Run("CancelledDuringBackoff", func(t *testing.T) {
-		slow, err := postgres.New(pool, postgres.WithSchema(s.Schema()), postgres.WithBackoff(time.Hour))
+		slow, err := postgres.New(pool, postgres.WithBackoff(postgres.Config{Schema: s.Schema()}, time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,8 +100,9 @@ func TestRetrySerializationFailure(t *testing.T) {
 // order; PostgreSQL aborts one with 40P01, Atomic reruns it, and both
 // commit.
 func TestRetryRealDeadlock(t *testing.T) {
+	ctx := t.Context()
 	pool := newPool(t, 4)
-	s := newStore(t, pool, postgres.WithBackoff(time.Millisecond))
+	s := newStoreWith(t, pool, postgres.WithBackoff(postgres.Config{}, time.Millisecond))
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a := storage.InternalAccount{ID: newID(t, "InternalAccount"), CustomerID: "c", CreatedAt: now, UpdatedAt: now}
 	b := a

@@ -58,6 +58,7 @@ func (f *flights) take() int {
 // countingPool is a pool of one connection whose round trips f counts.
 func countingPool(tb testing.TB) (*pgxpool.Pool, *flights) {
 	tb.Helper()
+	ctx := tb.Context()
 	cfg, err := pgxpool.ParseConfig(dsn(tb))
 	if err != nil {
 		tb.Fatal(err)
@@ -84,6 +85,7 @@ func countingPool(tb testing.TB) (*pgxpool.Pool, *flights) {
 // connection (statements already prepared), next to the bare statement in
 // autocommit and in a hand-written pipelined transaction.
 func TestRoundTrips(t *testing.T) {
+	ctx := t.Context()
 	pool, f := countingPool(t)
 	s := newStore(t, pool)
 	now := time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
@@ -224,6 +226,7 @@ func errString(err error) string {
 // BenchmarkConsume: a transaction that only reads needs no transaction
 // block, so the store should cost the raw statement's one round trip.
 func BenchmarkRead(b *testing.B) {
+	ctx := context.Background()
 	pool := newPool(b, 32)
 	s := newStore(b, pool)
 	table := pgx.Identifier{s.Schema(), "pending_requests"}.Sanitize()

@@ -34,6 +34,7 @@ var testSigningKey = func() *ecdsa.PrivateKey {
 }()
 
 func TestMigrationDeletesPlaintextIssuances(t *testing.T) {
+	ctx := t.Context()
 	pool := newPool(t, 2)
 	s := newStore(t, pool)
 	now := time.Now().UTC()
@@ -53,7 +54,7 @@ func TestMigrationDeletesPlaintextIssuances(t *testing.T) {
 	if _, err := pool.Exec(ctx, "DELETE FROM "+table+" WHERE version = 2"); err != nil {
 		t.Fatal(err)
 	}
-	n, err := postgres.Migrate(ctx, pool, postgres.WithSchema(s.Schema()))
+	n, err := postgres.Migrate(ctx, pool, postgres.Config{Schema: s.Schema()})
 	if err != nil || n != 1 {
 		t.Fatalf("Migrate: applied %d, %v; want 1", n, err)
 	}
@@ -91,6 +92,7 @@ func (c *codeSender) Send(_ context.Context, m walletauth.Message) error {
 // holds neither the delivered code nor a target key that opens the client's
 // answer. The service still verifies the code.
 func TestDatabaseHoldsNoOTPSecrets(t *testing.T) {
+	ctx := t.Context()
 	pool := newPool(t, 4)
 	s := newStore(t, pool)
 	key, _ := secret.GenerateKey(nil, "pg-1")

@@ -16,8 +16,6 @@ import (
 
 const dsnEnv = "WALLETGATE_POSTGRES_DSN"
 
-var ctx = context.Background()
-
 // dsn returns the test database or skips the test.
 func dsn(tb testing.TB) string {
 	tb.Helper()
@@ -32,6 +30,7 @@ func dsn(tb testing.TB) string {
 // newPool opens a pool of at most maxConns connections, closed on cleanup.
 func newPool(tb testing.TB, maxConns int32) *pgxpool.Pool {
 	tb.Helper()
+	ctx := tb.Context()
 	cfg, err := pgxpool.ParseConfig(dsn(tb))
 	if err != nil {
 		tb.Fatal(err)
@@ -63,13 +62,21 @@ func freshSchema(tb testing.TB, pool *pgxpool.Pool) string {
 }
 
 // newStore migrates a fresh schema and returns a store on it.
-func newStore(tb testing.TB, pool *pgxpool.Pool, opts ...postgres.Option) *postgres.Store {
+func newStore(tb testing.TB, pool *pgxpool.Pool) *postgres.Store {
 	tb.Helper()
-	schema := freshSchema(tb, pool)
-	if _, err := postgres.Migrate(ctx, pool, postgres.WithSchema(schema)); err != nil {
+	return newStoreWith(tb, pool, postgres.Config{})
+}
+
+// newStoreWith is newStore with cfg, whose Schema it replaces by the fresh
+// one.
+func newStoreWith(tb testing.TB, pool *pgxpool.Pool, cfg postgres.Config) *postgres.Store {
+	tb.Helper()
+	ctx := tb.Context()
+	cfg.Schema = freshSchema(tb, pool)
+	if _, err := postgres.Migrate(ctx, pool, cfg); err != nil {
 		tb.Fatal(err)
 	}
-	s, err := postgres.New(pool, append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
+	s, err := postgres.New(pool, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -80,7 +87,7 @@ func newStore(tb testing.TB, pool *pgxpool.Pool, opts ...postgres.Option) *postg
 // second replica.
 func sameSchema(tb testing.TB, s *postgres.Store, pool *pgxpool.Pool) *postgres.Store {
 	tb.Helper()
-	r, err := postgres.New(pool, postgres.WithSchema(s.Schema()))
+	r, err := postgres.New(pool, postgres.Config{Schema: s.Schema()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -99,6 +106,7 @@ func newID(tb testing.TB, prefix string) string {
 // mustAtomic runs fn in a transaction of s and fails the test on error.
 func mustAtomic(tb testing.TB, s storage.Store, fn func(tx storage.Tx) error) {
 	tb.Helper()
+	ctx := tb.Context()
 	if err := s.Atomic(ctx, fn); err != nil {
 		tb.Fatalf("Atomic: %v", err)
 	}

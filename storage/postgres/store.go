@@ -16,33 +16,33 @@ import (
 // [Migrate].
 type Store struct {
 	pool *pgxpool.Pool
-	cfg  config
+	cfg  Config // normalized
 	q    queries
 }
 
 var _ storage.Store = (*Store)(nil)
 
-// New returns a store on pool using the tables of the configured schema
-// ([DefaultSchema] unless [WithSchema] is given). It does no I/O; run
-// [Migrate] (once per deployment or at every start) before using the store.
-// It fails only for a nil pool or an option out of range.
-func New(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
+// New returns a store on pool using the tables of cfg.Schema. It does no
+// I/O; run [Migrate] with the same schema (once per deployment or at every
+// start) before using the store. It fails only for a nil pool or a setting
+// out of range.
+func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("postgres: pool is nil")
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := cfg.normalize()
 	if err != nil {
 		return nil, err
 	}
 	return &Store{
 		pool: pool,
 		cfg:  cfg,
-		q:    renderQueries(pgx.Identifier{cfg.schema}.Sanitize()),
+		q:    renderQueries(pgx.Identifier{cfg.Schema}.Sanitize()),
 	}, nil
 }
 
 // Schema returns the schema the store's tables live in.
-func (s *Store) Schema() string { return s.cfg.schema }
+func (s *Store) Schema() string { return s.cfg.Schema }
 
 // lockKey derives the advisory lock key of purpose in schema, so that stores
 // of different schemas in one database never wait on each other.

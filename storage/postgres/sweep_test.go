@@ -14,6 +14,7 @@ import (
 // after running the setup statements on that connection.
 func explain(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
 	t.Helper()
+	ctx := t.Context()
 	rows, err := conn.Query(ctx, "EXPLAIN "+sql, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -29,6 +30,7 @@ func explain(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
 // expiry index, and on a table of mostly live rows the planner does so by
 // itself, reading no live row.
 func TestSweepUsesExpiryIndexes(t *testing.T) {
+	ctx := t.Context()
 	pool := newPool(t, 2)
 	s := newStore(t, pool)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

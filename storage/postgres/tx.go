@@ -97,7 +97,7 @@ func (s *Store) Atomic(ctx context.Context, fn func(storage.Tx) error) error {
 			}
 			return fmt.Errorf("%w (transaction rolled back: %w)", cerr, err)
 		}
-		if attempt >= s.cfg.maxRetries || !retryable(err) {
+		if attempt >= s.cfg.MaxRetries || !retryable(err) {
 			return err
 		}
 		if err := sleep(ctx, backoff(s.cfg.backoff, attempt)); err != nil {

@@ -1,6 +1,6 @@
 // Package relay delivers outbox events after the transactions that wrote
 // them commit: it leases due events from a store ([storage.Outbox.Lease]),
-// hands each to a [storage.Publisher] (for webhooks, storage/webhook) and
+// hands each to a [Publisher] (for webhooks, storage/webhook) and
 // records the outcome in the store.
 //
 // # Guarantees
@@ -55,10 +55,18 @@ const (
 // maxReason bounds the failure reason stored with an event.
 const maxReason = 512
 
+// Publisher delivers an event to its receivers (a webhook sender, a message
+// bus); the host implements it, or uses storage/webhook. A nil error means
+// delivered. Publish may be called more than once for an event (delivery is
+// at least once): receivers deduplicate by Event.ID.
+type Publisher interface {
+	Publish(ctx context.Context, e storage.Event) error
+}
+
 // Config configures a [Relay]. Store and Publisher are required.
 type Config struct {
 	Store     storage.Store
-	Publisher storage.Publisher
+	Publisher Publisher
 	// Types, when not empty, are the event types the host subscribes to;
 	// events of other types are settled without being published (recorded
 	// as delivered, so they do not hold back the events after them).

@@ -26,6 +26,7 @@ type world struct {
 
 func seed(t *testing.T, s storage.Store) *world {
 	t.Helper()
+	ctx := t.Context()
 	w := &world{}
 	w.ext = newExternal(t, id(t, "Customer"))
 	w.chal = storage.OwnershipChallenge{ID: id(t, "Challenge"), AccountID: w.ext.ID, Method: "WALLET_SIGNATURE",
@@ -58,6 +59,7 @@ func seed(t *testing.T, s storage.Store) *world {
 // any error: it is the body of transactions that are then rolled back.
 func mutateAll(t *testing.T, tx storage.Tx, w *world) {
 	t.Helper()
+	ctx := t.Context()
 	ext := w.ext
 	ext.Status = storage.StatusActive
 	wallet := w.wallet
@@ -104,6 +106,7 @@ func mutateAll(t *testing.T, tx storage.Tx, w *world) {
 // unchanged fails the test unless s holds exactly what seed stored.
 func unchanged(t *testing.T, s storage.Store, w *world) {
 	t.Helper()
+	ctx := t.Context()
 	err := s.Atomic(ctx, func(tx storage.Tx) error {
 		ext, err := tx.ExternalAccounts().Get(ctx, w.ext.ID)
 		wantErr(t, "Get external account", err, nil)
@@ -139,6 +142,7 @@ func unchanged(t *testing.T, s storage.Store, w *world) {
 }
 
 func testAtomic(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	t.Run("RollbackOnError", func(t *testing.T) {
 		s := newStore(t)
 		w := seed(t, s)
@@ -221,6 +225,7 @@ func testAtomic(t *testing.T, newStore Factory) {
 }
 
 func testConcurrency(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	const workers = 64
 	race := func(t *testing.T, fn func() error) (wins int, losses []error) {
 		var wg sync.WaitGroup
@@ -329,6 +334,7 @@ func testConcurrency(t *testing.T, newStore Factory) {
 }
 
 func testSweep(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	s := newStore(t)
 	acct := id(t, "InternalAccount")
 	var live, dead []storage.PendingRequest

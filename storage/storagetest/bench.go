@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"testing"
@@ -20,6 +21,7 @@ func Benchmark(b *testing.B, newStore Factory) {
 }
 
 func benchPending(b *testing.B, s storage.Store, parallel bool) {
+	ctx := context.Background()
 	acct, _ := storage.NewID(rand.Reader, "InternalAccount")
 	payload := make([]byte, 256)
 	digest := make([]byte, 32)
@@ -63,6 +65,7 @@ func benchPending(b *testing.B, s storage.Store, parallel bool) {
 // workers each own an account, so the store's own contention is measured, not
 // conflicts between workers.
 func benchTransition(b *testing.B, s storage.Store, parallel bool) {
+	ctx := context.Background()
 	newAccount := func() (string, error) {
 		a := storage.ExternalAccount{Status: storage.StatusPendingOwnershipVerification, CustomerID: "Customer:bench",
 			AccountType: "ETHEREUM_WALLET", Address: "0x52908400098527886E0F7030069857D2E4169EE7", CreatedAt: t0, UpdatedAt: t0}

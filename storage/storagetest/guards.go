@@ -12,6 +12,7 @@ import (
 // rules: the Lock methods and OTPIssuances.Attempt. testRaces checks them
 // under concurrency.
 func testGuards(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	t.Run("LockAccount", func(t *testing.T) {
 		s := newStore(t)
 		a := storage.InternalAccount{ID: id(t, "InternalAccount"), CustomerID: id(t, "Customer"), Email: "ada@example.com",

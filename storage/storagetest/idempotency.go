@@ -17,6 +17,7 @@ func newIdem(t *testing.T, scope, key string) storage.IdempotencyRecord {
 }
 
 func testIdempotency(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	t.Run("Lifecycle", func(t *testing.T) {
 		s := newStore(t)
 		key := id(t, "Key")
@@ -127,6 +128,7 @@ func testIdempotency(t *testing.T, newStore Factory) {
 // reserving it with its own token; exactly one Begin commits, and the stored
 // reservation is the winner's.
 func raceIdempotencyBeginOnce(t *testing.T, stores []storage.Store, workers int) {
+	ctx := t.Context()
 	key := id(t, "Key")
 	recs := make([]storage.IdempotencyRecord, len(stores)*workers)
 	for i := range recs {

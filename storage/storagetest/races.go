@@ -108,6 +108,7 @@ func pause() { time.Sleep(time.Millisecond) }
 // len(stores)*workers-1).
 func race(t *testing.T, stores []storage.Store, workers int, fn func(c context.Context, i int, s storage.Store) error) []error {
 	t.Helper()
+	ctx := t.Context()
 	c, cancel := context.WithTimeout(ctx, raceTimeout)
 	defer cancel()
 	errs := make([]error, len(stores)*workers)
@@ -148,6 +149,7 @@ func tally(t *testing.T, what string, errs []error, allowed ...error) int {
 }
 
 func raceRevokeKeepsOne(t *testing.T, stores []storage.Store, workers int) {
+	ctx := t.Context()
 	acct := storage.InternalAccount{ID: id(t, "InternalAccount"), CustomerID: id(t, "Customer"), Email: "ada@example.com",
 		Phone: "+14155550123", CreatedAt: t0, UpdatedAt: t0}
 	sms := storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct.ID, Type: storage.SMSOTP, Nickname: acct.Phone,
@@ -208,6 +210,7 @@ func raceRevokeKeepsOne(t *testing.T, stores []storage.Store, workers int) {
 const attemptLimit = 5
 
 func raceAttemptLimit(t *testing.T, stores []storage.Store, workers int) {
+	ctx := t.Context()
 	o := newIssuance(t)
 	run(t, stores[0], func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
 	var compared atomic.Int32
@@ -252,6 +255,7 @@ func raceAttemptLimit(t *testing.T, stores []storage.Store, workers int) {
 }
 
 func raceAttemptLimitRightCode(t *testing.T, stores []storage.Store, workers int) {
+	ctx := t.Context()
 	o := newIssuance(t)
 	run(t, stores[0], func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
 	var compared atomic.Int32
@@ -294,6 +298,7 @@ func raceAttemptLimitRightCode(t *testing.T, stores []storage.Store, workers int
 }
 
 func raceOneOTP(t *testing.T, stores []storage.Store, workers int, typ storage.CredentialType) {
+	ctx := t.Context()
 	acct := id(t, "InternalAccount")
 	pk := passkeyCred(t, acct, []byte("one-otp"))
 	run(t, stores[0], func(tx storage.Tx) error { return tx.Credentials().Create(ctx, &pk) })
@@ -344,6 +349,7 @@ func raceOneOTP(t *testing.T, stores []storage.Store, workers int, typ storage.C
 }
 
 func raceEmailTiedOnce(t *testing.T, stores []storage.Store, workers int) {
+	ctx := t.Context()
 	const email = "contested@example.com"
 	creds := make([]storage.Credential, len(stores)*workers)
 	for i := range creds {
@@ -379,6 +385,7 @@ func raceEmailTiedOnce(t *testing.T, stores []storage.Store, workers int) {
 }
 
 func raceSessionOfDeletedCredential(t *testing.T, stores []storage.Store, workers int) {
+	ctx := t.Context()
 	acct := storage.InternalAccount{ID: id(t, "InternalAccount"), CustomerID: id(t, "Customer"), Email: "ada@example.com",
 		CreatedAt: t0, UpdatedAt: t0}
 	doomed := emailCred(t, acct.ID, acct.Email)
@@ -432,6 +439,7 @@ func raceSessionOfDeletedCredential(t *testing.T, stores []storage.Store, worker
 // delivered. Each event is handed out once, and each account's events in
 // Seq order.
 func raceLeaseOnce(t *testing.T, stores []storage.Store, workers int) {
+	ctx := t.Context()
 	const accounts, perAccount = 16, 4
 	var all []storage.Event
 	run(t, stores[0], func(tx storage.Tx) error {

@@ -23,6 +23,7 @@ var errRolledBack = errors.New("storagetest: the transaction rolls back its coun
 // committed hits; every refusal names the end of the window; the window
 // refuses another hit until it ends and allows one after.
 func raceRateLimit(t *testing.T, stores []storage.Store, workers int) {
+	ctx := t.Context()
 	key := fmt.Sprintf("race:%s", id(t, "Key"))
 	const window = time.Hour
 	var committed atomic.Int32

@@ -25,6 +25,7 @@ func newExternal(t *testing.T, customer string) storage.ExternalAccount {
 }
 
 func testExternalAccounts(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	s := newStore(t)
 	cust, other := id(t, "Customer"), id(t, "Customer")
 	a, b, c := newExternal(t, cust), newExternal(t, cust), newExternal(t, other)
@@ -83,6 +84,7 @@ func testExternalAccounts(t *testing.T, newStore Factory) {
 }
 
 func testChallenges(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	s := newStore(t)
 	acct := id(t, "ExternalAccount")
 	c1 := storage.OwnershipChallenge{ID: id(t, "Challenge"), AccountID: acct, Method: "WALLET_SIGNATURE",
@@ -114,6 +116,7 @@ func testChallenges(t *testing.T, newStore Factory) {
 }
 
 func testInternalAccounts(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	s := newStore(t)
 	cust := id(t, "Customer")
 	a := storage.InternalAccount{ID: id(t, "InternalAccount"), CustomerID: cust, Email: "ada@example.com",
@@ -168,6 +171,7 @@ func oauthCred(t *testing.T, acct, sub string) storage.Credential {
 }
 
 func testCredentials(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	s := newStore(t)
 	acct, other := id(t, "InternalAccount"), id(t, "InternalAccount")
 	email := emailCred(t, acct, "ada@example.com")
@@ -265,6 +269,7 @@ func testCredentials(t *testing.T, newStore Factory) {
 }
 
 func testOTPIssuances(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	s := newStore(t)
 	cred := id(t, "AuthMethod")
 	o1 := storage.OTPIssuance{ID: id(t, "OTP"), CredentialID: cred, AccountID: id(t, "InternalAccount"),
@@ -316,6 +321,7 @@ func testOTPIssuances(t *testing.T, newStore Factory) {
 }
 
 func testSessions(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	s := newStore(t)
 	acct, cred, cred2 := id(t, "InternalAccount"), id(t, "AuthMethod"), id(t, "AuthMethod")
 	mk := func(credID string, created time.Time, ttl time.Duration) storage.Session {
@@ -384,6 +390,7 @@ func newPending(t *testing.T, acct string) storage.PendingRequest {
 }
 
 func testPendingRequests(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	s := newStore(t)
 	p := newPending(t, id(t, "InternalAccount"))
 	run(t, s, func(tx storage.Tx) error {
@@ -421,6 +428,7 @@ func testPendingRequests(t *testing.T, newStore Factory) {
 }
 
 func testOutbox(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	s := newStore(t)
 	a1, a2 := id(t, "ExternalAccount"), id(t, "ExternalAccount")
 	mk := func(acct string, i int) storage.Event {
@@ -551,6 +559,7 @@ func eventIDs(evs []storage.Event) []string {
 }
 
 func testRateLimits(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	s := newStore(t)
 	allow := func(key string, now time.Time) time.Duration {
 		var wait time.Duration

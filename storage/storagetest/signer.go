@@ -29,6 +29,7 @@ type signedAccount struct {
 
 func newSignedAccount(t *testing.T, s storage.Store) *signedAccount {
 	t.Helper()
+	ctx := t.Context()
 	a := &signedAccount{acct: storage.InternalAccount{ID: id(t, "InternalAccount"), CustomerID: id(t, "Customer"),
 		Email: "ada@example.com", CreatedAt: t0, UpdatedAt: t0}}
 	a.creds = [3]storage.Credential{emailCred(t, a.acct.ID, a.acct.Email), passkeyCred(t, a.acct.ID, []byte("signer-"+a.acct.ID)),
@@ -58,6 +59,7 @@ func lockSigner(c context.Context, tx storage.Tx, acct, session string) error {
 }
 
 func testSigner(t *testing.T, newStore Factory) {
+	ctx := t.Context()
 	t.Run("LockSigner", func(t *testing.T) {
 		s := newStore(t)
 		a := newSignedAccount(t, s)
@@ -176,6 +178,7 @@ const signerRounds = 5
 
 func signerRevokedRound(t *testing.T, stores []storage.Store, workers int, credential bool,
 	effect func(c context.Context, tx storage.Tx, a *signedAccount, i int) error) {
+	ctx := t.Context()
 	a := newSignedAccount(t, stores[0])
 	signer := a.sessions[0]
 	var revoked atomic.Bool
@@ -260,6 +263,7 @@ func updateEffect(c context.Context, tx storage.Tx, a *signedAccount, _ int) err
 // credential 1 and the other way round, each locking its signer first. In
 // any serial order the second finds its signer revoked: exactly one wins.
 func raceCrossSignedRevokes(t *testing.T, stores []storage.Store, workers int) {
+	ctx := t.Context()
 	n := len(stores) * workers / 2
 	if n == 0 {
 		t.Skip("needs two workers")

@@ -3,16 +3,15 @@
 // own store proves it keeps the contract by running it:
 //
 //	func TestMyStore(t *testing.T) {
-//		storagetest.Run(t, func(t *testing.T) storage.Store { return mystore.New(...) })
+//		storagetest.Run(t, func(tb testing.TB) storage.Store { return mystore.New(tb) })
 //	}
 //
-// newStore must return an empty store for each call; the suite calls it once
-// per subtest. Times used by the suite are UTC with microsecond precision, so
+// The [Factory] must return an empty store for each call; the suite calls it
+// once per subtest. Times used by the suite are UTC with microsecond precision, so
 // stores backed by databases with microsecond timestamps pass unchanged.
 package storagetest
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"testing"
@@ -60,8 +59,6 @@ func Run(t *testing.T, newStore Factory) {
 // t0 is the suite's reference time.
 var t0 = time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
 
-var ctx = context.Background()
-
 // cmpOpts compares records as a store should preserve them: times by instant,
 // empty and nil slices alike.
 var cmpOpts = []cmp.Option{cmpopts.EquateEmpty()}
@@ -78,6 +75,7 @@ func id(t *testing.T, prefix string) string {
 // run runs fn in a transaction and fails the test on error.
 func run(t *testing.T, s storage.Store, fn func(tx storage.Tx) error) {
 	t.Helper()
+	ctx := t.Context()
 	if err := s.Atomic(ctx, fn); err != nil {
 		t.Fatalf("Atomic: %v", err)
 	}

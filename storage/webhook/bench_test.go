@@ -41,7 +41,7 @@ func BenchmarkSignASN1Raw(b *testing.B) {
 // SHA-256, ECDSA, the strict envelope and freshness. Compare
 // BenchmarkVerifyASN1Raw.
 func BenchmarkVerifyBytes(b *testing.B) {
-	v := testVerifier(b, webhook.VerifierOptions{})
+	v := testVerifier(b, webhook.VerifierConfig{})
 	h := sign(b, benchBody)
 	for b.Loop() {
 		if _, err := v.VerifyBytes(h, benchBody, t0); err != nil {

@@ -22,7 +22,7 @@ func Example() {
 	body := []byte(`{"id":"Webhook:0b5c6f4e-2d3a-4f1b-9c8d-7e6f5a4b3c2d","type":"EXTERNAL_ACCOUNT.STATUS_UPDATED","timestamp":"2026-11-23T12:00:00Z","data":{"status":"ACTIVE"}}`)
 	header, _ := signer.Sign(body)
 
-	verifier, _ := webhook.NewVerifierPEM(signer.PublicKeyPEM(), webhook.VerifierOptions{})
+	verifier, _ := webhook.NewVerifierPEM(signer.PublicKeyPEM(), webhook.VerifierConfig{})
 	now := time.Date(2026, 11, 23, 12, 1, 0, 0, time.UTC)
 	d, err := verifier.VerifyBytes(header, body, now)
 	fmt.Println(d.ID, d.Type, string(d.Data), err)
@@ -53,8 +53,8 @@ func ExampleSigner_PublicKeyPEM() {
 // the relay to log and retry.
 func ExamplePublisher_Publish() {
 	signer, _ := webhook.NewSigner(exampleKey())
-	verifier, _ := webhook.NewVerifierPEM(signer.PublicKeyPEM(), webhook.VerifierOptions{
-		Now: func() time.Time { return time.Date(2026, 11, 23, 12, 0, 3, 0, time.UTC) },
+	verifier, _ := webhook.NewVerifierPEM(signer.PublicKeyPEM(), webhook.VerifierConfig{
+		Clock: func() time.Time { return time.Date(2026, 11, 23, 12, 0, 3, 0, time.UTC) },
 	})
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, err := verifier.Verify(r)

@@ -14,7 +14,7 @@ import (
 // well-formed delivery of exactly the body given.
 func FuzzVerify(f *testing.F) {
 	s := testSigner(f)
-	v := testVerifier(f, webhook.VerifierOptions{})
+	v := testVerifier(f, webhook.VerifierConfig{})
 	seed := func(body []byte, offset int64) {
 		h, err := s.Sign(body)
 		if err != nil {

@@ -23,15 +23,13 @@ const DefaultTimeout = 10 * time.Second
 // reads (for [DeliveryError.Body]); the rest is discarded unread.
 const MaxResponseBytes = 4 << 10
 
-// Publisher delivers outbox events as signed webhooks. It implements
-// [storage.Publisher]; it is safe for concurrent use.
+// Publisher delivers outbox events as signed webhooks. It implements the
+// Publisher of storage/relay; it is safe for concurrent use.
 type Publisher struct {
 	route  func(storage.Event) (string, error)
 	signer *Signer
 	client *http.Client
 }
-
-var _ storage.Publisher = (*Publisher)(nil)
 
 // NewPublisher returns a Publisher that posts every event to target, an
 // absolute http or https URL. See [NewRoutedPublisher] for client.

@@ -14,8 +14,12 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/relay"
 	"github.com/walletgate/walletgate/storage/webhook"
 )
+
+// A Publisher is what storage/relay delivers through.
+var _ relay.Publisher = (*webhook.Publisher)(nil)
 
 func testEvent() storage.Event {
 	return storage.Event{ID: testID, Type: "EXTERNAL_ACCOUNT.STATUS_UPDATED", AccountID: "ExternalAccount:1", Payload: testBody, CreatedAt: t0}
@@ -31,7 +35,7 @@ func newPublisher(t *testing.T, url string, client *http.Client) *webhook.Publis
 }
 
 func TestPublishDelivered(t *testing.T) {
-	v := testVerifier(t, webhook.VerifierOptions{})
+	v := testVerifier(t, webhook.VerifierConfig{})
 	for _, status := range []int{200, 202, 204, 409} {
 		var got atomic.Value
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

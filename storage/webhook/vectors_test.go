@@ -125,7 +125,7 @@ func TestWebCryptoVectors(t *testing.T) {
 	if vf.Timestamp != t0.Format("2006-01-02T15:04:05Z") || !strings.Contains(vf.Generator, "subtle") {
 		t.Fatalf("vectors.json header: %q %q", vf.Generator, vf.Timestamp)
 	}
-	v, err := webhook.NewVerifierPEM([]byte(vf.PublicKeyPEM), webhook.VerifierOptions{})
+	v, err := webhook.NewVerifierPEM([]byte(vf.PublicKeyPEM), webhook.VerifierConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestWebCryptoVectors(t *testing.T) {
 		t.Fatalf("vectors.json records verified=%v count=%d sha256=%s; go_signed.json has %d items, sha256 %x: rerun generate.mjs",
 			vf.GoSignedVerifiedByWebCrypto, vf.GoSignedCount, vf.GoSignedSHA256, len(gf.Items), sum)
 	}
-	gv, err := webhook.NewVerifierPEM([]byte(gf.PublicKeyPEM), webhook.VerifierOptions{})
+	gv, err := webhook.NewVerifierPEM([]byte(gf.PublicKeyPEM), webhook.VerifierConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 )
 
-// Defaults of [VerifierOptions].
+// Defaults of [VerifierConfig].
 const (
 	// DefaultMaxBodyBytes is the largest body a Verifier reads: 1 MiB.
 	DefaultMaxBodyBytes = 1 << 20
@@ -129,8 +129,8 @@ type Delivery struct {
 	Body []byte
 }
 
-// VerifierOptions configure a [Verifier]. The zero value gives the defaults.
-type VerifierOptions struct {
+// VerifierConfig configures a [Verifier]. The zero value gives the defaults.
+type VerifierConfig struct {
 	// MaxBodyBytes limits the body [Verifier.Verify] reads; zero means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -140,23 +140,21 @@ type VerifierOptions struct {
 	// (for receivers that remember every id they have processed for longer
 	// than the sender retries).
 	FreshnessWindow time.Duration
-	// Now is the clock of [Verifier.Verify]; nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock of [Verifier.Verify]; nil means time.Now.
+	Clock func() time.Time
 }
 
 // Verifier checks deliveries signed by one sender. It is safe for
 // concurrent use.
 type Verifier struct {
-	key     *ecdsa.PublicKey
-	maxBody int64
-	window  time.Duration
-	now     func() time.Time
+	key *ecdsa.PublicKey
+	cfg VerifierConfig // normalized
 }
 
 // NewVerifier returns a Verifier for the sender's P-256 public key. It
 // refuses a nil key, another curve, a point not on P-256 and negative
 // MaxBodyBytes.
-func NewVerifier(key *ecdsa.PublicKey, opts VerifierOptions) (*Verifier, error) {
+func NewVerifier(key *ecdsa.PublicKey, cfg VerifierConfig) (*Verifier, error) {
 	if key == nil {
 		return nil, errors.New("webhook: verifier key is nil")
 	}
@@ -166,30 +164,29 @@ func NewVerifier(key *ecdsa.PublicKey, opts VerifierOptions) (*Verifier, error) 
 	if _, err := key.ECDH(); err != nil {
 		return nil, fmt.Errorf("webhook: verifier key is not a P-256 point: %w", err)
 	}
-	if opts.MaxBodyBytes < 0 {
-		return nil, fmt.Errorf("webhook: MaxBodyBytes must not be negative, not %d", opts.MaxBodyBytes)
+	if cfg.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("webhook: MaxBodyBytes must not be negative, not %d", cfg.MaxBodyBytes)
 	}
-	v := &Verifier{key: key, maxBody: opts.MaxBodyBytes, window: opts.FreshnessWindow, now: opts.Now}
-	if v.maxBody == 0 {
-		v.maxBody = DefaultMaxBodyBytes
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if v.window == 0 {
-		v.window = DefaultFreshnessWindow
+	if cfg.FreshnessWindow == 0 {
+		cfg.FreshnessWindow = DefaultFreshnessWindow
 	}
-	if v.now == nil {
-		v.now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
-	return v, nil
+	return &Verifier{key: key, cfg: cfg}, nil
 }
 
 // NewVerifierPEM is [NewVerifier] with the key as an SPKI PEM (see
 // [ParsePublicKeyPEM]).
-func NewVerifierPEM(publicKeyPEM []byte, opts VerifierOptions) (*Verifier, error) {
+func NewVerifierPEM(publicKeyPEM []byte, cfg VerifierConfig) (*Verifier, error) {
 	key, err := ParsePublicKeyPEM(publicKeyPEM)
 	if err != nil {
 		return nil, err
 	}
-	return NewVerifier(key, opts)
+	return NewVerifier(key, cfg)
 }
 
 // Verify reads r's body (at most MaxBodyBytes) and checks the delivery:
@@ -210,13 +207,13 @@ func (v *Verifier) Verify(r *http.Request) (Delivery, error) {
 	if len(ids) > 1 {
 		return Delivery{}, verifyErr(ReasonHeaderRepeated, IDHeader+" appears more than once", nil)
 	}
-	if r.ContentLength > v.maxBody {
-		return Delivery{}, verifyErr(ReasonBodyTooLarge, fmt.Sprintf("Content-Length %d exceeds %d bytes", r.ContentLength, v.maxBody), nil)
+	if r.ContentLength > v.cfg.MaxBodyBytes {
+		return Delivery{}, verifyErr(ReasonBodyTooLarge, fmt.Sprintf("Content-Length %d exceeds %d bytes", r.ContentLength, v.cfg.MaxBodyBytes), nil)
 	}
 	var body []byte
 	if r.Body != nil {
 		var err error
-		body, err = io.ReadAll(io.LimitReader(r.Body, v.maxBody+1))
+		body, err = io.ReadAll(io.LimitReader(r.Body, v.cfg.MaxBodyBytes+1))
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
@@ -225,10 +222,10 @@ func (v *Verifier) Verify(r *http.Request) (Delivery, error) {
 			return Delivery{}, verifyErr(ReasonBodyUnreadable, err.Error(), err)
 		}
 	}
-	if int64(len(body)) > v.maxBody {
-		return Delivery{}, verifyErr(ReasonBodyTooLarge, fmt.Sprintf("exceeds %d bytes", v.maxBody), nil)
+	if int64(len(body)) > v.cfg.MaxBodyBytes {
+		return Delivery{}, verifyErr(ReasonBodyTooLarge, fmt.Sprintf("exceeds %d bytes", v.cfg.MaxBodyBytes), nil)
 	}
-	d, err := v.VerifyBytes(sigs[0], body, v.now())
+	d, err := v.VerifyBytes(sigs[0], body, v.cfg.Clock())
 	if err != nil {
 		return Delivery{}, err
 	}
@@ -260,9 +257,9 @@ func (v *Verifier) VerifyBytes(header string, body []byte, now time.Time) (Deliv
 	if verr != nil {
 		return Delivery{}, verr
 	}
-	if v.window > 0 {
-		if age := now.Sub(d.Timestamp); age > v.window || age < -MaxClockSkew {
-			return Delivery{}, verifyErr(ReasonStale, fmt.Sprintf("timestamp %s is %s from now, window is %s back and %s ahead", d.Timestamp.Format(time.RFC3339Nano), age.Round(time.Second), v.window, MaxClockSkew), nil)
+	if v.cfg.FreshnessWindow > 0 {
+		if age := now.Sub(d.Timestamp); age > v.cfg.FreshnessWindow || age < -MaxClockSkew {
+			return Delivery{}, verifyErr(ReasonStale, fmt.Sprintf("timestamp %s is %s from now, window is %s back and %s ahead", d.Timestamp.Format(time.RFC3339Nano), age.Round(time.Second), v.cfg.FreshnessWindow, MaxClockSkew), nil)
 		}
 	}
 	return d, nil

@@ -45,12 +45,12 @@ func testSigner(tb testing.TB) *webhook.Signer {
 	return s
 }
 
-func testVerifier(tb testing.TB, opts webhook.VerifierOptions) *webhook.Verifier {
+func testVerifier(tb testing.TB, cfg webhook.VerifierConfig) *webhook.Verifier {
 	tb.Helper()
-	if opts.Now == nil {
-		opts.Now = func() time.Time { return t0 }
+	if cfg.Clock == nil {
+		cfg.Clock = func() time.Time { return t0 }
 	}
-	v, err := webhook.NewVerifierPEM(testSigner(tb).PublicKeyPEM(), opts)
+	v, err := webhook.NewVerifierPEM(testSigner(tb).PublicKeyPEM(), cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func marshalRS(r, s *big.Int) []byte {
 }
 
 func TestRoundTrip(t *testing.T) {
-	v := testVerifier(t, webhook.VerifierOptions{})
+	v := testVerifier(t, webhook.VerifierConfig{})
 	header := sign(t, testBody)
 	if !strings.HasPrefix(header, `{"version":1,"signature":"`) {
 		t.Fatalf("header %s", header)
@@ -131,7 +131,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestVerifyAccepts(t *testing.T) {
-	v := testVerifier(t, webhook.VerifierOptions{})
+	v := testVerifier(t, webhook.VerifierConfig{})
 	header := sign(t, testBody)
 	r, s := sigOf(t, header)
 	n := elliptic.P256().Params().N
@@ -165,7 +165,7 @@ func TestVerifyAccepts(t *testing.T) {
 }
 
 func TestVerifyBytesRejects(t *testing.T) {
-	v := testVerifier(t, webhook.VerifierOptions{})
+	v := testVerifier(t, webhook.VerifierConfig{})
 	// A signature whose base64 ends in padding and has a + or /, for the
 	// encoding cases.
 	var header, b64 string
@@ -315,17 +315,17 @@ func TestVerifyBytesRejects(t *testing.T) {
 func TestFreshnessOptions(t *testing.T) {
 	old := envelope(testID, "2026-11-23T11:00:00Z")
 	h := sign(t, old)
-	if _, err := testVerifier(t, webhook.VerifierOptions{FreshnessWindow: -1}).VerifyBytes(h, old, t0); err != nil {
+	if _, err := testVerifier(t, webhook.VerifierConfig{FreshnessWindow: -1}).VerifyBytes(h, old, t0); err != nil {
 		t.Fatalf("check switched off: %v", err)
 	}
-	if _, err := testVerifier(t, webhook.VerifierOptions{FreshnessWindow: time.Hour}).VerifyBytes(h, old, t0); err != nil {
+	if _, err := testVerifier(t, webhook.VerifierConfig{FreshnessWindow: time.Hour}).VerifyBytes(h, old, t0); err != nil {
 		t.Fatalf("one-hour window: %v", err)
 	}
-	if _, err := testVerifier(t, webhook.VerifierOptions{FreshnessWindow: time.Hour - time.Second}).VerifyBytes(h, old, t0); err == nil {
+	if _, err := testVerifier(t, webhook.VerifierConfig{FreshnessWindow: time.Hour - time.Second}).VerifyBytes(h, old, t0); err == nil {
 		t.Fatal("59m59s window accepted a one-hour-old event")
 	}
 	// Verify uses the injected clock.
-	v := testVerifier(t, webhook.VerifierOptions{Now: func() time.Time { return t0.Add(webhook.DefaultFreshnessWindow + time.Second) }})
+	v := testVerifier(t, webhook.VerifierConfig{Clock: func() time.Time { return t0.Add(webhook.DefaultFreshnessWindow + time.Second) }})
 	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(testBody))
 	req.Header.Set(webhook.SignatureHeader, sign(t, testBody))
 	var ve *webhook.VerifyError
@@ -339,7 +339,7 @@ type failingReader struct{}
 func (failingReader) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
 
 func TestVerifyRequestRejects(t *testing.T) {
-	v := testVerifier(t, webhook.VerifierOptions{MaxBodyBytes: 300})
+	v := testVerifier(t, webhook.VerifierConfig{MaxBodyBytes: 300})
 	header := sign(t, testBody)
 	big := bytes.Repeat([]byte("x"), 301)
 	cases := []struct {
@@ -430,17 +430,17 @@ func TestKeysRefused(t *testing.T) {
 	if _, err := webhook.NewSigner(nil); err == nil {
 		t.Fatal("nil signer key accepted")
 	}
-	if _, err := webhook.NewVerifier(&p384.PublicKey, webhook.VerifierOptions{}); err == nil || !strings.Contains(err.Error(), "P-256") {
+	if _, err := webhook.NewVerifier(&p384.PublicKey, webhook.VerifierConfig{}); err == nil || !strings.Contains(err.Error(), "P-256") {
 		t.Fatalf("P-384 verifier: %v", err)
 	}
-	if _, err := webhook.NewVerifier(nil, webhook.VerifierOptions{}); err == nil {
+	if _, err := webhook.NewVerifier(nil, webhook.VerifierConfig{}); err == nil {
 		t.Fatal("nil verifier key accepted")
 	}
 	offCurve := &ecdsa.PublicKey{Curve: elliptic.P256(), X: big.NewInt(1), Y: big.NewInt(1)}
-	if _, err := webhook.NewVerifier(offCurve, webhook.VerifierOptions{}); err == nil {
+	if _, err := webhook.NewVerifier(offCurve, webhook.VerifierConfig{}); err == nil {
 		t.Fatal("point off the curve accepted")
 	}
-	if _, err := webhook.NewVerifier(&testKey(t).PublicKey, webhook.VerifierOptions{MaxBodyBytes: -1}); err == nil {
+	if _, err := webhook.NewVerifier(&testKey(t).PublicKey, webhook.VerifierConfig{MaxBodyBytes: -1}); err == nil {
 		t.Fatal("negative MaxBodyBytes accepted")
 	}
 

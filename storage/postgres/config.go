@@ -1,0 +1,68 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultSchema is the schema the store uses when [Config.Schema] is empty.
+// A dedicated schema keeps the table names (sessions, credentials, ...)
+// clear of the host's own tables.
+const DefaultSchema = "walletgate"
+
+// DefaultMaxRetries is how many times [Store.Atomic] retries a transaction
+// that failed with a serialization failure or a deadlock when
+// [Config.MaxRetries] is 0.
+const DefaultMaxRetries = 5
+
+// defaultBackoff is the base delay between retries.
+const defaultBackoff = 2 * time.Millisecond
+
+// Config configures [New] and [Migrate]. The zero value is the default
+// configuration: the tables of [DefaultSchema], [DefaultMaxRetries] retries.
+type Config struct {
+	// Schema names the schema of the tables. It is quoted as an identifier,
+	// so it is used exactly as given (case included); it must be 1 to 63
+	// bytes of UTF-8 without NUL. Empty means [DefaultSchema].
+	Schema string
+	// MaxRetries is how many times [Store.Atomic] reruns a transaction that
+	// failed with a serialization failure (40001) or a deadlock (40P01).
+	// 0 means [DefaultMaxRetries]; a negative value disables retries.
+	MaxRetries int
+
+	backoff time.Duration // base delay between retries; 0 means defaultBackoff
+}
+
+// normalize returns c with its defaults filled in, or an error naming the
+// setting that is out of range.
+func (c Config) normalize() (Config, error) {
+	if c.Schema == "" {
+		c.Schema = DefaultSchema
+	}
+	if err := validSchema(c.Schema); err != nil {
+		return Config{}, err
+	}
+	switch {
+	case c.MaxRetries == 0:
+		c.MaxRetries = DefaultMaxRetries
+	case c.MaxRetries < 0:
+		c.MaxRetries = 0
+	}
+	if c.backoff <= 0 {
+		c.backoff = defaultBackoff
+	}
+	return c, nil
+}
+
+func validSchema(name string) error {
+	switch {
+	case name == "":
+		return errors.New("postgres: schema name is empty")
+	case len(name) > 63:
+		return fmt.Errorf("postgres: schema name is %d bytes, PostgreSQL allows 63", len(name))
+	case !storableText(name):
+		return errors.New("postgres: schema name is not UTF-8 text without NUL")
+	}
+	return nil
+}
