@@ -1,12 +1,14 @@
 package walletauth_test
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
 )
@@ -231,18 +233,7 @@ func TestCreateWalletSameAddress(t *testing.T) {
 		}
 	}
 	errs := together(create(1, "Customer:a", "Shared@example.com"), create(2, "Customer:b", "shared@example.com"))
-	wins := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			wins++
-		case !isAPIError(err, http.StatusConflict, apierror.EmailOTPEmailAlreadyExists, ""):
-			t.Fatalf("error %v, want 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS", err)
-		}
-	}
-	if wins != 1 {
-		t.Fatalf("%d wallets took one address", wins)
-	}
+	apierrortest.OneWins(t, "two wallets on one address", errs, apierror.EmailOTPEmailAlreadyExists)
 	second, _, err := e.svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:1", Email: "ada@example.com"})
 	if err != nil {
 		t.Fatalf("a second wallet of the same customer: %v", err)
@@ -272,18 +263,7 @@ func TestAddEmailOTPRacesEmailChange(t *testing.T) {
 			func() error { _, _, err := e.svc.AddCredential(ctx, req, add); return err },
 			change,
 		)
-		wins := 0
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				wins++
-			case !isAPIError(err, http.StatusConflict, apierror.EmailOTPEmailAlreadyExists, ""):
-				t.Fatalf("round %d: call %d failed with %v, want 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS", round, i, err)
-			}
-		}
-		if wins != 1 {
-			t.Fatalf("round %d: %d of the add and the email change succeeded, want 1", round, wins)
-		}
+		apierrortest.OneWins(t, fmt.Sprintf("round %d", round), errs, apierror.EmailOTPEmailAlreadyExists)
 		if err := e.store.Atomic(ctx, func(tx storage.Tx) error {
 			tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, "ada@example.com")
 			if err == nil && len(tied) != 1 {

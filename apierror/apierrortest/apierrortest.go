@@ -49,3 +49,25 @@ func WantFields(tb testing.TB, err error, code apierror.Code, fields ...string) 
 	}
 	return e
 }
+
+// OneWins is the assertion of a race: of the results errs of concurrent
+// attempts at one thing that only one may do, exactly one is nil and every
+// other one is an [*apierror.Error] with code (the loser's answer). what
+// names the race in failure messages.
+func OneWins(tb testing.TB, what string, errs []error, code apierror.Code) {
+	tb.Helper()
+	wins := 0
+	for i, err := range errs {
+		if err == nil {
+			wins++
+			continue
+		}
+		var e *apierror.Error
+		if !errors.As(err, &e) || e.Code != code {
+			tb.Fatalf("%s: attempt %d failed with %v (%T), want nil or %d %s", what, i, err, err, code.Status(), code)
+		}
+	}
+	if wins != 1 {
+		tb.Fatalf("%s: %d of %d attempts succeeded, want exactly 1", what, wins, len(errs))
+	}
+}

@@ -18,3 +18,8 @@ func TestWant(t *testing.T) {
 	v.Details = map[string]any{"errors": []apierror.FieldError{{Field: "b"}, {Field: "a"}}}
 	apierrortest.WantFields(t, v, apierror.InvalidInput, "a", "b")
 }
+
+func TestOneWins(t *testing.T) {
+	lost := apierror.New(apierror.Conflict, "taken")
+	apierrortest.OneWins(t, "race", []error{lost, nil, fmt.Errorf("wrapped: %w", lost)}, apierror.Conflict)
+}

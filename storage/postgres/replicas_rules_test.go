@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
@@ -278,18 +279,7 @@ func TestReplicasDomainRules(t *testing.T) {
 					return err
 				},
 			)
-			wins := 0
-			for i, err := range errs {
-				switch {
-				case err == nil:
-					wins++
-				case !isAPIError(err, http.StatusConflict, apierror.EmailOTPEmailAlreadyExists, ""):
-					t.Fatalf("round %d: email change %d failed with %v, want 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS", round, i, err)
-				}
-			}
-			if wins != 1 {
-				t.Fatalf("round %d: %d changes to one address succeeded, want 1", round, wins)
-			}
+			apierrortest.OneWins(t, fmt.Sprintf("round %d", round), errs, apierror.EmailOTPEmailAlreadyExists)
 			mustAtomic(t, stores[0], func(tx storage.Tx) error {
 				tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, shared)
 				if err == nil && len(tied) != 1 {
@@ -313,18 +303,7 @@ func TestReplicasDomainRules(t *testing.T) {
 					return err
 				},
 			)
-			wins := 0
-			for i, err := range errs {
-				switch {
-				case err == nil:
-					wins++
-				case !isAPIError(err, http.StatusConflict, apierror.EmailOTPEmailAlreadyExists, ""):
-					t.Fatalf("round %d: wallet %d failed with %v, want 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS", round, i, err)
-				}
-			}
-			if wins != 1 {
-				t.Fatalf("round %d: %d wallets took one address, want 1", round, wins)
-			}
+			apierrortest.OneWins(t, fmt.Sprintf("round %d", round), errs, apierror.EmailOTPEmailAlreadyExists)
 		}
 	})
 

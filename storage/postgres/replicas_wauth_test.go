@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
@@ -197,18 +198,7 @@ func TestReplicasAddEmailOTPRacesEmailChange(t *testing.T) {
 			func() error { _, _, err := a.AddCredential(ctx, req, addRetry); return err },
 			func() error { _, _, err := b.UpdateEmail(ctx, other, address, nil, changeRetry); return err },
 		)
-		wins := 0
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				wins++
-			case !isAPIError(err, http.StatusConflict, apierror.EmailOTPEmailAlreadyExists, ""):
-				t.Fatalf("round %d: call %d failed with %v, want 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS", round, i, err)
-			}
-		}
-		if wins != 1 {
-			t.Fatalf("round %d: %d of the add and the email change succeeded, want 1", round, wins)
-		}
+		apierrortest.OneWins(t, fmt.Sprintf("round %d", round), errs, apierror.EmailOTPEmailAlreadyExists)
 		mustAtomic(t, r.stores[0], func(tx storage.Tx) error {
 			tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, address)
 			if err == nil && len(tied) != 1 {
