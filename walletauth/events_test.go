@@ -1163,6 +1163,13 @@ func leaks(payload []byte, secrets map[string]string) []string {
 	var walk func(v any)
 	walk = func(v any) {
 		switch v := v.(type) {
+		case string:
+			// A secret with characters JSON escapes shows only when decoded.
+			for sec, what := range secrets {
+				if strings.Contains(v, sec) {
+					out = append(out, what+" "+strconv.Quote(sec))
+				}
+			}
 		case []any:
 			for _, x := range v {
 				walk(x)
@@ -1184,7 +1191,7 @@ func leaks(payload []byte, secrets map[string]string) []string {
 	}
 	walk(v)
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // TestEventsCarryNoSecrets scans every event the flows wrote, of every type,
