@@ -101,11 +101,11 @@ func bindingOf(ctx context.Context) *hostBinding {
 	return b
 }
 
-// HostTx returns the host's transaction behind tx, a [storage.Tx] of an
+// HostTx returns the host's transaction behind t, a [storage.Tx] of an
 // Atomic running inside a host transaction ([Store.WithTx]), so that an
-// effect or a function given to Atomic (with [ownership.Service.CheckPayoutIn]
-// and the other ...In forms) writes the host's own rows in the same
-// transaction as walletgate's. It begins Atomic's savepoint first when no
+// effect (of a signed retry) or a function the host gives to Atomic (around
+// ownership's CheckPayoutIn and the other ...In forms) writes the host's own
+// rows in the same transaction as walletgate's. It begins Atomic's savepoint first when no
 // statement has, so whatever is written through the returned pgx.Tx rolls
 // back with walletgate's writes when fn fails and commits when the host
 // commits.
@@ -118,8 +118,6 @@ func bindingOf(ctx context.Context) *hostBinding {
 // transactions of Atomic without [Store.WithTx], and every Tx of another
 // store: storage/memory has no host transaction), and with
 // [storage.ErrTxDone] after Atomic returned.
-//
-// [ownership.Service.CheckPayoutIn]: https://pkg.go.dev/github.com/walletgate/walletgate/ownership#Service.CheckPayoutIn
 func HostTx(ctx context.Context, t storage.Tx) (pgx.Tx, error) {
 	pt, ok := t.(*tx)
 	if !ok || pt.host == nil {
