@@ -89,8 +89,19 @@ type hostBinding struct {
 // anything, since its writes would otherwise silently commit apart from the
 // host's. [Store.Sweep] ignores the binding.
 //
+// The locks walletgate takes (an account held by the payout gate, a signer
+// held by a signed retry) are held until the host's transaction ends, not
+// until the call returns: keep the transaction short. One that runs several
+// operations holds the locks of all of them, possibly out of the store's
+// lock order; PostgreSQL then resolves a cycle with another transaction as
+// a deadlock, returned as ErrRerun.
+//
 // Atomic fails without sending anything when tx is aborted (a statement of
-// it failed and was not rolled back to a savepoint) or has ended.
+// it failed and was not rolled back to a savepoint) or has ended. A
+// statement that fails outright before the savepoint begins (a plain read
+// cut by a timeout) and a context cancelled while a statement is in flight
+// (pgx then closes the connection) fail the host's transaction as any
+// statement of its own would: the host rolls back.
 func (s *Store) WithTx(ctx context.Context, tx pgx.Tx) context.Context {
 	return context.WithValue(ctx, hostKey{}, &hostBinding{store: s, tx: tx})
 }
