@@ -353,3 +353,45 @@ func TestHostTxRaces(t *testing.T) {
 		return out
 	}, workersPerReplica)
 }
+
+// TestHostTxSerializableConflict: two SERIALIZABLE host transactions
+// consume one request; the second, which waited for the first's commit,
+// gets a real serialization failure, returned wrapping ErrRerun after one
+// run, and never consumes the request a second time.
+func TestHostTxSerializableConflict(t *testing.T) {
+	ctx := t.Context()
+	pool := newPool(t, 4)
+	s := newStore(t, pool)
+	p := newRequest(t)
+	p.ExpiresAt = time.Now().Add(time.Hour).UTC()
+	mustAtomic(t, s, func(wt storage.Tx) error { return wt.PendingRequests().Create(ctx, &p) })
+	consume := func(tx pgx.Tx, runs *atomic.Int32) error {
+		return s.Atomic(s.WithTx(ctx, tx), func(wt storage.Tx) error {
+			runs.Add(1)
+			_, err := wt.PendingRequests().Consume(ctx, p.ID, time.Now())
+			return err
+		})
+	}
+	first := begin(t, pool, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	second := begin(t, pool, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	if _, err := second.Exec(ctx, "SELECT 1"); err != nil { // its snapshot predates the first's commit
+		t.Fatal(err)
+	}
+	var runs1, runs2 atomic.Int32
+	if err := consume(first, &runs1); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- consume(second, &runs2) }() // waits for the first's row lock, or runs after its commit: 40001 either way
+	time.Sleep(50 * time.Millisecond)
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := <-done
+	if !errors.Is(err, postgres.ErrRerun) || sqlState(err) != "40001" {
+		t.Fatalf("second consumption: %v, want ErrRerun (40001)", err)
+	}
+	if runs2.Load() != 1 {
+		t.Fatalf("the second host transaction's function ran %d times, want 1", runs2.Load())
+	}
+}
