@@ -22,9 +22,11 @@ import (
 // driver's *pgconn.PgError stays in the chain.
 var ErrRerun = errors.New("postgres: the transaction lost a conflict with another (serialization failure or deadlock): roll it back and run it again")
 
-// hostSavepoint names the savepoint [Store.Atomic] runs in inside a host
-// transaction. Savepoint names stack, so an Atomic nested in another (an
-// operation called from an effect) rolls back to its own.
+// The statements of the savepoint [Store.Atomic] runs in inside a host
+// transaction, and of its isolation check. Savepoint names stack, so an
+// Atomic nested in another rolls back to its own. The undo has no
+// arguments and runs in the simple protocol, which an aborted transaction
+// accepts (it cannot prepare a statement).
 const (
 	hostSavepointSQL    = `SAVEPOINT walletgate_atomic`
 	hostReleaseSQL      = `RELEASE SAVEPOINT walletgate_atomic`
