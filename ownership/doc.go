@@ -141,6 +141,13 @@
 // details.currency, details.corridor (when set) and details.limit (a
 // [Limit]: scope "currency", "corridor" or "default", key, amount).
 //
+// Every write of the service (RegisterAccount, SetStatus, StartChallenge,
+// Verify, CompleteLiveness) and the gate may run inside the host's own
+// database transaction: on PostgreSQL the host binds its pgx transaction to
+// the context with the store's WithTx and commits or rolls back itself (see
+// the storage/postgres documentation; the memory store has no host
+// transaction).
+//
 // CheckPayoutIn holds the account until the host's transaction ends, so a
 // status change either commits before the gate reads the account or after
 // the payout commits; see [Service.CheckPayoutIn] for the exact guarantee and

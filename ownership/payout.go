@@ -360,15 +360,28 @@ func (s *Service) CheckPayout(ctx context.Context, p Payout) (*Decision, error) 
 	return d, nil
 }
 
-// CheckPayoutIn decides the payout inside the host's transaction tx (of the
-// service's store), so that the host gates and debits atomically:
+// CheckPayoutIn decides the payout inside the transaction tx (of the
+// service's store), so that the host gates and debits atomically. On
+// PostgreSQL the transaction is the host's own: it binds its pgx
+// transaction to the context with the store's WithTx, and writes the debit
+// through postgres.HostTx, in the same transaction as the gate:
 //
-//	err := store.Atomic(ctx, func(tx storage.Tx) error {
+//	hctx := store.WithTx(ctx, hostTx) // hostTx: the host's pgx.Tx
+//	err := store.Atomic(hctx, func(tx storage.Tx) error {
 //		if _, err := svc.CheckPayoutIn(ctx, tx, payout); err != nil {
 //			return err
 //		}
-//		return debit(ctx, tx, payout) // same transaction
+//		pg, err := postgres.HostTx(ctx, tx)
+//		if err != nil {
+//			return err
+//		}
+//		return debit(ctx, pg, payout) // same transaction
 //	})
+//	// then hostTx.Commit, or Rollback: the gate, the debit and whatever
+//	// else hostTx wrote commit together or not at all.
+//
+// A refused payout (or a failed debit) rolls back what the function wrote
+// and leaves hostTx usable.
 //
 // It holds the account until tx ends, then decides on the held state. The
 // guarantee: a status change made by compare-and-set on the account's

@@ -29,6 +29,13 @@
 // (after the operation's account, in the store's lock order), so a revoke of
 // either commits before the check, and the retry is refused, or waits for
 // the operation: an operation never commits after its signer's revoke.
+// A host that writes its own rows with the operation (a debit, an audit row
+// naming the signer) runs both legs inside its own database transaction: on
+// PostgreSQL it binds the transaction to the context (Store.WithTx of
+// storage/postgres) and the effect reaches it with postgres.HostTx; the read
+// of the retry's request and its consumption then run in that transaction,
+// and nothing commits until the host commits. See the storage/postgres
+// documentation for the pattern, the same for every operation.
 // An account holds at most [Config].MaxPending live challenges; a first leg
 // beyond it is 429 RATE_LIMITED with Retry-After. Failures are the 401s of the service:
 // WALLET_SIGNATURE_MISSING, REQUEST_ID_MISSING, WALLET_SIGNATURE_MALFORMED,

@@ -297,7 +297,10 @@ func (a *Authorization) DecodeParameters(dst any) error {
 // wrote persists and the request stays unconsumed, so the client may retry.
 // It takes its inputs from [Authorization.DecodeParameters], never from the
 // retry's body: the body was only compared with the first call's. The store
-// may run it more than once (see [storage.Store.Atomic]).
+// may run it more than once (see [storage.Store.Atomic]), except inside a
+// host's transaction (storage/postgres's Store.WithTx), where it runs once
+// and reaches the host's transaction with postgres.HostTx, so the host's own
+// writes commit with the consumption.
 //
 // It runs with the signer's locks held (see [Manager.Complete]), so it takes
 // only locks that come later in the store's lock order: the operation's

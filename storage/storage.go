@@ -30,6 +30,17 @@
 // result. An error or a panic in the function rolls everything back (a panic is
 // re-raised after the rollback).
 //
+// A store may also run Atomic inside a transaction of the host's, so that
+// walletgate's writes and the host's own (a ledger debit, a customer row)
+// commit together. storage/postgres does: the host begins a pgx transaction,
+// binds it to the context with its Store.WithTx, and calls any walletgate
+// operation with that context; Atomic then runs in a savepoint of the host's
+// transaction, commits nothing and never reruns fn (a serialization failure
+// is returned for the host to roll back and rerun), and an effect reaches
+// the transaction with postgres.HostTx. The host commits or rolls back. The
+// pattern is the same for every operation. storage/memory has no host
+// transaction: its Atomic is always its own.
+//
 // # Exactly once
 //
 // Pending requests, OTP issuances and ownership challenges are consumed at
@@ -113,8 +124,9 @@ type Store interface {
 	// together; when it returns an error or panics, none of them persist and
 	// Atomic returns that error (or re-panics). fn may be run more than once
 	// when the store retries a serialization failure, so it must not have
-	// effects outside the Tx. fn must not call Atomic on the same store, and
-	// must not keep tx after returning.
+	// effects outside the Tx (inside a host's transaction, see the package
+	// documentation, it runs once). fn must not call Atomic on the same
+	// store, and must not keep tx after returning.
 	Atomic(ctx context.Context, fn func(tx Tx) error) error
 
 	// Sweep deletes at most limit records that expired before cutoff: pending

@@ -29,6 +29,21 @@
 // net/http. All state lives in the storage.Store; the service itself holds
 // none and is safe for concurrent use.
 //
+// # The host's transaction
+//
+// Every write of the service (CreateWallet, the signed retry of every
+// operation, Authorize for the host's own, UpdateEmail) runs in one
+// transaction of the store. On PostgreSQL the host may make it part of its
+// own: it begins a pgx transaction, binds it to the context with the
+// store's WithTx, calls the operation with that context and commits or
+// rolls back itself. Its customer row and the wallet CreateWallet makes
+// then commit together, and an effect writes the host's rows in the same
+// transaction through postgres.HostTx. Inside a host's transaction nothing
+// is rerun: a serialization failure or deadlock is returned (wrapping
+// postgres.ErrRerun) for the host to roll back and run again. The memory
+// store has no host transaction. The storage/postgres documentation shows
+// the pattern, the same for every operation.
+//
 // # Events
 //
 // Every security-relevant change (a credential added or revoked, a one-time

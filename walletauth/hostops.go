@@ -33,9 +33,17 @@ type HostOperation struct {
 	// the same signature. It must act on the authorization's parameters
 	// only.
 	//
+	// To write its own rows in the same transaction (a ledger debit, an
+	// audit row naming a.SessionID), the host runs Authorize inside its
+	// own database transaction: on PostgreSQL, with a context of the
+	// store's WithTx, the effect reaches that pgx.Tx with postgres.HostTx,
+	// and everything commits when the host commits (see the package
+	// documentation).
+	//
 	// Effect may run more than once for one retry: the store reruns a
 	// transaction that lost a lock conflict or a serialization check
-	// ([storage.Store.Atomic]), and every run but the last is rolled back.
+	// ([storage.Store.Atomic]), and every run but the last is rolled back
+	// (inside a host's transaction it runs once: the host reruns).
 	// So it must have no effect outside tx (no payment sent, no message,
 	// no write to another system, no change of memory that outlives the
 	// run): do those after Authorize returns, from the returned

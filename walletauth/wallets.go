@@ -27,6 +27,12 @@ type NewWallet struct {
 // is stored lowercased. An address already tied to an EMAIL_OTP credential of
 // another customer is 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS, also when two
 // customers race for it.
+//
+// To create the host's customer row and its wallet together, call it with a
+// context bound to the host's transaction (storage/postgres's Store.WithTx):
+// the wallet, its credential and its event commit when the host commits, and
+// a refusal leaves the host's transaction usable (see the package
+// documentation).
 func (s *Service) CreateWallet(ctx context.Context, w NewWallet) (*storage.InternalAccount, *AuthMethod, error) {
 	var v apierror.Validation
 	email := normalizeEmail(w.Email)

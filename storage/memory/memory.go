@@ -1,6 +1,11 @@
 // Package memory is the in-memory [storage.Store]: the embedded default of
 // walletgate, for a single process.
 //
+// Every Atomic is a transaction of the store's own: the memory store has no
+// host transaction (binding a host's database transaction to the context,
+// with its Store.WithTx, is a feature of storage/postgres), and it ignores
+// such a context.
+//
 // # Concurrency
 //
 // There is no store-wide lock: transactions that touch different records run

@@ -35,6 +35,38 @@
 // The Tx serializes its statements, so fn may hand it to goroutines, but
 // statements never overlap.
 //
+// # Host transactions
+//
+// A host that keeps its own tables in the same database runs any walletgate
+// write inside a transaction it began, in one pattern for every operation:
+//
+//	tx, err := pool.Begin(ctx) // READ COMMITTED (or SERIALIZABLE)
+//	if err != nil { ... }
+//	defer tx.Rollback(ctx)
+//	hctx := store.WithTx(ctx, tx)
+//	// Any operation given hctx (CreateWallet, RegisterAccount, SetStatus,
+//	// UpdateEmail, Authorize, ...) writes in tx; and around an ...In form:
+//	err = store.Atomic(hctx, func(wt storage.Tx) error {
+//		if _, err := own.CheckPayoutIn(ctx, wt, payout); err != nil {
+//			return err
+//		}
+//		pg, err := postgres.HostTx(ctx, wt) // the same tx, for the host's rows
+//		if err != nil {
+//			return err
+//		}
+//		_, err = pg.Exec(ctx, "INSERT INTO ledger ...")
+//		return err
+//	})
+//	if err != nil { return err } // tx is still usable: roll back, or go on
+//	return tx.Commit(ctx)
+//
+// An effect of a signed retry (walletauth's HostOperation.Effect,
+// signedretry's Effect) reaches the transaction the same way, with
+// [HostTx]. [Store.WithTx] binds the transaction to the store through the
+// context; [Store.Atomic] then runs in a savepoint of it, commits nothing,
+// and never reruns: a serialization failure or deadlock comes back at once
+// wrapping [ErrRerun], for the host to roll back and run again.
+//
 // # Exactly once across replicas
 //
 // Single-use records are consumed by one UPDATE (or DELETE) whose WHERE clause

@@ -67,3 +67,50 @@ func ExampleNew() {
 	fmt.Println(store.Schema())
 	// Output: wallet_auth
 }
+
+// ExampleStore_WithTx runs a walletgate write inside the host's own
+// transaction: the host's row and walletgate's commit together, or neither
+// does. It needs a database, so it has no checked output.
+func ExampleStore_WithTx() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("WALLETGATE_POSTGRES_DSN"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	store, err := postgres.New(pool, postgres.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	payout := func(ctx context.Context) error {
+		tx, err := pool.Begin(ctx) // READ COMMITTED
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
+		hctx := store.WithTx(ctx, tx)
+		err = store.Atomic(hctx, func(wt storage.Tx) error {
+			// A walletgate step: here an event; in a service, the payout
+			// gate (ownership's CheckPayoutIn) or any other operation.
+			e := storage.Event{ID: "Webhook:1", Type: "PAYOUT", AccountID: "ExternalAccount:1",
+				Payload: []byte(`{}`), CreatedAt: time.Now()}
+			if err := wt.Outbox().Append(ctx, &e); err != nil {
+				return err
+			}
+			pg, err := postgres.HostTx(ctx, wt) // the host's tx, for its own rows
+			if err != nil {
+				return err
+			}
+			_, err = pg.Exec(ctx, `UPDATE ledger SET balance = balance - 5 WHERE account = 'a'`)
+			return err // an error rolls back both writes; tx stays usable
+		})
+		if err != nil {
+			return err // errors.Is(err, postgres.ErrRerun): roll back and run again
+		}
+		return tx.Commit(ctx)
+	}
+	if err := payout(ctx); err != nil {
+		log.Print(err)
+	}
+}

@@ -37,8 +37,14 @@ const finishTimeout = 5 * time.Second
 type tx struct {
 	s    *Store
 	mu   sync.Mutex
-	conn *pgxpool.Conn
-	pg   pgx.Tx // nil until the first statement that writes or locks ran
+	conn *pgxpool.Conn // nil inside a host transaction
+	pg   pgx.Tx        // nil until the first statement that writes or locks ran
+	// host is the host's transaction when the Atomic runs inside one
+	// (Store.WithTx), binding its binding, and sp reports that the
+	// Atomic's savepoint in it has begun.
+	host    pgx.Tx
+	binding *hostBinding
+	sp      bool
 	// broken is set when the transaction could not begin, or a read before
 	// it failed; later statements and the commit report it.
 	broken error
@@ -82,7 +88,14 @@ func (t *tx) Idempotency() storage.IdempotencyKeys       { return idemRepo{t} }
 // plain reads before it run outside the transaction block, which changes
 // nothing they see (see run), so a transaction that only reads costs
 // its reads and no COMMIT.
+//
+// Given a context of [Store.WithTx], Atomic runs fn inside the host's
+// transaction instead, in a savepoint, once, and commits nothing (see
+// WithTx).
 func (s *Store) Atomic(ctx context.Context, fn func(storage.Tx) error) error {
+	if b := bindingOf(ctx); b != nil {
+		return s.atomicHost(ctx, b, fn)
+	}
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -98,7 +111,7 @@ func (s *Store) Atomic(ctx context.Context, fn func(storage.Tx) error) error {
 			return fmt.Errorf("%w (transaction rolled back: %w)", cerr, err)
 		}
 		if attempt >= s.cfg.MaxRetries || !retryable(err) {
-			return err
+			return rerunError(err)
 		}
 		if err := sleep(ctx, backoff(s.cfg.backoff, attempt)); err != nil {
 			return err
@@ -130,6 +143,16 @@ func (t *tx) commit(ctx context.Context) error {
 	if t.broken != nil {
 		return fmt.Errorf("postgres: commit: %w", t.broken)
 	}
+	if t.host != nil {
+		if !t.sp {
+			return nil // nothing written: nothing to release
+		}
+		if _, err := t.host.Exec(ctx, hostReleaseSQL); err != nil {
+			return fmt.Errorf("postgres: releasing the savepoint in the host transaction: %w", err)
+		}
+		t.sp = false
+		return nil
+	}
 	if t.pg == nil {
 		return nil // nothing ran in a transaction block: nothing to commit
 	}
@@ -151,6 +174,19 @@ func (t *tx) finish(ctx context.Context) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.done = true
+	if t.host != nil {
+		if t.sp {
+			// Roll back to the savepoint (also when a statement in it
+			// failed) and drop it, in one round trip; the host's
+			// transaction is usable again. A failure here means the
+			// connection failed: the host's next statement reports it.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+			_, _ = t.host.Exec(rctx, hostUndoSQL) // no arguments: the simple protocol, which an aborted transaction accepts
+			cancel()
+			t.sp = false
+		}
+		return
+	}
 	if t.pg != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 		_ = t.pg.Rollback(rctx) // a failed rollback closes the connection; the server then aborts the transaction
@@ -186,6 +222,8 @@ func (t *tx) run(ctx context.Context, b *pgx.Batch, read bool) error {
 		return storage.ErrTxDone
 	case t.broken != nil:
 		return t.broken
+	case t.host != nil:
+		return t.runHost(ctx, b, read)
 	case t.pg != nil:
 		return t.conn.SendBatch(ctx, b).Close()
 	case read:

@@ -1,0 +1,249 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/walletgate/walletgate/storage"
+)
+
+// ErrRerun reports that PostgreSQL aborted a statement to resolve a conflict
+// with another transaction: a serialization failure (40001) or a deadlock
+// (40P01). The transaction must be rolled back and run again from its
+// BEGIN. [Store.Atomic] reruns its own transactions ([Config.MaxRetries]
+// times) and returns an error wrapping ErrRerun once they are spent; inside
+// a host's transaction ([Store.WithTx]) it never reruns and returns it at
+// once, since only the host can roll back and rerun what it began. The
+// driver's *pgconn.PgError stays in the chain.
+var ErrRerun = errors.New("postgres: the transaction lost a conflict with another (serialization failure or deadlock): roll it back and run it again")
+
+// The statements of the savepoint [Store.Atomic] runs in inside a host
+// transaction, and of its isolation check. Savepoint names stack, so an
+// Atomic nested in another rolls back to its own. The undo has no
+// arguments and runs in the simple protocol, which an aborted transaction
+// accepts (it cannot prepare a statement).
+const (
+	hostSavepointSQL    = `SAVEPOINT walletgate_atomic`
+	hostReleaseSQL      = `RELEASE SAVEPOINT walletgate_atomic`
+	hostUndoSQL         = `ROLLBACK TO SAVEPOINT walletgate_atomic; RELEASE SAVEPOINT walletgate_atomic`
+	hostIsolationSQL    = `SELECT current_setting('transaction_isolation')`
+	isolationRepeatRead = "repeatable read"
+)
+
+// hostKey is the context key of a host transaction.
+type hostKey struct{}
+
+// hostBinding is a host transaction bound to a store by [Store.WithTx].
+type hostBinding struct {
+	store *Store
+	tx    pgx.Tx
+	// isolation is checked once, with the first savepoint.
+	isolationOK atomic.Bool
+}
+
+// WithTx returns a context under which every [Store.Atomic] of s runs inside
+// tx, a transaction the host began (on any pool of the database that holds
+// the store's schema) and commits or rolls back itself. Every walletgate
+// operation on s (the payout gate, a signed retry, a registration, a status
+// change, a wallet creation, an email change) then writes in the host's
+// transaction, and commits when, and only when, the host commits:
+//
+//	tx, err := pool.Begin(ctx)
+//	if err != nil { ... }
+//	defer tx.Rollback(ctx) // a no-op after Commit
+//	hctx := store.WithTx(ctx, tx)
+//	if _, err := svc.CreateWallet(hctx, w); err != nil { return err } // or any other operation
+//	return tx.Commit(ctx)
+//
+// Inside the host's transaction, Atomic
+//
+//   - sends every statement, reads included, through tx, so it sees what the
+//     host (and earlier walletgate calls of the transaction) wrote;
+//   - runs fn in a savepoint, begun with its first statement that writes or
+//     locks (or by [HostTx]): fn returning nil releases the savepoint and
+//     commits nothing; an error or a panic rolls back to it, undoing what fn
+//     and the host's statements made through [HostTx] wrote since, and tx
+//     stays usable, with the locks and writes it had before;
+//   - runs fn once: it never reruns. A serialization failure or a deadlock
+//     is returned at once wrapping [ErrRerun], after rolling back to the
+//     savepoint; the host rolls its transaction back and, if it wants, runs
+//     it again from the BEGIN (walletgate's rules hold for any rerun: a
+//     consumed request or code stays consumed only when the host committed).
+//     So fn, and an effect, may count on one run per call.
+//
+// tx must run at READ COMMITTED (the store's level, whose rules it keeps
+// with locks and guarded statements) or SERIALIZABLE (which keeps them too,
+// at the cost of more conflicts returned as ErrRerun). REPEATABLE READ is
+// refused: its snapshot, taken at the first statement of tx, would hide
+// from a check what committed while it waited for its lock, so rules such as
+// "one EMAIL_OTP credential per address" would not hold. The level is read
+// with the first savepoint, in the same round trip.
+//
+// tx serves one statement at a time, as any pgx.Tx: the host calls
+// walletgate operations in its transaction one after another, not from
+// several goroutines. The context binds tx to s alone: an Atomic of another
+// Store given this context (or one derived from it) fails without sending
+// anything, since its writes would otherwise silently commit apart from the
+// host's. [Store.Sweep] ignores the binding.
+//
+// The locks walletgate takes (an account held by the payout gate, a signer
+// held by a signed retry) are held until the host's transaction ends, not
+// until the call returns: keep the transaction short. One that runs several
+// operations holds the locks of all of them, possibly out of the store's
+// lock order; PostgreSQL then resolves a cycle with another transaction as
+// a deadlock, returned as ErrRerun.
+//
+// Atomic fails without sending anything when tx is aborted (a statement of
+// it failed and was not rolled back to a savepoint) or has ended. A
+// statement that fails outright before the savepoint begins (a plain read
+// cut by a timeout) and a context cancelled while a statement is in flight
+// (pgx then closes the connection) fail the host's transaction as any
+// statement of its own would: the host rolls back.
+func (s *Store) WithTx(ctx context.Context, tx pgx.Tx) context.Context {
+	return context.WithValue(ctx, hostKey{}, &hostBinding{store: s, tx: tx})
+}
+
+// bindingOf returns the host transaction ctx carries, or nil.
+func bindingOf(ctx context.Context) *hostBinding {
+	b, _ := ctx.Value(hostKey{}).(*hostBinding)
+	return b
+}
+
+// HostTx returns the host's transaction behind t, a [storage.Tx] of an
+// Atomic running inside a host transaction ([Store.WithTx]), so that an
+// effect (of a signed retry) or a function the host gives to Atomic (around
+// ownership's CheckPayoutIn and the other ...In forms) writes the host's own
+// rows in the same transaction as walletgate's. It begins Atomic's savepoint first when no
+// statement has, so whatever is written through the returned pgx.Tx rolls
+// back with walletgate's writes when fn fails and commits when the host
+// commits.
+//
+// The returned pgx.Tx refuses Commit and Rollback: the host ends its
+// transaction after the walletgate call returns. Use it only while fn runs,
+// and not concurrently with walletgate's statements.
+//
+// It fails for a Tx that does not run inside a host transaction (the pool
+// transactions of Atomic without [Store.WithTx], and every Tx of another
+// store: storage/memory has no host transaction), and with
+// [storage.ErrTxDone] after Atomic returned.
+func HostTx(ctx context.Context, t storage.Tx) (pgx.Tx, error) {
+	pt, ok := t.(*tx)
+	if !ok || pt.host == nil {
+		return nil, errors.New("postgres: HostTx: the transaction does not run inside a host transaction (bind one with Store.WithTx)")
+	}
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	switch {
+	case pt.done:
+		return nil, storage.ErrTxDone
+	case pt.broken != nil:
+		return nil, pt.broken
+	}
+	if !pt.sp {
+		if err := pt.runHost(ctx, &pgx.Batch{}, false); err != nil {
+			return nil, err
+		}
+	}
+	return hostTx{pt.host}, nil
+}
+
+// hostTx is the host's transaction as an effect sees it: it may not end it.
+type hostTx struct{ pgx.Tx }
+
+var errHostEnds = errors.New("postgres: the host transaction is committed or rolled back by the host, after the walletgate call returns")
+
+// Commit refuses: the host commits after the walletgate call returns.
+func (hostTx) Commit(context.Context) error { return errHostEnds }
+
+// Rollback refuses: returning an error from the function rolls back its
+// writes; the host rolls back after the walletgate call returns.
+func (hostTx) Rollback(context.Context) error { return errHostEnds }
+
+// atomicHost is Atomic inside the host transaction of b.
+func (s *Store) atomicHost(ctx context.Context, b *hostBinding, fn func(storage.Tx) error) error {
+	if b.store != s {
+		return fmt.Errorf("postgres: the context carries a host transaction bound to another store (schema %q), not this one (schema %q): bind it with this store's WithTx",
+			b.store.cfg.Schema, s.cfg.Schema)
+	}
+	if b.tx == nil || b.tx.Conn() == nil {
+		return errors.New("postgres: the context carries a nil host transaction")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	switch b.tx.Conn().PgConn().TxStatus() {
+	case 'E':
+		return errors.New("postgres: the host transaction is aborted (a statement of it failed): roll it back")
+	case 'I':
+		return errors.New("postgres: the host transaction has ended")
+	}
+	t := &tx{s: s, host: b.tx, binding: b}
+	err := func() error {
+		defer t.finish(ctx)
+		if err := fn(t); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("postgres: savepoint rolled back: %w", err)
+		}
+		return t.commit(ctx)
+	}()
+	return rerunError(err)
+}
+
+// rerunError wraps err with ErrRerun when PostgreSQL aborted a statement
+// to resolve a conflict and err does not say so yet.
+func rerunError(err error) error {
+	if err == nil || errors.Is(err, ErrRerun) {
+		return err
+	}
+	switch pgCode(err) {
+	case codeSerializationFailure, codeDeadlockDetected:
+		return fmt.Errorf("%w: %w", ErrRerun, err)
+	}
+	return err
+}
+
+// runHost is run inside a host transaction. Plain reads before the first
+// statement that writes or locks run in the host's transaction without a
+// savepoint (they have nothing to undo); that statement travels with the
+// SAVEPOINT (and, the first time for the binding, the check of the
+// isolation level) in one round trip. t.mu is held.
+func (t *tx) runHost(ctx context.Context, b *pgx.Batch, read bool) error {
+	if t.sp || read {
+		err := rerunError(t.host.SendBatch(ctx, b).Close())
+		if err != nil && !t.sp {
+			t.broken = fmt.Errorf("postgres: a read in the host transaction failed: %w", err)
+		}
+		return err
+	}
+	first := &pgx.Batch{}
+	first.Queue(hostSavepointSQL).Exec(func(pgconn.CommandTag) error { t.sp = true; return nil })
+	var level string
+	checkLevel := !t.binding.isolationOK.Load()
+	if checkLevel {
+		first.Queue(hostIsolationSQL).QueryRow(func(r pgx.Row) error { return r.Scan(&level) })
+	}
+	first.QueuedQueries = append(first.QueuedQueries, b.QueuedQueries...)
+	err := rerunError(t.host.SendBatch(ctx, first).Close())
+	if !t.sp {
+		if err == nil {
+			err = errors.New("postgres: SAVEPOINT did not run")
+		}
+		t.broken = fmt.Errorf("postgres: beginning a savepoint in the host transaction: %w", err)
+		return t.broken
+	}
+	if checkLevel && level != "" {
+		if level == isolationRepeatRead {
+			t.broken = errors.New("postgres: the host transaction runs at REPEATABLE READ; walletgate's rules hold at READ COMMITTED or SERIALIZABLE only")
+			return t.broken
+		}
+		t.binding.isolationOK.Store(true)
+	}
+	return err
+}
