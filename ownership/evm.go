@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/hex"
 	"math/big"
+	"strconv"
 	"strings"
 
-	"github.com/ethereum/go-ethereum/accounts"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 )
@@ -32,7 +32,7 @@ func (EVMVerifier) Verify(_ context.Context, w Wallet, message []byte, sig Signa
 	if err != nil {
 		return err
 	}
-	got, err := recoverPrefixed(accounts.TextHash(message), sig.Value)
+	got, err := recoverPrefixed(evmHash(message), sig.Value)
 	if err != nil {
 		return err
 	}
@@ -40,6 +40,15 @@ func (EVMVerifier) Verify(_ context.Context, w Wallet, message []byte, sig Signa
 		return mismatch("recovered address does not match")
 	}
 	return nil
+}
+
+// evmMessagePrefix is EIP-191's version 0x45 (personal_sign) prefix.
+const evmMessagePrefix = "\x19Ethereum Signed Message:\n"
+
+// evmHash is the EIP-191 personal_sign digest of message: keccak256 of the
+// prefix, the message length in decimal and the message.
+func evmHash(message []byte) []byte {
+	return crypto.Keccak256([]byte(evmMessagePrefix+strconv.Itoa(len(message))), message)
 }
 
 // parseEVMAddress decodes a 0x address and enforces EIP-55 on mixed case.
