@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"math/big"
+	"strconv"
 	"strings"
 
-	"github.com/ethereum/go-ethereum/accounts"
-	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/btcsuite/btcd/btcec/v2"
+	"github.com/btcsuite/btcd/btcec/v2/ecdsa"
+	"golang.org/x/crypto/sha3"
 )
 
 // EVMVerifier verifies EIP-191 personal_sign signatures for EVM chains
@@ -32,7 +32,7 @@ func (EVMVerifier) Verify(_ context.Context, w Wallet, message []byte, sig Signa
 	if err != nil {
 		return err
 	}
-	got, err := recoverPrefixed(accounts.TextHash(message), sig.Value)
+	got, err := recoverPrefixed(evmHash(message), sig.Value)
 	if err != nil {
 		return err
 	}
@@ -42,42 +42,87 @@ func (EVMVerifier) Verify(_ context.Context, w Wallet, message []byte, sig Signa
 	return nil
 }
 
+// evmMessagePrefix is EIP-191's version 0x45 (personal_sign) prefix.
+const evmMessagePrefix = "\x19Ethereum Signed Message:\n"
+
+// evmHash is the EIP-191 personal_sign digest of message: keccak256 of the
+// prefix, the message length in decimal and the message.
+func evmHash(message []byte) []byte {
+	return keccak256([]byte(evmMessagePrefix+strconv.Itoa(len(message))), message)
+}
+
+// keccak256 is Ethereum's Keccak-256 (the original padding, not SHA3-256)
+// of the concatenated parts.
+func keccak256(parts ...[]byte) []byte {
+	h := sha3.NewLegacyKeccak256()
+	for _, p := range parts {
+		h.Write(p)
+	}
+	return h.Sum(nil)
+}
+
+// evmAddress is the 20-byte key hash of an EVM (or TRON) address.
+type evmAddress [20]byte
+
 // parseEVMAddress decodes a 0x address and enforces EIP-55 on mixed case.
-func parseEVMAddress(s string) (common.Address, error) {
+func parseEVMAddress(s string) (evmAddress, error) {
 	s = strings.TrimSpace(s)
 	if len(s) != 42 || (s[:2] != "0x" && s[:2] != "0X") {
-		return common.Address{}, malformed("address is not 0x followed by 40 hex digits")
+		return evmAddress{}, malformed("address is not 0x followed by 40 hex digits")
 	}
-	var a common.Address
+	var a evmAddress
 	if _, err := hex.Decode(a[:], []byte(s[2:])); err != nil {
-		return common.Address{}, malformed("address is not 0x followed by 40 hex digits")
+		return evmAddress{}, malformed("address is not 0x followed by 40 hex digits")
 	}
 	digits := s[2:]
 	if digits != strings.ToLower(digits) && digits != strings.ToUpper(digits) {
-		if a.Hex()[2:] != digits {
-			return common.Address{}, malformed("address fails its EIP-55 checksum")
+		if eip55(a) != digits {
+			return evmAddress{}, malformed("address fails its EIP-55 checksum")
 		}
 	}
 	return a, nil
 }
 
-// recoverPrefixed decodes a hex r‖s‖v signature, checks v and low-S, and
-// returns the 20-byte Ethereum-style address of the key that signed digest.
-// TRON shares this encoding and key hash.
-func recoverPrefixed(digest []byte, value string) (common.Address, error) {
-	sig, err := decodeRSV(value)
-	if err != nil {
-		return common.Address{}, err
+// eip55 returns the 40 hex digits of a in EIP-55 checksum case: a letter is
+// upper case when the matching nibble of keccak256 of the lowercase digits
+// is 8 or more.
+func eip55(a evmAddress) string {
+	digits := []byte(hex.EncodeToString(a[:]))
+	hash := keccak256(digits)
+	for i, c := range digits {
+		nibble := hash[i/2] >> 4
+		if i%2 == 1 {
+			nibble = hash[i/2] & 0x0f
+		}
+		if c >= 'a' && nibble >= 8 {
+			digits[i] = c - 'a' + 'A'
+		}
 	}
-	pub, err := crypto.SigToPub(digest, sig)
-	if err != nil {
-		return common.Address{}, mismatch("no public key recovers from the signature")
-	}
-	return crypto.PubkeyToAddress(*pub), nil
+	return string(digits)
 }
 
-// decodeRSV parses 65 bytes of hex r‖s‖v into go-ethereum's form (v in
-// {0, 1}), rejecting other v values, out-of-range r or s, and high s.
+// recoverPrefixed decodes a hex r‖s‖v signature, checks v and low-S, and
+// returns the 20-byte Ethereum-style address of the key that signed digest:
+// the last 20 bytes of keccak256 of its uncompressed public key. TRON
+// shares this encoding and key hash.
+func recoverPrefixed(digest []byte, value string) (evmAddress, error) {
+	compact, err := decodeRSV(value)
+	if err != nil {
+		return evmAddress{}, err
+	}
+	pub, _, err := ecdsa.RecoverCompact(compact, digest)
+	if err != nil {
+		return evmAddress{}, mismatch("no public key recovers from the signature")
+	}
+	var a evmAddress
+	copy(a[:], keccak256(pub.SerializeUncompressed()[1:])[12:])
+	return a, nil
+}
+
+// decodeRSV parses 65 bytes of hex r‖s‖v (v in {27, 28} or {0, 1}) into
+// the compact form btcec recovers from (27+v, then r‖s, for an
+// uncompressed key), rejecting other v values, r or s zero or not below the
+// group order, and high s.
 func decodeRSV(value string) ([]byte, error) {
 	s := strings.TrimSpace(value)
 	if len(s) >= 2 && (s[:2] == "0x" || s[:2] == "0X") {
@@ -97,16 +142,17 @@ func decodeRSV(value string) ([]byte, error) {
 	if v > 1 {
 		return nil, malformed("signature recovery byte v is not 27, 28, 0 or 1")
 	}
-	sig[64] = v
-	r := new(big.Int).SetBytes(sig[:32])
-	sv := new(big.Int).SetBytes(sig[32:64])
-	if !crypto.ValidateSignatureValues(v, r, sv, false) {
+	var r, sv btcec.ModNScalar
+	if r.SetByteSlice(sig[:32]) || sv.SetByteSlice(sig[32:64]) || r.IsZero() || sv.IsZero() {
 		return nil, malformed("signature r or s is out of range")
 	}
-	if !crypto.ValidateSignatureValues(v, r, sv, true) {
+	if sv.IsOverHalfOrder() {
 		return nil, malformed("signature s is not low (EIP-2)")
 	}
-	return sig, nil
+	compact := make([]byte, 65)
+	compact[0] = 27 + v
+	copy(compact[1:], sig[:64])
+	return compact, nil
 }
 
 // ValidateAddress implements [AddressValidator]: a 0x address of 40 hex

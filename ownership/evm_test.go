@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ethereum/go-ethereum/accounts"
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 )
 
@@ -114,4 +115,27 @@ func TestEVMTronSeparation(t *testing.T) {
 	}
 	wantReject(t, (TronVerifier{}).Verify(ctx, Wallet{Address: tronAddr}, msg, Signature{Value: hex.EncodeToString(evmSig)}), "recovered address does not match")
 	wantReject(t, (EVMVerifier{}).Verify(ctx, Wallet{Address: evmAddr}, msg, Signature{Value: hex.EncodeToString(tronSig)}), "recovered address does not match")
+}
+
+// TestEIP55MatchesGoEthereum checks the checksum case against go-ethereum's
+// encoding of many addresses, and recovery against its signer.
+func TestEIP55MatchesGoEthereum(t *testing.T) {
+	for i := range 256 {
+		var a evmAddress
+		copy(a[:], crypto.Keccak256([]byte{byte(i)}))
+		if got, want := "0x"+eip55(a), common.Address(a).Hex(); got != want {
+			t.Fatalf("eip55 = %s, want %s", got, want)
+		}
+		if _, err := parseEVMAddress(common.Address(a).Hex()); err != nil {
+			t.Fatalf("%s: %v", common.Address(a).Hex(), err)
+		}
+	}
+	for i := range 32 {
+		digest := crypto.Keccak256([]byte{byte(i), 1})
+		addr, sig := evmSign(t, string(rune('a'+i)), digest)
+		got, err := recoverPrefixed(digest, hex.EncodeToString(sig))
+		if err != nil || common.Address(got).Hex() != addr {
+			t.Fatalf("recovered %x, %v; want %s", got, err, addr)
+		}
+	}
 }

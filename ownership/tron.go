@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/mr-tron/base58"
 )
 
@@ -44,7 +43,7 @@ func (TronVerifier) Verify(_ context.Context, w Wallet, message []byte, sig Sign
 
 // tronHash is the TIP-191 digest of message.
 func tronHash(message []byte) []byte {
-	return crypto.Keccak256([]byte(tronMessagePrefix+strconv.Itoa(len(message))), message)
+	return keccak256([]byte(tronMessagePrefix+strconv.Itoa(len(message))), message)
 }
 
 // parseTronAddress decodes a base58check T… address into its 20-byte key hash.

@@ -194,12 +194,15 @@ func TestRelayReplicas(t *testing.T) {
 }
 
 // crashing publishes through next and then, for the first delivery only,
-// signals the crash and never returns: the replica dies with the event sent
-// and its outcome unrecorded.
+// signals the crash and hangs until dead is closed at the end of the test:
+// the replica is gone with the event sent and its outcome unrecorded.
+// (Cancelling the relay's context would be a graceful stop, which records
+// outcomes.)
 type crashing struct {
 	next    relay.Publisher
 	once    sync.Once
 	crashed chan storage.Event
+	dead    chan struct{}
 }
 
 func (p *crashing) Publish(c context.Context, e storage.Event) error {
@@ -210,8 +213,8 @@ func (p *crashing) Publish(c context.Context, e storage.Event) error {
 	p.once.Do(func() { crash = true })
 	if crash {
 		p.crashed <- e
-		<-c.Done()
-		return c.Err()
+		<-p.dead
+		return errors.New("the replica was dead")
 	}
 	return nil
 }
@@ -233,19 +236,15 @@ func TestRelayReplicaKilled(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	evs := appendOutbox(t, stores[0], 40, 8, now)
 
-	crash := &crashing{next: pub, crashed: make(chan storage.Event, 1)}
+	crash := &crashing{next: pub, crashed: make(chan storage.Event, 1), dead: make(chan struct{})}
 	dying, err := relay.New(relay.Config{Store: stores[0], Publisher: crash, Clock: clock, Owner: "dying", Workers: 1, Batch: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kill, cancelKill := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { _, err := dying.RunOnce(kill); done <- err }()
-	inFlight := <-crash.crashed
-	cancelKill() // the process dies: nothing it leased is recorded
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("the killed replica returned %v", err)
-	}
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = dying.RunOnce(ctx) }()
+	t.Cleanup(func() { close(crash.dead); <-done })
+	inFlight := <-crash.crashed // the process hangs dead: nothing it leased is recorded
 
 	// Its leases hold the events until they end; then the survivor
 	// delivers them all.
@@ -294,5 +293,64 @@ func BenchmarkRelayThroughput(b *testing.B) {
 			deliverAll(b, stores, pub, b.N, time.Now)
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
 		})
+	}
+}
+
+// holding publishes through next once proceed is closed, after signalling
+// that its first delivery started.
+type holding struct {
+	next    relay.Publisher
+	once    sync.Once
+	started chan struct{}
+	proceed chan struct{}
+}
+
+func (p *holding) Publish(c context.Context, e storage.Event) error {
+	p.once.Do(func() { close(p.started); <-p.proceed })
+	return p.next.Publish(c, e)
+}
+
+// TestRelayGracefulShutdown stops a replica mid-delivery by cancelling its
+// Run: the delivery in flight completes and its outcome is recorded
+// although the context is gone, the events it leased but had not started
+// are released, and another replica delivers the rest at once, without
+// waiting for the leases to end: every event arrives exactly once.
+func TestRelayGracefulShutdown(t *testing.T) {
+	ctx := t.Context()
+	stores := relayReplicas(t, 2)
+	signer := newWebhookSigner(t)
+	in := newInbox(t, signer)
+	pub, err := webhook.NewPublisher(in.srv.URL, signer, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	clock := func() time.Time { return now } // no lease ends during the test
+	evs := appendOutbox(t, stores[0], 40, 8, now)
+
+	hold := &holding{next: pub, started: make(chan struct{}), proceed: make(chan struct{})}
+	stopping, err := relay.New(relay.Config{Store: stores[0], Publisher: hold, Clock: clock, Owner: "stopping", Workers: 1, Batch: 4, ShutdownTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- stopping.Run(run) }()
+	<-hold.started
+	stop()
+	close(hold.proceed)
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the stopped replica returned %v, want context.Canceled", err)
+	}
+
+	deliverAll(t, stores[1:], pub, len(evs)-1, clock)
+	count := map[string]int{}
+	for _, id := range in.received() {
+		count[id]++
+	}
+	for _, e := range evs {
+		if count[e.ID] != 1 {
+			t.Fatalf("event %s arrived %d times, want once", e.ID, count[e.ID])
+		}
 	}
 }

@@ -7,6 +7,35 @@
 // advisory lock, applies the embedded migrations that are missing in one
 // transaction and records them in the schema_migrations table.
 //
+// # Migrations and upgrades
+//
+// A host that runs its own migration tool (goose, golang-migrate, Atlas,
+// Flyway) takes the SQL from [Migrations] instead: one script per version,
+// in order, each to run once in one transaction. Each script records its
+// version in schema_migrations as [Migrate] does, so the two can be mixed
+// and either finds the other's work applied. [New] does no I/O and checks
+// nothing; at start-up, after opening the pool and before serving, such a
+// host calls [CheckSchema], which reports a schema that lacks migrations
+// ([ErrSchemaBehind]) or has a newer release's ([ErrSchemaAhead]), naming
+// the versions. A host that calls Migrate at start-up needs no check.
+//
+// Migrations are additive, so the release before a migration keeps working
+// on the schema after it: a migration adds tables, indexes, and columns
+// that are nullable or have a default; it never drops or renames a table or
+// column an earlier release reads or writes, and never adds a constraint
+// that its rows could break. The one kind of data it may delete is
+// short-lived secrets that must not survive an upgrade (version 2 deleted
+// the plaintext one-time codes, ending the logins in progress). To upgrade
+// a running fleet: apply the new release's migrations first (Migrate from
+// one replica of the new release or a deploy job, or the host's tool), then
+// replace the replicas one by one. The replicas of the previous release
+// keep serving on the newer schema meanwhile: Migrate leaves versions it does
+// not know alone, and CheckSchema's ErrSchemaAhead is safe for them to log
+// and continue. Skipping a release is safe too, since the migrations of
+// every skipped release apply in order. A release that needs to remove a
+// column does it in two steps: one release stops using it, a later one
+// drops it.
+//
 // # Schema
 //
 // Every table lives in one schema ([Config.Schema], [DefaultSchema] unless

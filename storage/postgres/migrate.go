@@ -24,6 +24,14 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
+// schemaMigrationsDDL creates the table recording the applied migrations,
+// in the schema search_path names.
+const schemaMigrationsDDL = `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer     PRIMARY KEY,
+    name       text        NOT NULL,
+    sha256     bytea       NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now())`
+
 // migration is one versioned schema change.
 type migration struct {
 	version int
@@ -116,11 +124,7 @@ func migrate(ctx context.Context, tx pgx.Tx, schema string, ms []migration) (int
 	if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+quoted); err != nil {
 		return 0, err
 	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    integer     PRIMARY KEY,
-		name       text        NOT NULL,
-		sha256     bytea       NOT NULL,
-		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+	if _, err := tx.Exec(ctx, schemaMigrationsDDL); err != nil {
 		return 0, fmt.Errorf("creating schema_migrations: %w", err)
 	}
 	done := map[int][]byte{}
@@ -160,4 +164,144 @@ func migrate(ctx context.Context, tx pgx.Tx, schema string, ms []migration) (int
 		applied++
 	}
 	return applied, nil
+}
+
+// Migration is one versioned change of the schema, as a host's own
+// migration tool (goose, golang-migrate, Atlas, Flyway) applies it instead
+// of [Migrate].
+type Migration struct {
+	// Version numbers the migrations from 1 without gaps; they apply in
+	// Version order.
+	Version int
+	// Name is the migration's file name without .sql, e.g. "0001_init".
+	Name string
+	// SQL is the whole script for one schema: it creates the schema when
+	// missing, sets search_path locally to it, makes the change, and
+	// records Version with the file's SHA-256 in the schema's
+	// schema_migrations table exactly as [Migrate] does, so [CheckSchema]
+	// and a later [Migrate] see it as applied. It must run in one
+	// transaction (SET LOCAL does not outlive it; outside a transaction the
+	// script fails before the change, naming this rule). Its
+	// statements end with a semicolon at the end of a line, so tools that
+	// split a script at such semicolons run it statement by statement.
+	SQL string
+}
+
+// Migrations returns the migrations of this release for cfg.Schema
+// ([DefaultSchema] when empty), in Version order: what [Migrate] applies,
+// rendered for a host's migration tool. Apply each once, in order, in one
+// transaction each; the scripts are additive (see the package
+// documentation on upgrading a running fleet). An error is a schema name
+// that is out of range.
+func Migrations(cfg Config) ([]Migration, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	ms, err := loadMigrations(migrationFiles)
+	if err != nil {
+		return nil, err
+	}
+	ident := pgx.Identifier{cfg.Schema}.Sanitize()
+	literal := "'" + strings.ReplaceAll(cfg.Schema, "'", "''") + "'"
+	out := make([]Migration, len(ms))
+	for i, m := range ms {
+		var b strings.Builder
+		fmt.Fprintf(&b, "-- walletgate migration %s for schema %s: run it in one transaction.\n", m.name, ident)
+		fmt.Fprintf(&b, "CREATE SCHEMA IF NOT EXISTS %s;\n", ident)
+		fmt.Fprintf(&b, "SET LOCAL search_path TO %s;\n", ident)
+		// Outside a transaction SET LOCAL has no effect: stop before the
+		// change lands in another schema.
+		fmt.Fprintf(&b, "SELECT CAST('walletgate: run this migration in one transaction (SET LOCAL search_path did not take effect; current schema: ' || coalesce(current_schema(), 'none') || ')' AS integer) WHERE current_schema() IS DISTINCT FROM %s;\n", literal)
+		b.WriteString(schemaMigrationsDDL + ";\n\n")
+		b.WriteString(strings.TrimSpace(m.sql))
+		b.WriteString("\n\n")
+		fmt.Fprintf(&b, "INSERT INTO schema_migrations (version, name, sha256) VALUES (%d, '%s', '\\x%x'::bytea);\n", m.version, strings.ReplaceAll(m.name, "'", "''"), m.sum)
+		out[i] = Migration{Version: m.version, Name: m.name, SQL: b.String()}
+	}
+	return out, nil
+}
+
+// ErrSchemaBehind and ErrSchemaAhead are the errors of [CheckSchema], for
+// errors.Is.
+var (
+	// ErrSchemaBehind: the schema lacks migrations this release needs; run
+	// [Migrate] (or the host's tool with [Migrations]) before serving.
+	ErrSchemaBehind = errors.New("postgres: the schema is behind this release")
+	// ErrSchemaAhead: the schema has migrations of a newer release. Under
+	// the additive rule the previous release keeps working on it, so a
+	// replica of the previous release may log this and serve during a
+	// rolling upgrade.
+	ErrSchemaAhead = errors.New("postgres: the schema is ahead of this release")
+)
+
+// CheckSchema compares the migrations recorded in cfg.Schema's
+// schema_migrations table with this release's, and returns nil when they
+// match: every migration of this release is applied with the same content
+// and none is newer. It changes nothing, so hosts whose own tool applies
+// [Migrations] call it at start-up, after opening the pool and before
+// serving; [New] does not call it and does no I/O. A schema that lacks a
+// migration (or does not exist) is an error wrapping [ErrSchemaBehind], one
+// with versions above this release's an error wrapping [ErrSchemaAhead];
+// both name the versions. An applied migration whose checksum differs is
+// an error naming it, as for Migrate.
+func CheckSchema(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
+	if pool == nil {
+		return errors.New("postgres: pool is nil")
+	}
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return err
+	}
+	ms, err := loadMigrations(migrationFiles)
+	if err != nil {
+		return err
+	}
+	want := len(ms)
+	var table *string
+	if err := pool.QueryRow(ctx, "SELECT to_regclass($1)::text", pgx.Identifier{cfg.Schema, "schema_migrations"}.Sanitize()).Scan(&table); err != nil {
+		return fmt.Errorf("postgres: checking schema %q: %w", cfg.Schema, err)
+	}
+	if table == nil {
+		return fmt.Errorf("%w: schema %q has no migrations applied, this release needs versions 1 to %d", ErrSchemaBehind, cfg.Schema, want)
+	}
+	rows, err := pool.Query(ctx, "SELECT version, sha256 FROM "+pgx.Identifier{cfg.Schema, "schema_migrations"}.Sanitize()+" ORDER BY version")
+	if err != nil {
+		return fmt.Errorf("postgres: checking schema %q: %w", cfg.Schema, err)
+	}
+	done := map[int][]byte{}
+	var ahead []int
+	for rows.Next() {
+		var v int
+		var sum []byte
+		if err := rows.Scan(&v, &sum); err != nil {
+			rows.Close()
+			return fmt.Errorf("postgres: checking schema %q: %w", cfg.Schema, err)
+		}
+		done[v] = sum
+		if v > want {
+			ahead = append(ahead, v)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres: checking schema %q: %w", cfg.Schema, err)
+	}
+	var missing []int
+	for _, m := range ms {
+		sum, ok := done[m.version]
+		if !ok {
+			missing = append(missing, m.version)
+			continue
+		}
+		if !bytes.Equal(sum, m.sum[:]) {
+			return fmt.Errorf("postgres: schema %q: migration %s was applied with another content (checksum differs); released migrations must not change", cfg.Schema, m.name)
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		return fmt.Errorf("%w: schema %q lacks migration versions %v, this release needs 1 to %d", ErrSchemaBehind, cfg.Schema, missing, want)
+	case len(ahead) > 0:
+		return fmt.Errorf("%w: schema %q has migration versions %v, this release knows 1 to %d", ErrSchemaAhead, cfg.Schema, ahead, want)
+	}
+	return nil
 }

@@ -23,6 +23,27 @@
 // failure from MinBackoff up to MaxBackoff, with jitter (a random part of up
 // to half the delay), so receivers that come back are not hit by every
 // relay at once.
+//
+// # Shutdown
+//
+// Cancelling the context of [Relay.Run] (or [Relay.RunOnce]) is a graceful
+// stop: the relay leases nothing more, starts no further Publish, and gives
+// the deliveries in flight up to ShutdownTimeout to finish. Every outcome —
+// delivered, failed, or abandoned — is then recorded in the store with a
+// context that outlives the cancelled one (bounded by half the lease), so no
+// event stays leased after Run returns and the account's later events are
+// not held back until the lease ends. A delivery still running at the
+// deadline is abandoned: its Publish context is cancelled and the event is
+// released, due again at once for any relay, with the attempt counted and
+// the reason "relay: shut down before the delivery finished". The receiver
+// may have got it already; it deduplicates by the event id, as for any
+// retry. Leased events whose Publish had not started are released the same
+// way. Only a crash (or a store that cannot be reached) leaves events leased
+// until their lease ends.
+//
+// Expired records, delivered events included, are deleted by a sweeper:
+// run a storage/sweep.Sweeper next to the relay rather than a ticker of your
+// own.
 package relay
 
 import (
@@ -50,7 +71,18 @@ const (
 	DefaultMaxBackoff = 15 * time.Minute
 	DefaultMaxAge     = 72 * time.Hour
 	DefaultPoll       = time.Second
+	// DefaultShutdownTimeout is how long deliveries in flight may run on
+	// after Run's context is cancelled.
+	DefaultShutdownTimeout = 10 * time.Second
 )
+
+// shutdownReason is the failure reason stored with an event released at
+// shutdown.
+const shutdownReason = "relay: shut down before the delivery finished"
+
+// errShutdown cancels the deliveries still running at the shutdown
+// deadline, and marks the events never started at shutdown.
+var errShutdown = errors.New(shutdownReason)
 
 // maxReason bounds the failure reason stored with an event.
 const maxReason = 512
@@ -94,6 +126,10 @@ type Config struct {
 	// Poll is how long [Relay.Run] waits when no event is due. Default
 	// DefaultPoll.
 	Poll time.Duration
+	// ShutdownTimeout is how long the deliveries in flight when Run's
+	// context is cancelled may run on before they are abandoned and their
+	// events released. Default DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
 	// OnFailure, when set, is called with each failed Publish (for logs and
 	// metrics); it must not block.
 	OnFailure func(e storage.Event, err error)
@@ -118,6 +154,10 @@ type Result struct {
 	// Lost events were published or failed after the relay's lease ended:
 	// another relay owns them now, and may publish them again.
 	Lost int
+	// Released events were let go at shutdown without an outcome (their
+	// Publish had not started, or outlived ShutdownTimeout): they are due
+	// again at once, for any relay.
+	Released int
 }
 
 // New checks cfg and returns a relay.
@@ -141,6 +181,7 @@ func New(cfg Config) (*Relay, error) {
 	def(&cfg.MaxBackoff, DefaultMaxBackoff)
 	def(&cfg.MaxAge, DefaultMaxAge)
 	def(&cfg.Poll, DefaultPoll)
+	def(&cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
 	}
@@ -173,13 +214,17 @@ func (r *Relay) Owner() string { return r.cfg.Owner }
 // Run delivers events until ctx is done, and then returns ctx's error. It
 // leases again at once after a full batch, and waits Poll otherwise. An
 // error of the store is retried after Poll (OnFailure does not see it).
+//
+// Cancelling ctx stops the relay gracefully (see Shutdown in the package
+// documentation): Run returns once the deliveries in flight have finished
+// or been abandoned after ShutdownTimeout, and every outcome is recorded.
 func (r *Relay) Run(ctx context.Context) error {
 	for {
 		res, err := r.RunOnce(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err == nil && res.Delivered+res.Retried+res.Parked+res.Lost >= r.cfg.Batch {
+		if err == nil && res.Delivered+res.Retried+res.Parked+res.Lost+res.Released >= r.cfg.Batch {
 			continue
 		}
 		select {
@@ -192,16 +237,22 @@ func (r *Relay) Run(ctx context.Context) error {
 
 // outcome is what became of one leased event.
 type outcome struct {
-	e   storage.Event
-	err error // nil: published
+	e        storage.Event
+	err      error // nil: published
+	released bool  // not published at shutdown: release the event
 }
 
 // RunOnce leases one batch of due events, publishes them (events of
 // distinct accounts in parallel, up to Workers at once) and records every
 // outcome in one transaction. It returns what it did; an error is the
 // store's, and then the leased events are tried again when their lease
-// ends.
+// ends. When ctx is cancelled after the lease, RunOnce shuts down as Run
+// does: no further Publish starts, those in flight get ShutdownTimeout, and
+// the outcomes are recorded all the same.
 func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
 	var batch []storage.Event
 	err := r.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
@@ -211,6 +262,8 @@ func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
 	if err != nil || len(batch) == 0 {
 		return Result{}, err
 	}
+	pctx, stop := r.draining(ctx)
+	defer stop()
 	outs := make([]outcome, len(batch))
 	sem := make(chan struct{}, r.cfg.Workers)
 	var wg sync.WaitGroup
@@ -219,18 +272,55 @@ func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
 		if r.types != nil && !r.types[e.Type] {
 			continue
 		}
-		sem <- struct{}{}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			outs[i].err, outs[i].released = errShutdown, true
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			outs[i].err = r.publish(ctx, e)
-			if outs[i].err != nil && r.cfg.OnFailure != nil {
-				r.cfg.OnFailure(e, outs[i].err)
+			err := r.publish(pctx, e)
+			outs[i].err = err
+			if err != nil && errors.Is(context.Cause(pctx), errShutdown) {
+				outs[i].err, outs[i].released = errShutdown, true
+				return
+			}
+			if err != nil && r.cfg.OnFailure != nil {
+				r.cfg.OnFailure(e, err)
 			}
 		}()
 	}
 	wg.Wait()
-	return r.record(ctx, outs)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Lease/2)
+	defer cancel()
+	return r.record(rctx, outs)
+}
+
+// draining returns the context of the deliveries of one batch: it is not
+// cancelled with ctx, but ShutdownTimeout after ctx is done, with cause
+// errShutdown. stop releases it.
+func (r *Relay) draining(ctx context.Context) (context.Context, func()) {
+	pctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		t := time.NewTimer(r.cfg.ShutdownTimeout)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			cancel(errShutdown)
+		}
+	}()
+	return pctx, func() { close(done); cancel(nil) }
 }
 
 // publish calls the publisher with half the lease as its deadline, and
@@ -273,6 +363,17 @@ func (r *Relay) record(ctx context.Context, outs []outcome) (Result, error) {
 			}
 			reason := Reason(o.err)
 			var err error
+			if o.released {
+				switch err = ob.Retry(ctx, o.e.ID, r.cfg.Owner, now, reason); {
+				case errors.Is(err, storage.ErrConflict), errors.Is(err, storage.ErrNotFound):
+					res.Lost++
+				case err != nil:
+					return err
+				default:
+					res.Released++
+				}
+				continue
+			}
 			if now.Sub(o.e.CreatedAt) >= r.cfg.MaxAge {
 				err = ob.Park(ctx, o.e.ID, r.cfg.Owner, now, reason)
 				res.Parked++

@@ -436,3 +436,126 @@ func TestFaultsOnLoopback(t *testing.T) {
 		})
 	}
 }
+
+// leaseAll leases every due event for owner at now, to inspect them.
+func leaseAll(t testing.TB, s storage.Store, owner string, now time.Time) []storage.Event {
+	t.Helper()
+	var got []storage.Event
+	err := s.Atomic(t.Context(), func(tx storage.Tx) error {
+		var err error
+		got, err = tx.Outbox().Lease(t.Context(), owner, now, time.Minute, 100)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestShutdownRecordsInFlight cancels Run while a delivery is in flight:
+// the delivery finishes, its outcome is recorded although Run's context is
+// gone, and the account's next event is due at once for another relay
+// instead of waiting for the lease to end.
+func TestShutdownRecordsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		events := appendEvents(t, s, 2, 1, time.Now())
+		started := make(chan struct{})
+		var once sync.Once
+		slow := &fake{}
+		pub := publisherFunc(func(ctx context.Context, e storage.Event) error {
+			once.Do(func() { close(started) })
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return slow.Publish(ctx, e)
+		})
+		a := newRelay(t, relay.Config{Store: s, Publisher: pub, Owner: "a", ShutdownTimeout: 5 * time.Second})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- a.Run(ctx) }()
+		<-started
+		time.Sleep(500 * time.Millisecond)
+		start := time.Now()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run: %v, want context.Canceled", err)
+		}
+		if d := time.Since(start); d != 500*time.Millisecond {
+			t.Fatalf("Run returned %v after the cancel, want when the delivery finished (500ms)", d)
+		}
+		if len(slow.got) != 1 || slow.got[0] != events[0].ID {
+			t.Fatalf("published %v, want only %s", slow.got, events[0].ID)
+		}
+		fast := &fake{}
+		b := newRelay(t, relay.Config{Store: s, Publisher: fast, Owner: "b"})
+		if res := runOnce(t, b); res != (relay.Result{Delivered: 1}) {
+			t.Fatalf("b: %+v, want the account's next event due at once", res)
+		}
+		if len(fast.got) != 1 || fast.got[0] != events[1].ID {
+			t.Fatalf("b published %v, want %s", fast.got, events[1].ID)
+		}
+	})
+}
+
+// TestShutdownReleasesAfterDeadline cancels RunOnce while one delivery
+// hangs and another has not started: after ShutdownTimeout the hanging one
+// is abandoned, both events are released (due at once, the attempt counted
+// with the shutdown reason), so another relay need not wait for the lease
+// to end.
+func TestShutdownReleasesAfterDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		appendEvents(t, s, 2, 2, time.Now())
+		started := make(chan struct{})
+		var calls atomic.Int32
+		hang := publisherFunc(func(ctx context.Context, e storage.Event) error {
+			if calls.Add(1) == 1 {
+				close(started)
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		var failures atomic.Int32
+		a := newRelay(t, relay.Config{Store: s, Publisher: hang, Owner: "a", Workers: 1, ShutdownTimeout: 5 * time.Second,
+			OnFailure: func(storage.Event, error) { failures.Add(1) }})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan relay.Result)
+		go func() { res, _ := a.RunOnce(ctx); done <- res }()
+		<-started
+		start := time.Now()
+		cancel()
+		res := <-done
+		if d := time.Since(start); d != 5*time.Second {
+			t.Fatalf("RunOnce returned %v after the cancel, want ShutdownTimeout (5s)", d)
+		}
+		if res != (relay.Result{Released: 2}) {
+			t.Fatalf("a: %+v, want both events released", res)
+		}
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("Publish called %d times, want 1 (none started after the cancel)", n)
+		}
+		if n := failures.Load(); n != 0 {
+			t.Fatalf("OnFailure saw %d abandoned deliveries, want 0", n)
+		}
+		got := leaseAll(t, s, "probe", time.Now())
+		if len(got) != 2 {
+			t.Fatalf("leased %d events at once after the shutdown, want 2", len(got))
+		}
+		for _, e := range got {
+			if e.Attempts != 1 || !strings.Contains(e.LastError, "shut down") {
+				t.Fatalf("event %s: attempts %d, last error %q; want 1 and the shutdown reason", e.ID, e.Attempts, e.LastError)
+			}
+		}
+		if res, err := a.RunOnce(ctx); err == nil || res != (relay.Result{}) {
+			t.Fatalf("RunOnce on a cancelled context: %+v, %v; want no lease and the context's error", res, err)
+		}
+	})
+}
+
+// publisherFunc adapts a function to relay.Publisher.
+type publisherFunc func(ctx context.Context, e storage.Event) error
+
+func (f publisherFunc) Publish(ctx context.Context, e storage.Event) error { return f(ctx, e) }
