@@ -1,0 +1,280 @@
+// Command host is a production-shaped slice of a payment service built on
+// walletgate and PostgreSQL, meant to be copied and adapted. What a team
+// copies:
+//
+//   - configuration from the environment, every key required: the process
+//     refuses to start without the database, the walletgate keys shared by
+//     all replicas, the webhook signing key and target, and the platforms'
+//     API keys (no key is ever generated at start);
+//   - start-up: walletgate's migrations (postgres.Migrate, or the host's own
+//     tool applying postgres.Migrations followed by postgres.CheckSchema),
+//     the host's own tables (customers, ledger, payouts) in the same schema;
+//   - one host transaction per write that spans both sides: the host begins
+//     a pgx.Tx, binds it with Store.WithTx, runs walletgate's operation in
+//     it, writes its own rows through postgres.HostTx and commits; on
+//     postgres.ErrRerun it rolls back and runs the whole transaction again;
+//   - POST /customers: the customer row, its ledger row and its embedded
+//     wallet in one transaction;
+//   - POST /customers/{id}/external-accounts and ownership's handler for the
+//     proof (challenge, verify) of an external wallet;
+//   - POST /customers/{id}/payouts: one signed host operation
+//     (walletauth.Service.Authorize) whose effect runs the payout gate
+//     (ownership.CheckPayoutIn), debits the ledger, records the payout with
+//     the signing session and appends the outbox event: signature check,
+//     gate, debit and event commit together or not at all;
+//   - the Idempotency-Key middleware on every POST, scoped to the
+//     authenticated platform;
+//   - an OTP Sender interface (here a logging fake: replace it with the
+//     email or SMS provider);
+//   - the relay delivering signed webhooks, stopped gracefully on SIGTERM,
+//     and the sweeper deleting expired records.
+//
+// Environment (all required):
+//
+//	WALLETGATE_POSTGRES_DSN        the database (or -postgres)
+//	WALLETGATE_SEAL_KEYS           walletauth's sealer keys (secret.ParseKey), comma-separated
+//	WALLETGATE_CODE_MAC_KEY        base64, at least walletauth.MinCodeMACKeyLen bytes
+//	WALLETGATE_BUNDLE_SIGNING_KEY  base64 raw P-256 private key (bundles)
+//	WALLETGATE_WEBHOOK_SIGNING_KEY base64 raw P-256 private key (webhooks)
+//	HOST_WEBHOOK_URL               where the relay delivers events
+//	HOST_API_KEYS                  platform:key pairs, comma-separated
+//
+// Optional: HOST_ADDR (default :8080), HOST_SCHEMA (default walletgate).
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/relay"
+	"github.com/walletgate/walletgate/storage/sweep"
+	"github.com/walletgate/walletgate/storage/webhook"
+	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/secret"
+)
+
+// Config is the host's configuration, read from the environment.
+type Config struct {
+	DSN, Addr, Schema string
+	WebhookURL        string
+	Keys              walletauth.Keys
+	WebhookKey        *ecdsa.PrivateKey
+	Platforms         map[string]string // API key -> platform id
+}
+
+// LoadConfig reads the configuration from getenv; every missing or
+// malformed required value is named in the error.
+func LoadConfig(getenv func(string) string, dsnFlag string) (Config, error) {
+	var errs []error
+	need := func(name string) string {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s is required", name))
+		}
+		return v
+	}
+	c := Config{DSN: dsnFlag, Addr: getenv("HOST_ADDR"), Schema: getenv("HOST_SCHEMA"), Platforms: map[string]string{}}
+	if c.DSN == "" {
+		c.DSN = need("WALLETGATE_POSTGRES_DSN")
+	}
+	if c.Addr == "" {
+		c.Addr = ":8080"
+	}
+	p256 := func(name string) *ecdsa.PrivateKey {
+		v := need(name)
+		if v == "" {
+			return nil
+		}
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err == nil {
+			k, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), b)
+			if err == nil {
+				return k
+			}
+		}
+		errs = append(errs, fmt.Errorf("%s is not a base64 raw P-256 private key", name))
+		return nil
+	}
+	c.Keys.SigningKey = p256("WALLETGATE_BUNDLE_SIGNING_KEY")
+	c.WebhookKey = p256("WALLETGATE_WEBHOOK_SIGNING_KEY")
+	if v := need("WALLETGATE_SEAL_KEYS"); v != "" {
+		var keys []secret.Key
+		for i, s := range strings.Split(v, ",") {
+			k, err := secret.ParseKey(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("WALLETGATE_SEAL_KEYS, key %d: %w", i+1, err))
+				continue
+			}
+			keys = append(keys, k)
+		}
+		if len(keys) > 0 {
+			ring, err := secret.NewKeyring(keys[0], keys[1:]...)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("WALLETGATE_SEAL_KEYS: %w", err))
+			}
+			c.Keys.Sealer = ring
+		}
+	}
+	if v := need("WALLETGATE_CODE_MAC_KEY"); v != "" {
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil || len(b) < walletauth.MinCodeMACKeyLen {
+			errs = append(errs, fmt.Errorf("WALLETGATE_CODE_MAC_KEY must be base64 of at least %d bytes", walletauth.MinCodeMACKeyLen))
+		}
+		c.Keys.CodeMACKey = b
+	}
+	c.WebhookURL = need("HOST_WEBHOOK_URL")
+	if v := need("HOST_API_KEYS"); v != "" {
+		for _, pair := range strings.Split(v, ",") {
+			platform, key, ok := strings.Cut(strings.TrimSpace(pair), ":")
+			if !ok || platform == "" || len(key) < 32 {
+				errs = append(errs, errors.New("HOST_API_KEYS: want platform:key pairs, keys of at least 32 characters"))
+				break
+			}
+			c.Platforms[key] = platform
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// LogSender is the OTP Sender of this example: it logs that a code was
+// sent, never the code. Replace it with the email or SMS provider.
+type LogSender struct{ Log *slog.Logger }
+
+// Send logs the delivery of m without its code.
+func (s LogSender) Send(_ context.Context, m walletauth.Message) error {
+	s.Log.Info("one-time code issued", "channel", m.Channel, "credential", m.CredentialID)
+	return nil
+}
+
+// Services are the walletgate services of the host, on one store.
+type Services struct {
+	Store *postgres.Store
+	Auth  *walletauth.Service
+	Owner *ownership.Service
+}
+
+// Policy is the payout policy of this example: payouts of USDC at or above
+// 1,000 USDC (six decimals) need a proven wallet; none above 1,000,000.
+var Policy = ownership.PayoutPolicy{
+	VerificationThresholds: ownership.Limits{ByCurrency: map[string]int64{"USDC": 1_000_000_000}},
+	MaxAmounts:             ownership.Limits{ByCurrency: map[string]int64{"USDC": 1_000_000_000_000}},
+}
+
+// NewServices builds the walletgate services on pool.
+func NewServices(pool *pgxpool.Pool, schema string, keys walletauth.Keys, sender walletauth.Sender) (*Services, error) {
+	store, err := postgres.New(pool, postgres.Config{Schema: schema})
+	if err != nil {
+		return nil, err
+	}
+	auth, err := walletauth.New(walletauth.Config{Store: store, Sender: sender, Keys: keys})
+	if err != nil {
+		return nil, err
+	}
+	owner, err := ownership.New(ownership.Config{Store: store, Payouts: Policy})
+	if err != nil {
+		return nil, err
+	}
+	return &Services{Store: store, Auth: auth, Owner: owner}, nil
+}
+
+func main() {
+	dsn := flag.String("postgres", "", "PostgreSQL DSN (default $WALLETGATE_POSTGRES_DSN)")
+	flag.Parse()
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, log, *dsn); err != nil {
+		log.Error("host stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, log *slog.Logger, dsn string) error {
+	cfg, err := LoadConfig(os.Getenv, dsn)
+	if err != nil {
+		return err
+	}
+	pool, err := pgxpool.New(ctx, cfg.DSN)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if _, err := postgres.Migrate(ctx, pool, postgres.Config{Schema: cfg.Schema}); err != nil {
+		return err
+	}
+	if err := postgres.CheckSchema(ctx, pool, postgres.Config{Schema: cfg.Schema}); err != nil {
+		return err
+	}
+	svc, err := NewServices(pool, cfg.Schema, cfg.Keys, LogSender{Log: log})
+	if err != nil {
+		return err
+	}
+	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner, Platforms: cfg.Platforms, Log: log})
+	if err != nil {
+		return err
+	}
+	h, err := srv.Handler()
+	if err != nil {
+		return err
+	}
+	signer, err := webhook.NewSigner(cfg.WebhookKey)
+	if err != nil {
+		return err
+	}
+	pub, err := webhook.NewPublisher(cfg.WebhookURL, signer, &http.Client{Timeout: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	rel, err := relay.New(relay.Config{Store: svc.Store, Publisher: pub,
+		OnFailure: func(e storage.Event, err error) {
+			log.Warn("webhook failed", "event", e.ID, "reason", relay.Reason(err))
+		}})
+	if err != nil {
+		return err
+	}
+	sw, err := sweep.New(sweep.Config{Store: svc.Store, OnError: func(err error) { log.Warn("sweep failed", "err", err) }})
+	if err != nil {
+		return err
+	}
+
+	// The relay and the sweeper stop with ctx; Run of the relay returns
+	// once its deliveries in flight are finished or released, their
+	// outcomes recorded. Wait for both before closing the pool.
+	bg, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = rel.Run(bg) })
+	wg.Go(func() { _ = sw.Run(bg) })
+	defer wg.Wait()
+	defer cancel()
+
+	hs := &http.Server{Addr: cfg.Addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.ListenAndServe() }()
+	log.Info("host listening", "addr", cfg.Addr)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shut, done := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer done()
+	return hs.Shutdown(shut) // then the deferred cancel stops the relay and sweeper, and wg.Wait waits for them
+}
