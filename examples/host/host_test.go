@@ -1,0 +1,424 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
+	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/walletauth"
+)
+
+const apiKey = "test-platform-key-0123456789abcdef"
+
+// codes is the test's OTP Sender: it keeps the last code per credential.
+type codes struct {
+	mu   sync.Mutex
+	last map[string]string
+}
+
+func (c *codes) Send(_ context.Context, m walletauth.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last[m.CredentialID] = m.Code
+	return nil
+}
+
+type env struct {
+	t       *testing.T
+	pool    *pgxpool.Pool
+	appName string
+	svc     *Services
+	srv     *Server
+	h       http.Handler
+	codes   *codes
+}
+
+// newEnv starts the host on a fresh schema of the test database; it skips
+// without WALLETGATE_POSTGRES_DSN.
+func newEnv(t *testing.T, conns int32) *env {
+	t.Helper()
+	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("WALLETGATE_POSTGRES_DSN is not set")
+	}
+	ctx := t.Context()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "host_" + hex.EncodeToString(b[:])
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.MaxConns = conns
+	pc.ConnConfig.RuntimeParams["application_name"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		pool.Close()
+	})
+	if _, err := postgres.Migrate(ctx, pool, postgres.Config{Schema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	if err := postgres.CheckSchema(ctx, pool, postgres.Config{Schema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := walletauth.EphemeralKeys(nil) // one process; production reads them from the environment
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &codes{last: map[string]string{}}
+	svc, err := NewServices(pool, schema, keys, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner,
+		Platforms: map[string]string{apiKey: "Platform:test"}, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := srv.Handler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, pool: pool, appName: schema, svc: svc, srv: srv, h: h, codes: c}
+}
+
+// call sends one request to the host and returns the recorded response.
+func (e *env) call(method, path string, body any, hdr map[string]string) *httptest.ResponseRecorder {
+	e.t.Helper()
+	var raw []byte
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		raw = b
+	default:
+		var err error
+		if raw, err = json.Marshal(b); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	r := httptest.NewRequestWithContext(e.t.Context(), method, path, bytes.NewReader(raw))
+	r.Header.Set("Authorization", "Bearer "+apiKey)
+	r.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, r)
+	return w
+}
+
+// want fails unless w has status; it decodes the body into dst when not nil.
+func want(t *testing.T, w *httptest.ResponseRecorder, status int, dst any) {
+	t.Helper()
+	if w.Code != status {
+		t.Fatalf("status %d, want %d: %s", w.Code, status, w.Body)
+	}
+	if dst != nil {
+		if err := json.Unmarshal(w.Body.Bytes(), dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// wantAPIError checks an error response's status and code.
+func wantAPIError(t *testing.T, w *httptest.ResponseRecorder, code apierror.Code) {
+	t.Helper()
+	if w.Code != code.Status() {
+		t.Fatalf("status %d, want %d (%s): %s", w.Code, code.Status(), code, w.Body)
+	}
+	var body struct {
+		Code    string         `json:"code"`
+		Message string         `json:"message"`
+		Details map[string]any `json:"details"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatalf("error body %s: %v", w.Body, err)
+	}
+	got, ok := apierror.LookupCode(body.Code)
+	if !ok {
+		t.Fatalf("unknown error code %q", body.Code)
+	}
+	apierrortest.Want(t, &apierror.Error{Code: got, Message: body.Message, Details: body.Details}, code, "")
+}
+
+// customer creates a customer (and its wallet) and logs the wallet in over
+// EMAIL_OTP, returning the customer and the session's key.
+func (e *env) customer(email string) (Customer, *walletauth.ClientKey) {
+	t := e.t
+	t.Helper()
+	ctx := t.Context()
+	var c Customer
+	want(t, e.call(http.MethodPost, "/customers", map[string]string{"email": email, "currency": "USDC"}, nil), http.StatusCreated, &c)
+	m, err := e.svc.Auth.Challenge(ctx, c.CredentialID, walletauth.ChallengeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.codes.mu.Lock()
+	code := e.codes.last[c.CredentialID]
+	e.codes.mu.Unlock()
+	key, err := walletauth.NewClientKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := key.SealOTP(m.OTPEncryptionTargetBundle, e.svc.Auth.SigningPublicKey(), code, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: sealed}
+	vc := signedretry.Request{Method: http.MethodPost, Path: "/auth/credentials/" + c.CredentialID + "/verify",
+		Body: []byte(`{"type":"EMAIL_OTP"}`)}
+	_, ch, err := e.svc.Auth.Verify(ctx, c.CredentialID, req, vc)
+	if err != nil {
+		t.Fatalf("login, leg 1: %v", err)
+	}
+	sig, err := key.Stamp(ch.PayloadToSign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc.Signature, vc.RequestID = sig, ch.RequestID
+	if _, _, err := e.svc.Auth.Verify(ctx, c.CredentialID, req, vc); err != nil {
+		t.Fatalf("login, leg 2: %v", err)
+	}
+	return c, key
+}
+
+// fund credits the customer's ledger (deposits are outside this slice).
+func (e *env) fund(customer string, amount int64) {
+	e.t.Helper()
+	if _, err := e.pool.Exec(e.t.Context(), "UPDATE "+e.srv.t.ledger+" SET balance = balance + $1 WHERE customer_id = $2", amount, customer); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) balance(customer string) int64 {
+	e.t.Helper()
+	var b int64
+	if err := e.pool.QueryRow(e.t.Context(), "SELECT balance FROM "+e.srv.t.ledger+" WHERE customer_id = $1", customer).Scan(&b); err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+func (e *env) payoutRows(customer string) int {
+	e.t.Helper()
+	var n int
+	if err := e.pool.QueryRow(e.t.Context(), "SELECT count(*) FROM "+e.srv.t.payouts+" WHERE customer_id = $1", customer).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// events returns the outbox events of the external account, in Seq order.
+func (e *env) events(account string) []storage.Event {
+	e.t.Helper()
+	var evs []storage.Event
+	err := e.svc.Store.Atomic(e.t.Context(), func(tx storage.Tx) error {
+		var err error
+		evs, err = tx.Outbox().ListByAccount(e.t.Context(), account)
+		return err
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return evs
+}
+
+func countType(evs []storage.Event, typ string) int {
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// wallet registers an Ethereum wallet of the customer over HTTP and
+// returns its id and key.
+func (e *env) wallet(customer string) (string, *ecdsa.PrivateKey) {
+	e.t.Helper()
+	k, err := crypto.GenerateKey()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var a ownership.Account
+	want(e.t, e.call(http.MethodPost, "/customers/"+customer+"/external-accounts",
+		map[string]string{"accountType": ownership.AccountEthereum, "address": crypto.PubkeyToAddress(k.PublicKey).Hex()}, nil), http.StatusCreated, &a)
+	return a.ID, k
+}
+
+// prove signs messageToSign (EIP-191) with k, or with another key when bad.
+func (e *env) prove(account string, k *ecdsa.PrivateKey, bad bool) error {
+	ctx := e.t.Context()
+	ch, err := e.svc.Owner.StartChallenge(ctx, account, ownership.MethodWalletSignature, ownership.AnyTree)
+	if err != nil {
+		return err
+	}
+	signer := k
+	if bad {
+		if signer, err = crypto.GenerateKey(); err != nil {
+			return err
+		}
+	}
+	msg := ch.MessageToSign
+	sig, err := crypto.Sign(crypto.Keccak256([]byte("\x19Ethereum Signed Message:\n"+strconv.Itoa(len(msg))+msg)), signer)
+	if err != nil {
+		return err
+	}
+	sig[64] += 27
+	_, err = e.svc.Owner.Verify(ctx, account, ownership.VerifyRequest{Signature: "0x" + hex.EncodeToString(sig)}, ownership.AnyTree)
+	return err
+}
+
+// firstLeg asks for a payout and returns the challenge to stamp.
+func (e *env) firstLeg(customer, account string, amount int64) ([]byte, *signedretry.Challenge) {
+	e.t.Helper()
+	body, _ := json.Marshal(payoutBody{AccountID: account, Amount: amount})
+	var ch signedretry.Challenge
+	want(e.t, e.call(http.MethodPost, "/customers/"+customer+"/payouts", body, nil), http.StatusAccepted, &ch)
+	return body, &ch
+}
+
+// retryHeaders stamps the challenge with the session's key.
+func retryHeaders(t *testing.T, ch *signedretry.Challenge, key *walletauth.ClientKey) map[string]string {
+	t.Helper()
+	sig, err := key.Stamp(ch.PayloadToSign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{signedretry.HeaderSignature: sig, signedretry.HeaderRequestID: ch.RequestID}
+}
+
+// TestPayoutEndToEnd: first leg 202, signed retry 200; the ledger is
+// debited once, the payout names the signing session, the event is in the
+// outbox; the same signed retry again is refused and pays nothing.
+func TestPayoutEndToEnd(t *testing.T) {
+	e := newEnv(t, 4)
+	c, key := e.customer("alice@example.com")
+	e.fund(c.ID, 50_000_000)
+	account, _ := e.wallet(c.ID)
+	body, ch := e.firstLeg(c.ID, account, 5_000_000)
+	if e.balance(c.ID) != 50_000_000 {
+		t.Fatal("the first leg debited the ledger")
+	}
+	hdr := retryHeaders(t, ch, key)
+	var p Payout
+	want(t, e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, hdr), http.StatusOK, &p)
+	if p.ID != ch.RequestID || p.Amount != 5_000_000 || p.SessionID == "" {
+		t.Fatalf("payout %+v", p)
+	}
+	if got := e.balance(c.ID); got != 45_000_000 {
+		t.Fatalf("balance %d, want 45000000", got)
+	}
+	var session string
+	if err := e.pool.QueryRow(t.Context(), "SELECT session_id FROM "+e.srv.t.payouts+" WHERE request_id = $1", p.ID).Scan(&session); err != nil || session != p.SessionID {
+		t.Fatalf("payout row: session %q, %v; want %q", session, err, p.SessionID)
+	}
+	if n := countType(e.events(account), PayoutEvent); n != 1 {
+		t.Fatalf("%d payout events, want 1", n)
+	}
+	wantAPIError(t, e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, hdr), apierror.Unauthorized)
+	if e.balance(c.ID) != 45_000_000 || e.payoutRows(c.ID) != 1 {
+		t.Fatal("a replayed retry paid again")
+	}
+}
+
+// TestPayoutDebitFailsAfterGate: the gate passes, the debit fails (the
+// balance is short): nothing of walletgate's commits (no event, the signed
+// request still usable) and nothing of the host's; once funded, the same
+// signed retry pays.
+func TestPayoutDebitFailsAfterGate(t *testing.T) {
+	e := newEnv(t, 4)
+	c, key := e.customer("bob@example.com")
+	e.fund(c.ID, 1_000_000)
+	account, _ := e.wallet(c.ID)
+	body, ch := e.firstLeg(c.ID, account, 5_000_000)
+	hdr := retryHeaders(t, ch, key)
+	before := len(e.events(account))
+	wantAPIError(t, e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, hdr), apierror.Conflict)
+	if e.balance(c.ID) != 1_000_000 || e.payoutRows(c.ID) != 0 || len(e.events(account)) != before {
+		t.Fatal("a failed debit left a trace")
+	}
+	e.fund(c.ID, 9_000_000)
+	want(t, e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, hdr), http.StatusOK, nil)
+	if e.balance(c.ID) != 5_000_000 || e.payoutRows(c.ID) != 1 || countType(e.events(account), PayoutEvent) != 1 {
+		t.Fatal("the signed retry after funding did not pay exactly once")
+	}
+}
+
+// TestPayoutReplayedRetryPaysOnce: the same signed retry sent eight times
+// at once, half with one Idempotency-Key, pays once; the others are refused
+// (401, or 409 for the key in progress) or replay the stored 200.
+func TestPayoutReplayedRetryPaysOnce(t *testing.T) {
+	e := newEnv(t, 8)
+	c, key := e.customer("carol@example.com")
+	e.fund(c.ID, 50_000_000)
+	account, _ := e.wallet(c.ID)
+	body, ch := e.firstLeg(c.ID, account, 5_000_000)
+	hdr := retryHeaders(t, ch, key)
+	keyed := map[string]string{"Idempotency-Key": "6c1f0a52-35b5-4c3c-9a57-0e0d1d0a6a11"}
+	for k, v := range hdr {
+		keyed[k] = v
+	}
+	var wg sync.WaitGroup
+	res := make([]*httptest.ResponseRecorder, 8)
+	for i := range res {
+		h := hdr
+		if i%2 == 0 {
+			h = keyed
+		}
+		wg.Go(func() { res[i] = e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, h) })
+	}
+	wg.Wait()
+	ok := 0
+	for _, w := range res {
+		switch w.Code {
+		case http.StatusOK:
+			ok++
+		case http.StatusUnauthorized:
+			wantAPIError(t, w, apierror.Unauthorized)
+		case http.StatusConflict:
+			wantAPIError(t, w, apierror.Conflict)
+		default:
+			t.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
+	if ok != 1 || e.balance(c.ID) != 45_000_000 || e.payoutRows(c.ID) != 1 || countType(e.events(account), PayoutEvent) != 1 {
+		t.Fatalf("%d successes, balance %d, %d payouts: want one payout", ok, e.balance(c.ID), e.payoutRows(c.ID))
+	}
+	// Later, the keyed retry replays the 200 (if its key's request paid) or
+	// is refused: it never pays again.
+	w := e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, keyed)
+	if w.Code != http.StatusOK && w.Code != http.StatusUnauthorized {
+		t.Fatalf("keyed replay: %d %s", w.Code, w.Body)
+	}
+	if e.balance(c.ID) != 45_000_000 || e.payoutRows(c.ID) != 1 {
+		t.Fatal("a replay paid again")
+	}
+}
