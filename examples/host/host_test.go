@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/jackc/pgx/v5"
@@ -273,26 +274,32 @@ func (e *env) wallet(customer string) (string, *ecdsa.PrivateKey) {
 	return a.ID, k
 }
 
-// prove signs messageToSign (EIP-191) with k, or with another key when bad.
+// prove proves the wallet: a challenge, then its messageToSign signed
+// (EIP-191) with k, or with another key when bad.
 func (e *env) prove(account string, k *ecdsa.PrivateKey, bad bool) error {
-	ctx := e.t.Context()
-	ch, err := e.svc.Owner.StartChallenge(ctx, account, ownership.MethodWalletSignature, ownership.AnyTree)
+	ch, err := e.svc.Owner.StartChallenge(e.t.Context(), account, ownership.MethodWalletSignature, ownership.AnyTree)
 	if err != nil {
 		return err
 	}
+	return e.verify(account, ch.MessageToSign, k, bad)
+}
+
+// verify answers the outstanding challenge with msg signed by k (another
+// key when bad).
+func (e *env) verify(account, msg string, k *ecdsa.PrivateKey, bad bool) error {
 	signer := k
 	if bad {
+		var err error
 		if signer, err = crypto.GenerateKey(); err != nil {
 			return err
 		}
 	}
-	msg := ch.MessageToSign
 	sig, err := crypto.Sign(crypto.Keccak256([]byte("\x19Ethereum Signed Message:\n"+strconv.Itoa(len(msg))+msg)), signer)
 	if err != nil {
 		return err
 	}
 	sig[64] += 27
-	_, err = e.svc.Owner.Verify(ctx, account, ownership.VerifyRequest{Signature: "0x" + hex.EncodeToString(sig)}, ownership.AnyTree)
+	_, err = e.svc.Owner.Verify(e.t.Context(), account, ownership.VerifyRequest{Signature: "0x" + hex.EncodeToString(sig)}, ownership.AnyTree)
 	return err
 }
 
@@ -421,4 +428,104 @@ func TestPayoutReplayedRetryPaysOnce(t *testing.T) {
 	if e.balance(c.ID) != 45_000_000 || e.payoutRows(c.ID) != 1 {
 		t.Fatal("a replay paid again")
 	}
+}
+
+// TestPayoutRaceFailedProof: signed payouts to a wallet pending its proof,
+// half of them at the verification threshold and half below, race a proof
+// with a wrong signature that flips it to UNVERIFIED. None at the threshold
+// pays; no payout commits after the flip (no PAYOUT event after the status
+// event, in commit order); every refusal is 400
+// EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED. A wallet proven with the right
+// key is paid at the threshold.
+func TestPayoutRaceFailedProof(t *testing.T) {
+	e := newEnv(t, 12)
+	c, key := e.customer("dave@example.com")
+	e.fund(c.ID, 1_000_000_000_000)
+	account, wk := e.wallet(c.ID)
+	threshold := Policy.VerificationThresholds.ByCurrency["USDC"]
+	const n = 24
+	type leg struct {
+		body []byte
+		hdr  map[string]string
+	}
+	legs := make([]leg, n)
+	for i := range legs {
+		amount := int64(5_000_000)
+		if i%2 == 0 {
+			amount = threshold
+		}
+		body, ch := e.firstLeg(c.ID, account, amount)
+		legs[i] = leg{body, retryHeaders(t, ch, key)}
+	}
+	challenge, err := e.svc.Owner.StartChallenge(t.Context(), account, ownership.MethodWalletSignature, ownership.AnyTree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	res := make([]*httptest.ResponseRecorder, n)
+	start, firstPaid := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	for i := range legs {
+		wg.Go(func() {
+			<-start
+			res[i] = e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", legs[i].body, legs[i].hdr)
+			if res[i].Code == http.StatusOK {
+				once.Do(func() { close(firstPaid) })
+			}
+		})
+	}
+	var proofErr error
+	wg.Go(func() {
+		<-start
+		select { // the flip lands among payouts still running
+		case <-firstPaid:
+		case <-time.After(10 * time.Second):
+		}
+		proofErr = e.verify(account, challenge.MessageToSign, wk, true)
+	})
+	close(start)
+	wg.Wait()
+	apierrortest.Want(t, proofErr, apierror.InvalidInput, "")
+	paid := 0
+	for i, w := range res {
+		switch {
+		case w.Code == http.StatusOK:
+			if i%2 == 0 {
+				t.Fatalf("a payout at the threshold paid an unproven wallet: %s", w.Body)
+			}
+			paid++
+		default:
+			wantAPIError(t, w, apierror.ExternalAccountVerificationRequired)
+		}
+	}
+	var above int
+	if err := e.pool.QueryRow(t.Context(), "SELECT count(*) FROM "+e.srv.t.payouts+" WHERE amount >= $1", threshold).Scan(&above); err != nil || above != 0 {
+		t.Fatalf("%d payouts at the threshold committed (%v)", above, err)
+	}
+	evs := e.events(account)
+	flip := -1
+	for i, ev := range evs {
+		if ev.Type == ownership.EventStatusUpdated {
+			flip = i
+		}
+	}
+	if flip < 0 {
+		t.Fatal("no status event of the failed proof")
+	}
+	if countType(evs[flip:], PayoutEvent) != 0 || countType(evs, PayoutEvent) != paid || e.payoutRows(c.ID) != paid {
+		t.Fatalf("%d payouts answered 200; events %v", paid, evs)
+	}
+	t.Logf("%d of %d payouts below the threshold paid before the flip", paid, n/2)
+
+	// After the flip, a payout below the threshold is refused too.
+	body, ch := e.firstLeg(c.ID, account, 5_000_000)
+	wantAPIError(t, e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, retryHeaders(t, ch, key)), apierror.ExternalAccountVerificationRequired)
+
+	// A wallet proven with its own key is paid at the threshold.
+	proven, pk := e.wallet(c.ID)
+	if err := e.prove(proven, pk, false); err != nil {
+		t.Fatal(err)
+	}
+	body, ch = e.firstLeg(c.ID, proven, threshold)
+	want(t, e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, retryHeaders(t, ch, key)), http.StatusOK, nil)
 }
