@@ -26,6 +26,7 @@ import (
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/walletauth"
 )
@@ -380,8 +381,9 @@ func TestPayoutDebitFailsAfterGate(t *testing.T) {
 }
 
 // TestPayoutReplayedRetryPaysOnce: the same signed retry sent eight times
-// at once, half with one Idempotency-Key, pays once; the others are refused
-// (401, or 409 for the key in progress) or replay the stored 200.
+// at once, half with one Idempotency-Key, pays once: one request executes
+// with 200; the others are refused (401 once consumed, 409 while the key is
+// in progress) or, with the key, replay the stored 200 without executing.
 func TestPayoutReplayedRetryPaysOnce(t *testing.T) {
 	e := newEnv(t, 8)
 	c, key := e.customer("carol@example.com")
@@ -404,13 +406,17 @@ func TestPayoutReplayedRetryPaysOnce(t *testing.T) {
 	}
 	wg.Wait()
 	ok := 0
-	for _, w := range res {
-		switch w.Code {
-		case http.StatusOK:
+	for i, w := range res {
+		switch {
+		case w.Code == http.StatusOK && w.Header().Get(idempotency.ReplayedHeader) == "true":
+			if i%2 != 0 {
+				t.Fatal("a request without a key was answered with a replay")
+			}
+		case w.Code == http.StatusOK:
 			ok++
-		case http.StatusUnauthorized:
+		case w.Code == http.StatusUnauthorized:
 			wantAPIError(t, w, apierror.Unauthorized)
-		case http.StatusConflict:
+		case w.Code == http.StatusConflict:
 			wantAPIError(t, w, apierror.Conflict)
 		default:
 			t.Fatalf("status %d: %s", w.Code, w.Body)
