@@ -535,3 +535,66 @@ func TestPayoutRaceFailedProof(t *testing.T) {
 	body, ch = e.firstLeg(c.ID, proven, threshold)
 	want(t, e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, retryHeaders(t, ch, key)), http.StatusOK, nil)
 }
+
+// TestCreateCustomerOneTransaction: the customer row, its ledger row and
+// its embedded wallet commit together; when the wallet is refused (its
+// email is another customer's), no customer row is left.
+func TestCreateCustomerOneTransaction(t *testing.T) {
+	e := newEnv(t, 4)
+	c, _ := e.customer("erin@example.com")
+	var wallet string
+	if err := e.pool.QueryRow(t.Context(), "SELECT wallet_id FROM "+e.srv.t.customers+" WHERE id = $1", c.ID).Scan(&wallet); err != nil || wallet != c.WalletID {
+		t.Fatalf("customer row: wallet %q, %v; want %q", wallet, err, c.WalletID)
+	}
+	wantAPIError(t, e.call(http.MethodPost, "/customers", map[string]string{"email": "erin@example.com", "currency": "USDC"}, nil),
+		apierror.EmailOTPEmailAlreadyExists)
+	var n int
+	if err := e.pool.QueryRow(t.Context(), "SELECT count(*) FROM "+e.srv.t.customers).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d customer rows (%v), want 1", n, err)
+	}
+	wantAPIError(t, e.call(http.MethodPost, "/customers", map[string]string{"email": "x@example.com", "currency": "usd"}, nil), apierror.InvalidInput)
+	w := httptest.NewRecorder()
+	r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/customers", bytes.NewReader([]byte(`{}`)))
+	e.h.ServeHTTP(w, r)
+	wantAPIError(t, w, apierror.Unauthorized)
+}
+
+// TestPayoutConnectionKilled: the host transaction's connection is
+// terminated after the gate and the debit, before the commit: neither
+// walletgate's writes (the consumed request, the event) nor the host's (the
+// debit, the payout row) commit, and the same signed retry pays afterwards.
+func TestPayoutConnectionKilled(t *testing.T) {
+	e := newEnv(t, 4)
+	c, key := e.customer("frank@example.com")
+	e.fund(c.ID, 50_000_000)
+	account, _ := e.wallet(c.ID)
+	body, ch := e.firstLeg(c.ID, account, 5_000_000)
+	hdr := retryHeaders(t, ch, key)
+	orig := debit
+	t.Cleanup(func() { debit = orig })
+	debit = func(ctx context.Context, pg pgx.Tx, tb tables, customer string, amount int64) error {
+		if err := orig(ctx, pg, tb, customer, amount); err != nil {
+			return err
+		}
+		var killed bool
+		err := e.pool.QueryRow(context.WithoutCancel(ctx), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE pid = $1 AND application_name = $2`, pg.Conn().PgConn().PID(), e.appName).Scan(&killed)
+		if err != nil || !killed {
+			t.Errorf("terminate the host transaction's backend: %v (killed %v)", err, killed)
+		}
+		return nil
+	}
+	w := e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, hdr)
+	if w.Code == http.StatusOK {
+		t.Fatal("the payout succeeded on a killed connection")
+	}
+	wantAPIError(t, w, apierror.InternalError)
+	if e.balance(c.ID) != 50_000_000 || e.payoutRows(c.ID) != 0 || countType(e.events(account), PayoutEvent) != 0 {
+		t.Fatal("a write committed on a killed connection")
+	}
+	debit = orig
+	want(t, e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, hdr), http.StatusOK, nil)
+	if e.balance(c.ID) != 45_000_000 || e.payoutRows(c.ID) != 1 {
+		t.Fatal("the signed retry did not pay once after the kill")
+	}
+}
