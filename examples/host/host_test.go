@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -47,7 +48,7 @@ func (c *codes) Send(_ context.Context, m walletauth.Message) error {
 }
 
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	pool    *pgxpool.Pool
 	appName string
 	svc     *Services
@@ -58,7 +59,7 @@ type env struct {
 
 // newEnv starts the host on a fresh schema of the test database; it skips
 // without WALLETGATE_POSTGRES_DSN.
-func newEnv(t *testing.T, conns int32) *env {
+func newEnv(t testing.TB, conns int32) *env {
 	t.Helper()
 	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
 	if dsn == "" {
@@ -136,7 +137,7 @@ func (e *env) call(method, path string, body any, hdr map[string]string) *httpte
 }
 
 // want fails unless w has status; it decodes the body into dst when not nil.
-func want(t *testing.T, w *httptest.ResponseRecorder, status int, dst any) {
+func want(t testing.TB, w *httptest.ResponseRecorder, status int, dst any) {
 	t.Helper()
 	if w.Code != status {
 		t.Fatalf("status %d, want %d: %s", w.Code, status, w.Body)
@@ -149,7 +150,7 @@ func want(t *testing.T, w *httptest.ResponseRecorder, status int, dst any) {
 }
 
 // wantAPIError checks an error response's status and code.
-func wantAPIError(t *testing.T, w *httptest.ResponseRecorder, code apierror.Code) {
+func wantAPIError(t testing.TB, w *httptest.ResponseRecorder, code apierror.Code) {
 	t.Helper()
 	if w.Code != code.Status() {
 		t.Fatalf("status %d, want %d (%s): %s", w.Code, code.Status(), code, w.Body)
@@ -314,7 +315,7 @@ func (e *env) firstLeg(customer, account string, amount int64) ([]byte, *signedr
 }
 
 // retryHeaders stamps the challenge with the session's key.
-func retryHeaders(t *testing.T, ch *signedretry.Challenge, key *walletauth.ClientKey) map[string]string {
+func retryHeaders(t testing.TB, ch *signedretry.Challenge, key *walletauth.ClientKey) map[string]string {
 	t.Helper()
 	sig, err := key.Stamp(ch.PayloadToSign)
 	if err != nil {
@@ -597,4 +598,65 @@ func TestPayoutConnectionKilled(t *testing.T) {
 	if e.balance(c.ID) != 45_000_000 || e.payoutRows(c.ID) != 1 {
 		t.Fatal("the signed retry did not pay once after the kill")
 	}
+}
+
+// BenchmarkPayout measures a paid payout through the host: the signed
+// retry of a host operation (signature check, consumption of the request),
+// the payout gate, the ledger debit, the payout row and the event, in one
+// host transaction, over HTTP in process. The first leg and the stamp are
+// made outside the timer.
+func BenchmarkPayout(b *testing.B) {
+	e := newEnv(b, 4)
+	c, key := e.customer("bench@example.com")
+	e.fund(c.ID, 1_000_000_000_000)
+	account, _ := e.wallet(c.ID)
+	path := "/customers/" + c.ID + "/payouts"
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		body, ch := e.firstLeg(c.ID, account, 1_000)
+		hdr := retryHeaders(b, ch, key)
+		b.StartTimer()
+		if w := e.call(http.MethodPost, path, body, hdr); w.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "payouts/s")
+}
+
+// BenchmarkRawPayout is the floor: one transaction doing the same kinds
+// of writes with no walletgate in it (lock the destination, debit the
+// ledger, insert the payout row and an event row).
+func BenchmarkRawPayout(b *testing.B) {
+	e := newEnv(b, 4)
+	ctx := b.Context()
+	c, _ := e.customer("raw@example.com")
+	e.fund(c.ID, 1_000_000_000_000)
+	events := pgx.Identifier{e.appName, "raw_events"}.Sanitize()
+	if _, err := e.pool.Exec(ctx, "CREATE TABLE "+events+" (id text PRIMARY KEY, seq bigserial, payload jsonb NOT NULL)"); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		id := fmt.Sprintf("Request:raw-%d", i)
+		err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+			var wallet string
+			if err := tx.QueryRow(ctx, "SELECT wallet_id FROM "+e.srv.t.customers+" WHERE id = $1 FOR UPDATE", c.ID).Scan(&wallet); err != nil {
+				return err
+			}
+			if err := debit(ctx, tx, e.srv.t, c.ID, 1_000); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO "+e.srv.t.payouts+
+				" (request_id, customer_id, account_id, amount, currency, session_id, credential_id) VALUES ($1, $2, 'a', 1000, 'USDC', 's', 'c')", id, c.ID); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO "+events+" (id, payload) VALUES ($1, '{}')", id)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "payouts/s")
 }
