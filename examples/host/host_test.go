@@ -296,13 +296,19 @@ func (e *env) verify(account, msg string, k *ecdsa.PrivateKey, bad bool) error {
 			return err
 		}
 	}
-	sig, err := crypto.Sign(crypto.Keccak256([]byte("\x19Ethereum Signed Message:\n"+strconv.Itoa(len(msg))+msg)), signer)
+	_, err := e.svc.Owner.Verify(e.t.Context(), account, ownership.VerifyRequest{Signature: eip191(e.t, msg, signer)}, ownership.AnyTree)
+	return err
+}
+
+// eip191 signs msg as an Ethereum personal message, 0x-prefixed hex.
+func eip191(t testing.TB, msg string, k *ecdsa.PrivateKey) string {
+	t.Helper()
+	sig, err := crypto.Sign(crypto.Keccak256([]byte("\x19Ethereum Signed Message:\n"+strconv.Itoa(len(msg))+msg)), k)
 	if err != nil {
-		return err
+		t.Fatal(err)
 	}
 	sig[64] += 27
-	_, err = e.svc.Owner.Verify(e.t.Context(), account, ownership.VerifyRequest{Signature: "0x" + hex.EncodeToString(sig)}, ownership.AnyTree)
-	return err
+	return "0x" + hex.EncodeToString(sig)
 }
 
 // firstLeg asks for a payout and returns the challenge to stamp.
@@ -528,11 +534,19 @@ func TestPayoutRaceFailedProof(t *testing.T) {
 	body, ch := e.firstLeg(c.ID, account, 5_000_000)
 	wantAPIError(t, e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, retryHeaders(t, ch, key)), apierror.ExternalAccountVerificationRequired)
 
-	// A wallet proven with its own key is paid at the threshold.
+	// A wallet proven with its own key, over HTTP, is paid at the threshold.
 	proven, pk := e.wallet(c.ID)
-	if err := e.prove(proven, pk, false); err != nil {
-		t.Fatal(err)
+	var pc ownership.Challenge
+	want(t, e.call(http.MethodPost, "/customers/external-accounts/"+proven+"/challenge", map[string]string{"method": ownership.MethodWalletSignature}, nil),
+		http.StatusCreated, &pc)
+	var acct ownership.Account
+	want(t, e.call(http.MethodPost, "/customers/external-accounts/"+proven+"/verify",
+		map[string]string{"signature": eip191(t, pc.MessageToSign, pk)}, nil), http.StatusOK, &acct)
+	if acct.Status != string(storage.StatusActive) {
+		t.Fatalf("proven account status %s", acct.Status)
 	}
+	wantAPIError(t, e.call(http.MethodPost, "/customers/external-accounts/ExternalAccount:00000000-0000-4000-8000-000000000000/verify",
+		map[string]string{"signature": "0x00"}, nil), apierror.ReferenceNotFound)
 	body, ch = e.firstLeg(c.ID, proven, threshold)
 	want(t, e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, retryHeaders(t, ch, key)), http.StatusOK, nil)
 }

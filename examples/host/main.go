@@ -15,8 +15,10 @@
 //     postgres.ErrRerun it rolls back and runs the whole transaction again;
 //   - POST /customers: the customer row, its ledger row and its embedded
 //     wallet in one transaction;
-//   - POST /customers/{id}/external-accounts and ownership's handler for the
-//     proof (challenge, verify) of an external wallet;
+//   - POST /customers/{id}/external-accounts registers an external wallet;
+//     ownership's handler proves it (POST
+//     /customers/external-accounts/{id}/challenge, then /verify), for the
+//     calling platform's customers only;
 //   - POST /customers/{id}/payouts: one signed host operation
 //     (walletauth.Service.Authorize) whose effect runs the payout gate
 //     (ownership.CheckPayoutIn), debits the ledger, records the payout with

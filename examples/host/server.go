@@ -131,8 +131,11 @@ func (s *Server) Handler() (http.Handler, error) {
 	mux.HandleFunc("POST /customers", s.createCustomer)
 	mux.HandleFunc("POST /customers/{id}/external-accounts", s.registerAccount)
 	mux.HandleFunc("POST /customers/{id}/payouts", s.payout)
-	// Ownership proof (challenge, verify) through ownership's own handler.
-	mux.Handle("/external-accounts/", s.owner.Handler())
+	// Ownership proof (challenge, verify) through ownership's own handler,
+	// for accounts of the calling platform's customers only.
+	proof := s.ownAccount(s.owner.Handler())
+	mux.Handle("POST /customers/external-accounts/{id}/challenge", proof)
+	mux.Handle("POST /customers/external-accounts/{id}/verify", proof)
 	// EMAIL_OTP login and the wallet's sessions through walletauth's.
 	mux.Handle("/auth/", s.auth.Handler())
 	idem, err := s.guard.Middleware(platformOf, mux)
@@ -245,6 +248,34 @@ func (s *Server) customer(r *http.Request) (id, wallet, currency string, err err
 		err = apierror.New(apierror.ReferenceNotFound, "no customer %s", id)
 	}
 	return id, wallet, currency, err
+}
+
+// ownAccount lets a request on the external account {id} through only when
+// the account belongs to a customer of the calling platform: 404 otherwise,
+// as for an account that does not exist.
+func (s *Server) ownAccount(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		var a storage.ExternalAccount
+		err := s.store.Atomic(r.Context(), func(tx storage.Tx) error {
+			var err error
+			a, err = tx.ExternalAccounts().Get(r.Context(), id)
+			return err
+		})
+		var ok bool
+		if err == nil {
+			err = s.pool.QueryRow(r.Context(), "SELECT EXISTS (SELECT 1 FROM "+s.t.customers+" WHERE id = $1 AND platform = $2)",
+				a.CustomerID, platformOf(r)).Scan(&ok)
+		}
+		switch {
+		case errors.Is(err, storage.ErrNotFound) || err == nil && !ok:
+			apierror.Write(w, apierror.New(apierror.ReferenceNotFound, "no external account %s", id))
+		case err != nil:
+			apierror.Write(w, err)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
 }
 
 type newAccount struct {
