@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +33,7 @@ import (
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
 const apiKey = "test-platform-key-0123456789abcdef"
@@ -673,4 +677,55 @@ func BenchmarkRawPayout(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "payouts/s")
+}
+
+// TestLoadConfigRequired: without its keys the host refuses to start, and
+// the error names every missing one; a complete environment loads.
+func TestLoadConfigRequired(t *testing.T) {
+	required := []string{"WALLETGATE_POSTGRES_DSN", "WALLETGATE_SEAL_KEYS", "WALLETGATE_CODE_MAC_KEY",
+		"WALLETGATE_BUNDLE_SIGNING_KEY", "WALLETGATE_WEBHOOK_SIGNING_KEY", "HOST_WEBHOOK_URL", "HOST_API_KEYS"}
+	_, err := LoadConfig(func(string) string { return "" }, "")
+	if err == nil {
+		t.Fatal("an empty environment loaded")
+	}
+	for _, name := range required {
+		if !strings.Contains(err.Error(), name+" is required") {
+			t.Errorf("error %q does not name %s", err, name)
+		}
+	}
+	seal, err := secret.GenerateKey(nil, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p256 := func() string {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := k.Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return base64.StdEncoding.EncodeToString(raw)
+	}
+	env := map[string]string{
+		"WALLETGATE_SEAL_KEYS":           seal.Encode(),
+		"WALLETGATE_CODE_MAC_KEY":        base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, walletauth.MinCodeMACKeyLen)),
+		"WALLETGATE_BUNDLE_SIGNING_KEY":  p256(),
+		"WALLETGATE_WEBHOOK_SIGNING_KEY": p256(),
+		"HOST_WEBHOOK_URL":               "https://hooks.example.com/walletgate",
+		"HOST_API_KEYS":                  "Platform:a=" + apiKey,
+	}
+	cfg, err := LoadConfig(func(k string) string { return env[k] }, "postgres://db.internal/payments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Keys.SigningKey == nil || cfg.Keys.Sealer == nil || cfg.WebhookKey == nil || cfg.Platforms[apiKey] != "Platform:a" {
+		t.Fatal("the loaded config misses a key or the platform")
+	}
+	env["WALLETGATE_CODE_MAC_KEY"] = base64.StdEncoding.EncodeToString([]byte("short"))
+	if _, err := LoadConfig(func(k string) string { return env[k] }, "postgres://db.internal/payments"); err == nil ||
+		!strings.Contains(err.Error(), "WALLETGATE_CODE_MAC_KEY") {
+		t.Fatalf("a short code MAC key: %v", err)
+	}
 }

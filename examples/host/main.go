@@ -39,7 +39,7 @@
 //	WALLETGATE_BUNDLE_SIGNING_KEY  base64 raw P-256 private key (bundles)
 //	WALLETGATE_WEBHOOK_SIGNING_KEY base64 raw P-256 private key (webhooks)
 //	HOST_WEBHOOK_URL               where the relay delivers events
-//	HOST_API_KEYS                  platform:key pairs, comma-separated
+//	HOST_API_KEYS                  platform=key pairs, comma-separated (keys of 32+ characters)
 //
 // Optional: HOST_ADDR (default :8080), HOST_SCHEMA (default walletgate).
 package main
@@ -145,9 +145,9 @@ func LoadConfig(getenv func(string) string, dsnFlag string) (Config, error) {
 	c.WebhookURL = need("HOST_WEBHOOK_URL")
 	if v := need("HOST_API_KEYS"); v != "" {
 		for _, pair := range strings.Split(v, ",") {
-			platform, key, ok := strings.Cut(strings.TrimSpace(pair), ":")
+			platform, key, ok := strings.Cut(strings.TrimSpace(pair), "=")
 			if !ok || platform == "" || len(key) < 32 {
-				errs = append(errs, errors.New("HOST_API_KEYS: want platform:key pairs, keys of at least 32 characters"))
+				errs = append(errs, errors.New("HOST_API_KEYS: want platform=key pairs, keys of at least 32 characters"))
 				break
 			}
 			c.Platforms[key] = platform
