@@ -32,6 +32,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/webhook"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
@@ -727,5 +728,94 @@ func TestLoadConfigRequired(t *testing.T) {
 	if _, err := LoadConfig(func(k string) string { return env[k] }, "postgres://db.internal/payments"); err == nil ||
 		!strings.Contains(err.Error(), "WALLETGATE_CODE_MAC_KEY") {
 		t.Fatalf("a short code MAC key: %v", err)
+	}
+}
+
+// TestRelayRestartMidDelivery: a relay stopped while the receiver still
+// holds a delivery releases it (no event stays leased until the lease
+// ends); the next relay delivers the payout's event, signed, to a verifying
+// receiver. No event is lost across the restart.
+func TestRelayRestartMidDelivery(t *testing.T) {
+	e := newEnv(t, 6)
+	c, key := e.customer("gina@example.com")
+	e.fund(c.ID, 50_000_000)
+	account, _ := e.wallet(c.ID)
+	body, ch := e.firstLeg(c.ID, account, 5_000_000)
+	var p Payout
+	want(t, e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, retryHeaders(t, ch, key)), http.StatusOK, &p)
+
+	hookKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := webhook.NewVerifier(&hookKey.PublicKey, webhook.VerifierConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu       sync.Mutex
+		blocking = true
+		paid     = make(chan webhook.Delivery, 1)
+	)
+	held := make(chan struct{}, 1)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, err := v.Verify(r)
+		if err != nil {
+			t.Errorf("receiver: %v", err)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		block := blocking
+		mu.Unlock()
+		if block { // the first relay's delivery hangs until the relay gives it up
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			<-r.Context().Done()
+			return
+		}
+		if d.Type == PayoutEvent {
+			select {
+			case paid <- d:
+			default:
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(recv.Close)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	run := func(shutdown time.Duration) (stop func()) {
+		rel, err := NewRelay(e.svc.Store, recv.URL, hookKey, log, shutdown)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = rel.Run(ctx) }()
+		return func() { cancel(); <-done }
+	}
+
+	stop := run(100 * time.Millisecond)
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first relay delivered nothing")
+	}
+	stop() // graceful: returns once the held delivery is abandoned and released
+	mu.Lock()
+	blocking = false
+	mu.Unlock()
+
+	stop = run(0)
+	defer stop()
+	select {
+	case d := <-paid:
+		if !strings.Contains(string(d.Data), p.ID) {
+			t.Fatalf("payout event %s does not name payout %s", d.Data, p.ID)
+		}
+	case <-time.After(20 * time.Second): // far below the relay's one-minute lease
+		t.Fatal("the payout's event was not delivered after the restart")
 	}
 }

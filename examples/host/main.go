@@ -197,6 +197,25 @@ func NewServices(pool *pgxpool.Pool, schema string, keys walletauth.Keys, sender
 	return &Services{Store: store, Auth: auth, Owner: owner}, nil
 }
 
+// NewRelay returns the relay delivering the outbox as webhooks signed
+// with key to url. shutdown bounds how long deliveries in flight may finish
+// once Run's context is cancelled (zero: the relay's default); those still
+// running are then released, due again at once for any relay.
+func NewRelay(store storage.Store, url string, key *ecdsa.PrivateKey, log *slog.Logger, shutdown time.Duration) (*relay.Relay, error) {
+	signer, err := webhook.NewSigner(key)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := webhook.NewPublisher(url, signer, &http.Client{Timeout: 10 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	return relay.New(relay.Config{Store: store, Publisher: pub, ShutdownTimeout: shutdown,
+		OnFailure: func(e storage.Event, err error) {
+			log.Warn("webhook failed", "event", e.ID, "reason", relay.Reason(err))
+		}})
+}
+
 func main() {
 	dsn := flag.String("postgres", "", "PostgreSQL DSN (default $WALLETGATE_POSTGRES_DSN)")
 	flag.Parse()
@@ -237,18 +256,7 @@ func run(ctx context.Context, log *slog.Logger, dsn string) error {
 	if err != nil {
 		return err
 	}
-	signer, err := webhook.NewSigner(cfg.WebhookKey)
-	if err != nil {
-		return err
-	}
-	pub, err := webhook.NewPublisher(cfg.WebhookURL, signer, &http.Client{Timeout: 10 * time.Second})
-	if err != nil {
-		return err
-	}
-	rel, err := relay.New(relay.Config{Store: svc.Store, Publisher: pub,
-		OnFailure: func(e storage.Event, err error) {
-			log.Warn("webhook failed", "event", e.ID, "reason", relay.Reason(err))
-		}})
+	rel, err := NewRelay(svc.Store, cfg.WebhookURL, cfg.WebhookKey, log, 0)
 	if err != nil {
 		return err
 	}
