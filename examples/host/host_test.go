@@ -819,3 +819,25 @@ func TestRelayRestartMidDelivery(t *testing.T) {
 		t.Fatal("the payout's event was not delivered after the restart")
 	}
 }
+
+// TestPayoutOtherCustomersAccount: a payout signed by one customer's
+// session to another customer's external account is refused with 404 and
+// pays nothing; another platform does not see the customer at all.
+func TestPayoutOtherCustomersAccount(t *testing.T) {
+	e := newEnv(t, 4)
+	c, key := e.customer("hana@example.com")
+	e.fund(c.ID, 50_000_000)
+	other, _ := e.customer("ivan@example.com")
+	theirs, _ := e.wallet(other.ID)
+	body, ch := e.firstLeg(c.ID, theirs, 5_000_000)
+	wantAPIError(t, e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, retryHeaders(t, ch, key)), apierror.ReferenceNotFound)
+	if e.balance(c.ID) != 50_000_000 || e.payoutRows(c.ID) != 0 {
+		t.Fatal("a payout to another customer's account debited the ledger")
+	}
+	e.srv.platforms["other-platform-key-0123456789abcdef"] = "Platform:other"
+	r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/customers/"+c.ID+"/payouts", bytes.NewReader(body))
+	r.Header.Set("Authorization", "Bearer other-platform-key-0123456789abcdef")
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, r)
+	wantAPIError(t, w, apierror.ReferenceNotFound)
+}

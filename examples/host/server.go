@@ -394,12 +394,19 @@ func (s *Server) payoutEffect(ctx context.Context, wt storage.Tx, a *signedretry
 	if err := a.DecodeParameters(&p); err != nil {
 		return apierror.Internal(err)
 	}
-	if _, err := s.owner.CheckPayoutIn(ctx, wt, ownership.Payout{AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency}); err != nil {
+	// The destination must be the customer's own (its owner never
+	// changes), checked before the gate so that another customer's account
+	// reveals nothing of its state.
+	acct, err := wt.ExternalAccounts().Get(ctx, p.AccountID)
+	if errors.Is(err, storage.ErrNotFound) || err == nil && acct.CustomerID != p.CustomerID {
+		return apierror.New(apierror.ReferenceNotFound, "no external account %s of customer %s", p.AccountID, p.CustomerID)
+	}
+	if err != nil {
 		return err
 	}
-	acct, err := wt.ExternalAccounts().Get(ctx, p.AccountID) // held by the gate
-	if err != nil || acct.CustomerID != p.CustomerID {
-		return apierror.New(apierror.ReferenceNotFound, "no external account %s of customer %s", p.AccountID, p.CustomerID)
+	// The gate holds the account until the host transaction ends.
+	if _, err := s.owner.CheckPayoutIn(ctx, wt, ownership.Payout{AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency}); err != nil {
+		return err
 	}
 	pg, err := postgres.HostTx(ctx, wt)
 	if err != nil {
