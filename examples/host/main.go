@@ -226,6 +226,7 @@ func main() {
 		log.Error("host stopped", "err", err)
 		os.Exit(1)
 	}
+	log.Info("host stopped: requests drained, relay and sweeper stopped")
 }
 
 func run(ctx context.Context, log *slog.Logger, dsn string) error {
