@@ -56,21 +56,7 @@ func TestRevokeCredentialCrossSigned(t *testing.T) {
 
 		// Revoking EMAIL_OTP is signed by the SMS_OTP session and the other
 		// way round.
-		revokeEmail := call(http.MethodDelete, "/auth/credentials/"+e.email.ID, "")
-		chEmail, err := e.svc.RevokeCredential(ctx, e.email.ID, revokeEmail)
-		if err != nil {
-			t.Fatal(err)
-		}
-		revokeSMS := call(http.MethodDelete, "/auth/credentials/"+sms.ID, "")
-		chSMS, err := e.svc.RevokeCredential(ctx, sms.ID, revokeSMS)
-		if err != nil {
-			t.Fatal(err)
-		}
-		retryEmail, retrySMS := signed(t, revokeEmail, chEmail, smsKey), signed(t, revokeSMS, chSMS, emailKey)
-		errs := together(
-			func() error { _, err := e.svc.RevokeCredential(ctx, e.email.ID, retryEmail); return err },
-			func() error { _, err := e.svc.RevokeCredential(ctx, sms.ID, retrySMS); return err },
-		)
+		errs := e.revokeCrossSigned(t, sms, emailKey, smsKey)
 		checkCrossSigned(t, errs, []string{e.email.ID, sms.ID}, func() ([]walletauth.AuthMethod, []walletauth.AuthSession) {
 			creds, err := e.svc.ListCredentials(ctx, e.wallet.ID)
 			if err != nil {
@@ -337,4 +323,26 @@ func TestOTPAttemptBudgetBurst(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// revokeCrossSigned revokes e's EMAIL_OTP credential and sms at once, each
+// retry stamped by a session of the other, and returns both results.
+func (e *env) revokeCrossSigned(t *testing.T, sms *walletauth.AuthMethod, emailKey, smsKey *walletauth.ClientKey) []error {
+	t.Helper()
+	ctx := t.Context()
+	revokeEmail := call(http.MethodDelete, "/auth/credentials/"+e.email.ID, "")
+	chEmail, err := e.svc.RevokeCredential(ctx, e.email.ID, revokeEmail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revokeSMS := call(http.MethodDelete, "/auth/credentials/"+sms.ID, "")
+	chSMS, err := e.svc.RevokeCredential(ctx, sms.ID, revokeSMS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retryEmail, retrySMS := signed(t, revokeEmail, chEmail, smsKey), signed(t, revokeSMS, chSMS, emailKey)
+	return together(
+		func() error { _, err := e.svc.RevokeCredential(ctx, e.email.ID, retryEmail); return err },
+		func() error { _, err := e.svc.RevokeCredential(ctx, sms.ID, retrySMS); return err },
+	)
 }

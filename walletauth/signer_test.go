@@ -183,21 +183,7 @@ func TestRevokeCredentialCrossSignedThree(t *testing.T) {
 			if err := e.store.Atomic(ctx, func(tx storage.Tx) error { return tx.Credentials().Create(ctx, &third) }); err != nil {
 				t.Fatal(err)
 			}
-			revokeEmail := call(http.MethodDelete, "/auth/credentials/"+e.email.ID, "")
-			chEmail, err := e.svc.RevokeCredential(ctx, e.email.ID, revokeEmail)
-			if err != nil {
-				t.Fatal(err)
-			}
-			revokeSMS := call(http.MethodDelete, "/auth/credentials/"+sms.ID, "")
-			chSMS, err := e.svc.RevokeCredential(ctx, sms.ID, revokeSMS)
-			if err != nil {
-				t.Fatal(err)
-			}
-			retryEmail, retrySMS := signed(t, revokeEmail, chEmail, smsKey), signed(t, revokeSMS, chSMS, emailKey)
-			errs := together(
-				func() error { _, err := e.svc.RevokeCredential(ctx, e.email.ID, retryEmail); return err },
-				func() error { _, err := e.svc.RevokeCredential(ctx, sms.ID, retrySMS); return err },
-			)
+			errs := e.revokeCrossSigned(t, sms, emailKey, smsKey)
 			apierrortest.OneWins(t, fmt.Sprintf("round %d", round), errs, apierror.WalletSignatureInvalid)
 			creds, err := e.svc.ListCredentials(ctx, e.wallet.ID)
 			if err != nil || len(creds) != 2 {
