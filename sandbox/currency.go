@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"math/big"
+	"slices"
+	"strings"
 )
 
 // currency is a sandbox currency: its minor-unit exponent and a fixed rate
@@ -84,4 +86,40 @@ func rateFloat(from, to string) float64 {
 	}
 	f, _ := r.Float64()
 	return f
+}
+
+// Currency is one currency the simulator knows, with the limits of its
+// payout gate in the currency's smallest unit.
+type Currency struct {
+	// Code is the currency code, as in amounts' currency fields.
+	Code string
+	// Decimals is the exponent of the smallest unit: one unit of the
+	// currency is 10^Decimals smallest units (USD 2, USDC and USDB 6, BTC
+	// 8). Every amount of the API is an integer of smallest units.
+	Decimals int
+	// VerificationThreshold is the smallest payout a first-party wallet
+	// still pending ownership verification is refused (400
+	// EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED): Config.VerificationThreshold
+	// US dollars at the sandbox's rates, rounded down.
+	VerificationThreshold int64
+	// TransactionMaximum is the largest payout to an external account;
+	// above it the answer is 400 TRANSACTION_SIZE_LIMIT_EXCEEDED
+	// ([TransactionMaximumUSD] US dollars at the sandbox's rates, rounded
+	// down).
+	TransactionMaximum int64
+}
+
+// Currencies returns every currency the simulator knows, sorted by code,
+// with the verification threshold and single-transaction maximum its
+// payout gate applies. Amounts in any other currency are 400
+// INVALID_CURRENCY.
+func (s *Simulator) Currencies() []Currency {
+	out := make([]Currency, 0, len(currencies))
+	for code, c := range currencies {
+		out = append(out, Currency{Code: code, Decimals: c.decimals,
+			VerificationThreshold: s.payouts.VerificationThresholds.ByCurrency[code],
+			TransactionMaximum:    s.payouts.MaxAmounts.ByCurrency[code]})
+	}
+	slices.SortFunc(out, func(a, b Currency) int { return strings.Compare(a.Code, b.Code) })
+	return out
 }

@@ -71,6 +71,32 @@
 // a list and an unknown id matches nothing; a customerId that is not a
 // Customer id is 400 INVALID_INPUT. Deleted external accounts are left out.
 //
+// # Idempotency-Key
+//
+// POST /transfer-in, /transfer-out, /quotes and /quotes/{id}/execute take
+// an Idempotency-Key header (in Go, the IdempotencyKey of the request, or
+// the key argument of [Simulator.ExecuteQuote]), all with one rule, the
+// library's storage/idempotency on the simulator's store:
+//
+//   - the key is a UUID, given once (in any letter case); anything else is
+//     400 INVALID_INPUT with details.field "Idempotency-Key", and nothing
+//     runs;
+//   - keys belong to the platform (the client id), not to a route: a
+//     request is its method, path and canonical body (member order and
+//     whitespace do not count);
+//   - the first request with a key runs; its final answer (201, or the 200
+//     of an execution) is kept 24 hours from completion, and a repeat of
+//     the same request in that time gets it again with the header
+//     Idempotent-Replayed: true, without running and without a signature
+//     check;
+//   - another request under a kept key, or the same request while the
+//     first still runs, is 409 CONFLICT;
+//   - an error, and the 202 challenge of a signed retry, are not kept: the
+//     key is free again, so the signed retry (or a repeat after a failure)
+//     carries the same key.
+//
+// Without the header a request simply runs.
+//
 // # Time
 //
 // Nothing sleeps. A timed outcome is a timeline of steps; every call first
@@ -121,8 +147,11 @@
 // The verification threshold is one value in every currency:
 // Config.VerificationThreshold US dollars (default 1000) at the sandbox's
 // fixed rates, rounded down, so a pending wallet receives less than 1000
-// USDC, 920 EUR, 17500 MXN or 0.01 BTC. The single-transaction maximum of
-// every currency is [MaxAmount] smallest units.
+// USDC, 920 EUR, 17500 MXN or 0.01 BTC. The single-transaction maximum is
+// likewise [TransactionMaximumUSD] (50000) US dollars in every currency
+// (50000 USDC, 46000 EUR, 0.5 BTC): a payout above it is 400
+// TRANSACTION_SIZE_LIMIT_EXCEEDED. [Simulator.Currencies] lists every
+// currency with its smallest unit and both amounts.
 //
 // A vaspName makes a wallet custodial only when it names a VASP of the
 // sandbox's directory, [SandboxVASPs]; any other is 400 INVALID_INPUT.

@@ -32,11 +32,11 @@ import (
 //	POST   /customers/external-accounts/{id}/trust/confirm    200 TrustConfirm
 //	POST   /customers/external-accounts/{id}/untrust      200 TrustStart
 //	POST   /customers/external-accounts/{id}/untrust/confirm  200 TrustConfirm
-//	POST   /transfer-in                                   201 Transaction (Idempotency-Key honoured)
-//	POST   /transfer-out                                  202 then 201 Transaction (Idempotency-Key honoured)
-//	POST   /quotes                                        201 Quote (Idempotency-Key honoured)
+//	POST   /transfer-in                                   201 Transaction (Idempotency-Key, see the package documentation)
+//	POST   /transfer-out                                  202 then 201 Transaction (Idempotency-Key, see the package documentation)
+//	POST   /quotes                                        201 Quote (Idempotency-Key, see the package documentation)
 //	GET    /quotes/{id}                                   200 Quote
-//	POST   /quotes/{id}/execute                           202 then 200 Quote (Idempotency-Key honoured)
+//	POST   /quotes/{id}/execute                           202 then 200 Quote (Idempotency-Key, see the package documentation)
 //	GET    /transactions/{id}                             200 Transaction
 //	POST   /cards                                         201 Card
 //	GET    /cards/{id}                                    200 Card

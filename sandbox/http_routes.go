@@ -9,9 +9,6 @@ import (
 	"github.com/walletgate/walletgate/walletauth"
 )
 
-// headerIdempotencyKey is the header money-movement requests may carry.
-const headerIdempotencyKey = "Idempotency-Key"
-
 func (s *Simulator) hCreateCustomer(w http.ResponseWriter, r *http.Request) {
 	body, ok := readBody(w, r, nil, true)
 	if !ok {
@@ -140,27 +137,38 @@ func (s *Simulator) hTransfer(in bool) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		req.IdempotencyKey = r.Header.Get(headerIdempotencyKey)
+		key, err := idempotency.FromHeader(r.Header)
+		if err != nil {
+			apierror.Write(w, err)
+			return
+		}
+		req.IdempotencyKey = key
 		var tx *Transaction
 		var ch *signedretry.Challenge
-		var err error
+		var replayed bool
 		if in {
-			tx, err = s.TransferIn(r.Context(), req)
+			tx, replayed, err = s.transferIn(r.Context(), req, body)
 		} else {
-			tx, ch, err = s.TransferOut(r.Context(), req, signedretry.RequestFrom(r, body))
+			tx, ch, replayed, err = s.transferOutKeyed(r.Context(), req, signedretry.RequestFrom(r, body))
 		}
-		signedretry.WriteResult(w, http.StatusCreated, tx, ch, err)
+		writeKeyed(w, http.StatusCreated, tx, ch, replayed, err)
 	}
 }
 
 func (s *Simulator) hCreateQuote(w http.ResponseWriter, r *http.Request) {
 	var req QuoteRequest
-	if _, ok := readBody(w, r, &req, true); !ok {
+	body, ok := readBody(w, r, &req, true)
+	if !ok {
 		return
 	}
-	req.IdempotencyKey = r.Header.Get(headerIdempotencyKey)
-	q, err := s.CreateQuote(r.Context(), req)
-	signedretry.WriteResult(w, http.StatusCreated, q, nil, err)
+	key, err := idempotency.FromHeader(r.Header)
+	if err != nil {
+		apierror.Write(w, err)
+		return
+	}
+	req.IdempotencyKey = key
+	q, replayed, err := s.createQuoteKeyed(r.Context(), req, body)
+	writeKeyed(w, http.StatusCreated, q, nil, replayed, err)
 }
 
 func (s *Simulator) hGetQuote(w http.ResponseWriter, r *http.Request) {
@@ -178,8 +186,8 @@ func (s *Simulator) hExecute(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, err)
 		return
 	}
-	q, ch, err := s.ExecuteQuote(r.Context(), r.PathValue("id"), key, signedretry.RequestFrom(r, body))
-	signedretry.WriteResult(w, http.StatusOK, q, ch, err)
+	q, ch, replayed, err := s.executeQuoteKeyed(r.Context(), r.PathValue("id"), key, signedretry.RequestFrom(r, body))
+	writeKeyed(w, http.StatusOK, q, ch, replayed, err)
 }
 
 func (s *Simulator) hGetTransaction(w http.ResponseWriter, r *http.Request) {

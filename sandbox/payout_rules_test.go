@@ -325,7 +325,13 @@ func TestVerificationThresholdByValue(t *testing.T) {
 		body := evmWallet(tc.suffix)
 		body["currency"] = tc.cur
 		ext := e.external(c.ID, body)
-		for _, amount := range []int64{tc.below + 1, 50_000_000_000} {
+		var maximum int64
+		for _, c := range e.sim.Currencies() {
+			if c.Code == tc.cur {
+				maximum = c.TransactionMaximum
+			}
+		}
+		for _, amount := range []int64{tc.below + 1, maximum} {
 			if amount > tc.fund {
 				continue
 			}
@@ -360,4 +366,42 @@ func TestExternalAccountVASPDirectory(t *testing.T) {
 			t.Fatalf("%s: status %s", vasp, a.Status)
 		}
 	}
+}
+
+// TestTransactionSizeLimitOverHTTP: each sandbox currency has a
+// single-transaction maximum below the largest amount, so a payout above it
+// answers 400 TRANSACTION_SIZE_LIMIT_EXCEEDED over HTTP (transfer-out on the
+// first leg, quote creation), and the maximum itself passes.
+func TestTransactionSizeLimitOverHTTP(t *testing.T) {
+	e := newEnv(t)
+	var usd sandbox.Currency
+	for _, c := range e.sim.Currencies() {
+		if c.TransactionMaximum <= 0 || c.TransactionMaximum >= sandbox.MaxAmount || c.VerificationThreshold <= 0 {
+			t.Fatalf("%s: maximum %d, threshold %d", c.Code, c.TransactionMaximum, c.VerificationThreshold)
+		}
+		if c.Code == "USD" {
+			usd = c
+		}
+	}
+	if usd.Decimals != 2 || usd.TransactionMaximum != sandbox.TransactionMaximumUSD*100 {
+		t.Fatalf("USD %+v", usd)
+	}
+	c, w := e.customer("Big Payer")
+	ext := e.external(c.ID, usdAccount("41414101"))
+	_, r := e.transfer(true, ext.ID, w, usd.TransactionMaximum+1) // money in is not a payout
+	r.ok(t, 201, nil)
+	body := map[string]any{"source": map[string]string{"accountId": w}, "destination": map[string]string{"accountId": ext.ID},
+		"amount": usd.TransactionMaximum + 1}
+	f := e.do("POST", "/transfer-out", body).fails(t, 400, apierror.TransactionSizeLimitExceeded)
+	if f.Details["field"] != "destination.accountId" {
+		t.Fatalf("details %v", f.Details)
+	}
+	_, r = e.transfer(false, ext.ID, w, usd.TransactionMaximum)
+	r.ok(t, 201, nil)
+
+	p := e.payer(60_000_000_000) // 60000 USDB
+	pext := e.external(p.customer.ID, usdAccount("41414102"))
+	e.do("POST", "/quotes", map[string]any{"source": map[string]any{"accountId": p.wallet},
+		"destination": map[string]any{"accountId": pext.ID}, "lockedCurrencySide": "RECEIVING",
+		"lockedCurrencyAmount": usd.TransactionMaximum + 1}).fails(t, 400, apierror.TransactionSizeLimitExceeded)
 }

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
-	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/walletauth"
 )
 
@@ -78,7 +76,10 @@ type QuoteRequest struct {
 	LockedCurrencySide   string           `json:"lockedCurrencySide"`
 	LockedCurrencyAmount int64            `json:"lockedCurrencyAmount"`
 	Description          string           `json:"description,omitempty"`
-	// IdempotencyKey is the Idempotency-Key header.
+	// IdempotencyKey (HTTP: the Idempotency-Key header), when set, must be
+	// a UUID and makes the quote be created at most once: a repeat of the
+	// same request returns the first quote, another request under the key
+	// is 409 CONFLICT (see the package documentation, Idempotency-Key).
 	IdempotencyKey string `json:"-"`
 }
 
@@ -137,9 +138,27 @@ func (q *quote) view(now time.Time) *Quote {
 // EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED, 404 REFERENCE_NOT_FOUND (an
 // account), 404 USER_NOT_FOUND (a customer), 404 UMA_NOT_FOUND (a UMA
 // address at the sandbox domain that is not one of the sandbox addresses,
-// or at any other domain), 409 CONFLICT (Idempotency-Key).
+// or at any other domain), 400 INVALID_INPUT (an Idempotency-Key that is
+// not a UUID), 409 CONFLICT (Idempotency-Key used for another request or
+// still in flight).
 func (s *Simulator) CreateQuote(ctx context.Context, req QuoteRequest) (*Quote, error) {
-	return idempotent(s, "quotes", req.IdempotencyKey, req, func() (*Quote, error) { return s.createQuote(ctx, req) })
+	body, err := marshalBody(req)
+	if err != nil {
+		return nil, err
+	}
+	q, _, err := s.createQuoteKeyed(ctx, req, body)
+	return q, err
+}
+
+// createQuoteKeyed is CreateQuote with body, the request as sent, for the
+// Idempotency-Key fingerprint; replayed reports a stored result.
+func (s *Simulator) createQuoteKeyed(ctx context.Context, req QuoteRequest, body []byte) (*Quote, bool, error) {
+	q, _, replayed, err := keyed(ctx, s, req.IdempotencyKey, "/quotes", body, http.StatusCreated,
+		func(ctx context.Context) (*Quote, *signedretry.Challenge, error) {
+			q, err := s.createQuote(ctx, req)
+			return q, nil, err
+		})
+	return q, replayed, err
 }
 
 func (s *Simulator) createQuote(ctx context.Context, req QuoteRequest) (*Quote, error) {
@@ -345,50 +364,22 @@ func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
 // or the Idempotency-Key was used for another request or its request is in
 // progress), the 401s of signedretry.
 func (s *Simulator) ExecuteQuote(ctx context.Context, quoteID, idempotencyKey string, call signedretry.Request) (*Quote, *signedretry.Challenge, error) {
-	call, err := s.defaults(call, http.MethodPost, "/quotes/"+quoteID+"/execute", nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	if idempotencyKey == "" {
-		return s.executeQuote(ctx, quoteID, call)
-	}
-	var out *Quote
-	var challenge *signedretry.Challenge
-	req := idempotency.Request{Scope: s.idempotencyScope(), Key: idempotencyKey, Method: http.MethodPost,
-		Path: s.cfg.BasePath + "/quotes/" + quoteID + "/execute", Body: call.Body}
-	resp, replayed, err := s.idem.Do(ctx, req, func(ctx context.Context) (idempotency.Response, error) {
-		q, ch, err := s.executeQuote(ctx, quoteID, call)
-		switch {
-		case err != nil:
-			return idempotency.Response{}, err
-		case ch != nil:
-			challenge = ch
-			return idempotency.Response{Status: http.StatusAccepted}, nil // not final: released
-		}
-		body, err := json.Marshal(q)
-		if err != nil {
-			return idempotency.Response{}, apierror.Internal(err)
-		}
-		out = q
-		return idempotency.Response{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}, nil
-	})
-	switch {
-	case err != nil:
-		return nil, nil, err
-	case replayed:
-		var q Quote
-		if err := json.Unmarshal(resp.Body, &q); err != nil {
-			return nil, nil, apierror.Internal(fmt.Errorf("sandbox: decoding a stored quote execution: %w", err))
-		}
-		return &q, nil, nil
-	}
-	return out, challenge, nil
+	q, ch, _, err := s.executeQuoteKeyed(ctx, quoteID, idempotencyKey, call)
+	return q, ch, err
 }
 
-// idempotencyScope is the scope of the simulator's Idempotency-Key records:
-// the platform its credentials authenticate (the sandbox serves one, and
-// every HTTP request reaches the routes only with its client id).
-func (s *Simulator) idempotencyScope() string { return "Platform:" + s.cfg.ClientID }
+// executeQuoteKeyed is ExecuteQuote; replayed reports a stored result.
+func (s *Simulator) executeQuoteKeyed(ctx context.Context, quoteID, idempotencyKey string, call signedretry.Request) (*Quote, *signedretry.Challenge, bool, error) {
+	path := "/quotes/" + quoteID + "/execute"
+	call, err := s.defaults(call, http.MethodPost, path, nil)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return keyed(ctx, s, idempotencyKey, path, call.Body, http.StatusOK,
+		func(ctx context.Context) (*Quote, *signedretry.Challenge, error) {
+			return s.executeQuote(ctx, quoteID, call)
+		})
+}
 
 func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signedretry.Request) (*Quote, *signedretry.Challenge, error) {
 	var params quoteParams

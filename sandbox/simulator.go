@@ -44,6 +44,14 @@ const (
 	// MaxAmount is the largest amount, in smallest units, any money-movement
 	// request accepts.
 	MaxAmount int64 = 100_000_000_000
+	// TransactionMaximumUSD is the single-transaction maximum of the
+	// simulator's payout gate, in whole US dollars: in every currency, a
+	// payout to an external account (transfer-out, quote execution, the
+	// payment of a real-time funded quote) of more than this value at the
+	// sandbox's fixed rates, rounded down to the smallest unit, is 400
+	// TRANSACTION_SIZE_LIMIT_EXCEEDED ([Simulator.Currencies] lists the
+	// amounts).
+	TransactionMaximumUSD = 50_000
 )
 
 // Config configures a [Simulator]. The zero value is usable.
@@ -148,8 +156,8 @@ type Simulator struct {
 	payouts *ownership.PayoutPolicy
 	pk      *passkey.Verifier
 	oidc    *oidc.Verifier
-	// idem keeps the Idempotency-Key records of quote execution in the
-	// Store (see ExecuteQuote).
+	// idem keeps the Idempotency-Key records of every route that takes
+	// the header in the Store (see keyed).
 	idem *idempotency.Guard
 
 	mu    sync.Mutex

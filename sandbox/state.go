@@ -16,7 +16,6 @@ type state struct {
 	txs          map[string]*transaction
 	unsettled    map[string]*transaction
 	cards        map[string]*card
-	idem         map[string]idemEntry
 	sca          map[string]*scaChallenge
 	scaCustomers map[string]*scaCustomer // by customer id, see sca.go
 }
@@ -32,7 +31,6 @@ func newState() *state {
 		txs:          map[string]*transaction{},
 		unsettled:    map[string]*transaction{},
 		cards:        map[string]*card{},
-		idem:         map[string]idemEntry{},
 		sca:          map[string]*scaChallenge{},
 	}
 }
@@ -108,10 +106,4 @@ func (st *state) schedule(tx *transaction, now time.Time) {
 	st.txs[tx.rec.ID] = tx
 	st.unsettled[tx.rec.ID] = tx
 	st.settle(now)
-}
-
-// idemEntry is the remembered result of a request with an Idempotency-Key.
-type idemEntry struct {
-	digest [32]byte
-	result any
 }

@@ -2,8 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -160,8 +158,10 @@ type TransferRequest struct {
 	Source      AccountRef `json:"source"`
 	Destination AccountRef `json:"destination"`
 	Amount      int64      `json:"amount"`
-	// IdempotencyKey, when set, makes a repeat of the request return the
-	// first result (HTTP: the Idempotency-Key header).
+	// IdempotencyKey (HTTP: the Idempotency-Key header), when set, must be
+	// a UUID and makes the transfer happen at most once: a repeat of the
+	// same request returns the first result, another request under the key
+	// is 409 CONFLICT (see the package documentation, Idempotency-Key).
 	IdempotencyKey string `json:"-"`
 }
 
@@ -174,12 +174,27 @@ type TransferRequest struct {
 //
 // Errors: 400 INVALID_INPUT (accounts of different customers), 400
 // INVALID_AMOUNT / AMOUNT_OUT_OF_RANGE / INVALID_CURRENCY, 404
-// REFERENCE_NOT_FOUND, 409 CONFLICT (Idempotency-Key reused for another
-// request or still in flight).
+// REFERENCE_NOT_FOUND, 400 INVALID_INPUT (an Idempotency-Key that is not a
+// UUID), 409 CONFLICT (Idempotency-Key used for another request or still
+// in flight).
 func (s *Simulator) TransferIn(ctx context.Context, req TransferRequest) (*Transaction, error) {
-	return idempotent(s, "transfer-in", req.IdempotencyKey, req, func() (*Transaction, error) {
-		return s.transfer(ctx, req.Source.AccountID, req.Destination.AccountID, req.Amount, true)
-	})
+	body, err := marshalBody(req)
+	if err != nil {
+		return nil, err
+	}
+	t, _, err := s.transferIn(ctx, req, body)
+	return t, err
+}
+
+// transferIn is TransferIn with body, the request as sent, for the
+// Idempotency-Key fingerprint; replayed reports a stored result.
+func (s *Simulator) transferIn(ctx context.Context, req TransferRequest, body []byte) (*Transaction, bool, error) {
+	t, _, replayed, err := keyed(ctx, s, req.IdempotencyKey, "/transfer-in", body, http.StatusCreated,
+		func(ctx context.Context) (*Transaction, *signedretry.Challenge, error) {
+			t, err := s.transfer(ctx, req.Source.AccountID, req.Destination.AccountID, req.Amount, true)
+			return t, nil, err
+		})
+	return t, replayed, err
 }
 
 // TransferOut pushes money from a customer's embedded wallet to their
@@ -203,8 +218,8 @@ func (s *Simulator) TransferIn(ctx context.Context, req TransferRequest) (*Trans
 // ordered at the transaction's commit and no status change commits between
 // the gate's decision and it. call is the request as in
 // [Simulator.UpdateCustomer]. With an IdempotencyKey, a repeat of a
-// completed transfer returns the first result (the challenge leg is not
-// remembered).
+// completed transfer returns the first result, signed or not (the
+// challenge leg is not remembered: the key then carries the retry).
 //
 // Errors: those of TransferIn, 400 INVALID_AMOUNT (balance too low), 400
 // EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED (the destination is a first-party
@@ -215,17 +230,20 @@ func (s *Simulator) TransferIn(ctx context.Context, req TransferRequest) (*Trans
 // payout gate with details.field destination.accountId, the 401s of
 // signedretry.
 func (s *Simulator) TransferOut(ctx context.Context, req TransferRequest, call signedretry.Request) (*Transaction, *signedretry.Challenge, error) {
+	t, ch, _, err := s.transferOutKeyed(ctx, req, call)
+	return t, ch, err
+}
+
+// transferOutKeyed is TransferOut; replayed reports a stored result.
+func (s *Simulator) transferOutKeyed(ctx context.Context, req TransferRequest, call signedretry.Request) (*Transaction, *signedretry.Challenge, bool, error) {
 	call, err := s.defaults(call, http.MethodPost, "/transfer-out", req)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	var challenge *signedretry.Challenge
-	out, err := idempotent(s, "transfer-out", req.IdempotencyKey, req, func() (*Transaction, error) {
-		t, ch, err := s.transferOut(ctx, req, call)
-		challenge = ch
-		return t, err
-	})
-	return out, challenge, err
+	return keyed(ctx, s, req.IdempotencyKey, "/transfer-out", call.Body, http.StatusCreated,
+		func(ctx context.Context) (*Transaction, *signedretry.Challenge, error) {
+			return s.transferOut(ctx, req, call)
+		})
 }
 
 // transferParams are the parameters of a TRANSFER_OUT payload.
@@ -436,65 +454,27 @@ func (s *Simulator) checkVerified(ext *storage.ExternalAccount, amount int64, fi
 // Config.VerificationThreshold US dollars, converted at the sandbox's fixed
 // rates and rounded down to the currency's smallest unit (so 1000 USD is
 // 1000 USDC, 920 EUR and 0.01 BTC). The single-transaction maximum of each
-// is MaxAmount smallest units, the sandbox's largest amount. The ownership
-// service is configured with it, and the simulator's own payouts decide
-// with the same policy.
+// is [TransactionMaximumUSD] US dollars converted the same way (so 50000
+// USDC, 46000 EUR, 0.5 BTC), below [MaxAmount] in every currency, so that
+// TRANSACTION_SIZE_LIMIT_EXCEEDED is an answer a client can reach. The
+// ownership service is configured with it, and the simulator's own payouts
+// decide with the same policy.
 func (s *Simulator) payoutPolicy() (ownership.PayoutPolicy, error) {
 	thr := make(map[string]int64, len(currencies))
 	maxima := make(map[string]int64, len(currencies))
 	usd := majorUnits(s.cfg.VerificationThreshold, "USD")
+	maxUSD := majorUnits(TransactionMaximumUSD, "USD")
 	for cur := range currencies {
 		v, ok := convert(usd, "USD", cur, false)
 		if !ok {
 			return ownership.PayoutPolicy{}, fmt.Errorf("sandbox: Config.VerificationThreshold %d USD is beyond the range of %s", s.cfg.VerificationThreshold, cur)
 		}
-		thr[cur], maxima[cur] = v, MaxAmount
+		m, ok := convert(maxUSD, "USD", cur, false)
+		if !ok || m > MaxAmount {
+			return ownership.PayoutPolicy{}, fmt.Errorf("sandbox: the single-transaction maximum of %s is beyond its range", cur)
+		}
+		thr[cur], maxima[cur] = v, m
 	}
 	p := ownership.PayoutPolicy{VerificationThresholds: ownership.Limits{ByCurrency: thr}, MaxAmounts: ownership.Limits{ByCurrency: maxima}}
 	return p, p.Validate()
-}
-
-// idempotent runs fn once per Idempotency-Key and scope: a repeat of the
-// same request returns the first result; the key with a different request,
-// or while the first is still running, is 409 CONFLICT. Failures are not
-// remembered, so a failed request may be retried with the same key. An empty
-// key runs fn every time.
-func idempotent[T any](s *Simulator, scope, key string, req any, fn func() (*T, error)) (*T, error) {
-	if key == "" {
-		return fn()
-	}
-	if len(key) > 255 {
-		return nil, apierror.New(apierror.InvalidInput, "Idempotency-Key must be at most 255 characters").WithDetail("field", "Idempotency-Key")
-	}
-	b, err := json.Marshal(req)
-	if err != nil {
-		return nil, apierror.Internal(err)
-	}
-	digest := sha256.Sum256(b)
-	k := scope + "\x00" + key
-	s.mu.Lock()
-	e, seen := s.state.idem[k]
-	if !seen {
-		s.state.idem[k] = idemEntry{digest: digest}
-	}
-	s.mu.Unlock()
-	if seen {
-		switch r, done := e.result.(*T); {
-		case e.digest != digest:
-			return nil, apierror.New(apierror.Conflict, "the Idempotency-Key was used for a different request")
-		case !done || r == nil:
-			return nil, apierror.New(apierror.Conflict, "a request with this Idempotency-Key is still in progress")
-		default:
-			return r, nil
-		}
-	}
-	out, err := fn()
-	s.mu.Lock()
-	if err != nil || out == nil {
-		delete(s.state.idem, k)
-	} else {
-		s.state.idem[k] = idemEntry{digest: digest, result: out}
-	}
-	s.mu.Unlock()
-	return out, err
 }

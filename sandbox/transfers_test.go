@@ -177,16 +177,17 @@ func TestTransferIdempotency(t *testing.T) {
 	}
 	_, r = e.transfer(true, ext.ID, w, 501, key...)
 	r.fails(t, 409, apierror.Conflict)
-	// Keys are scoped per route.
-	out, r := e.transfer(false, ext.ID, w, 500, key...)
+	// Keys belong to the platform, not to a route: the key on another
+	// route is another request.
+	_, r = e.transfer(false, ext.ID, w, 500, key...)
+	r.fails(t, 409, apierror.Conflict)
+	out, r := e.transfer(false, ext.ID, w, 500, "Idempotency-Key", "2f1c3a1e-8d4b-4b53-9a51-6f0f3c1f0a12")
 	r.ok(t, 201, nil)
 	if out.ID == first.ID || e.balance(w, "USD") != 0 {
 		t.Fatalf("transfer-out %+v", out)
 	}
-	long := make([]byte, 256)
-	for i := range long {
-		long[i] = 'k'
+	_, r = e.transfer(true, ext.ID, w, 500, "Idempotency-Key", "transfer-1")
+	if f := r.fails(t, 400, apierror.InvalidInput); f.Details["field"] != "Idempotency-Key" {
+		t.Fatalf("details %v do not name the header", f.Details)
 	}
-	_, r = e.transfer(true, ext.ID, w, 500, "Idempotency-Key", string(long))
-	r.fails(t, 400, apierror.InvalidInput)
 }
