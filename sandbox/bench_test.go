@@ -36,9 +36,9 @@ func benchWallet(b *testing.B) (*sandbox.Simulator, string, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	accts, _ := sim.ListInternalAccounts(b.Context(), c.ID)
-	creds, _ := sim.Auth().ListCredentials(b.Context(), accts[0].ID)
-	return sim, accts[0].ID, creds[0].ID
+	accts, _ := sim.ListInternalAccounts(b.Context(), c.ID, sandbox.ListOptions{})
+	creds, _ := sim.Auth().ListCredentials(b.Context(), accts.Data[0].ID)
+	return sim, accts.Data[0].ID, creds[0].ID
 }
 
 // BenchmarkHandlerOTPLogin is a full EMAIL_OTP login through the handler:

@@ -2,11 +2,13 @@ package sandbox_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"time"
 
 	"github.com/walletgate/walletgate/sandbox"
@@ -96,4 +98,54 @@ func ExampleSimulator_Handle() {
 	// Output:
 	// 200 notes for ExternalAccount:42
 	// 401 {"status":401,"code":"UNAUTHORIZED","message":"platform credentials are missing or wrong (HTTP Basic client id and secret)"}
+}
+
+// Reading every customer page by page in Go, with the cursor the HTTP list
+// routes use (a cursor of either works in the other).
+func ExampleSimulator_ListCustomers() {
+	sim, _ := sandbox.New(sandbox.Config{})
+	defer sim.Close()
+	ctx := context.Background()
+	for _, name := range []string{"Ada Lovelace", "Alan Turing", "Grace Hopper"} {
+		_, _ = sim.CreateCustomer(ctx, sandbox.CustomerCreate{CustomerType: "INDIVIDUAL", FullName: name,
+			Email: strings.ToLower(strings.ReplaceAll(name, " ", ".")) + "@example.com"})
+	}
+	opts := sandbox.ListOptions{Limit: 2}
+	for {
+		page, err := sim.ListCustomers(ctx, opts)
+		if err != nil {
+			panic(err)
+		}
+		for _, c := range page.Data {
+			fmt.Println(c.FullName)
+		}
+		if !page.HasMore {
+			fmt.Println("total", page.TotalCount)
+			break
+		}
+		opts.Cursor = page.NextCursor
+	}
+	// Output:
+	// Ada Lovelace
+	// Alan Turing
+	// Grace Hopper
+	// total 3
+}
+
+// The sandbox's currencies: the smallest unit of each and the payout gate's
+// verification threshold and single-transaction maximum, in smallest units.
+func ExampleSimulator_Currencies() {
+	sim, _ := sandbox.New(sandbox.Config{})
+	defer sim.Close()
+	for _, c := range sim.Currencies() {
+		switch c.Code {
+		case "BTC", "EUR", "USDB", "USDC":
+			fmt.Println(c.Code, c.Decimals, c.VerificationThreshold, c.TransactionMaximum)
+		}
+	}
+	// Output:
+	// BTC 8 1000000 50000000
+	// EUR 2 92000 4600000
+	// USDB 6 1000000000 50000000000
+	// USDC 6 1000000000 50000000000
 }

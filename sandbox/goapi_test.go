@@ -65,8 +65,8 @@ func TestGoAPIFlow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wallets, _ := sim.ListInternalAccounts(ctx, cust.ID)
-		wallet := wallets[0].ID
+		wallets, _ := sim.ListInternalAccounts(ctx, cust.ID, sandbox.ListOptions{})
+		wallet := wallets.Data[0].ID
 		key := goLogin(t, sim, wallet)
 
 		info, _ := json.Marshal(map[string]any{"accountType": "USD_ACCOUNT", "accountNumber": "40400001", "routingNumber": "021000021",

@@ -224,13 +224,3 @@ func readBody(w http.ResponseWriter, r *http.Request, dst any, required bool) ([
 	}
 	return body, true
 }
-
-// list is the body of a list response: one page of data, hasMore and, when
-// hasMore, the nextCursor to pass as cursor for the next page (see
-// [DefaultListLimit]); totalCount counts every item of the list.
-type list[T any] struct {
-	Data       []T    `json:"data"`
-	HasMore    bool   `json:"hasMore"`
-	NextCursor string `json:"nextCursor,omitempty"`
-	TotalCount int    `json:"totalCount"`
-}

@@ -43,13 +43,13 @@ func (s *Simulator) hUpdateCustomer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Simulator) hListInternal(w http.ResponseWriter, r *http.Request) {
-	p, err := parsePage(r.URL.Query())
+	o, err := listOptions(r.URL.Query())
 	if err != nil {
 		apierror.Write(w, err)
 		return
 	}
-	accts, err := s.ListInternalAccounts(r.Context(), r.URL.Query().Get("customerId"))
-	signedretry.WriteResult(w, http.StatusOK, paginate(accts, internalKey, p), nil, err)
+	p, err := s.ListInternalAccounts(r.Context(), r.URL.Query().Get("customerId"), o)
+	signedretry.WriteResult(w, http.StatusOK, p, nil, err)
 }
 
 func (s *Simulator) hGetInternal(w http.ResponseWriter, r *http.Request) {

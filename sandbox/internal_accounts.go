@@ -60,15 +60,21 @@ func (s *Simulator) view(st *state, a *storage.InternalAccount) InternalAccount 
 	return out
 }
 
-// ListInternalAccounts returns the embedded wallets of a customer (none for
-// an unknown customer). A customerId that is not a Customer id is 400
-// INVALID_INPUT.
-func (s *Simulator) ListInternalAccounts(ctx context.Context, customerID string) ([]InternalAccount, error) {
+// ListInternalAccounts returns one page of the embedded wallets of a
+// customer, in creation order (an empty page for an unknown customer): the
+// page GET /internal-accounts?customerId=&limit=&cursor= answers for the
+// same options. A customerId that is not a Customer id, and invalid options
+// ([ListOptions]), are 400 INVALID_INPUT.
+func (s *Simulator) ListInternalAccounts(ctx context.Context, customerID string, opts ListOptions) (*Page[InternalAccount], error) {
+	p, err := opts.page()
+	if err != nil {
+		return nil, err
+	}
 	if !storage.ValidID(customerID, "Customer") {
 		return nil, apierror.InvalidField("customerId", apierror.Pattern(`^Customer:[0-9a-fA-F-]{36}$`), "must be a Customer id")
 	}
 	var accts []storage.InternalAccount
-	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
+	err = s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		accts, err = tx.InternalAccounts().ListByCustomer(ctx, customerID)
 		return err
@@ -83,7 +89,7 @@ func (s *Simulator) ListInternalAccounts(ctx context.Context, customerID string)
 		}
 		return nil
 	})
-	return out, nil
+	return paginate(out, internalKey, p), nil
 }
 
 // GetInternalAccount returns one embedded wallet: 404 REFERENCE_NOT_FOUND

@@ -20,30 +20,35 @@ func customerKey(c *Customer) (string, time.Time)        { return c.ID, c.Create
 // listRoutes registers the list endpoints that have no other home.
 func (s *Simulator) listRoutes(r func(string, http.HandlerFunc)) {
 	r("GET /customers", func(w http.ResponseWriter, req *http.Request) {
-		p, err := parsePage(req.URL.Query())
+		o, err := listOptions(req.URL.Query())
 		if err != nil {
 			apierror.Write(w, err)
 			return
 		}
-		cs, err := s.ListCustomers(req.Context())
-		signedretry.WriteResult(w, http.StatusOK, paginate(cs, customerKey, p), nil, err)
+		p, err := s.ListCustomers(req.Context(), o)
+		signedretry.WriteResult(w, http.StatusOK, p, nil, err)
 	})
 	r("GET /customers/external-accounts", func(w http.ResponseWriter, req *http.Request) {
-		p, err := parsePage(req.URL.Query())
+		o, err := listOptions(req.URL.Query())
 		if err != nil {
 			apierror.Write(w, err)
 			return
 		}
-		as, deleted, err := s.externalAccounts(req.Context(), req.URL.Query().Get("customerId"))
-		signedretry.WriteResult(w, http.StatusOK, paginateVisible(as, externalKey, p, func(i int) bool { return !deleted[i] }), nil, err)
+		p, err := s.ListExternalAccounts(req.Context(), req.URL.Query().Get("customerId"), o)
+		signedretry.WriteResult(w, http.StatusOK, p, nil, err)
 	})
 }
 
-// ListCustomers returns every customer, oldest first (creation time, then
-// id). GET /customers pages it with limit and cursor.
-func (s *Simulator) ListCustomers(ctx context.Context) ([]Customer, error) {
+// ListCustomers returns one page of the customers, oldest first (creation
+// time, then id): the page GET /customers?limit=&cursor= answers for the
+// same options. Invalid options are 400 INVALID_INPUT ([ListOptions]).
+func (s *Simulator) ListCustomers(ctx context.Context, opts ListOptions) (*Page[Customer], error) {
+	p, err := opts.page()
+	if err != nil {
+		return nil, err
+	}
 	out := []Customer{}
-	err := s.locked(func(st *state, _ time.Time) error {
+	_ = s.locked(func(st *state, _ time.Time) error {
 		for _, c := range st.customers {
 			out = append(out, *c.rec.clone())
 		}
@@ -52,26 +57,26 @@ func (s *Simulator) ListCustomers(ctx context.Context) ([]Customer, error) {
 	slices.SortFunc(out, func(a, b Customer) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
-	return out, err
+	return paginate(out, customerKey, p), nil
 }
 
-// ListExternalAccounts returns a customer's external accounts in creation
-// order, without deleted ones; an unknown customer has none (200, empty
-// list), as in [Simulator.ListInternalAccounts]. A customerId that is not a
-// Customer id is 400 INVALID_INPUT. GET /customers/external-accounts pages
-// it with limit and cursor.
-func (s *Simulator) ListExternalAccounts(ctx context.Context, customerID string) ([]ExternalAccount, error) {
+// ListExternalAccounts returns one page of a customer's external accounts
+// in creation order, without deleted ones: the page GET
+// /customers/external-accounts?customerId=&limit=&cursor= answers for the
+// same options. A cursor naming an account deleted since still works. An
+// unknown customer has none (an empty page), as in
+// [Simulator.ListInternalAccounts]. A customerId that is not a Customer id,
+// and invalid options ([ListOptions]), are 400 INVALID_INPUT.
+func (s *Simulator) ListExternalAccounts(ctx context.Context, customerID string, opts ListOptions) (*Page[ExternalAccount], error) {
+	p, err := opts.page()
+	if err != nil {
+		return nil, err
+	}
 	all, deleted, err := s.externalAccounts(ctx, customerID)
 	if err != nil {
 		return nil, err
 	}
-	out := []ExternalAccount{}
-	for i := range all {
-		if !deleted[i] {
-			out = append(out, all[i])
-		}
-	}
-	return out, nil
+	return paginateVisible(all, externalKey, p, func(i int) bool { return !deleted[i] }), nil
 }
 
 // externalAccounts returns all of a customer's external accounts in creation

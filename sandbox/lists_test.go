@@ -2,8 +2,11 @@ package sandbox_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -172,4 +175,105 @@ func TestListUnknownCustomer(t *testing.T) {
 		e.do("GET", path+"?customerId=bob", nil).fails(t, 400, apierror.InvalidInput)
 		e.do("GET", path, nil).fails(t, 400, apierror.InvalidInput)
 	}
+}
+
+// TestListGoPagesEqualHTTPPages: the Go list methods page with the same
+// cursor as the HTTP routes: for each list, the pages read in Go equal the
+// pages read over HTTP, also when a client alternates between the two, and
+// invalid options are the same 400s.
+func TestListGoPagesEqualHTTPPages(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	c, _ := e.customer("Go Pages")
+	for i := range 7 {
+		e.customer(fmt.Sprintf("Go Pages %d", i))
+		e.external(c.ID, usdAccount(fmt.Sprintf("51515%d11", i)))
+	}
+	var ext page[sandbox.ExternalAccount]
+	e.do("GET", "/customers/external-accounts?customerId="+c.ID, nil).ok(t, 200, &ext)
+	e.do("DELETE", "/customers/external-accounts/"+ext.Data[2].ID, nil).ok(t, 204, nil)
+
+	lists := []struct {
+		path   string
+		goPage func(sandbox.ListOptions) (any, string, error)
+	}{
+		{"/customers?", func(o sandbox.ListOptions) (any, string, error) {
+			p, err := e.sim.ListCustomers(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return p, p.NextCursor, nil
+		}},
+		{"/customers/external-accounts?customerId=" + c.ID + "&", func(o sandbox.ListOptions) (any, string, error) {
+			p, err := e.sim.ListExternalAccounts(ctx, c.ID, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return p, p.NextCursor, nil
+		}},
+		{"/internal-accounts?customerId=" + c.ID + "&", func(o sandbox.ListOptions) (any, string, error) {
+			p, err := e.sim.ListInternalAccounts(ctx, c.ID, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return p, p.NextCursor, nil
+		}},
+	}
+	for _, l := range lists {
+		for _, limit := range []int{1, 2, 3, 0} {
+			cursor, pages := "", 0
+			for {
+				got, next, err := l.goPage(sandbox.ListOptions{Limit: limit, Cursor: cursor})
+				if err != nil {
+					t.Fatalf("%s limit %d: %v", l.path, limit, err)
+				}
+				q := l.path
+				if limit != 0 {
+					q += "limit=" + strconv.Itoa(limit) + "&"
+				}
+				if cursor != "" {
+					q += "cursor=" + cursor
+				}
+				r := e.do("GET", q, nil)
+				r.ok(t, 200, nil)
+				goJSON, _ := json.Marshal(got)
+				if !jsonEqual(t, goJSON, r.body) {
+					t.Fatalf("%s limit %d page %d:\nGo   %s\nHTTP %s", l.path, limit, pages, goJSON, r.body)
+				}
+				pages++
+				if next == "" {
+					break
+				}
+				// Alternate: the next cursor read over HTTP equals Go's.
+				var hp page[json.RawMessage]
+				r.ok(t, 200, &hp)
+				if hp.NextCursor != next {
+					t.Fatalf("cursors differ: %q %q", hp.NextCursor, next)
+				}
+				cursor = next
+			}
+			if limit == 1 && !strings.HasPrefix(l.path, "/internal-accounts") && pages < 6 {
+				t.Fatalf("%s limit %d: %d pages", l.path, limit, pages)
+			}
+		}
+		for _, o := range []sandbox.ListOptions{{Limit: -1}, {Limit: sandbox.MaxListLimit + 1}} {
+			_, _, err := l.goPage(o)
+			apierrortest.WantFields(t, err, apierror.InvalidInput, "limit")
+		}
+		_, _, err := l.goPage(sandbox.ListOptions{Cursor: "!!"})
+		apierrortest.WantFields(t, err, apierror.InvalidInput, "cursor")
+	}
+}
+
+// jsonEqual reports whether two JSON documents are the same value.
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatal(err)
+	}
+	return reflect.DeepEqual(x, y)
 }

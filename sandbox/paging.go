@@ -22,6 +22,32 @@ const (
 // cursorPrefix versions the opaque cursor encoding.
 const cursorPrefix = "v1|"
 
+// ListOptions selects one page of a list: the limit and cursor query
+// parameters of the HTTP list routes, for the Go methods
+// ([Simulator.ListCustomers], [Simulator.ListExternalAccounts],
+// [Simulator.ListInternalAccounts]). A cursor from either works in the
+// other.
+type ListOptions struct {
+	// Limit is the page size, 1 to MaxListLimit; zero means
+	// DefaultListLimit.
+	Limit int
+	// Cursor is the NextCursor of the previous page; empty for the first.
+	Cursor string
+}
+
+// Page is one page of a list, oldest first, as the HTTP list routes
+// answer it: Data (never nil), HasMore, NextCursor when HasMore (the
+// Cursor of the next page) and TotalCount, the number of items of the
+// whole list. The cursor names the page's last item, not an offset, so
+// items created while a client pages are neither read twice nor make it
+// skip any.
+type Page[T any] struct {
+	Data       []T    `json:"data"`
+	HasMore    bool   `json:"hasMore"`
+	NextCursor string `json:"nextCursor,omitempty"`
+	TotalCount int    `json:"totalCount"`
+}
+
 // page is a validated limit and cursor.
 type page struct {
 	limit int
@@ -31,30 +57,51 @@ type page struct {
 	afterAt time.Time
 }
 
-// parsePage reads limit and cursor from a list query: limit is an integer
-// from 1 to MaxListLimit (DefaultListLimit when absent), cursor a
-// nextCursor this simulator answered. Either one invalid is 400
-// INVALID_INPUT on that field.
-func parsePage(q url.Values) (page, error) {
-	p := page{limit: DefaultListLimit}
+// page validates o: a Limit outside 0 to MaxListLimit or a Cursor that is
+// not a NextCursor of this simulator is 400 INVALID_INPUT on that field
+// ("limit", "cursor").
+func (o ListOptions) page() (page, error) {
+	p := page{limit: o.Limit}
+	if p.limit == 0 {
+		p.limit = DefaultListLimit
+	}
+	var v apierror.Validation
+	if o.Limit < 0 || o.Limit > MaxListLimit {
+		v.Add("limit", apierror.Pattern(`^[1-9][0-9]*$`), "must be an integer from 1 to "+strconv.Itoa(MaxListLimit))
+	}
+	if o.Cursor != "" {
+		id, at, good := decodeCursor(o.Cursor)
+		if !good {
+			v.Add("cursor", nil, "is not a nextCursor of this list")
+		}
+		p.afterID, p.afterAt = id, at
+	}
+	return p, v.Err()
+}
+
+// listOptions reads limit and cursor from a list query: limit is an
+// integer from 1 to MaxListLimit (DefaultListLimit when absent), cursor a
+// nextCursor this simulator answered. Either one invalid (repeated, empty,
+// or not such a value) is 400 INVALID_INPUT on that field.
+func listOptions(q url.Values) (ListOptions, error) {
+	var o ListOptions
 	var v apierror.Validation
 	if raw, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(strings.TrimSpace(raw[0]))
 		if err != nil || n < 1 || n > MaxListLimit || len(raw) > 1 {
 			v.Add("limit", apierror.Pattern(`^[1-9][0-9]*$`), "must be an integer from 1 to "+strconv.Itoa(MaxListLimit))
 		} else {
-			p.limit = n
+			o.Limit = n
 		}
 	}
 	if raw, ok := q["cursor"]; ok {
-		id, at, good := decodeCursor(raw[0])
-		if !good || len(raw) > 1 {
+		if _, _, good := decodeCursor(raw[0]); !good || len(raw) > 1 {
 			v.Add("cursor", nil, "is not a nextCursor of this list")
 		} else {
-			p.afterID, p.afterAt = id, at
+			o.Cursor = raw[0]
 		}
 	}
-	return p, v.Err()
+	return o, v.Err()
 }
 
 // encodeCursor is the opaque cursor of the item (id, created): base64url of
@@ -90,14 +137,14 @@ func decodeCursor(c string) (string, time.Time, bool) {
 // the items of the next page; when the cursor's item is gone the page starts
 // at the first item ordered after it by (creation time, id). nextCursor is
 // set when hasMore.
-func paginate[T any](items []T, key func(*T) (string, time.Time), p page) list[T] {
+func paginate[T any](items []T, key func(*T) (string, time.Time), p page) *Page[T] {
 	return paginateVisible(items, key, p, nil)
 }
 
 // paginateVisible is paginate over the items for which visible is true (all
 // when visible is nil); the hidden ones still anchor a cursor naming them,
 // so deleting the last item of a page does not lose the reader's place.
-func paginateVisible[T any](items []T, key func(*T) (string, time.Time), p page, visible func(i int) bool) list[T] {
+func paginateVisible[T any](items []T, key func(*T) (string, time.Time), p page, visible func(i int) bool) *Page[T] {
 	shown := func(i int) bool { return visible == nil || visible(i) }
 	start := 0
 	if p.afterID != "" {
@@ -119,7 +166,7 @@ func paginateVisible[T any](items []T, key func(*T) (string, time.Time), p page,
 			}
 		}
 	}
-	out := list[T]{Data: []T{}}
+	out := &Page[T]{Data: []T{}}
 	last := -1
 	for i := range items {
 		if !shown(i) {

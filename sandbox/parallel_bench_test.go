@@ -238,15 +238,15 @@ func (r *replicaSet) accounts(b *testing.B, n int, login bool) []benchAccount {
 					if err != nil {
 						return err
 					}
-					accts, err := sim.ListInternalAccounts(ctx, c.ID)
-					if err != nil || len(accts) != 1 {
+					accts, err := sim.ListInternalAccounts(ctx, c.ID, sandbox.ListOptions{})
+					if err != nil || len(accts.Data) != 1 {
 						return fmt.Errorf("wallets of %s: %v %v", c.ID, accts, err)
 					}
-					creds, err := sim.Auth().ListCredentials(ctx, accts[0].ID)
+					creds, err := sim.Auth().ListCredentials(ctx, accts.Data[0].ID)
 					if err != nil || len(creds) != 1 {
-						return fmt.Errorf("credentials of %s: %v %v", accts[0].ID, creds, err)
+						return fmt.Errorf("credentials of %s: %v %v", accts.Data[0].ID, creds, err)
 					}
-					out[i] = benchAccount{wallet: accts[0].ID, cred: creds[0].ID}
+					out[i] = benchAccount{wallet: accts.Data[0].ID, cred: creds[0].ID}
 					if login {
 						out[i].key, err = r.login(out[i].cred)
 					}
