@@ -70,6 +70,10 @@
 // answers 200 with an empty list (not 404 USER_NOT_FOUND): a filter narrows
 // a list and an unknown id matches nothing; a customerId that is not a
 // Customer id is 400 INVALID_INPUT. Deleted external accounts are left out.
+// The Go methods [Simulator.ListCustomers], [Simulator.ListExternalAccounts]
+// and [Simulator.ListInternalAccounts] are the same implementation: they
+// take the limit and cursor as [ListOptions] and return the [Page] the
+// route answers, so a cursor read in Go works over HTTP and back.
 //
 // # Idempotency-Key
 //
