@@ -1,10 +1,15 @@
 package sandbox_test
 
 import (
+	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
+	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/passkey"
@@ -92,4 +97,66 @@ func TestPasskeyRegistrationRefusalOrder(t *testing.T) {
 		t.Fatalf("reason %q", f.Reason())
 	}
 	e.do("POST", "/auth/credentials", body(challenge())).fails(t, 400, apierror.PasskeyCredentialAlreadyExists)
+}
+
+// TestThirdPartyBeneficiaryShape: a THIRD_PARTY self-custody wallet needs
+// accountInfo.beneficiary, an INDIVIDUAL with fullName and
+// countryOfResidence or a BUSINESS with legalName, as the README shows.
+func TestThirdPartyBeneficiaryShape(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.customer("Third Party")
+	wallet := func(suffix string, beneficiary map[string]any) map[string]any {
+		info := map[string]any{"accountType": "ETHEREUM_WALLET", "address": "0x" + strings.Repeat("d", 40-len(suffix)) + suffix}
+		if beneficiary != nil {
+			info["beneficiary"] = beneficiary
+		}
+		return map[string]any{"customerId": c.ID, "currency": "USDC", "ownershipType": "THIRD_PARTY", "accountInfo": info}
+	}
+	f := e.do("POST", "/customers/external-accounts", wallet("1", nil)).fails(t, 400, apierror.InvalidInput)
+	apierrortest.WantFields(t, f, apierror.InvalidInput, "accountInfo.beneficiary")
+	f = e.do("POST", "/customers/external-accounts", wallet("2", map[string]any{"beneficiaryType": "INDIVIDUAL", "fullName": "Jane Doe"})).
+		fails(t, 400, apierror.InvalidInput)
+	apierrortest.WantFields(t, f, apierror.InvalidInput, "accountInfo.beneficiary.countryOfResidence")
+	for i, b := range []map[string]any{
+		{"beneficiaryType": "INDIVIDUAL", "fullName": "Jane Doe", "countryOfResidence": "FR", "nationality": "FR",
+			"address": map[string]any{"line1": "1 Rue de Rivoli", "city": "Paris", "postalCode": "75001", "country": "FR"}},
+		{"beneficiaryType": "BUSINESS", "legalName": "Acme SAS", "registrationNumber": "123456789", "taxId": "FR123456789", "countryOfResidence": "FR"},
+	} {
+		var a sandbox.ExternalAccount
+		e.do("POST", "/customers/external-accounts", wallet(fmt.Sprint(3+i), b)).ok(t, 201, &a)
+		if a.Status != "ACTIVE" {
+			t.Fatalf("THIRD_PARTY wallet %+v", a)
+		}
+	}
+}
+
+// TestREADMECurrencyTable: the README's currency table is the simulator's:
+// every currency with its decimals, unit, verification threshold and
+// single-transaction maximum, no row more or less.
+func TestREADMECurrencyTable(t *testing.T) {
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := "| currency | decimals | unit | verification threshold | single-transaction maximum |"
+	_, rest, ok := strings.Cut(string(raw), header+"\n|---|---|---|---|---|\n")
+	if !ok {
+		t.Fatalf("README has no table %q", header)
+	}
+	var got []string
+	for _, line := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(line, "| ") {
+			break
+		}
+		got = append(got, line)
+	}
+	var want []string
+	e := newEnv(t)
+	for _, c := range e.sim.Currencies() {
+		unit := "1" + strings.Repeat("0", c.Decimals)
+		want = append(want, fmt.Sprintf("| %s | %d | %s | %d | %d |", c.Code, c.Decimals, unit, c.VerificationThreshold, c.TransactionMaximum))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("README currency table:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

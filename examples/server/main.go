@@ -14,7 +14,11 @@
 // encryptedSessionSigningKey is returned. With -postgres the storage records
 // (wallets, credentials, sessions, signed-retry requests, external accounts)
 // live in PostgreSQL, migrated on start; the simulator's own records
-// (customers, balances, quotes, cards) stay in memory and are lost on exit.
+// (customers, balances, quotes, transactions, cards) stay in the process's
+// memory and are lost on exit. Two servers on one database therefore share
+// wallets, credentials, sessions and external accounts but not customers,
+// balances, quotes or transactions: server B answers 404 for a customer
+// made on server A. Run one server per sandbox a client talks to.
 // In either store, expired records (signed-retry requests, OTP issuances,
 // sessions, challenges, rate-limit windows, idempotency records, delivered
 // events) are deleted an hour after they expire by the simulator's sweeper
@@ -108,7 +112,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	secret := fs.String("client-secret", sandbox.DefaultClientSecret, "platform client secret (HTTP Basic password)")
 	rpID := fs.String("rp-id", sandbox.DefaultRPID, "passkey relying party id")
 	origin := fs.String("origin", "", "passkey web origin (default http://<rp-id>:<port>)")
-	dsn := fs.String("postgres", "", "PostgreSQL DSN; empty keeps state in memory")
+	dsn := fs.String("postgres", "", "PostgreSQL DSN for the storage records (wallets, credentials, sessions, external accounts); customers, balances, quotes and transactions stay in this process, so servers sharing a database do not share them; empty keeps everything in memory")
 	readTimeout := fs.Duration("read-timeout", defaultReadTimeout, "maximum time to read a whole request, body included")
 	writeTimeout := fs.Duration("write-timeout", defaultWriteTimeout, "maximum time from the end of the request headers to the end of the response")
 	idleTimeout := fs.Duration("idle-timeout", defaultIdleTimeout, "maximum time a keep-alive connection waits for its next request")
