@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -18,8 +20,11 @@ const e2eDir = "testdata/e2e"
 // with the real JavaScript client libraries (@turnkey/api-key-stamper,
 // @turnkey/crypto, ethers, tweetnacl, bs58, jose), as a client team in
 // another language would: testdata/e2e/e2e.mjs prints one line per flow and
-// exits non-zero on the first failed check. It skips without node or
-// without testdata/e2e/node_modules.
+// exits non-zero on the first failed check. The flows include transfer-out
+// as a signed retry and the Idempotency-Key rules; the server delivers its
+// webhooks (-webhook-url) to a receiver the script runs on 127.0.0.1, which
+// verifies them with WebCrypto against the key -webhook-public-key wrote.
+// It skips without node or without testdata/e2e/node_modules.
 func TestE2ENodeClients(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -30,7 +35,18 @@ func TestE2ENodeClients(t *testing.T) {
 	}
 	// Non-default platform credentials, handed to the script.
 	const clientID, clientSecret = "e2e-client", "e2e-secret"
-	srv := start(t, "-client-id", clientID, "-client-secret", clientSecret)
+	// A free port for the script's webhook receiver, which listens on it
+	// before its first request, and the file the server writes its webhook
+	// signing key to.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hookPort := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	keyFile := filepath.Join(t.TempDir(), "webhook.pem")
+	srv := start(t, "-client-id", clientID, "-client-secret", clientSecret,
+		"-webhook-url", "http://127.0.0.1:"+hookPort+"/webhooks", "-webhook-public-key", keyFile)
 	base := srv.base
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -38,7 +54,7 @@ func TestE2ENodeClients(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, "e2e.mjs", base)
 	cmd.Dir = e2eDir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "WALLETGATE_CLIENT_ID="+clientID, "WALLETGATE_CLIENT_SECRET="+clientSecret,
-		"WALLETGATE_SIGNING_KEY="+srv.signing)
+		"WALLETGATE_SIGNING_KEY="+srv.signing, "WALLETGATE_WEBHOOK_PORT="+hookPort, "WALLETGATE_WEBHOOK_KEY_FILE="+keyFile)
 	cmd.WaitDelay = 5 * time.Second
 	began := time.Now()
 	out, err := cmd.CombinedOutput()

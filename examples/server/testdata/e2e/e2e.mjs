@@ -15,11 +15,22 @@
 // retry (wallet privacy) with its negative cases; a wallet export decrypted
 // by @turnkey/crypto; ownership of an Ethereum wallet (ethers personal_sign)
 // and a Solana wallet (tweetnacl + bs58); an OAUTH credential from an ID
-// token signed by jose, its login and its revocation. Passkeys are not
+// token signed by jose, its login and its revocation; a bank account with a
+// transfer-in, a transfer-out as a signed retry (its payload checked before
+// stamping), a quote and its signed execution, each under the
+// Idempotency-Key rules (UUID keys, replay with Idempotent-Replayed, 409 for
+// another request), and the single-transaction maximum; and, when
+// WALLETGATE_WEBHOOK_PORT and WALLETGATE_WEBHOOK_KEY_FILE are set (the
+// server's -webhook-url and -webhook-public-key), a webhook receiver on
+// 127.0.0.1 that verifies every X-Grid-Signature with WebCrypto, answers 409
+// to an id it has seen, and checks each account's events arrive in commit
+// order. Passkeys are not
 // driven here (that needs a browser driver from npm, such as puppeteer);
 // walletauth/passkey's TestChromiumVirtualAuthenticator (chromedp) covers them.
 
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import http from "node:http";
 import { ApiKeyStamper } from "@turnkey/api-key-stamper";
 import {
   decryptCredentialBundle,
@@ -89,8 +100,8 @@ function expectStatus(res, status, what) {
   return res.json;
 }
 
-// expectError checks an error body (SPEC 2.6): status, code and, when given,
-// details.reason.
+// expectError checks an error body ({"status", "code", "message",
+// "details"?}): status, code and, when given, details.reason.
 function expectError(res, status, code, what, reason) {
   check(res.status === status, `${what}: HTTP ${res.status}, want ${status} ${code}`, res);
   const e = res.json;
@@ -141,6 +152,7 @@ async function signed(method, path, body, key, { what, type, status }) {
 
 async function main() {
   const started = Date.now();
+  const receiver = await startReceiver();
 
   // 1. A customer, its embedded wallet and the wallet's EMAIL_OTP credential.
   step = "customer";
@@ -341,10 +353,291 @@ async function main() {
   check(expectStatus(res, 200, "list sessions").data.every((s) => s.id !== oauthSession.id), "the OAUTH session was revoked with its credential", res);
   ok(`credential ${oauthCred.id} (${oauthCred.nickname}) added, login with nonce=sha256(clientPublicKey) -> session key decrypted and used, revoked 204`);
 
+  await moneyMovement(customer, wallet, refreshedKey, receiver);
+  if (receiver) {
+    await checkWebhooks(receiver, { wallet, ethAcct, solAcct, oauthCred, otpSession, refreshed });
+  } else {
+    console.log("skip webhooks: set WALLETGATE_WEBHOOK_PORT and WALLETGATE_WEBHOOK_KEY_FILE (the server's -webhook-url and -webhook-public-key)");
+  }
+
   step = "passkey";
   console.log(`skip ${step}: needs a browser driver from npm; the Go test TestChromiumVirtualAuthenticator (walletauth/passkey, chromedp) covers passkeys`);
 
   console.log(`all flows passed in ${Date.now() - started} ms`);
+}
+
+// canonical is the canonical JSON of a value made of objects, arrays,
+// strings and safe integers: members sorted by name (UTF-16 code units, the
+// order of Array.prototype.sort), no whitespace. bodySha256 is the SHA-256
+// of it.
+function canonical(v) {
+  if (Array.isArray(v)) return "[" + v.map(canonical).join(",") + "]";
+  if (v !== null && typeof v === "object") {
+    return "{" + Object.keys(v).sort().map((k) => JSON.stringify(k) + ":" + canonical(v[k])).join(",") + "}";
+  }
+  return JSON.stringify(v);
+}
+
+// sameJSON reports whether two JSON values are equal (member order aside).
+const sameJSON = (a, b) => canonical(a) === canonical(b);
+
+// checkPayload is the safe pattern of a client that stamps: parse the
+// payloadToSign and check that it names the operation, the wallet, the
+// parameters and the body this client sent, before stamping anything.
+function checkPayload(ch, want, res) {
+  const p = JSON.parse(ch.payloadToSign);
+  check(p.type === want.type, `payload type ${p.type}, want ${want.type}`, res);
+  check(p.accountId === want.accountId, `payload accountId ${p.accountId}, want ${want.accountId}`, res);
+  check(p.requestId === ch.requestId, "payload requestId", res);
+  check(sameJSON(p.parameters, want.parameters), `payload parameters ${JSON.stringify(p.parameters)}, want ${JSON.stringify(want.parameters)}`, res);
+  const digest = createHash("sha256").update(want.body === undefined ? "" : canonical(want.body)).digest("hex");
+  check(p.bodySha256 === digest, `payload bodySha256 ${p.bodySha256}, want ${digest}`, res);
+  check(Date.parse(p.expiresAt) > Date.now(), "payload not expired", res);
+  return p;
+}
+
+// expectKeyRefused checks the answer to a key that is not a UUID: 400
+// INVALID_INPUT naming the header.
+function expectKeyRefused(res, what) {
+  expectError(res, 400, "INVALID_INPUT", `${what} with a key that is not a UUID`);
+  check(res.json.details && res.json.details.field === "Idempotency-Key", `${what}: details.field ${JSON.stringify(res.json.details)}, want Idempotency-Key`, res);
+}
+
+// expectReplay checks a replayed answer: the status of the first, the
+// Idempotent-Replayed header, the same record.
+function expectReplay(res, status, first, what) {
+  const out = expectStatus(res, status, `${what} repeated with its key`);
+  check(res.headers.get("idempotent-replayed") === "true", `${what}: Idempotent-Replayed ${res.headers.get("idempotent-replayed")}, want true`, res);
+  check(out.id === first.id, `${what}: the repeat answered ${out.id}, want the first ${first.id}`, res);
+  return out;
+}
+
+// usdBalance reads a wallet's balance in cur.
+async function balance(walletId, cur) {
+  const res = await call("GET", `/internal-accounts/${walletId}`);
+  const a = expectStatus(res, 200, "GET internal account");
+  const m = (a.balances || []).find((b) => b.currency === cur);
+  return m ? m.amount : 0;
+}
+
+// moneyMovement drives transfers and a quote from the README's "Transfers
+// and quotes", "Idempotency-Key" and "The payout gate": amounts in the
+// smallest unit of the external account's currency.
+async function moneyMovement(customer, wallet, key, receiver) {
+  step = "transfer-in";
+  let res = await call("POST", "/customers/external-accounts", {
+    customerId: customer.id, currency: "USD",
+    accountInfo: { accountType: "USD_ACCOUNT", accountNumber: "77001201", routingNumber: "021000021",
+      beneficiary: { beneficiaryType: "INDIVIDUAL", fullName: "Ada Lovelace" } },
+  });
+  const bank = expectStatus(res, 201, "register a USD bank account");
+  check(bank.status === "ACTIVE", `a bank account starts ${bank.status}, want ACTIVE`, res);
+  if (receiver) receiver.expect(bank.id, ["ACTIVE", "INACTIVE"]);
+  const inBody = { source: { accountId: bank.id }, destination: { accountId: wallet.id }, amount: 10_000 }; // 100.00 USD
+  res = await call("POST", "/transfer-in", inBody, { "Idempotency-Key": "transfer-in-1" });
+  expectKeyRefused(res, "transfer-in");
+  const inKey = randomUUID();
+  res = await call("POST", "/transfer-in", inBody, { "Idempotency-Key": inKey });
+  const tin = expectStatus(res, 201, "transfer-in");
+  check(!res.headers.has("idempotent-replayed"), "a first answer is not marked replayed", res);
+  check(tin.status === "COMPLETED" && tin.sentAmount.amount === 10_000 && tin.sentAmount.currency === "USD", "transfer-in of 10000 USD cents completed", res);
+  // Member order does not make another request.
+  expectReplay(await call("POST", "/transfer-in", JSON.stringify({ amount: 10_000, destination: { accountId: wallet.id }, source: { accountId: bank.id } }),
+    { "Idempotency-Key": inKey.toUpperCase() }), 201, tin, "transfer-in");
+  res = await call("POST", "/transfer-in", { ...inBody, amount: 10_001 }, { "Idempotency-Key": inKey });
+  expectError(res, 409, "CONFLICT", "another transfer-in under the key");
+  check(await balance(wallet.id, "USD") === 10_000, "the wallet holds 10000 USD cents once");
+  ok(`${tin.id} 201; the repeat replayed it (Idempotent-Replayed: true), another body under the key was 409, a non-UUID key 400`);
+
+  step = "transfer-out";
+  const outBody = { source: { accountId: wallet.id }, destination: { accountId: bank.id }, amount: 2_500 };
+  res = await call("POST", "/transfer-out", outBody, { "Idempotency-Key": "not-a-uuid" });
+  expectKeyRefused(res, "transfer-out");
+  res = await call("POST", "/transfer-out", { ...outBody, amount: 5_000_001 });
+  expectError(res, 400, "TRANSACTION_SIZE_LIMIT_EXCEEDED", "transfer-out above the USD maximum (first leg)");
+  check(res.json.details.field === "destination.accountId", "the size refusal names destination.accountId", res);
+  const outKey = randomUUID();
+  const raw = JSON.stringify(outBody);
+  res = await call("POST", "/transfer-out", raw, { "Idempotency-Key": outKey });
+  const ch = checkChallenge(res, "transfer-out", undefined);
+  checkPayload(ch, { type: "TRANSFER_OUT", accountId: wallet.id, body: outBody,
+    parameters: { sourceAccountId: wallet.id, destinationAccountId: bank.id, amount: 2_500, currency: "USD" } }, res);
+  res = await call("POST", "/transfer-out", raw, { "Idempotency-Key": outKey, "Service-Wallet-Signature": await stamp(key, ch.payloadToSign), "Request-Id": ch.requestId });
+  const tout = expectStatus(res, 201, "transfer-out (signed retry)");
+  check(tout.status === "COMPLETED" && tout.sentAmount.amount === 2_500 && tout.destination.accountId === bank.id, "transfer-out of 2500 USD cents completed", res);
+  // The key now replays the 201, to an unsigned repeat too.
+  expectReplay(await call("POST", "/transfer-out", raw, { "Idempotency-Key": outKey }), 201, tout, "transfer-out");
+  res = await call("POST", "/transfer-out", { ...outBody, amount: 2_501 }, { "Idempotency-Key": outKey });
+  expectError(res, 409, "CONFLICT", "another transfer-out under the key");
+  check(await balance(wallet.id, "USD") === 7_500, "the wallet holds 7500 USD cents after one transfer-out");
+  ok(`${tout.id}: 202 TRANSFER_OUT payload checked, stamped, 201, replayed under its key; 5000001 cents was TRANSACTION_SIZE_LIMIT_EXCEEDED`);
+
+  step = "quote";
+  res = await call("POST", `/sandbox/internal-accounts/${wallet.id}/fund`, { amount: 5_000_000 }); // 5 USDB
+  expectStatus(res, 200, "fund the wallet");
+  const qBody = { source: { accountId: wallet.id }, destination: { accountId: bank.id }, lockedCurrencySide: "SENDING", lockedCurrencyAmount: 1_000_000 };
+  res = await call("POST", "/quotes", qBody, { "Idempotency-Key": "quote-1" });
+  expectKeyRefused(res, "POST /quotes");
+  const qKey = randomUUID();
+  res = await call("POST", "/quotes", qBody, { "Idempotency-Key": qKey });
+  const quote = expectStatus(res, 201, "POST /quotes");
+  check(quote.sendingCurrency === "USDB" && quote.receivingCurrency === "USD" && quote.totalSendingAmount === 1_000_000 && quote.totalReceivingAmount === 100,
+    "1 USDB (1000000 smallest units) buys 100 USD cents", res);
+  expectReplay(await call("POST", "/quotes", qBody, { "Idempotency-Key": qKey }), 201, quote, "POST /quotes");
+  res = await call("POST", "/quotes", { ...qBody, lockedCurrencyAmount: 1_000_001 }, { "Idempotency-Key": qKey });
+  expectError(res, 409, "CONFLICT", "another quote under the key");
+  const exec = `/quotes/${quote.id}/execute`;
+  res = await call("POST", exec, undefined, { "Idempotency-Key": "exec-1" });
+  expectKeyRefused(res, "execute");
+  const xKey = randomUUID();
+  res = await call("POST", exec, undefined, { "Idempotency-Key": xKey });
+  const xch = checkChallenge(res, "execute", undefined);
+  checkPayload(xch, { type: "EXECUTE_QUOTE", accountId: wallet.id, parameters: { quoteId: quote.id, sourceAccountId: wallet.id,
+    amount: 1_000_000, currency: "USDB", destinationAccountId: bank.id, receivingAmount: 100, receivingCurrency: "USD",
+    exchangeRate: quote.exchangeRate, fees: 0 } }, res);
+  res = await call("POST", exec, undefined, { "Idempotency-Key": xKey, "Service-Wallet-Signature": await stamp(key, xch.payloadToSign), "Request-Id": xch.requestId });
+  const done = expectStatus(res, 200, "execute (signed retry)");
+  check(done.id === quote.id && typeof done.transactionId === "string", "executed quote names its transaction", res);
+  const again = expectReplay(await call("POST", exec, undefined, { "Idempotency-Key": xKey }), 200, done, "execute");
+  check(again.transactionId === done.transactionId, "the replay names the same transaction", res);
+  check(await balance(wallet.id, "USDB") === 4_000_000, "one execution debited 1 USDB");
+  ok(`${quote.id} 201 (replayed under its key), executed once as ${done.transactionId} (EXECUTE_QUOTE payload checked, replayed under its key)`);
+
+  // Deleting the account writes its INACTIVE event (the webhooks step).
+  step = "delete-account";
+  res = await call("DELETE", `/customers/external-accounts/${bank.id}`);
+  check(res.status === 204, `delete: HTTP ${res.status}, want 204`, res);
+  res = await call("GET", `/customers/external-accounts/${bank.id}`);
+  expectError(res, 404, "REFERENCE_NOT_FOUND", "a deleted account");
+  ok(`${bank.id} deleted (204, then 404)`);
+}
+
+// spkiOf returns the DER of an SPKI PEM.
+function spkiOf(pem) {
+  const m = /-----BEGIN PUBLIC KEY-----([A-Za-z0-9+/=\s]+)-----END PUBLIC KEY-----/.exec(pem);
+  if (!m) throw new Error("not an SPKI PEM");
+  return Buffer.from(m[1].replace(/\s/g, ""), "base64");
+}
+
+// derToP1363 turns a DER ECDSA signature (X-Grid-Signature carries DER)
+// into the r||s form WebCrypto verifies, refusing anything but strict DER.
+function derToP1363(der) {
+  let p = 0;
+  const fail = (why) => { throw new Error("bad DER signature: " + why); };
+  if (der[p++] !== 0x30) fail("no SEQUENCE");
+  if (der[p++] !== der.length - 2) fail("SEQUENCE length");
+  const int = () => {
+    if (der[p++] !== 0x02) fail("no INTEGER");
+    const len = der[p++];
+    const v = der.subarray(p, p + len);
+    p += len;
+    if (len === 0 || len > 33 || v.length !== len) fail("INTEGER length");
+    if (v[0] & 0x80) fail("negative INTEGER");
+    if (len > 1 && v[0] === 0 && !(v[1] & 0x80)) fail("non-minimal INTEGER");
+    const out = new Uint8Array(32);
+    const b = len === 33 ? v.subarray(1) : v;
+    out.set(b, 32 - b.length);
+    return out;
+  };
+  const r = int(), s = int();
+  if (p !== der.length) fail("trailing bytes");
+  return Uint8Array.from([...r, ...s]);
+}
+
+// startReceiver starts the webhook receiver the server delivers to (README,
+// Webhooks): every POST must carry one X-Grid-Signature,
+// {"version":1,"signature":"<base64 DER>"}, an ECDSA P-256 signature over
+// SHA-256 of the raw body by the key -webhook-public-key wrote, verified
+// here with WebCrypto; X-Grid-Webhook-Id must equal the envelope's id. A
+// verified delivery is answered 200, an id already seen 409, anything else
+// 401 (and recorded as a failure).
+async function startReceiver() {
+  const port = process.env.WALLETGATE_WEBHOOK_PORT;
+  const keyFile = process.env.WALLETGATE_WEBHOOK_KEY_FILE;
+  if (!port || !keyFile) return null;
+  const subtle = globalThis.crypto.subtle;
+  const alg = { name: "ECDSA", hash: "SHA-256" };
+  const key = await subtle.importKey("spki", spkiOf(readFileSync(keyFile, "utf8")), { name: "ECDSA", namedCurve: "P-256" }, false, ["verify"]);
+  const r = { events: [], seen: new Set(), duplicates: 0, failures: [], tamperRefused: false, want: new Map(),
+    expect(id, statuses) { this.want.set(id, statuses); } };
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", async () => {
+      const body = Buffer.concat(chunks);
+      try {
+        if (req.method !== "POST") throw new Error(`method ${req.method}`);
+        const sigs = req.headersDistinct["x-grid-signature"] || [];
+        if (sigs.length !== 1) throw new Error(`${sigs.length} X-Grid-Signature headers`);
+        const h = JSON.parse(sigs[0]);
+        if (h.version !== 1 || typeof h.signature !== "string" || Object.keys(h).length !== 2) throw new Error(`header ${sigs[0]}`);
+        const sig = derToP1363(Buffer.from(h.signature, "base64"));
+        if (!(await subtle.verify(alg, key, sig, body))) throw new Error("signature does not verify");
+        if (!r.tamperRefused) {
+          const tampered = Buffer.concat([body, Buffer.from(" ")]);
+          r.tamperRefused = !(await subtle.verify(alg, key, sig, tampered));
+        }
+        const env = JSON.parse(body.toString("utf8"));
+        if (!/^Webhook:[0-9a-f-]{36}$/.test(env.id) || typeof env.type !== "string" || !env.timestamp || env.data === undefined) throw new Error(`envelope ${body}`);
+        if (req.headers["x-grid-webhook-id"] !== undefined && req.headers["x-grid-webhook-id"] !== env.id) throw new Error("X-Grid-Webhook-Id is not the signed id");
+        if (r.seen.has(env.id)) {
+          r.duplicates++;
+          res.writeHead(409).end();
+          return;
+        }
+        r.seen.add(env.id);
+        r.events.push(env);
+        res.writeHead(200).end();
+      } catch (err) {
+        r.failures.push(String(err && err.message ? err.message : err));
+        res.writeHead(401).end();
+      }
+    });
+  });
+  await new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(Number(port), "127.0.0.1", resolve);
+  });
+  server.unref();
+  r.close = () => new Promise((resolve) => server.close(resolve));
+  return r;
+}
+
+// checkWebhooks waits for the events the flows above wrote and checks them:
+// every delivery verified, each external account's status events in commit
+// order (README, Webhooks: ordered per external account), the wallet's
+// walletauth events in commit order (ordered per embedded wallet), and the
+// TEST event answered by this receiver.
+async function checkWebhooks(r, { wallet, ethAcct, solAcct, oauthCred, otpSession, refreshed }) {
+  step = "webhooks";
+  const res = await call("POST", "/sandbox/webhooks/test");
+  const test = expectStatus(res, 200, "POST /sandbox/webhooks/test");
+  check(test.response_status === 200, `the receiver answered the TEST event ${test.response_status}, want 200`, res);
+  r.expect(ethAcct.id, ["PENDING_OWNERSHIP_VERIFICATION", "ACTIVE"]);
+  // A failed proof, then the new challenge re-opens the wallet, then a proof.
+  r.expect(solAcct.id, ["PENDING_OWNERSHIP_VERIFICATION", "UNVERIFIED", "PENDING_OWNERSHIP_VERIFICATION", "ACTIVE"]);
+  const statuses = (id) => r.events.filter((e) => e.type === "EXTERNAL_ACCOUNT.STATUS_UPDATED" && e.data.id === id).map((e) => e.data.status);
+  const walletEvents = () => r.events.filter((e) => e.type.startsWith("AUTH_") && e.data.accountId === wallet.id);
+  const index = (type, id) => walletEvents().findIndex((e) => e.type === type && e.data.id === id);
+  const walletWant = [
+    ["AUTH_SESSION.CREATED", otpSession.id], ["AUTH_SESSION.REFRESHED", refreshed.id],
+    ["AUTH_CREDENTIAL.ADDED", oauthCred.id], ["AUTH_CREDENTIAL.REVOKED", oauthCred.id],
+  ];
+  const complete = () => [...r.want].every(([id, want]) => statuses(id).length >= want.length) &&
+    walletWant.every(([t, id]) => index(t, id) >= 0) && r.events.some((e) => e.type === "TEST");
+  const deadline = Date.now() + 20_000;
+  while (!complete() && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 100));
+  check(r.failures.length === 0, `deliveries refused by the receiver: ${r.failures.join("; ")}`);
+  check(complete(), `events missing after 20 s; received ${r.events.map((e) => `${e.type} ${e.data.id || ""} ${e.data.status || ""}`).join(", ")}`);
+  check(r.tamperRefused, "WebCrypto accepted a signature over an altered body");
+  for (const [id, want] of r.want) {
+    check(canonical(statuses(id)) === canonical(want), `${id}: status events ${statuses(id).join(" -> ")}, want ${want.join(" -> ")}`);
+  }
+  const order = walletWant.map(([t, id]) => index(t, id));
+  check(order.every((v, i) => i === 0 || v > order[i - 1]), `wallet events out of commit order: ${walletWant.map(([t], i) => `${t}@${order[i]}`).join(", ")}`);
+  ok(`${r.events.length} deliveries verified with WebCrypto (X-Grid-Signature), ${r.duplicates} duplicates answered 409; ` +
+    `status events in order per account (${[...r.want.values()].map((w) => w.join(">")).join("; ")}), wallet events in commit order, TEST answered 200`);
+  await r.close();
 }
 
 // proveOwnership registers a FIRST_PARTY wallet, runs before (when given)
