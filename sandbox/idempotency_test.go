@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,9 +140,19 @@ func (e *env) retryRaw(p payer, payload, requestID, path string, headers ...stri
 // INVALID_INPUT naming the header, nothing runs); the first request runs
 // once and its final answer is kept 24 hours; a repeat replays it with
 // Idempotent-Replayed: true, without running again; another request under
-// the key is 409 CONFLICT.
+// the key is 409 CONFLICT. On the memory store and, with
+// WALLETGATE_POSTGRES_DSN, on PostgreSQL.
 func TestIdempotencyKeyOneRule(t *testing.T) {
-	e := newEnv(t)
+	stores := map[string]storage.Store{"memory": nil}
+	if pg := payoutPostgres(t); pg != nil {
+		stores["postgres"] = pg
+	}
+	for name, store := range stores {
+		t.Run(name, func(t *testing.T) { idempotencyKeyOneRule(t, newEnvWith(t, sandbox.Config{Store: store})) })
+	}
+}
+
+func idempotencyKeyOneRule(t *testing.T, e *env) {
 	for i, rt := range keyedRoutes(t, e) {
 		t.Run(rt.name, func(t *testing.T) {
 			for _, bad := range []string{"key-1", "5b0d6a7e5f384e0f8b0b0e7c0c0f2a10", strings.Repeat("k", 300)} {
@@ -231,4 +242,37 @@ func idempotencyRecord(t *testing.T, sim *sandbox.Simulator, key string) storage
 		t.Fatal(err)
 	}
 	return rec
+}
+
+// TestIdempotencyKeyConcurrentTransferIn: the same transfer-in sent
+// concurrently under one key moves money once; every other answer is the
+// replay of that transfer or 409 CONFLICT (in progress).
+func TestIdempotencyKeyConcurrentTransferIn(t *testing.T) {
+	e := newEnv(t)
+	c, w := e.customer("Concurrent Keyed")
+	ext := e.external(c.ID, usdAccount("31313110"))
+	key := "6f1d2c3b-4a5e-4f60-8a7b-0000000000bb"
+	const n = 16
+	out := make([]resp, n)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Go(func() { _, out[i] = e.transfer(true, ext.ID, w, 500, "Idempotency-Key", key) })
+	}
+	wg.Wait()
+	ids := map[string]bool{}
+	for _, r := range out {
+		switch r.status {
+		case 201:
+			var tx sandbox.Transaction
+			r.ok(t, 201, &tx)
+			ids[tx.ID] = true
+		default:
+			if f := r.fails(t, 409, apierror.Conflict); !strings.Contains(f.Message, "in progress") {
+				t.Fatalf("409 %q, want in progress", f.Message)
+			}
+		}
+	}
+	if len(ids) != 1 || e.balance(w, "USD") != 500 {
+		t.Fatalf("%d transactions, balance %d: want one transfer", len(ids), e.balance(w, "USD"))
+	}
 }
