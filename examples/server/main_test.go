@@ -209,6 +209,46 @@ func TestServerPostgres(t *testing.T) {
 	}
 }
 
+// TestServerPostgresPerProcessRecords: two servers on one database share
+// the storage records (the embedded wallet a customer got on A is read on
+// B) but not the simulator's own: B answers 404 for a customer made on A,
+// as the -postgres flag's documentation says.
+func TestServerPostgresPerProcessRecords(t *testing.T) {
+	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("set WALLETGATE_POSTGRES_DSN to run the server on PostgreSQL (CI sets it)")
+	}
+	a, b := serve(t, "-postgres", dsn), serve(t, "-postgres", dsn)
+	do := func(method, url, body string) (int, map[string]any) {
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		req.SetBasicAuth("sandbox-client-id", "sandbox-client-secret")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		return res.StatusCode, out
+	}
+	email := fmt.Sprintf("ada+%d@example.com", time.Now().UnixNano())
+	status, c := do("POST", a+"/customers", `{"customerType":"INDIVIDUAL","fullName":"Ada Lovelace","email":"`+email+`"}`)
+	if status != 201 {
+		t.Fatalf("create customer on A: %d %v", status, c)
+	}
+	id, _ := c["id"].(string)
+	if status, _ := do("GET", a+"/customers/"+id, ""); status != 200 {
+		t.Fatalf("A reads its customer: %d", status)
+	}
+	if status, e := do("GET", b+"/customers/"+id, ""); status != 404 || e["code"] != "USER_NOT_FOUND" {
+		t.Fatalf("B reads A's customer: %d %v, want 404 USER_NOT_FOUND", status, e)
+	}
+	status, l := do("GET", b+"/internal-accounts?customerId="+id, "")
+	if data, _ := l["data"].([]any); status != 200 || len(data) != 1 {
+		t.Fatalf("B lists the wallet of A's customer: %d %v, want the one wallet (a storage record)", status, l)
+	}
+}
+
 func TestServerBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-nope"},
