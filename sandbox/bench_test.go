@@ -169,3 +169,46 @@ func BenchmarkGetCustomer(b *testing.B) {
 		}
 	}
 }
+
+// benchTransfer returns a simulator and a transfer-in of one cent from a
+// customer's USD bank account to their wallet.
+func benchTransfer(b *testing.B) (*sandbox.Simulator, sandbox.TransferRequest) {
+	sim, wallet, _ := benchWallet(b)
+	w, _ := sim.GetInternalAccount(b.Context(), wallet)
+	info := []byte(`{"accountType":"USD_ACCOUNT","accountNumber":"61616101","routingNumber":"021000021",` +
+		`"beneficiary":{"beneficiaryType":"INDIVIDUAL","fullName":"Ben Ch"}}`)
+	ext, err := sim.CreateExternalAccount(b.Context(), sandbox.ExternalAccountCreate{CustomerID: w.CustomerID, Currency: "USD", AccountInfo: info})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sim, sandbox.TransferRequest{Source: sandbox.AccountRef{AccountID: ext.ID}, Destination: sandbox.AccountRef{AccountID: wallet}, Amount: 1}
+}
+
+// BenchmarkTransferIn is a transfer-in without an Idempotency-Key, the
+// baseline of BenchmarkTransferInKeyed.
+func BenchmarkTransferIn(b *testing.B) {
+	sim, req := benchTransfer(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := sim.TransferIn(b.Context(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTransferInKeyed is the same transfer-in under a fresh
+// Idempotency-Key each time: the reservation, the stored answer and the key
+// itself (a random UUID) on the memory store.
+func BenchmarkTransferInKeyed(b *testing.B) {
+	sim, req := benchTransfer(b)
+	b.ReportAllocs()
+	var k [16]byte
+	for b.Loop() {
+		_, _ = rand.Read(k[:])
+		k[6], k[8] = k[6]&0x0f|0x40, k[8]&0x3f|0x80
+		req.IdempotencyKey = fmt.Sprintf("%x-%x-%x-%x-%x", k[0:4], k[4:6], k[6:8], k[8:10], k[10:16])
+		if _, err := sim.TransferIn(b.Context(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
