@@ -135,7 +135,9 @@ func (q *quote) view(now time.Time) *Quote {
 // Errors: 400 INVALID_INPUT (every invalid field; a destination account of
 // another customer, with details.field destination.accountId), 400 INVALID_AMOUNT /
 // AMOUNT_OUT_OF_RANGE / INVALID_CURRENCY, 400 INVALID_UMA_ADDRESS, 400
-// EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED, 404 REFERENCE_NOT_FOUND (an
+// EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED, 400 TRANSACTION_SIZE_LIMIT_EXCEEDED
+// (an account destination receiving more than the currency's
+// single-transaction maximum), 404 REFERENCE_NOT_FOUND (an
 // account), 404 USER_NOT_FOUND (a customer), 404 UMA_NOT_FOUND (a UMA
 // address at the sandbox domain that is not one of the sandbox addresses,
 // or at any other domain), 400 INVALID_INPUT (an Idempotency-Key that is
@@ -358,7 +360,8 @@ func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
 //
 // Errors: 400 INVALID_AMOUNT (balance too low), 400 INVALID_INPUT (the
 // Idempotency-Key is not a UUID), the refusals of the payout gate (400
-// EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED, 409 CONFLICT for an account that
+// EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED, 400
+// TRANSACTION_SIZE_LIMIT_EXCEEDED, 409 CONFLICT for an account that
 // receives no payouts, with details.field destination.accountId), 404
 // QUOTE_NOT_FOUND, 409 CONFLICT (not pending, expired, funded in real time,
 // or the Idempotency-Key was used for another request or its request is in

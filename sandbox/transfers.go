@@ -225,8 +225,10 @@ func (s *Simulator) transferIn(ctx context.Context, req TransferRequest, body []
 // EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED (the destination is a first-party
 // self-custody wallet still pending ownership verification and the amount
 // reaches the verification threshold, see Config.VerificationThreshold, or
-// whose last verification failed), 409 CONFLICT (the destination receives
-// no payouts: PENDING, UNDER_REVIEW, INACTIVE), decided by the library's
+// whose last verification failed), 400 TRANSACTION_SIZE_LIMIT_EXCEEDED
+// (the amount is above the currency's single-transaction maximum, see
+// [TransactionMaximumUSD]), 409 CONFLICT (the destination receives no
+// payouts: PENDING, UNDER_REVIEW, INACTIVE), decided by the library's
 // payout gate with details.field destination.accountId, the 401s of
 // signedretry.
 func (s *Simulator) TransferOut(ctx context.Context, req TransferRequest, call signedretry.Request) (*Transaction, *signedretry.Challenge, error) {
