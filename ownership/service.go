@@ -219,7 +219,7 @@ func (s *Service) eligible(a *storage.ExternalAccount, method string) error {
 		}
 		return conflict("the account is not a self-custody wallet with a supported signature")
 	}
-	return nil
+	return s.contractIneligible(a)
 }
 
 // StartChallenge issues a challenge of method (WALLET_SIGNATURE or LIVENESS)
@@ -361,8 +361,11 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 	if !received.Before(ch.ExpiresAt) {
 		failure = apierror.New(apierror.InvalidInput, "the challenge expired; start a new one").WithDetail("reason", "challenge expired")
 	} else {
-		failure = s.cfg.Verifiers.Verify(ctx, Wallet{AccountType: acct.AccountType, Address: acct.Address, Network: s.cfg.Network},
-			[]byte(ch.Message), Signature{Value: req.Signature, Scheme: req.SignatureScheme})
+		w, err := s.wallet(&acct)
+		if err != nil {
+			return nil, err
+		}
+		failure = s.cfg.Verifiers.Verify(ctx, w, []byte(ch.Message), Signature{Value: req.Signature, Scheme: req.SignatureScheme})
 		if failure != nil && apierror.CodeOf(failure) != apierror.InvalidInput {
 			return nil, apierror.From(failure) // the verifier failed, not the signature: nothing changes
 		}

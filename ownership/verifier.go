@@ -44,6 +44,11 @@ type Wallet struct {
 	// addresses must belong to it; EVM, Solana and TRON addresses do not
 	// encode a network and ignore it.
 	Network Network
+	// ChainID is the EVM chain id of a wallet registered as a contract
+	// account (accountInfo.contractAccount.chainId), zero for every other
+	// wallet. Only a [ContractVerifier] checks a wallet with a chain id;
+	// [EVMVerifier] refuses one with 500 INTERNAL_ERROR.
+	ChainID uint64
 }
 
 // Signature is the proof submitted by the user.
