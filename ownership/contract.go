@@ -23,8 +23,9 @@ import (
 // is refused on another, even by a contract that would accept one hash on
 // every chain. Registration accepts a contract account only when the
 // verifier of its account type implements ContractVerifier and serves its
-// chain. A wallet without a chain id is an externally owned account, proven
-// by EIP-191 alone.
+// chain. A wallet without a chain id is an externally owned account: Verify
+// checks it exactly as [EVMVerifier] does, without a node, so a
+// ContractVerifier can replace EVMVerifier for an account type.
 //
 // Verify answers 400 INVALID_INPUT only for the user's signature (the
 // contract refused it, reverted, or answered another value); a node that is
