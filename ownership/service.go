@@ -321,7 +321,11 @@ type VerifyRequest struct {
 // Errors: 400 INVALID_INPUT (missing signature, unknown scheme, invalid or
 // expired signature), 404 REFERENCE_NOT_FOUND, 409 CONFLICT (no outstanding
 // WALLET_SIGNATURE challenge, a challenge for other account details, or an
-// account changed during the call; details.reason says which).
+// account changed during the call; details.reason says which), 500
+// INTERNAL_ERROR with details.reason when a network-backed verifier could
+// not check the signature (a contract account's node failed or timed out):
+// the signature was not judged, so nothing changes and the challenge stays
+// outstanding.
 func (s *Service) Verify(ctx context.Context, accountID string, req VerifyRequest, tree Tree) (*storage.ExternalAccount, error) {
 	received := s.cfg.Clock()
 	if req.Signature == "" {

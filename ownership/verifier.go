@@ -141,9 +141,9 @@ const (
 )
 
 // Verifiers selects a [Verifier] by account type. Build it once with
-// [DefaultVerifiers], add or replace entries (for example an EIP-1271
-// contract-wallet verifier for an EVM type, composed with [AnyOf]) before
-// sharing it, and do not modify it afterwards: concurrent reads are safe,
+// [DefaultVerifiers], add or replace entries (for example a
+// [ContractVerifier], such as ownership/evmcontract's, in place of the
+// EIP-191 verifier of an EVM type) before sharing it, and do not modify it afterwards: concurrent reads are safe,
 // concurrent writes are not.
 type Verifiers map[string]Verifier
 
