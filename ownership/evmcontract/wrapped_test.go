@@ -68,6 +68,17 @@ func FuzzUnwrap(f *testing.F) {
 	f.Add(encodeWrapped(f, factory, bytes.Repeat([]byte{7}, 64), []byte{1}))
 	f.Add(bytes.Clone(erc6492Suffix))
 	f.Add([]byte{})
+	// The ERC-6492 vector made by ethers.
+	if b, err := os.ReadFile("testdata/vectors.json"); err == nil {
+		var file struct{ Vectors []struct{ Signature string } }
+		if json.Unmarshal(b, &file) == nil {
+			for _, v := range file.Vectors {
+				if raw, err := hex.DecodeString(strings.TrimPrefix(v.Signature, "0x")); err == nil {
+					f.Add(raw)
+				}
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		w, err := unwrap(in)
 		if err != nil {
