@@ -90,7 +90,8 @@ type Config struct {
 // [ownership.ErrMalformed] (not hex, too long, a malformed wrapper, an
 // invalid address) or [ownership.ErrMismatch] (the contract answered
 // another value or reverted, the factory call failed or deployed nothing,
-// or the EOA signature does not match). 500 INTERNAL_ERROR with
+// or the EOA signature does not match; a contract that spends more than
+// GasCap counts as reverted). 500 INTERNAL_ERROR with
 // details.reason, caused by [ErrNode], when the chain has no node here,
 // the node fails, serves another chain or exceeds CallTimeout: the user's
 // signature was not judged, so [ownership.Service.Verify] leaves the
@@ -200,7 +201,7 @@ func (v *Verifier) Verify(ctx context.Context, w ownership.Wallet, message []byt
 	case answerOtherValue:
 		return refusal(ownership.ErrMismatch, "the contract account did not return the EIP-1271 magic value")
 	case answerReverted:
-		return refusal(ownership.ErrMismatch, "the contract account's isValidSignature reverted")
+		return refusal(ownership.ErrMismatch, "the contract account's isValidSignature reverted or ran out of gas")
 	case answerFactoryFailed:
 		return refusal(ownership.ErrMismatch, "the ERC-6492 factory call reverted")
 	case answerNoCode:

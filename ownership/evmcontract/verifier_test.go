@@ -102,6 +102,7 @@ func TestContractWalletProofs(t *testing.T) {
 	factory := ch.deploy(t, "WalletFactory")
 	h := newHarness(t, evmcontract.Config{Chains: map[uint64]bind.ContractCaller{ch.id: ch.client}})
 
+	burner := ch.deploy(t, "GasBurningWallet")
 	t.Run("deployed EIP-1271 wallet", func(t *testing.T) {
 		a := h.register(t, wallet, ch.id)
 		if a.Status != storage.StatusPendingOwnershipVerification {
@@ -161,7 +162,7 @@ func TestContractWalletProofs(t *testing.T) {
 			"the contract account did not return the EIP-1271 magic value"},
 		{"reverting contract", func(*testing.T) common.Address { return reverting },
 			func(t *testing.T, msg string) []byte { return sign(t, ownerKey, msg) },
-			"the contract account's isValidSignature reverted"},
+			"the contract account's isValidSignature reverted or ran out of gas"},
 		{"contract returning another value", func(*testing.T) common.Address { return other },
 			func(t *testing.T, msg string) []byte { return sign(t, ownerKey, msg) },
 			"the contract account did not return the EIP-1271 magic value"},
@@ -185,6 +186,9 @@ func TestContractWalletProofs(t *testing.T) {
 		}, func(t *testing.T, msg string) []byte {
 			return wrap6492(t, reverting, []byte{0xde, 0xad}, sign(t, ownerKey, msg))
 		}, "the ERC-6492 factory call reverted"},
+		{"contract exceeding the gas cap", func(*testing.T) common.Address { return burner },
+			func(t *testing.T, msg string) []byte { return sign(t, ownerKey, msg) },
+			"the contract account's isValidSignature reverted or ran out of gas"},
 		{"EOA fallback with another key", func(*testing.T) common.Address { return owner },
 			func(t *testing.T, msg string) []byte { return sign(t, strangerKey, msg) },
 			"recovered address does not match"},

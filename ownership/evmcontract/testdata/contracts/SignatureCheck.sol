@@ -16,7 +16,7 @@ pragma solidity 0.8.28;
 /// account, so the key check lives in one place.
 ///
 /// Answers: 0x01 valid; 0x00 the account answered another value; 0x02
-/// isValidSignature reverted (or ran out of gas); 0x03 the factory call
+/// isValidSignature reverted or ran out of gas; 0x03 the factory call
 /// reverted; 0x04 the signer has no code after the factory call; 0x05 the
 /// signer has no code and no factory was given.
 contract SignatureCheck {

@@ -77,3 +77,17 @@ contract WalletFactory {
         return address(uint160(uint256(keccak256(abi.encodePacked(bytes1(0xff), address(this), salt, initCodeHash)))));
     }
 }
+
+/// GasBurningWallet never answers: its check loops until the call's gas is
+/// gone.
+contract GasBurningWallet {
+    uint256 public spins;
+
+    function isValidSignature(bytes32, bytes calldata) external view returns (bytes4) {
+        uint256 i = spins;
+        while (i != type(uint256).max) {
+            i = uint256(keccak256(abi.encode(i)));
+        }
+        return bytes4(0);
+    }
+}
