@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
@@ -378,4 +380,35 @@ func TestNewRefusesBadConfig(t *testing.T) {
 			t.Errorf("%s: New accepted it", name)
 		}
 	}
+}
+
+// TestNodeUnreachable: a node that refuses connections is a 500 caused by
+// ErrNode, and the account and its challenge are left as they were.
+func TestNodeUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	l.Close() // nothing listens there any more
+	client, err := ethclient.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	h := newHarness(t, evmcontract.Config{Chains: map[uint64]bind.ContractCaller{1337: client}})
+	wallet := common.HexToAddress("0x00000000000000000000000000000000000a11e7")
+	a := h.register(t, wallet, 1337)
+	_, err = h.verify(t, a.ID, sign(t, ownerKey, h.challenge(t, a.ID)))
+	e := apierrortest.Want(t, err, apierror.InternalError, "the EVM node for chain 1337 failed")
+	if !errors.Is(e, evmcontract.ErrNode) {
+		t.Fatalf("cause of %v is not ErrNode", err)
+	}
+	if got := h.status(t, a.ID); got != storage.StatusPendingOwnershipVerification {
+		t.Fatalf("status %s after a node failure", got)
+	}
+	// The challenge is still outstanding: verifying again reaches the node
+	// again instead of answering 409 (no challenge).
+	_, err = h.verify(t, a.ID, sign(t, ownerKey, "x"))
+	apierrortest.Want(t, err, apierror.InternalError, "the EVM node for chain 1337 failed")
 }
