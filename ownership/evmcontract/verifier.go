@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -276,8 +277,15 @@ func nodeFailure(reason string, err error) error {
 		WithDetail("reason", reason).WithCause(cause)
 }
 
-// callFailure is nodeFailure for an error of a node call.
+// callFailure is nodeFailure for an error of a node call. A *url.Error is
+// replaced by the error it wraps: its text holds the node's URL, which
+// often carries the provider's API key, and the cause reaches the host's
+// logs through Error().
 func callFailure(ctx context.Context, chainID uint64, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
 	id := strconv.FormatUint(chainID, 10)
 	if ctx.Err() != nil {
 		return nodeFailure("the EVM node for chain "+id+" did not answer in time", err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -389,7 +390,8 @@ func TestNodeUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := "http://" + l.Addr().String()
+	// Providers put the API key in the path.
+	url := "http://" + l.Addr().String() + "/v3/provider-api-key-3f9c"
 	l.Close() // nothing listens there any more
 	client, err := ethclient.Dial(url)
 	if err != nil {
@@ -403,6 +405,9 @@ func TestNodeUnreachable(t *testing.T) {
 	e := apierrortest.Want(t, err, apierror.InternalError, "the EVM node for chain 1337 failed")
 	if !errors.Is(e, evmcontract.ErrNode) {
 		t.Fatalf("cause of %v is not ErrNode", err)
+	}
+	if strings.Contains(e.Error(), "provider-api-key") {
+		t.Fatalf("the error names the node's URL and its API key: %v", e)
 	}
 	if got := h.status(t, a.ID); got != storage.StatusPendingOwnershipVerification {
 		t.Fatalf("status %s after a node failure", got)
