@@ -1,8 +1,11 @@
 // Generates vectors.json: contract-wallet ownership proofs made with ethers
-// (the owner's EIP-191 personal_sign, and ERC-6492 wrapping with ethers'
-// ABI coder), for the contracts of contracts.json deployed on a fresh chain
-// by the deployer below: WalletFactory at nonce 0, OwnerWallet(owner) at
-// nonce 1.
+// (the owner's EIP-191 personal_sign, ERC-6492 wrapping with ethers' ABI
+// coder, and a 2-of-3 Safe-style message signature: each owner's EIP-712
+// signTypedData of SafeMessage{message: abi.encode(hash)} over the domain
+// {chainId, verifyingContract}, concatenated by ascending owner address, as
+// Safe's clients build it), for the contracts of contracts.json deployed on
+// a fresh chain by the deployer below: WalletFactory at nonce 0,
+// OwnerWallet(owner) at nonce 1, SafeStyleWallet(safeOwners, 2) at nonce 2.
 //
 //   npm ci && node vectors.js
 //
@@ -18,6 +21,8 @@ const owner = new ethers.Wallet(ethers.keccak256(ethers.toUtf8Bytes('walletgate-
 const chainId = 1337;
 const factory = ethers.getCreateAddress({ from: deployer.address, nonce: 0 });
 const wallet = ethers.getCreateAddress({ from: deployer.address, nonce: 1 });
+const safe = ethers.getCreateAddress({ from: deployer.address, nonce: 2 });
+const safeOwners = ['a', 'b', 'c'].map((l) => new ethers.Wallet(ethers.keccak256(ethers.toUtf8Bytes('walletgate-vector-safe-owner-' + l))));
 const coder = ethers.AbiCoder.defaultAbiCoder();
 const suffix = '0x' + '6492'.repeat(16);
 
@@ -54,11 +59,28 @@ async function main() {
   const wrapped = ethers.concat([coder.encode(['address', 'bytes', 'bytes'], [factory, calldata, s2]), suffix]);
   vectors.push({ name: 'counterfactual OwnerWallet, ERC-6492 wrapped with ethers AbiCoder', chainId, address: counterfactual, message: m2, signature: wrapped });
 
+  // Safe-style: two of the three owners sign the SafeMessage of the hash.
+  const m3 = message(safe);
+  const domain = { chainId, verifyingContract: safe };
+  const types = { SafeMessage: [{ name: 'message', type: 'bytes' }] };
+  const value = { message: coder.encode(['bytes32'], [ethers.hashMessage(m3)]) };
+  const signers = [safeOwners[2], safeOwners[0]].sort((x, y) => (BigInt(x.address) < BigInt(y.address) ? -1 : 1));
+  const parts = [];
+  for (const s of signers) {
+    const sig = await s.signTypedData(domain, types, value);
+    if (ethers.verifyTypedData(domain, types, value, sig) !== s.address) throw new Error('ethers does not verify its typed signature');
+    parts.push(sig);
+  }
+  vectors.push({ name: 'Safe-style 2-of-3 wallet, owners sign SafeMessage with ethers signTypedData', chainId, address: safe, message: m3,
+    signature: ethers.concat(parts) });
+
   const out = {
     generator: 'ethers ' + ethers.version,
     deployer: deployer.address,
     owner: owner.address,
     factory,
+    safeOwners: safeOwners.map((w) => w.address),
+    safeThreshold: 2,
     vectors,
   };
   fs.writeFileSync(path.join(__dirname, 'vectors.json'), JSON.stringify(out, null, 2) + '\n');
