@@ -42,9 +42,22 @@
 // [Verifiers]: EIP-191 personal_sign for the EVM chains, BIP-137, Electrum
 // and BIP-322 for Bitcoin, Ed25519 for Solana, TIP-191 for TRON, the identity
 // key for Spark, and (not registered by default) the node key of Lightning's
-// signmessage. A host adds its own, for example a contract-wallet check, and
-// composes them with [AnyOf]. Every rejection is 400 INVALID_INPUT whose
-// details.reason names the failed check; no input panics.
+// signmessage. A host adds its own and composes them with [AnyOf]. Every
+// rejection is 400 INVALID_INPUT whose details.reason names the failed
+// check; no input panics.
+//
+// # Contract accounts
+//
+// An EVM wallet registered with accountInfo.contractAccount.chainId is a
+// contract account on that chain (a Safe, a passkey smart wallet, an
+// ERC-6492 account not deployed yet): its code, not a key, decides which
+// signatures are its own. Its challenge message also names the chain id,
+// and a [ContractVerifier] registered for its account type checks the
+// proof on a node of that chain (ownership/evmcontract, which keeps
+// go-ethereum's node packages out of this package). Registration refuses a
+// contract account whose type has no ContractVerifier serving its chain.
+// When the node fails or is too slow, Verify answers 500 with a reason and
+// the challenge stays outstanding: the signature was not judged.
 //
 // # Events
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/btcsuite/btcd/btcec/v2"
 	"github.com/btcsuite/btcd/btcec/v2/ecdsa"
+	"github.com/walletgate/walletgate/apierror"
 	"golang.org/x/crypto/sha3"
 )
 
@@ -21,13 +22,18 @@ import (
 // in {27, 28} or {0, 1} and a low s (EIP-2). The digest is
 // keccak256("\x19Ethereum Signed Message:\n" + len(message) + message) and
 // the recovered address is compared as 20 bytes. EIP-191 carries no chain
-// id: the message itself must name the chain. Contract wallets (EIP-1271,
-// ERC-6492) are not recognised; compose a network-backed verifier with
-// [AnyOf] for them. Wallet.Network is ignored.
+// id: the message itself must name the chain. Contract accounts (EIP-1271,
+// ERC-6492) need a node and a [ContractVerifier]; a wallet with a
+// [Wallet.ChainID] is one, and EVMVerifier refuses it with 500
+// INTERNAL_ERROR instead of checking it as a key. Wallet.Network is ignored.
 type EVMVerifier struct{}
 
 // Verify implements [Verifier].
 func (EVMVerifier) Verify(_ context.Context, w Wallet, message []byte, sig Signature) error {
+	if w.ChainID != 0 {
+		const reason = "contract accounts need a contract-wallet verifier"
+		return apierror.New(apierror.InternalError, "%s", reason).WithDetail("reason", reason)
+	}
 	want, err := parseEVMAddress(w.Address)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package ownership
 import (
 	"encoding/base32"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,7 +34,8 @@ var chainNames = map[string]string{
 // the validity window, so a signature cannot be replayed for another account,
 // chain or service. Its first line is prose, so no wallet mistakes it for hex
 // or typed data. The address is the stored one, which account creation
-// validated; anything outside printable ASCII in it is replaced by '?'.
+// validated; anything outside printable ASCII in it is replaced by '?'. A
+// contract account's message also names its chain id.
 func (s *Service) message(a *storage.ExternalAccount, nonce string, issued, expires time.Time) string {
 	chain := chainNames[a.AccountType]
 	if chain == "" {
@@ -45,6 +47,11 @@ func (s *Service) message(a *storage.ExternalAccount, nonce string, issued, expi
 	b.WriteString("Service: " + s.cfg.Service + "\n")
 	b.WriteString("Address: " + ascii(a.Address) + "\n")
 	b.WriteString("Network: " + ascii(chain) + " " + s.cfg.Network.String() + "\n")
+	if id, _, err := contractChainOf(a.Info); err == nil && id != 0 {
+		// A contract account is proven by its code on one chain: the
+		// message names the chain, so its hash differs per chain.
+		b.WriteString("Chain ID: " + strconv.FormatUint(id, 10) + "\n")
+	}
 	b.WriteString("Account: " + ascii(a.ID) + "\n")
 	b.WriteString("Nonce: " + nonce + "\n")
 	b.WriteString("Issued At: " + issued.UTC().Format(time.RFC3339) + "\n")

@@ -110,7 +110,12 @@ type NewAccount struct {
 	// PlatformAccountID is the host's own reference, stored as given.
 	PlatformAccountID string
 	// Info is the accountInfo object as the host stores it; it must be
-	// valid JSON when set.
+	// valid JSON when set. An EVM wallet is registered as a contract
+	// account (EIP-1271, ERC-6492) on one chain by the member
+	// "contractAccount": {"chainId": <id>}, decoded strictly (see
+	// [ContractVerifier]); the account type's verifier must be a
+	// ContractVerifier that serves the chain. The starting status and the
+	// payout gate treat a contract account like any other wallet.
 	Info json.RawMessage
 }
 
@@ -209,6 +214,7 @@ func (s *Service) newAccount(n NewAccount) (storage.ExternalAccount, error) {
 			v.Add("accountInfo.address", nil, reasonOf(err))
 		}
 	}
+	s.cfg.Verifiers.checkContractAccount(&v, n)
 	if _, err := s.cfg.Verifiers.Lookup(n.AccountType); err == nil && n.VaspName == "" {
 		v.Check(n.OwnershipType != "", "ownershipType", apierror.OneOf(FirstParty, ThirdParty), "is required for self-custody wallets")
 	}

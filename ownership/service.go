@@ -219,7 +219,7 @@ func (s *Service) eligible(a *storage.ExternalAccount, method string) error {
 		}
 		return conflict("the account is not a self-custody wallet with a supported signature")
 	}
-	return nil
+	return s.contractIneligible(a)
 }
 
 // StartChallenge issues a challenge of method (WALLET_SIGNATURE or LIVENESS)
@@ -321,7 +321,11 @@ type VerifyRequest struct {
 // Errors: 400 INVALID_INPUT (missing signature, unknown scheme, invalid or
 // expired signature), 404 REFERENCE_NOT_FOUND, 409 CONFLICT (no outstanding
 // WALLET_SIGNATURE challenge, a challenge for other account details, or an
-// account changed during the call; details.reason says which).
+// account changed during the call; details.reason says which), 500
+// INTERNAL_ERROR with details.reason when a network-backed verifier could
+// not check the signature (a contract account's node failed or timed out):
+// the signature was not judged, so nothing changes and the challenge stays
+// outstanding.
 func (s *Service) Verify(ctx context.Context, accountID string, req VerifyRequest, tree Tree) (*storage.ExternalAccount, error) {
 	received := s.cfg.Clock()
 	if req.Signature == "" {
@@ -361,8 +365,11 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 	if !received.Before(ch.ExpiresAt) {
 		failure = apierror.New(apierror.InvalidInput, "the challenge expired; start a new one").WithDetail("reason", "challenge expired")
 	} else {
-		failure = s.cfg.Verifiers.Verify(ctx, Wallet{AccountType: acct.AccountType, Address: acct.Address, Network: s.cfg.Network},
-			[]byte(ch.Message), Signature{Value: req.Signature, Scheme: req.SignatureScheme})
+		w, err := s.wallet(&acct)
+		if err != nil {
+			return nil, err
+		}
+		failure = s.cfg.Verifiers.Verify(ctx, w, []byte(ch.Message), Signature{Value: req.Signature, Scheme: req.SignatureScheme})
 		if failure != nil && apierror.CodeOf(failure) != apierror.InvalidInput {
 			return nil, apierror.From(failure) // the verifier failed, not the signature: nothing changes
 		}

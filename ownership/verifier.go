@@ -44,6 +44,11 @@ type Wallet struct {
 	// addresses must belong to it; EVM, Solana and TRON addresses do not
 	// encode a network and ignore it.
 	Network Network
+	// ChainID is the EVM chain id of a wallet registered as a contract
+	// account (accountInfo.contractAccount.chainId), zero for every other
+	// wallet. Only a [ContractVerifier] checks a wallet with a chain id;
+	// [EVMVerifier] refuses one with 500 INTERNAL_ERROR.
+	ChainID uint64
 }
 
 // Signature is the proof submitted by the user.
@@ -136,9 +141,9 @@ const (
 )
 
 // Verifiers selects a [Verifier] by account type. Build it once with
-// [DefaultVerifiers], add or replace entries (for example an EIP-1271
-// contract-wallet verifier for an EVM type, composed with [AnyOf]) before
-// sharing it, and do not modify it afterwards: concurrent reads are safe,
+// [DefaultVerifiers], add or replace entries (for example a
+// [ContractVerifier], such as ownership/evmcontract's, in place of the
+// EIP-191 verifier of an EVM type) before sharing it, and do not modify it afterwards: concurrent reads are safe,
 // concurrent writes are not.
 type Verifiers map[string]Verifier
 

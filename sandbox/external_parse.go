@@ -156,6 +156,11 @@ func (o object) wallet(out *accountInfo, network ownership.Network) {
 			out.identifier = addr
 		}
 	}
+	if raw, ok := o.m["contractAccount"]; ok {
+		// Kept as given: the ownership service decodes it strictly when
+		// it registers the account (see Config.ContractWallets).
+		out.info["contractAccount"] = raw
+	}
 	out.vaspName = o.text("vaspName", false, 255)
 	o.put(out, "vaspName", out.vaspName)
 	out.keyWallet = out.vaspName == ""

@@ -104,6 +104,16 @@ type Config struct {
 	// Network is the network Bitcoin and Spark wallet addresses must belong
 	// to in ownership proofs; the zero value is mainnet.
 	Network ownership.Network
+	// ContractWallets proves the EVM wallets registered as contract
+	// accounts (EIP-1271 and ERC-6492; accountInfo.contractAccount.chainId
+	// names the chain) of BASE_WALLET, ETHEREUM_WALLET, POLYGON_WALLET and
+	// PLASMA_WALLET: it becomes their verifier, and still checks the wallets
+	// without a chain id by EIP-191 alone. Typically an
+	// evmcontract.Verifier on the host's own nodes or simulated chains, so
+	// a test suite runs contract-wallet proofs against its own chain. Nil:
+	// a contract account is refused at creation (400 on
+	// accountInfo.contractAccount.chainId).
+	ContractWallets ownership.ContractVerifier
 	// Sealer and CodeMACKey are the at-rest keys of the walletauth service
 	// (walletauth.Keys.Sealer and CodeMACKey): the sealed OTP target keys
 	// and the code MACs in the Store are made with them. Nil means keys

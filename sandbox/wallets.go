@@ -59,7 +59,13 @@ func (sandboxLiveness) Start(_ context.Context, a storage.ExternalAccount, _ tim
 }
 
 func (s *Simulator) newOwnership() (*ownership.Service, error) {
-	return ownership.New(ownership.Config{Store: s.cfg.Store, Clock: s.cfg.Clock, Rand: s.cfg.Rand, Liveness: sandboxLiveness{},
+	vs := ownership.DefaultVerifiers()
+	if s.cfg.ContractWallets != nil {
+		for _, t := range []string{ownership.AccountBase, ownership.AccountEthereum, ownership.AccountPolygon, ownership.AccountPlasma} {
+			vs[t] = s.cfg.ContractWallets
+		}
+	}
+	return ownership.New(ownership.Config{Store: s.cfg.Store, Clock: s.cfg.Clock, Rand: s.cfg.Rand, Liveness: sandboxLiveness{}, Verifiers: vs,
 		Service: "walletgate sandbox", Network: s.cfg.Network, Payouts: *s.payouts, VASPs: sandboxVASPs,
 		// The store transaction that writes an event must not take the
 		// simulator's mutex, so events carry the stored fields only.
