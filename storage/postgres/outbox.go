@@ -19,9 +19,11 @@ const eventColumns = `id, type, account_id, payload, created_at, seq, delivered_
 	attempts, next_attempt_at, lease_owner, leased_until, last_error, parked_at`
 
 const (
-	outboxLockSQL   = `SELECT pg_advisory_xact_lock($1)`
+	outboxLockSQL = `SELECT pg_advisory_xact_lock($1)`
+	// outboxInsertSQL raises a unique violation for an id that exists (no
+	// ON CONFLICT): an append is a deferred write (see deferWrite).
 	outboxInsertSQL = `INSERT INTO {s}.outbox_events (id, type, account_id, payload, created_at, delivered_at)
-	VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING seq`
+	VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq`
 	// outboxLeaseSQL claims due events: at most {limit}, the due heads of lowest
 	// seq. An event is due only as the head of its account (its first
 	// pending event, neither delivered nor parked), so the cost is in
@@ -142,39 +144,31 @@ func deref(s *string) string {
 	return *s
 }
 
-// Append adds e and sets e.Seq. Seq comes from an identity column, drawn
-// while the transaction holds an advisory lock of the event's account (in
-// this schema) that it keeps until it commits or rolls back: a transaction
-// that appends an event of the same account after it waits, so the Seq of
-// an account's events increases in commit order, as the contract requires,
+// Append adds e. Seq comes from an identity column, drawn while the
+// transaction holds an advisory lock of the event's account (in this
+// schema) that it keeps until it commits or rolls back: a transaction that
+// appends an event of the same account after it waits, so the Seq of an
+// account's events increases in commit order, as the contract requires,
 // also across replicas. Appends for different accounts do not wait for each
 // other. Seq values of rolled-back appends are skipped.
+//
+// The lock and the insert are a deferred write: they travel with the
+// transaction's next statement or its COMMIT, so an append costs no round
+// trip of its own. e.Seq is set once they ran (at the latest when Atomic
+// returns), and an id that exists aborts the transaction with an error
+// wrapping [storage.ErrDuplicate], reported by that statement or by the
+// commit.
 func (r outboxRepo) Append(ctx context.Context, e *storage.Event) error {
 	err := r.t.valid("event", key("ID", e.ID), text("Type", e.Type), key("AccountID", e.AccountID))
 	if err != nil {
 		return err
 	}
-	var seq int64
-	found := false
 	b := &pgx.Batch{}
 	b.Queue(outboxLockSQL, lockKey("outbox/"+e.AccountID, r.t.s.cfg.Schema))
 	b.Queue(r.t.s.q.outboxInsert, e.ID, e.Type, e.AccountID, []byte(e.Payload), e.CreatedAt, nullTime(e.DeliveredAt)).
-		Query(func(rows pgx.Rows) error {
-			if rows.Next() {
-				found = true
-				return rows.Scan(&seq)
-			}
-			return nil
-		})
-	if err := r.t.send(ctx, b); err != nil {
-		return wrap("append event", err)
-	}
-	if !found {
-		return storage.ErrDuplicate
-	}
-	e.Seq = seq
+		QueryRow(func(row pgx.Row) error { return row.Scan(&e.Seq) })
 	e.Attempts, e.NextAttemptAt, e.LeaseOwner, e.LeasedUntil, e.LastError, e.ParkedAt = 0, time.Time{}, "", time.Time{}, "", time.Time{}
-	return nil
+	return wrap("append event", r.t.deferWrite(ctx, b))
 }
 
 func (r outboxRepo) list(ctx context.Context, op, sql string, args ...any) ([]storage.Event, error) {
