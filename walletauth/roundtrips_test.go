@@ -132,6 +132,21 @@ func TestRoundTripsPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	refreshSession := func() {
+		e.clock.Add(time.Hour)
+		s, k := e.login(t, e.email.ID, "EMAIL_OTP")
+		f.take() // the login is counted on its own
+		client := newKey(t)
+		req := walletauth.RefreshRequest{ClientPublicKey: client.PublicKeyHex()}
+		rc := call("POST", "/auth/sessions/"+s.ID+"/refresh", `{"clientPublicKey":"`+client.PublicKeyHex()+`"}`)
+		_, ch, err := e.svc.RefreshSession(ctx, s.ID, req, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.svc.RefreshSession(ctx, s.ID, req, signed(t, rc, ch, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range []struct {
 		name string
 		max  int
@@ -140,6 +155,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 		{"OTPLogin", 17, login}, // challenge (3), verify (8), its signed retry (6)
 		{"WalletPrivacy", 8, privacy},
 		{"RevokeSession", 13, revokeSession},
+		{"RefreshSession", 13, refreshSession},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run()

@@ -75,8 +75,9 @@
 // Counted on one warm connection (statements prepared) by
 // walletauth's TestRoundTripsPostgres, which fails when one grows: an
 // EMAIL_OTP login costs 17 round trips (the challenge 3, the verification 8,
-// its signed retry 6), a signed wallet privacy update (both legs) 8, and a
-// signed session revoke (both legs) 13. An HTTP host adds its own reads.
+// its signed retry 6), a signed wallet privacy update (both legs) 8, a
+// signed session revoke (both legs) 13 and a signed session refresh (both
+// legs) 13. An HTTP host adds its own reads.
 //
 // # Relay leases
 //
