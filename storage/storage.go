@@ -83,6 +83,19 @@
 // whole outbox), so a transaction appends its events after every other lock
 // and write, and never waits for another lock after its first append.
 //
+// # Deferrable writes
+//
+// A few writes return nothing a caller decides on but an error that ends
+// the transaction: [Sessions.Create], [OTPIssuances.Put] and
+// [Outbox.Append]. A store may
+// defer them, sending them with the transaction's next statement or with its
+// commit, so they cost no round trip of their own (storage/postgres does).
+// A deferred write that fails (a duplicate id) is then reported by that
+// later call or by Atomic, and the whole transaction rolls back, as it
+// would had the caller returned the error at once. Callers return every
+// error of these writes unexamined, so either way they see the same
+// outcome.
+//
 // # Time
 //
 // Stores never read a clock. Callers pass the time (their injected clock) to
@@ -253,7 +266,8 @@ type Credentials interface {
 // OTPIssuances stores issued one-time codes, one live issuance per credential.
 type OTPIssuances interface {
 	// Put stores o as the live issuance of o.CredentialID, superseding (and
-	// deleting) the previous one.
+	// deleting) the previous one. It is a deferrable write (see the package
+	// documentation).
 	Put(ctx context.Context, o *OTPIssuance) error
 	// GetByCredential returns the live issuance of the credential (consumed or
 	// expired ones included) or ErrNotFound.
@@ -276,7 +290,8 @@ type OTPIssuances interface {
 
 // Sessions stores authenticated sessions.
 type Sessions interface {
-	// Create stores a new session; ErrDuplicate when the id exists.
+	// Create stores a new session; ErrDuplicate when the id exists. It is
+	// a deferrable write (see the package documentation).
 	Create(ctx context.Context, s *Session) error
 	// Get returns the session (revoked and expired ones included) or
 	// ErrNotFound.
@@ -346,6 +361,10 @@ type Outbox interface {
 	// due once its transaction commits. ErrDuplicate when the id exists.
 	// It may hold a lock until the transaction ends: callers append after
 	// every other lock and write of the transaction (see the lock order).
+	// It is a deferrable write (see the package documentation): a store
+	// may send it with the transaction's next statement or its commit, so
+	// e.Seq is set at the latest when Atomic returns, and ErrDuplicate may
+	// come from a later call or from Atomic, the transaction rolled back.
 	Append(ctx context.Context, e *Event) error
 	// Lease claims at most limit events due at now for owner until
 	// now+lease, sets their LeaseOwner and LeasedUntil, and returns them in

@@ -396,7 +396,9 @@ func (s *Service) otpSession(ctx context.Context, tx storage.Tx, credentialID st
 	if p.CredentialID != credentialID {
 		return nil, apierror.Unauthenticated("request id is bound to another credential")
 	}
-	c, err := tx.Credentials().Get(ctx, credentialID)
+	// The credential is read under the lock that keeps it from being
+	// deleted while its session is created.
+	c, err := tx.Credentials().Lock(ctx, credentialID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, notFound("credential", credentialID)
 	}
@@ -407,5 +409,6 @@ func (s *Service) otpSession(ctx context.Context, tx storage.Tx, credentialID st
 	if err != nil {
 		return nil, apierror.Internal(err)
 	}
-	return s.createSession(ctx, tx, &c, pub)
+	sess, _, err := s.newSessionLocked(ctx, tx, &c, pub)
+	return sess, err
 }

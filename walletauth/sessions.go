@@ -39,6 +39,12 @@ func (s *Service) newSession(ctx context.Context, tx storage.Tx, c *storage.Cred
 	} else if err != nil {
 		return nil, nil, err
 	}
+	return s.newSessionLocked(ctx, tx, c, pub)
+}
+
+// newSessionLocked is newSession of a credential tx already holds
+// (Credentials.Lock).
+func (s *Service) newSessionLocked(ctx context.Context, tx storage.Tx, c *storage.Credential, pub *ecdsa.PublicKey) (*AuthSession, *storage.Session, error) {
 	id, err := s.newID("Session")
 	if err != nil {
 		return nil, nil, err

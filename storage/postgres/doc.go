@@ -56,6 +56,12 @@
 // outside the transaction block: at READ COMMITTED each statement reads its
 // own snapshot and such a read has no write of the transaction to see, so
 // it reads the same; a transaction that only reads costs no COMMIT.
+// The deferrable writes of the storage contract (Sessions.Create,
+// OTPIssuances.Put, Outbox.Append) send nothing when called: they travel
+// with the transaction's next statement or with its COMMIT, which then
+// costs no round trip of its own. Their statements raise an error rather
+// than skip a duplicate, so a deferred write that fails aborts the
+// transaction and is reported by the statement or commit that carried it.
 // Serialization failures and deadlocks are rerun a bounded number of times
 // ([Config.MaxRetries]). A cancelled context rolls back: with pgx's default
 // settings a statement in flight is interrupted by closing its connection
@@ -63,6 +69,27 @@
 // promptly.
 // The Tx serializes its statements, so fn may hand it to goroutines, but
 // statements never overlap.
+//
+// # Round trips of the signed flows
+//
+// Counted on one warm connection (statements prepared) by
+// walletauth's TestRoundTripsPostgres, which fails when one grows: an
+// EMAIL_OTP login costs 17 round trips (the challenge 3, the verification 8,
+// its signed retry 6), a signed wallet privacy update (both legs) 8, a
+// signed session revoke (both legs) 13 and a signed session refresh (both
+// legs) 13. An HTTP host adds its own reads.
+//
+// # Relay leases
+//
+// Outbox.Lease costs about the same whatever waits behind the heads of the
+// accounts: it finds each account's first pending event by a loose index
+// scan of the pending (account_id, seq) index when few accounts have
+// pending events, and among the first pending events in seq order when
+// many do, never by reading the events queued behind a head. Its plan
+// relies on the table's statistics no more than on how small its limits
+// are, which are part of the statement; a table never analyzed since its
+// creation (a fresh schema, before autovacuum ran) can still get a poor
+// plan until it is.
 //
 // # Host transactions
 //

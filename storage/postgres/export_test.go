@@ -24,3 +24,7 @@ func BackendPID(t storage.Tx) uint32 { return t.(*tx).conn.Conn().PgConn().PID()
 
 // SweepSQL returns the sweep statements of s, one per table.
 func SweepSQL(s *Store) []string { return s.q.sweep[:] }
+
+// LeaseSQL returns the statement of s that Outbox.Lease of limit events
+// runs.
+func LeaseSQL(s *Store, limit int) string { return s.leaseSQL(limit) }

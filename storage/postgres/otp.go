@@ -58,9 +58,12 @@ func (r otpRepo) Put(ctx context.Context, o *storage.OTPIssuance) error {
 	if o.Attempts < 0 || int64(o.Attempts) > 1<<31-1 {
 		return fmt.Errorf("%w: OTP issuance Attempts %d is out of range", ErrUnstorable, o.Attempts)
 	}
-	_, err = r.t.exec(ctx, r.t.s.q.otpPut, o.ID, o.CredentialID, o.AccountID, o.Code, o.TargetKey, o.IssuedAt,
+	// A deferred write (see deferWrite): an id that is another
+	// credential's raises, as the upsert does when sent at once.
+	b := &pgx.Batch{}
+	b.Queue(r.t.s.q.otpPut, o.ID, o.CredentialID, o.AccountID, o.Code, o.TargetKey, o.IssuedAt,
 		o.ExpiresAt, int32(o.Attempts), nullTime(o.ConsumedAt))
-	return wrap("put OTP issuance", err)
+	return wrap("put OTP issuance", r.t.deferWrite(ctx, b))
 }
 
 func (r otpRepo) GetByCredential(ctx context.Context, credentialID string) (storage.OTPIssuance, error) {

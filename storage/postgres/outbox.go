@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,24 +19,74 @@ const eventColumns = `id, type, account_id, payload, created_at, seq, delivered_
 	attempts, next_attempt_at, lease_owner, leased_until, last_error, parked_at`
 
 const (
-	outboxLockSQL   = `SELECT pg_advisory_xact_lock($1)`
+	outboxLockSQL = `SELECT pg_advisory_xact_lock($1)`
+	// outboxInsertSQL raises a unique violation for an id that exists (no
+	// ON CONFLICT): an append is a deferred write (see deferWrite).
 	outboxInsertSQL = `INSERT INTO {s}.outbox_events (id, type, account_id, payload, created_at, delivered_at)
-	VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING seq`
-	// outboxLeaseSQL claims due events. SKIP LOCKED passes over rows another
-	// transaction is leasing; a row it locks is rechecked against the WHERE
-	// clause at its newest version, so a lease committed meanwhile excludes
-	// it. An event is due only as the first pending event of its account;
-	// the subquery is one probe of the pending (account_id, seq) index per
-	// candidate, whatever the table's statistics say.
-	outboxLeaseSQL = `WITH due AS (
+	VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq`
+	// outboxLeaseSQL claims due events: at most {limit}, the due heads of lowest
+	// seq. An event is due only as the head of its account (its first
+	// pending event, neither delivered nor parked), so the cost is in
+	// finding heads, and the statement bounds it by the number of accounts
+	// with pending events or by {front}, never by the number of pending events:
+	//
+	//   - heads walks the accounts with pending events by a loose index
+	//     scan of the pending (account_id, seq) index: each step of the
+	//     recursive CTE is one descent to the first pending event of the
+	//     next account. few is its first {limit}+1 steps; when there are no
+	//     more, few holds every head, and the candidates are those.
+	//   - With more accounts, front reads the first {front} pending events in seq
+	//     order (a range of the pending seq index). An event of front whose
+	//     account has no earlier event in front is a head, since every
+	//     pending event before it is in front; when front holds at least
+	//     {limit} due heads, they are the due heads of lowest seq.
+	//   - Otherwise (heads deep in the backlog, leased or backing off) the
+	//     walk goes on over every account.
+	//
+	// One-time filters keep each part from running when an earlier one
+	// sufficed. The two bounds are written into the statement as numbers
+	// (see leaseSQL), never sent as parameters: PostgreSQL plans a prepared
+	// statement generically after a few runs, and a generic plan, blind to
+	// how small the limits are, sorts the pending events instead of
+	// reading their first entries. The candidates are then locked in seq order, one probe of
+	// the seq index each. SKIP LOCKED passes over rows another transaction
+	// is leasing, and a row it locks is rechecked against the WHERE clause
+	// at its newest version, so a head delivered, parked or leased
+	// meanwhile is not claimed (nor is the event behind it, which was no
+	// head in this statement's snapshot).
+	outboxLeaseSQL = `WITH RECURSIVE heads AS (
+	(SELECT p.account_id, p.seq FROM {s}.outbox_events p
+		WHERE p.delivered_at IS NULL AND p.parked_at IS NULL
+		ORDER BY p.account_id, p.seq LIMIT 1)
+	UNION ALL
+	SELECT n.account_id, n.seq FROM heads h CROSS JOIN LATERAL (
+		SELECT p.account_id, p.seq FROM {s}.outbox_events p
+		WHERE p.account_id > h.account_id AND p.delivered_at IS NULL AND p.parked_at IS NULL
+		ORDER BY p.account_id, p.seq LIMIT 1) n
+	), few AS (
+	SELECT seq FROM heads LIMIT {limit} + 1
+	), front AS (
+	SELECT f.seq, f.account_id, f.next_attempt_at, f.leased_until FROM {s}.outbox_events f
+		WHERE f.delivered_at IS NULL AND f.parked_at IS NULL
+		ORDER BY f.seq LIMIT {front}
+	), front_due AS (
+	SELECT h.seq FROM (SELECT DISTINCT ON (account_id) seq, next_attempt_at, leased_until FROM front
+		ORDER BY account_id, seq) h
+		WHERE (h.next_attempt_at IS NULL OR h.next_attempt_at <= $1)
+		AND (h.leased_until IS NULL OR h.leased_until <= $1)
+	), candidates AS (
+	SELECT seq FROM few WHERE (SELECT count(*) FROM few) <= {limit}
+	UNION ALL
+	SELECT seq FROM front_due WHERE (SELECT count(*) FROM few) > {limit}
+	UNION ALL
+	SELECT seq FROM heads WHERE (SELECT count(*) FROM few) > {limit} AND (SELECT count(*) FROM front_due) < {limit}
+	), due AS (
 	SELECT e.seq FROM {s}.outbox_events e
-	WHERE e.delivered_at IS NULL AND e.parked_at IS NULL
+	WHERE e.seq = ANY (ARRAY(SELECT seq FROM candidates))
+	AND e.delivered_at IS NULL AND e.parked_at IS NULL
 	AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= $1)
 	AND (e.leased_until IS NULL OR e.leased_until <= $1)
-	AND e.seq = (SELECT p.seq FROM {s}.outbox_events p
-		WHERE p.account_id = e.account_id AND p.delivered_at IS NULL AND p.parked_at IS NULL
-		ORDER BY p.seq LIMIT 1)
-	ORDER BY e.seq LIMIT $4
+	ORDER BY e.seq LIMIT {limit}
 	FOR UPDATE SKIP LOCKED)
 	UPDATE {s}.outbox_events o SET lease_owner = $2, leased_until = $3
 	FROM due WHERE o.seq = due.seq
@@ -57,7 +109,23 @@ const (
 const outboxReturning = `o.id, o.type, o.account_id, o.payload, o.created_at, o.seq, o.delivered_at,
 	o.attempts, o.next_attempt_at, o.lease_owner, o.leased_until, o.last_error, o.parked_at`
 
+// leaseFront is how many pending events, per event asked for, a Lease
+// reads in seq order looking for due heads before it walks the accounts
+// instead (see outboxLeaseSQL).
+const leaseFront = 8
+
 type outboxRepo struct{ t *tx }
+
+// leaseSQL returns the lease statement for limit events, rendered once per
+// limit (a relay always asks for its configured batch).
+func (s *Store) leaseSQL(limit int) string {
+	if q, ok := s.leases.Load(limit); ok {
+		return q.(string)
+	}
+	q := strings.NewReplacer("{limit}", strconv.Itoa(limit), "{front}", strconv.Itoa(leaseFront*limit)).Replace(s.q.outboxLease)
+	s.leases.Store(limit, q)
+	return q
+}
 
 func scanEvent(row pgx.Row, e *storage.Event) error {
 	var payload []byte
@@ -76,39 +144,31 @@ func deref(s *string) string {
 	return *s
 }
 
-// Append adds e and sets e.Seq. Seq comes from an identity column, drawn
-// while the transaction holds an advisory lock of the event's account (in
-// this schema) that it keeps until it commits or rolls back: a transaction
-// that appends an event of the same account after it waits, so the Seq of
-// an account's events increases in commit order, as the contract requires,
+// Append adds e. Seq comes from an identity column, drawn while the
+// transaction holds an advisory lock of the event's account (in this
+// schema) that it keeps until it commits or rolls back: a transaction that
+// appends an event of the same account after it waits, so the Seq of an
+// account's events increases in commit order, as the contract requires,
 // also across replicas. Appends for different accounts do not wait for each
 // other. Seq values of rolled-back appends are skipped.
+//
+// The lock and the insert are a deferred write: they travel with the
+// transaction's next statement or its COMMIT, so an append costs no round
+// trip of its own. e.Seq is set once they ran (at the latest when Atomic
+// returns), and an id that exists aborts the transaction with an error
+// wrapping [storage.ErrDuplicate], reported by that statement or by the
+// commit.
 func (r outboxRepo) Append(ctx context.Context, e *storage.Event) error {
 	err := r.t.valid("event", key("ID", e.ID), text("Type", e.Type), key("AccountID", e.AccountID))
 	if err != nil {
 		return err
 	}
-	var seq int64
-	found := false
 	b := &pgx.Batch{}
 	b.Queue(outboxLockSQL, lockKey("outbox/"+e.AccountID, r.t.s.cfg.Schema))
 	b.Queue(r.t.s.q.outboxInsert, e.ID, e.Type, e.AccountID, []byte(e.Payload), e.CreatedAt, nullTime(e.DeliveredAt)).
-		Query(func(rows pgx.Rows) error {
-			if rows.Next() {
-				found = true
-				return rows.Scan(&seq)
-			}
-			return nil
-		})
-	if err := r.t.send(ctx, b); err != nil {
-		return wrap("append event", err)
-	}
-	if !found {
-		return storage.ErrDuplicate
-	}
-	e.Seq = seq
+		QueryRow(func(row pgx.Row) error { return row.Scan(&e.Seq) })
 	e.Attempts, e.NextAttemptAt, e.LeaseOwner, e.LeasedUntil, e.LastError, e.ParkedAt = 0, time.Time{}, "", time.Time{}, "", time.Time{}
-	return nil
+	return wrap("append event", r.t.deferWrite(ctx, b))
 }
 
 func (r outboxRepo) list(ctx context.Context, op, sql string, args ...any) ([]storage.Event, error) {
@@ -134,7 +194,7 @@ func (r outboxRepo) Lease(ctx context.Context, owner string, now time.Time, leas
 	if limit <= 0 {
 		return nil, nil
 	}
-	out, err := r.list(ctx, "lease events", r.t.s.q.outboxLease, now, owner, now.Add(lease), int64(limit))
+	out, err := r.list(ctx, "lease events", r.t.s.leaseSQL(limit), now, owner, now.Add(lease))
 	if err != nil {
 		return nil, err
 	}

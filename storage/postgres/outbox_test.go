@@ -8,8 +8,9 @@ import (
 )
 
 // TestOutboxSeqFollowsCommitOrder: a transaction that appends while another
-// appending transaction is open waits for it, so its Seq is larger and it
-// commits after: a publisher never sees Seq n+1 committed before n.
+// appending transaction is open (its append sent, here by the read that
+// follows it) waits for it, so its Seq is larger and it commits after: a
+// publisher never sees Seq n+1 committed before n.
 func TestOutboxSeqFollowsCommitOrder(t *testing.T) {
 	ctx := t.Context()
 	pool := newPool(t, 4)
@@ -23,6 +24,9 @@ func TestOutboxSeqFollowsCommitOrder(t *testing.T) {
 	go func() {
 		err := s.Atomic(ctx, func(tx storage.Tx) error {
 			if err := tx.Outbox().Append(ctx, &a); err != nil {
+				return err
+			}
+			if _, err := tx.Outbox().ListByAccount(ctx, "x"); err != nil {
 				return err
 			}
 			close(appended)

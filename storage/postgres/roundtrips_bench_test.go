@@ -131,7 +131,7 @@ func TestRoundTrips(t *testing.T) {
 				return nil
 			})
 		}},
-		{"StoreConsumeAppend", 3, func(id string) error {
+		{"StoreConsumeAppend", 2, func(id string) error { // BEGIN+UPDATE, the append with the COMMIT
 			return s.Atomic(ctx, func(tx storage.Tx) error {
 				if _, err := tx.PendingRequests().Consume(ctx, id, now); err != nil {
 					return err

@@ -14,8 +14,10 @@ import (
 const sessionColumns = `id, account_id, credential_id, public_key, created_at, expires_at, revoked_at`
 
 const (
+	// sessionInsertSQL raises a unique violation for an id that exists (no
+	// ON CONFLICT): Create is a deferred write (see deferWrite).
 	sessionInsertSQL = `INSERT INTO {s}.sessions (` + sessionColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`
+	VALUES ($1, $2, $3, $4, $5, $6, $7)`
 	sessionGetSQL    = `SELECT ` + sessionColumns + ` FROM {s}.sessions WHERE id = $1`
 	sessionActiveSQL = `SELECT ` + sessionColumns + ` FROM {s}.sessions
 	WHERE account_id = $1 AND revoked_at IS NULL AND expires_at > $2 ORDER BY seq`
@@ -46,15 +48,13 @@ func (r sessionRepo) Create(ctx context.Context, s *storage.Session) error {
 	if err != nil {
 		return err
 	}
-	tag, err := r.t.exec(ctx, r.t.s.q.sessionInsert, s.ID, s.AccountID, s.CredentialID, s.PublicKey,
+	// A deferred write (see deferWrite): it travels with the next
+	// statement or the COMMIT, and an id that exists aborts the
+	// transaction with an error wrapping storage.ErrDuplicate.
+	b := &pgx.Batch{}
+	b.Queue(r.t.s.q.sessionInsert, s.ID, s.AccountID, s.CredentialID, s.PublicKey,
 		s.CreatedAt, s.ExpiresAt, nullTime(s.RevokedAt))
-	if err != nil {
-		return wrap("create session", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return storage.ErrDuplicate
-	}
-	return nil
+	return wrap("create session", r.t.deferWrite(ctx, b))
 }
 
 func (r sessionRepo) Get(ctx context.Context, id string) (storage.Session, error) {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"errors"
 	"hash/fnv"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,6 +19,9 @@ type Store struct {
 	pool *pgxpool.Pool
 	cfg  Config // normalized
 	q    queries
+	// leases holds the lease statement rendered for each limit asked
+	// (int to string).
+	leases sync.Map
 }
 
 var _ storage.Store = (*Store)(nil)

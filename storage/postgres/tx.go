@@ -49,6 +49,9 @@ type tx struct {
 	// it failed; later statements and the commit report it.
 	broken error
 	done   bool
+	// later holds deferred writes (see deferWrite) not sent yet: they go
+	// out ahead of the next statement, or with the COMMIT.
+	later []*pgx.QueuedQuery
 }
 
 var _ storage.Tx = (*tx)(nil)
@@ -153,6 +156,9 @@ func (t *tx) commit(ctx context.Context) error {
 		t.sp = false
 		return nil
 	}
+	if len(t.later) > 0 {
+		return t.commitLater(ctx)
+	}
 	if t.pg == nil {
 		return nil // nothing ran in a transaction block: nothing to commit
 	}
@@ -224,6 +230,13 @@ func (t *tx) run(ctx context.Context, b *pgx.Batch, read bool) error {
 		return t.broken
 	case t.host != nil:
 		return t.runHost(ctx, b, read)
+	}
+	if len(t.later) > 0 {
+		// The deferred writes go first, in the order they were made.
+		merged := &pgx.Batch{QueuedQueries: append(t.later, b.QueuedQueries...)}
+		t.later, b, read = nil, merged, false
+	}
+	switch {
 	case t.pg != nil:
 		return t.conn.SendBatch(ctx, b).Close()
 	case read:
@@ -248,6 +261,65 @@ func (t *tx) run(ctx context.Context, b *pgx.Batch, read bool) error {
 	}
 	t.pg = br.Tx()
 	return err
+}
+
+// deferWrite queues the statements of b, writes whose callbacks only take
+// what the statements return (never deciding on it), to be sent ahead of
+// the transaction's next statement or with its COMMIT, saving their round
+// trip. Their statements must raise an error rather than do nothing when
+// they cannot write: a deferred failure aborts the transaction, is
+// reported by the statement or commit that carried it, and everything rolls
+// back. Inside a host transaction it sends them at once (the host's COMMIT
+// is not the store's).
+func (t *tx) deferWrite(ctx context.Context, b *pgx.Batch) error {
+	t.mu.Lock()
+	switch {
+	case t.done:
+		t.mu.Unlock()
+		return storage.ErrTxDone
+	case t.broken != nil:
+		t.mu.Unlock()
+		return t.broken
+	case t.host != nil:
+		t.mu.Unlock()
+		return t.send(ctx, b)
+	}
+	defer t.mu.Unlock()
+	t.later = append(t.later, b.QueuedQueries...)
+	return nil
+}
+
+// commitLater sends the deferred writes and the COMMIT in one round trip
+// (with the BEGIN when the transaction has not begun). Called with t.mu
+// held.
+func (t *tx) commitLater(ctx context.Context) error {
+	b := &pgx.Batch{}
+	began := t.pg == nil
+	if began {
+		b.BeginTx(beginOptions())
+	}
+	b.QueuedQueries = append(b.QueuedQueries, t.later...)
+	t.later = nil
+	b.Queue("COMMIT")
+	br := t.conn.SendBatch(ctx, b)
+	err := br.Close()
+	if t.conn.Conn().PgConn().TxStatus() == 'I' {
+		// Committed, or never begun: nothing is left to roll back.
+		t.pg = nil
+		if err != nil {
+			return wrap("commit", err)
+		}
+		return nil
+	}
+	// A deferred write failed and the transaction is aborted: finish
+	// rolls it back.
+	if began {
+		t.pg = br.Tx()
+	}
+	if err == nil {
+		err = errors.New("postgres: COMMIT did not end the transaction")
+	}
+	return wrap("commit", err)
 }
 
 // queryRow runs one statement expected to return at most one row; scan is

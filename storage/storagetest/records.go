@@ -338,8 +338,6 @@ func testSessions(t *testing.T, newStore Factory) {
 		for _, x := range []*storage.Session{&expired, &live, &fromCred2, &foreign} {
 			wantErr(t, "Create", r.Create(ctx, x), nil)
 		}
-		dup := live
-		wantErr(t, "Create duplicate", r.Create(ctx, &dup), storage.ErrDuplicate)
 		got, err := r.Get(ctx, expired.ID)
 		wantErr(t, "Get expired", err, nil)
 		diff(t, "Get", got, expired)
@@ -380,6 +378,13 @@ func testSessions(t *testing.T, newStore Factory) {
 		}
 		return nil
 	})
+	// A duplicate id may be reported by Create, by a later statement or by
+	// the commit (a deferred write): Atomic fails with ErrDuplicate.
+	dupErr := s.Atomic(ctx, func(tx storage.Tx) error {
+		dup := live
+		return tx.Sessions().Create(ctx, &dup)
+	})
+	wantErr(t, "Create duplicate", dupErr, storage.ErrDuplicate)
 }
 
 func newPending(t *testing.T, acct string) storage.PendingRequest {
@@ -442,10 +447,20 @@ func testOutbox(t *testing.T, newStore Factory) {
 			t.Fatalf("Seq %d after %d: not increasing", evs[i].Seq, evs[i-1].Seq)
 		}
 	}
+	// A duplicate may be reported by Append, by a later statement or by
+	// the commit (a deferred append): Atomic fails with ErrDuplicate and
+	// nothing of the transaction persists.
+	other := mk(a2, 3)
+	dupErr := s.Atomic(ctx, func(tx storage.Tx) error {
+		dup := evs[0]
+		return errors.Join(tx.Outbox().Append(ctx, &other), tx.Outbox().Append(ctx, &dup))
+	})
+	wantErr(t, "Append duplicate", dupErr, storage.ErrDuplicate)
 	run(t, s, func(tx storage.Tx) error {
 		r := tx.Outbox()
-		dup := evs[0]
-		wantErr(t, "Append duplicate", r.Append(ctx, &dup), storage.ErrDuplicate)
+		theirs, err := r.ListByAccount(ctx, a2)
+		wantErr(t, "ListByAccount", err, nil)
+		diff(t, "ListByAccount after a failed append", theirs, []storage.Event{evs[1]})
 		mine, err := r.ListByAccount(ctx, a1)
 		wantErr(t, "ListByAccount", err, nil)
 		diff(t, "ListByAccount", mine, []storage.Event{evs[0], evs[2]})

@@ -1,0 +1,172 @@
+package walletauth_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/walletauth"
+)
+
+// flightCounter counts round trips to PostgreSQL: a write on a connection
+// after a read from it is one more flight (the client waited for the
+// server in between).
+type flightCounter struct {
+	mu    sync.Mutex
+	n     int
+	reads map[net.Conn]bool
+}
+
+type countedConn struct {
+	net.Conn
+	f *flightCounter
+}
+
+func (c *countedConn) Write(p []byte) (int, error) {
+	c.f.mu.Lock()
+	if c.f.reads[c.Conn] {
+		c.f.n++
+		c.f.reads[c.Conn] = false
+	}
+	c.f.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func (c *countedConn) Read(p []byte) (int, error) {
+	c.f.mu.Lock()
+	c.f.reads[c.Conn] = true
+	c.f.mu.Unlock()
+	return c.Conn.Read(p)
+}
+
+func (f *flightCounter) take() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.n
+	f.n = 0
+	return n
+}
+
+// TestRoundTripsPostgres pins the PostgreSQL round trips of the signed
+// flows (statements already prepared on the pool's one connection), as
+// documented in the package: a count that creeps up fails.
+func TestRoundTripsPostgres(t *testing.T) {
+	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("set WALLETGATE_POSTGRES_DSN to run on PostgreSQL")
+	}
+	ctx := t.Context()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	f := &flightCounter{reads: map[net.Conn]bool{}}
+	var d net.Dialer
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &countedConn{Conn: c, f: f}, nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	schema := "wgtest_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	})
+	if _, err := postgres.Migrate(ctx, pool, postgres.Config{Schema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	store, err := postgres.New(pool, postgres.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOn(t, store, nil)
+
+	// Each flow runs twice before it is counted, to prepare its statements.
+	var key *walletauth.ClientKey
+	// Each login moves the clock past the window of re-issued codes.
+	login := func() { e.clock.Add(time.Hour); _, key = e.login(t, e.email.ID, "EMAIL_OTP") }
+	privacy := func() {
+		if key == nil {
+			login()
+			f.take()
+		}
+		on := true
+		c := call("PATCH", "/internal-accounts/"+e.wallet.ID, `{"privateEnabled":true}`)
+		_, ch, err := e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, walletauth.PrivacyRequest{PrivateEnabled: &on}, c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.svc.UpdateWalletPrivacy(ctx, e.wallet.ID, walletauth.PrivacyRequest{PrivateEnabled: &on}, signed(t, c, ch, key), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	revokeSession := func() {
+		e.clock.Add(time.Hour)
+		s, k := e.login(t, e.email.ID, "EMAIL_OTP")
+		f.take() // the login is counted on its own
+		rc := call(http.MethodDelete, "/auth/sessions/"+s.ID, "")
+		ch, err := e.svc.RevokeSession(ctx, s.ID, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.RevokeSession(ctx, s.ID, signed(t, rc, ch, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refreshSession := func() {
+		e.clock.Add(time.Hour)
+		s, k := e.login(t, e.email.ID, "EMAIL_OTP")
+		f.take() // the login is counted on its own
+		client := newKey(t)
+		req := walletauth.RefreshRequest{ClientPublicKey: client.PublicKeyHex()}
+		rc := call("POST", "/auth/sessions/"+s.ID+"/refresh", `{"clientPublicKey":"`+client.PublicKeyHex()+`"}`)
+		_, ch, err := e.svc.RefreshSession(ctx, s.ID, req, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.svc.RefreshSession(ctx, s.ID, req, signed(t, rc, ch, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		max  int
+		run  func()
+	}{
+		{"OTPLogin", 17, login}, // challenge (3), verify (8), its signed retry (6)
+		{"WalletPrivacy", 8, privacy},
+		{"RevokeSession", 13, revokeSession},
+		{"RefreshSession", 13, refreshSession},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.run()
+			c.run()
+			f.take()
+			c.run()
+			got := f.take()
+			t.Logf("%s: %d round trips", c.name, got)
+			if got > c.max {
+				t.Errorf("%s: %d round trips, want at most %d", c.name, got, c.max)
+			}
+		})
+	}
+}
