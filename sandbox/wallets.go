@@ -60,6 +60,7 @@ func (sandboxLiveness) Start(_ context.Context, a storage.ExternalAccount, _ tim
 
 func (s *Simulator) newOwnership() (*ownership.Service, error) {
 	return ownership.New(ownership.Config{Store: s.cfg.Store, Clock: s.cfg.Clock, Rand: s.cfg.Rand, Liveness: sandboxLiveness{},
+		Logger: s.cfg.Logger, TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider,
 		Service: "walletgate sandbox", Network: s.cfg.Network, Payouts: *s.payouts, VASPs: sandboxVASPs,
 		// The store transaction that writes an event must not take the
 		// simulator's mutex, so events carry the stored fields only.
