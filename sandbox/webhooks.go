@@ -54,7 +54,7 @@ func (s *Simulator) startWebhooks() error {
 	if s.cfg.WebhookURL == "" {
 		return nil
 	}
-	if s.hooks.pub, err = webhook.NewPublisher(s.cfg.WebhookURL, signer, s.cfg.WebhookClient); err != nil {
+	if s.hooks.pub, err = webhook.NewPublisher(webhook.PublisherConfig{Target: s.cfg.WebhookURL, Signer: signer, Client: s.cfg.WebhookClient}); err != nil {
 		return err
 	}
 	r, err := relay.New(relay.Config{Store: s.cfg.Store, Publisher: s.hooks.pub, Clock: s.cfg.Clock, Poll: WebhookPoll})

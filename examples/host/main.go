@@ -206,7 +206,7 @@ func NewRelay(store storage.Store, url string, key *ecdsa.PrivateKey, log *slog.
 	if err != nil {
 		return nil, err
 	}
-	pub, err := webhook.NewPublisher(url, signer, &http.Client{Timeout: 10 * time.Second})
+	pub, err := webhook.NewPublisher(webhook.PublisherConfig{Target: url, Signer: signer, Client: &http.Client{Timeout: 10 * time.Second}})
 	if err != nil {
 		return nil, err
 	}

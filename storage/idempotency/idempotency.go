@@ -63,8 +63,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/storage"
@@ -109,6 +113,17 @@ type Config struct {
 	// MaxBody bounds the request body the middleware reads; zero means
 	// DefaultMaxBody. A larger body is 400 INVALID_INPUT.
 	MaxBody int64
+	// Logger receives the middleware's answers (replay, conflict,
+	// bad key, in progress) with the request id, and the store errors
+	// behind a 500 answer; never a key, a body or a stored response. Nothing secret
+	// is logged. Nil discards.
+	Logger *slog.Logger
+	// TracerProvider receives the package's spans; nil means no tracing (a
+	// no-op provider, not the global one). No attribute carries a secret.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the package's metrics; nil means none (a no-op
+	// provider, not the global one). No attribute carries a secret.
+	MeterProvider metric.MeterProvider
 }
 
 // Guard runs requests at most once per Idempotency-Key. It is safe for

@@ -54,10 +54,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -133,6 +137,16 @@ type Config struct {
 	// OnFailure, when set, is called with each failed Publish (for logs and
 	// metrics); it must not block.
 	OnFailure func(e storage.Event, err error)
+	// Logger receives the failed deliveries, parked events and
+	// store errors, with the event id and type (never the payload). Nothing secret
+	// is logged. Nil discards.
+	Logger *slog.Logger
+	// TracerProvider receives the package's spans; nil means no tracing (a
+	// no-op provider, not the global one). No attribute carries a secret.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the package's metrics; nil means none (a no-op
+	// provider, not the global one). No attribute carries a secret.
+	MeterProvider metric.MeterProvider
 }
 
 // Relay delivers the events of one store. Its methods are safe for

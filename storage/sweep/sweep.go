@@ -16,7 +16,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -49,6 +53,15 @@ type Config struct {
 	// OnError, when set, is called with each failed sweep of [Sweeper.Run]
 	// (for logs and metrics); it must not block. Run goes on after it.
 	OnError func(error)
+	// Logger receives an Error record for each failed sweep. Nothing secret
+	// is logged. Nil discards.
+	Logger *slog.Logger
+	// TracerProvider receives the package's spans; nil means no tracing (a
+	// no-op provider, not the global one). No attribute carries a secret.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the package's metrics; nil means none (a no-op
+	// provider, not the global one). No attribute carries a secret.
+	MeterProvider metric.MeterProvider
 }
 
 // Sweeper deletes the expired records of one store. It is safe for

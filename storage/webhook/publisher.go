@@ -7,10 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -31,34 +35,61 @@ type Publisher struct {
 	client *http.Client
 }
 
-// NewPublisher returns a Publisher that posts every event to target, an
-// absolute http or https URL. See [NewRoutedPublisher] for client.
-func NewPublisher(target string, signer *Signer, client *http.Client) (*Publisher, error) {
-	if err := checkURL(target); err != nil {
-		return nil, err
-	}
-	return NewRoutedPublisher(func(storage.Event) (string, error) { return target, nil }, signer, client)
+// PublisherConfig configures [NewPublisher]. Signer and exactly one of
+// Target and Route are required.
+type PublisherConfig struct {
+	// Target is the absolute http or https URL every event is posted to.
+	Target string
+	// Route, instead of Target, returns the URL of each event (an error
+	// from it fails that Publish; the URL is checked as Target is).
+	Route func(storage.Event) (string, error)
+	// Signer signs every body.
+	Signer *Signer
+	// Client sends the requests; nil means one with [DefaultTimeout]. It
+	// is copied with redirects switched off: a 3xx answer is a failed
+	// delivery, so a signed body is only ever sent to a URL the host chose.
+	Client *http.Client
+	// Logger receives a Warn record for each failed delivery, with the
+	// event id and type and the receiver's status (never the body, the
+	// signature or the response body). Nil discards.
+	Logger *slog.Logger
+	// TracerProvider receives a client span per delivery; nil means no
+	// tracing (a no-op provider, not the global one). No attribute carries
+	// the body, the signature or the URL's path or query.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the delivery counter and duration histogram;
+	// nil means none (a no-op provider, not the global one). No attribute
+	// carries a secret.
+	MeterProvider metric.MeterProvider
 }
 
-// NewRoutedPublisher returns a Publisher that posts each event to the URL
-// route returns for it (an error from route fails that Publish). A nil
-// client means one with [DefaultTimeout]. The client is copied with
-// redirects switched off: a 3xx answer is a failed delivery, so a signed
-// body is only ever sent to a URL the host chose.
-func NewRoutedPublisher(route func(storage.Event) (string, error), signer *Signer, client *http.Client) (*Publisher, error) {
-	if route == nil {
-		return nil, errors.New("webhook: publisher route is nil")
+// NewPublisher returns a Publisher posting the events as cfg says. It fails
+// when cfg.Signer is nil, when neither or both of Target and Route are set,
+// or when Target is not an absolute http or https URL.
+func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
+	if cfg.Signer == nil {
+		return nil, errors.New("webhook: PublisherConfig.Signer is nil")
 	}
-	if signer == nil {
-		return nil, errors.New("webhook: publisher signer is nil")
+	route := cfg.Route
+	switch {
+	case cfg.Target != "" && route != nil:
+		return nil, errors.New("webhook: PublisherConfig sets both Target and Route")
+	case cfg.Target != "":
+		if err := checkURL(cfg.Target); err != nil {
+			return nil, err
+		}
+		target := cfg.Target
+		route = func(storage.Event) (string, error) { return target, nil }
+	case route == nil:
+		return nil, errors.New("webhook: PublisherConfig needs a Target or a Route")
 	}
 	c := &http.Client{Timeout: DefaultTimeout}
-	if client != nil {
-		cc := *client
+	if cfg.Client != nil {
+		cc := *cfg.Client
 		c = &cc
 	}
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Publisher{route: route, signer: signer, client: c}, nil
+	return &Publisher{route: route, signer: cfg.Signer, client: c}, nil
 }
 
 func checkURL(target string) error {
