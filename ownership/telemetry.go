@@ -88,7 +88,7 @@ func (t *telemetry) begin(ctx context.Context, name string, counter metric.Int64
 
 // end records the outcome of the operation: err nil is ok, an error with a
 // 4xx code refused, anything else error. extra attributes (low-cardinality
-// only) go on the counter and the span. A refusal of authentication (401,
+// only; empty strings are left out) go on the counter and the span. A refusal of authentication (401,
 // 403, 429) logs at Warn with the code and reason; a 5xx's cause is logged
 // by the HTTP adapter (apierror.Observe), once.
 func (o *op) end(ctx context.Context, err error, extra ...attribute.KeyValue) {
@@ -107,7 +107,11 @@ func (o *op) end(ctx context.Context, err error, extra ...attribute.KeyValue) {
 	if code != "" {
 		attrs = append(attrs, attribute.String("walletgate.code", code))
 	}
-	attrs = append(attrs, extra...)
+	for _, kv := range extra {
+		if kv.Value.Type() != attribute.STRING || kv.Value.AsString() != "" {
+			attrs = append(attrs, kv)
+		}
+	}
 	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
 	if o.counter != nil {
 		o.counter.Add(ctx, 1, set)

@@ -207,7 +207,7 @@ func New(cfg Config) (*Simulator, error) {
 	s := &Simulator{cfg: cfg, auth: auth, pk: pk, oidc: ov, state: newState()}
 	// Reservation tokens come from crypto/rand, not cfg.Rand, so keys do not
 	// shift a seeded simulator's ids.
-	if s.idem, err = idempotency.New(idempotency.Config{Store: cfg.Store, Clock: cfg.Clock}); err != nil {
+	if s.idem, err = idempotency.New(idempotency.Config{Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider}); err != nil {
 		ov.Close()
 		return nil, err
 	}
@@ -302,7 +302,7 @@ func (cfg Config) normalize() (Config, error) {
 // simulator's clock and the sweeper's defaults: every minute, the records
 // that expired more than an hour ago.
 func (s *Simulator) startSweeper() error {
-	sw, err := sweep.New(sweep.Config{Store: s.cfg.Store, Clock: s.cfg.Clock})
+	sw, err := sweep.New(sweep.Config{Store: s.cfg.Store, Clock: s.cfg.Clock, Logger: s.cfg.Logger, TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider})
 	if err != nil {
 		return err
 	}

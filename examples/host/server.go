@@ -95,19 +95,22 @@ type ServerConfig struct {
 	Auth      *walletauth.Service
 	Owner     *ownership.Service
 	Platforms map[string]string // API key -> platform id
-	Log       *slog.Logger
+	// Telemetry receives the records of the host and of the Idempotency-Key
+	// middleware, and every error the API answers (under apierror.Observe).
+	Telemetry Telemetry
 }
 
 // NewServer creates the host's tables when missing and returns the host.
 func NewServer(ctx context.Context, c ServerConfig) (*Server, error) {
-	if c.Pool == nil || c.Store == nil || c.Auth == nil || c.Owner == nil || c.Log == nil || len(c.Platforms) == 0 {
+	if c.Pool == nil || c.Store == nil || c.Auth == nil || c.Owner == nil || c.Telemetry.Log == nil || len(c.Platforms) == 0 {
 		return nil, errors.New("host: pool, store, services, logger and at least one platform key are required")
 	}
-	s := &Server{pool: c.Pool, store: c.Store, auth: c.Auth, owner: c.Owner, platforms: c.Platforms, log: c.Log, t: newTables(c.Store.Schema())}
+	s := &Server{pool: c.Pool, store: c.Store, auth: c.Auth, owner: c.Owner, platforms: c.Platforms, log: c.Telemetry.Log, t: newTables(c.Store.Schema())}
 	if _, err := c.Pool.Exec(ctx, hostMigration(s.t)); err != nil {
 		return nil, fmt.Errorf("host: migrate the host's tables: %w", err)
 	}
-	g, err := idempotency.New(idempotency.Config{Store: c.Store})
+	g, err := idempotency.New(idempotency.Config{Store: c.Store,
+		Logger: c.Telemetry.Log, TracerProvider: c.Telemetry.TracerProvider, MeterProvider: c.Telemetry.MeterProvider})
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +145,9 @@ func (s *Server) Handler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.authenticate(idem), nil
+	// Outermost: every answer gets a request id, and every error written
+	// with apierror.Write (walletgate's handlers' included) is logged once.
+	return apierror.Observe(s.authenticate(idem), s.log), nil
 }
 
 func (s *Server) authenticate(next http.Handler) http.Handler {
