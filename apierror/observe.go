@@ -28,10 +28,9 @@ func RequestID(ctx context.Context) string {
 //
 //   - a 5xx answer logs its cause (the error chain, which clients never
 //     see) once, at slog.LevelError, with the request id;
-//   - 401, 403 and 429 answers (refused signatures, codes, sessions,
-//     lockouts, rate limits) log at slog.LevelWarn with the code and
-//     details.reason;
-//   - other 4xx answers log at slog.LevelDebug with the code.
+//   - a 4xx answer logs at slog.LevelDebug with the code and details.reason
+//     (the services log refusals of authentication themselves, at
+//     slog.LevelWarn, with what they know of them).
 //
 // A 5xx written some other way logs at slog.LevelError once, without a
 // cause. The records carry the keys "request_id", "code", "reason",
@@ -116,8 +115,7 @@ func (o *observedWriter) report(e *Error, cause error) {
 		if cause != nil {
 			attrs = append(attrs, slog.String("error", causeText(cause)))
 		}
-	case status == 401 || status == 403 || status == 429:
-		level = slog.LevelWarn
+	default:
 		if reason := e.Reason(); reason != "" {
 			attrs = append(attrs, slog.String("reason", reason))
 		}
@@ -126,7 +124,11 @@ func (o *observedWriter) report(e *Error, cause error) {
 	if !o.log.Enabled(ctx, level) {
 		return
 	}
-	o.log.LogAttrs(ctx, level, "request refused", attrs...)
+	msg := "request refused"
+	if level == slog.LevelError {
+		msg = "request failed"
+	}
+	o.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
 func codeName(e *Error) string {

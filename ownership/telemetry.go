@@ -3,6 +3,7 @@ package ownership
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -72,6 +73,9 @@ type op struct {
 	// refusals makes every 4xx a refusal worth a Warn log (a wallet
 	// signature that does not verify is 400).
 	refusals bool
+	// quiet leaves the Warn log of a refusal to another operation (the
+	// one that reports the same error).
+	quiet bool
 }
 
 // begin starts the span of the operation name, counted on counter when it
@@ -96,13 +100,13 @@ func (o *op) end(ctx context.Context, err error, extra ...attribute.KeyValue) {
 	if o.reason != "" {
 		reason = o.reason
 	}
-	if status == 401 || status == 403 || status == 429 || o.refusals && status >= 400 && status < 500 {
+	if !o.quiet && (status == 401 || status == 403 || status == 429 || o.refusals && status >= 400 && status < 500) {
 		o.t.warn(ctx, o.name, code, reason)
 	}
 	if o.t.noop {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 3+len(extra))
+	attrs := make([]attribute.KeyValue, 0, 4+len(extra))
 	attrs = append(attrs, attribute.String("walletgate.operation", o.name), attribute.String("walletgate.outcome", outcome))
 	if code != "" {
 		attrs = append(attrs, attribute.String("walletgate.code", code))
@@ -112,13 +116,14 @@ func (o *op) end(ctx context.Context, err error, extra ...attribute.KeyValue) {
 			attrs = append(attrs, kv)
 		}
 	}
-	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	// NewSet sorts the slice it is given: hand it a copy.
+	set := metric.WithAttributeSet(attribute.NewSet(slices.Clone(attrs)...))
 	if o.counter != nil {
 		o.counter.Add(ctx, 1, set)
 	}
 	o.t.duration.Record(ctx, time.Since(o.start).Seconds(), set)
 	if o.span.IsRecording() {
-		o.span.SetAttributes(attrs[1:]...)
+		o.span.SetAttributes(attrs...)
 		if code != "" {
 			o.span.SetAttributes(attribute.String("error.type", code))
 		}

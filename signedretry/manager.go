@@ -500,6 +500,7 @@ func (m *Manager) Run(ctx context.Context, r Request, op Steps) (*Authorization,
 // runFirst is the first leg of [Manager.Run].
 func (m *Manager) runFirst(ctx context.Context, r Request, op Steps) (_ *Authorization, _ *Challenge, err error) {
 	ctx, o := m.tel.begin(ctx, opIssue, m.tel.outcomes)
+	o.quiet = true // Bind's refusals are the caller's to report
 	defer func() { o.end(ctx, err) }()
 	var c *Challenge
 	err = m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {

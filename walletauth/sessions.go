@@ -213,6 +213,7 @@ type RefreshRequest struct {
 // clientPublicKey on the retry is WALLET_SIGNATURE_BODY_MISMATCH).
 func (s *Service) RefreshSession(ctx context.Context, sessionID string, req RefreshRequest, call signedretry.Request) (_ *AuthSession, _ *signedretry.Challenge, err error) {
 	ctx, o := s.tel.begin(ctx, opRefresh, s.tel.outcomes)
+	o.quiet = call.IsRetry() // signedretry.complete logs the retry's refusals
 	defer func() { o.end(ctx, err) }()
 	var out *AuthSession
 	var essk string

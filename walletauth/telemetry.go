@@ -3,6 +3,7 @@ package walletauth
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -74,6 +75,9 @@ type op struct {
 	// refusals makes every 4xx a refusal worth a Warn log (a wallet
 	// signature that does not verify is 400).
 	refusals bool
+	// quiet leaves the Warn log of a refusal to another operation (the
+	// one that reports the same error).
+	quiet bool
 }
 
 // begin starts the span of the operation name, counted on counter when it
@@ -98,13 +102,13 @@ func (o *op) end(ctx context.Context, err error, extra ...attribute.KeyValue) {
 	if o.reason != "" {
 		reason = o.reason
 	}
-	if status == 401 || status == 403 || status == 429 || o.refusals && status >= 400 && status < 500 {
+	if !o.quiet && (status == 401 || status == 403 || status == 429 || o.refusals && status >= 400 && status < 500) {
 		o.t.warn(ctx, o.name, code, reason)
 	}
 	if o.t.noop {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 3+len(extra))
+	attrs := make([]attribute.KeyValue, 0, 4+len(extra))
 	attrs = append(attrs, attribute.String("walletgate.operation", o.name), attribute.String("walletgate.outcome", outcome))
 	if code != "" {
 		attrs = append(attrs, attribute.String("walletgate.code", code))
@@ -114,13 +118,14 @@ func (o *op) end(ctx context.Context, err error, extra ...attribute.KeyValue) {
 			attrs = append(attrs, kv)
 		}
 	}
-	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	// NewSet sorts the slice it is given: hand it a copy.
+	set := metric.WithAttributeSet(attribute.NewSet(slices.Clone(attrs)...))
 	if o.counter != nil {
 		o.counter.Add(ctx, 1, set)
 	}
 	o.t.duration.Record(ctx, time.Since(o.start).Seconds(), set)
 	if o.span.IsRecording() {
-		o.span.SetAttributes(attrs[1:]...)
+		o.span.SetAttributes(attrs...)
 		if code != "" {
 			o.span.SetAttributes(attribute.String("error.type", code))
 		}
@@ -273,13 +278,15 @@ func (s *Service) beginVerify(ctx context.Context, typ storage.CredentialType) (
 // with walletgate.reason and the leg (walletgate.leg 1 compares the code, 2
 // is the signed retry that creates the session).
 func (s *Service) endVerify(ctx context.Context, o *op, note *lockoutNote, call signedretry.Request, err error) {
-	if note == nil {
+	if note == nil { // passkeys and OIDC: no signed retry
 		o.end(ctx, err)
 		return
 	}
 	leg := int64(1)
 	if call.IsRetry() {
-		leg = 2
+		// Every refusal of a retry passes through signedretry.complete,
+		// which logs it.
+		leg, o.quiet = 2, true
 	}
 	if note.locked {
 		// The attempt that used up the code: an alert-worthy lockout.

@@ -136,6 +136,7 @@ func exportKey(key string) (*ecdsa.PublicKey, error) {
 // signedretry, 500 INTERNAL_ERROR (no WalletSecrets, or its failure).
 func (s *Service) ExportWallet(ctx context.Context, accountID string, req ExportRequest, call signedretry.Request) (_ *WalletExport, _ *signedretry.Challenge, err error) {
 	ctx, o := s.tel.begin(ctx, opExport, s.tel.outcomes)
+	o.quiet = call.IsRetry() // signedretry.complete logs the retry's refusals
 	defer func() { o.end(ctx, err) }()
 	var out string
 	_, ch, err := s.run(ctx, call, s.walletOp(OpExportWallet, accountID, exportBind(req), func(ctx context.Context, _ storage.Tx, a *signedretry.Authorization) error {

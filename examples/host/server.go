@@ -160,7 +160,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			}
 		}
 		if platform == "" {
-			apierror.Write(w, apierror.Unauthenticated("missing or unknown API key"))
+			const reason = "missing or unknown API key"
+			s.log.LogAttrs(r.Context(), slog.LevelWarn, "refused", slog.String("operation", "host.authenticate"),
+				slog.String("code", apierror.Unauthorized.String()), slog.String("reason", reason),
+				slog.String("request_id", apierror.RequestID(r.Context())))
+			apierror.Write(w, apierror.Unauthenticated(reason))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), platformKey{}, platform)))

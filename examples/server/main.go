@@ -178,7 +178,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if _, err := postgres.Migrate(ctx, pool, postgres.Config{}); err != nil {
 			return fmt.Errorf("migrating: %w", err)
 		}
-		if store, err = postgres.New(pool, postgres.Config{}); err != nil {
+		if store, err = postgres.New(pool, postgres.Config{Logger: log}); err != nil {
 			return err
 		}
 	}
@@ -187,7 +187,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		rp.AndroidApps = []passkey.AndroidApp{{Package: *androidPackage, CertFingerprints: androidFingerprints}}
 	}
 	sim, err := sandbox.New(sandbox.Config{Store: store, ClientID: *clientID, ClientSecret: *secret,
-		RelyingParty: rp, Sealer: sealer, CodeMACKey: codeMACKey, SigningKey: signing, ClientHeldKeys: *clientHeld, WebhookURL: *webhookURL})
+		RelyingParty: rp, Sealer: sealer, CodeMACKey: codeMACKey, SigningKey: signing, ClientHeldKeys: *clientHeld, WebhookURL: *webhookURL,
+		Logger: log})
 	if err != nil {
 		return err
 	}
