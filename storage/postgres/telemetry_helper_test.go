@@ -249,3 +249,33 @@ func (h *logSink) texts() []string {
 	}
 	return out
 }
+
+// gauge returns the last value of the gauge name (int64 or float64) and
+// whether it has one.
+func (c *capture) gauge(t testing.TB, name string) (float64, bool) {
+	t.Helper()
+	var m metricdata.Metrics
+	for _, sm := range c.collect(t).ScopeMetrics {
+		for _, x := range sm.Metrics {
+			if x.Name == name {
+				m = x
+			}
+		}
+	}
+	switch g := m.Data.(type) {
+	case metricdata.Gauge[int64]:
+		if len(g.DataPoints) == 0 {
+			return 0, false
+		}
+		return float64(g.DataPoints[0].Value), true
+	case metricdata.Gauge[float64]:
+		if len(g.DataPoints) == 0 {
+			return 0, false
+		}
+		return g.DataPoints[0].Value, true
+	}
+	if m.Data != nil {
+		t.Fatalf("%s is a %T, not a gauge", name, m.Data)
+	}
+	return 0, false
+}
