@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/relay"
@@ -87,6 +88,15 @@ func TestRelayReportsStoreErrors(t *testing.T) {
 		if n := c.sum(t, "walletgate.relay.store_errors", attribute.String("walletgate.operation", want[i])); n != 1 {
 			t.Errorf("store_errors{%s} = %d, want 1", want[i], n)
 		}
+	}
+	leases := c.ended("relay.lease")
+	if len(leases) != 2 || leases[0].Status().Code == codes.Error || leases[1].Status().Code != codes.Error {
+		t.Errorf("relay.lease spans: %d, want 2, the second failed", len(leases))
+	} else if et, _ := spanAttr(leases[1], "error.type"); et.AsString() == "" {
+		t.Error("failed relay.lease span without error.type")
+	}
+	if n := c.sum(t, "walletgate.relay.deliveries", attribute.String("walletgate.outcome", "ok")); n != 1 {
+		t.Errorf("%d ok deliveries counted, want 1", n)
 	}
 	logs := c.logs.find(slog.LevelError, "store operation failed")
 	if len(logs) != 3 {
