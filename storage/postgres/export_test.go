@@ -24,3 +24,9 @@ func BackendPID(t storage.Tx) uint32 { return t.(*tx).conn.Conn().PgConn().PID()
 
 // SweepSQL returns the sweep statements of s, one per table.
 func SweepSQL(s *Store) []string { return s.q.sweep[:] }
+
+// AtomicBare is Atomic without its telemetry.
+func AtomicBare(s *Store, ctx context.Context, fn func(storage.Tx) error) error {
+	var retries int
+	return s.atomic(ctx, fn, &retries)
+}

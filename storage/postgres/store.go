@@ -18,6 +18,7 @@ type Store struct {
 	pool *pgxpool.Pool
 	cfg  Config // normalized
 	q    queries
+	tel  telemetry
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -38,6 +39,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		pool: pool,
 		cfg:  cfg,
 		q:    renderQueries(pgx.Identifier{cfg.Schema}.Sanitize()),
+		tel:  newTelemetry(cfg),
 	}, nil
 }
 

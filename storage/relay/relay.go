@@ -44,6 +44,36 @@
 // Expired records, delivered events included, are deleted by a sweeper:
 // run a storage/sweep.Sweeper next to the relay rather than a ticker of your
 // own.
+//
+// # Telemetry
+//
+// With [Config.TracerProvider], [Config.MeterProvider] and [Config.Logger]
+// set, a relay records, under the instrumentation scope
+// "github.com/walletgate/walletgate/storage/relay":
+//
+//   - a span "relay.lease" per lease (walletgate.relay.leased: the events
+//     leased; error.type and status Error when the store failed), and a
+//     span "relay.publish" per Publish, the parent of the publisher's own
+//     spans (walletgate.event.type, walletgate.relay.attempt; error.type and
+//     status Error when it failed);
+//   - counters walletgate.relay.deliveries (Publish calls by
+//     walletgate.outcome ok or error, walletgate.event.type, and error.type
+//     for failures), walletgate.relay.retries (failures scheduled for
+//     another attempt), walletgate.relay.parked, walletgate.relay.lost_leases
+//     (outcomes not recorded because the lease had ended) and
+//     walletgate.relay.store_errors (by walletgate.operation: lease, record,
+//     backlog);
+//   - when the Store implements [BacklogStore], observable gauges
+//     walletgate.relay.backlog (events neither delivered nor parked) and
+//     walletgate.relay.oldest_age (seconds since the earliest of them was
+//     created, 0 when there is none), read from the store at each
+//     collection: every relay on a store reports the same values;
+//   - log records: Warn for a failed Publish (event_id, event_type,
+//     attempt, error) and for outcomes lost with an ended lease; Error for
+//     a parked event and for each store error (operation, error), which
+//     also goes to [Config.OnStoreError].
+//
+// No payload is ever recorded; an event's type is, its account never.
 package relay
 
 import (
@@ -134,12 +164,18 @@ type Config struct {
 	// context is cancelled may run on before they are abandoned and their
 	// events released. Default DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
-	// OnFailure, when set, is called with each failed Publish (for logs and
-	// metrics); it must not block.
+	// OnFailure, when set, is called with each failed Publish; it must not
+	// block. It does not see the errors of the store: OnStoreError does.
 	OnFailure func(e storage.Event, err error)
-	// Logger receives the failed deliveries, parked events and
-	// store errors, with the event id and type (never the payload). Nothing secret
-	// is logged. Nil discards.
+	// OnStoreError, when set, is called with each failed store operation
+	// of the relay: op is [OpLease], [OpRecord] or [OpBacklog]. A lease
+	// error leaves nothing leased; after a record error the batch's events
+	// are published again once their lease ends. It must not block.
+	OnStoreError func(op string, err error)
+	// Logger receives a Warn record for each failed Publish and for
+	// outcomes lost with an ended lease, and an Error record for each
+	// parked event and each store error, with the event id and type (never
+	// the payload). Nil discards.
 	Logger *slog.Logger
 	// TracerProvider receives the package's spans; nil means no tracing (a
 	// no-op provider, not the global one). No attribute carries a secret.
@@ -155,6 +191,7 @@ type Relay struct {
 	cfg   Config
 	types map[string]bool
 	mu    sync.Mutex // guards cfg.Rand
+	tel   telemetry
 }
 
 // Result counts what one [Relay.RunOnce] did.
@@ -213,6 +250,9 @@ func New(cfg Config) (*Relay, error) {
 		cfg.Owner = "relay-" + hex.EncodeToString(b[:])
 	}
 	r := &Relay{cfg: cfg}
+	if err := newTelemetry(r); err != nil {
+		return nil, err
+	}
 	if len(cfg.Types) > 0 {
 		r.types = make(map[string]bool, len(cfg.Types))
 		for _, t := range cfg.Types {
@@ -227,7 +267,8 @@ func (r *Relay) Owner() string { return r.cfg.Owner }
 
 // Run delivers events until ctx is done, and then returns ctx's error. It
 // leases again at once after a full batch, and waits Poll otherwise. An
-// error of the store is retried after Poll (OnFailure does not see it).
+// error of the store is reported (see [Config.OnStoreError]) and retried
+// after Poll.
 //
 // Cancelling ctx stops the relay gracefully (see Shutdown in the package
 // documentation): Run returns once the deliveries in flight have finished
@@ -267,12 +308,7 @@ func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	var batch []storage.Event
-	err := r.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		batch, err = tx.Outbox().Lease(ctx, r.cfg.Owner, r.cfg.Clock(), r.cfg.Lease, r.cfg.Batch)
-		return err
-	})
+	batch, err := r.lease(ctx)
 	if err != nil || len(batch) == 0 {
 		return Result{}, err
 	}
@@ -297,7 +333,7 @@ func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			err := r.publish(pctx, e)
+			err := r.observedPublish(pctx, e)
 			outs[i].err = err
 			if err != nil && errors.Is(context.Cause(pctx), errShutdown) {
 				outs[i].err, outs[i].released = errShutdown, true
@@ -311,7 +347,9 @@ func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
 	wg.Wait()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Lease/2)
 	defer cancel()
-	return r.record(rctx, outs)
+	res, parked, err := r.record(rctx, outs)
+	r.recorded(rctx, res, parked, err)
+	return res, err
 }
 
 // draining returns the context of the deliveries of one batch: it is not
@@ -352,9 +390,11 @@ func (r *Relay) publish(ctx context.Context, e storage.Event) (err error) {
 
 // record writes the outcomes of one batch in one transaction. An event
 // whose lease another relay took (ErrConflict) or that is settled already
-// (ErrNotFound) counts as lost; the others are recorded regardless.
-func (r *Relay) record(ctx context.Context, outs []outcome) (Result, error) {
+// (ErrNotFound) counts as lost; the others are recorded regardless. It
+// also returns the events it parked.
+func (r *Relay) record(ctx context.Context, outs []outcome) (Result, []storage.Event, error) {
 	var res Result
+	var parked []storage.Event
 	now := r.cfg.Clock()
 	var delivered []string
 	for _, o := range outs {
@@ -363,7 +403,7 @@ func (r *Relay) record(ctx context.Context, outs []outcome) (Result, error) {
 		}
 	}
 	err := r.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-		res = Result{}
+		res, parked = Result{}, parked[:0]
 		ob := tx.Outbox()
 		if len(delivered) > 0 {
 			if err := ob.MarkDelivered(ctx, delivered, now); err != nil {
@@ -405,11 +445,13 @@ func (r *Relay) record(ctx context.Context, outs []outcome) (Result, error) {
 				}
 			case err != nil:
 				return err
+			case now.Sub(o.e.CreatedAt) >= r.cfg.MaxAge:
+				parked = append(parked, o.e)
 			}
 		}
 		return nil
 	})
-	return res, err
+	return res, parked, err
 }
 
 // backoff returns the wait before attempt n+1 after n failures: MinBackoff
