@@ -248,6 +248,10 @@ func TestTelemetryCarriesNoSecrets(t *testing.T) {
 		"log WARN refused operation=signedretry.complete code=WALLET_SIGNATURE_INVALID",
 		"log WARN refused operation=walletauth.passkey.verify",
 		"log WARN refused operation=walletauth.oidc.verify",
+		// The storage components the simulator builds.
+		"span idempotency.do", "walletgate.reason=replayed", "metric walletgate.idempotency.outcomes",
+		"span relay.lease", "span relay.publish", "metric walletgate.relay.deliveries", "metric walletgate.relay.backlog",
+		"span webhook.deliver", "metric walletgate.webhook.deliveries",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the telemetry lacks %q", want)

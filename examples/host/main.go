@@ -289,7 +289,8 @@ func run(ctx context.Context, log *slog.Logger, dsn string) error {
 	if err != nil {
 		return err
 	}
-	sw, err := sweep.New(sweep.Config{Store: svc.Store, Logger: log, MeterProvider: mp})
+	sw, err := sweep.New(sweep.Config{Store: svc.Store,
+		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 	if err != nil {
 		return err
 	}

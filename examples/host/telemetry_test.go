@@ -16,7 +16,8 @@ import (
 
 // TestMetricsAfterLogin: after a login over EMAIL_OTP, one wrong code and a
 // call with a wrong API key, GET /metrics (the OpenTelemetry Prometheus
-// exporter) shows the outcome counters and the duration histograms; the log is JSON, the refusals are WARN
+// exporter) shows the outcome counters and the duration histograms, the
+// store's transactions included; the log is JSON, the refusals are WARN
 // records with their code, and every answer carries an X-Request-Id.
 func TestMetricsAfterLogin(t *testing.T) {
 	e := newEnv(t, 4)
@@ -78,6 +79,8 @@ func TestMetricsAfterLogin(t *testing.T) {
 		`walletgate_operation="signedretry.complete"`,
 		`walletgate_walletauth_operation_duration_seconds_bucket{`,
 		`walletgate_signedretry_operation_duration_seconds_count{`,
+		`walletgate_storage_transaction_duration_seconds_count{`,
+		`db_system_name="postgresql"`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -88,6 +91,14 @@ func TestMetricsAfterLogin(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", text)
+	}
+
+	// Neither carries a secret of the flows, nor an address.
+	for what, v := range map[string]string{"API key": apiKey, "sealed code": sealed, "target bundle": m.OTPEncryptionTargetBundle,
+		"client key": key.PublicKeyHex(), "email": "otto@example.com", "customer id": c.ID, "credential id": c.CredentialID} {
+		if strings.Contains(text, v) || strings.Contains(e.logs.String(), v) {
+			t.Errorf("the %s is in the metrics or the log", what)
+		}
 	}
 
 	// The log: JSON records, the refusals at WARN with their code.
