@@ -15,12 +15,21 @@ import (
 // which names a challenge.
 const RequestIDHeader = "X-Request-Id"
 
-type requestIDKey struct{}
+type requestKey struct{}
+
+// request is what Observe keeps of a request in its context.
+type request struct {
+	id string
+	// failed is set once a 5xx of the request has been logged.
+	failed bool
+}
 
 // RequestID returns the request id [Observe] put in ctx, or "".
 func RequestID(ctx context.Context) string {
-	s, _ := ctx.Value(requestIDKey{}).(string)
-	return s
+	if r, ok := ctx.Value(requestKey{}).(*request); ok {
+		return r.id
+	}
+	return ""
 }
 
 // Observe returns a handler that serves next and reports, through logger,
@@ -37,31 +46,41 @@ func RequestID(ctx context.Context) string {
 // "error", "http.request.method", "http.route" and "http.response.status_code";
 // never a request body, header value or query.
 //
-// Every request gets an id, available to next through [RequestID] and sent
-// back in the X-Request-Id header: the caller's X-Request-Id when it is 1 to
-// 64 characters of letters, digits, '-', '_' and '.', otherwise 16 random
-// bytes in hex. Observe inside another Observe (an adapter mounted in a
-// host's observed mux) passes the request through untouched, so an answer
-// is logged once, by the outer one. A nil logger logs nothing.
+// Every request gets an id, available to next through [RequestID], set as
+// the request's X-Request-Id header for the handlers behind, and sent back
+// in the answer's: the caller's X-Request-Id when it is 1 to 64 characters
+// of letters, digits, '-', '_' and '.', otherwise 16 random bytes in hex.
+// An Observe inside another (an adapter mounted in a host's observed mux)
+// keeps the outer one's id and logs each answer once between them: it
+// passes the request through when the outer one sees what next writes, and
+// reports in its stead when a writer in between hides it (a middleware that
+// buffers the response). A nil logger logs nothing.
 func Observe(next http.Handler, logger *slog.Logger) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if RequestID(r.Context()) != "" {
-			next.ServeHTTP(w, r)
+		req, nested := r.Context().Value(requestKey{}).(*request)
+		if nested {
+			if observerOf(w) != nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			next.ServeHTTP(&observedWriter{ResponseWriter: w, r: r, log: logger, req: req}, r)
 			return
 		}
 		id := r.Header.Get(RequestIDHeader)
 		if !validRequestID(id) {
 			id = newRequestID()
 		}
+		req = &request{id: id}
 		w.Header().Set(RequestIDHeader, id)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
-		ow := &observedWriter{ResponseWriter: w, r: r, log: logger, id: id}
+		r = r.WithContext(context.WithValue(r.Context(), requestKey{}, req))
+		r.Header.Set(RequestIDHeader, id)
+		ow := &observedWriter{ResponseWriter: w, r: r, log: logger, req: req}
 		next.ServeHTTP(ow, r)
-		if ow.status >= 500 && !ow.logged {
-			ow.logged = true
+		if ow.status >= 500 && !req.failed {
+			req.failed = true
 			logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
 				slog.String("request_id", id), slog.String("http.request.method", r.Method),
 				slog.String("http.route", r.Pattern), slog.Int("http.response.status_code", ow.status))
@@ -75,9 +94,8 @@ type observedWriter struct {
 	http.ResponseWriter
 	r      *http.Request
 	log    *slog.Logger
-	id     string
+	req    *request
 	status int
-	logged bool
 }
 
 func (o *observedWriter) WriteHeader(code int) {
@@ -100,17 +118,19 @@ func (o *observedWriter) Unwrap() http.ResponseWriter { return o.ResponseWriter 
 // report logs e, written as the answer of o's request; cause is the error
 // handed to [Write].
 func (o *observedWriter) report(e *Error, cause error) {
-	if o.logged {
-		return
-	}
 	status := e.Status()
-	attrs := []slog.Attr{slog.String("request_id", o.id), slog.String("code", codeName(e)),
+	if status >= 500 {
+		if o.req.failed {
+			return
+		}
+		o.req.failed = true
+	}
+	attrs := []slog.Attr{slog.String("request_id", o.req.id), slog.String("code", codeName(e)),
 		slog.String("http.request.method", o.r.Method), slog.String("http.route", o.r.Pattern),
 		slog.Int("http.response.status_code", status)}
 	level := slog.LevelDebug
 	switch {
 	case status >= 500:
-		o.logged = true
 		level = slog.LevelError
 		if cause != nil {
 			attrs = append(attrs, slog.String("error", causeText(cause)))

@@ -87,6 +87,25 @@ func TestObserve(t *testing.T) {
 			t.Fatalf("outer %q, inner %q", outer.all(), inner.all())
 		}
 	})
+	t.Run("buffered", func(t *testing.T) {
+		// A middleware between the two buffers the answer, so the outer
+		// Observe cannot see what Write reports: the inner one logs it,
+		// with the outer one's request id, and the outer one adds nothing.
+		buffer := func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				rec := httptest.NewRecorder()
+				next.ServeHTTP(rec, r)
+				w.WriteHeader(rec.Code)
+				_, _ = w.Write(rec.Body.Bytes())
+			})
+		}
+		outer, inner := &records{}, &records{}
+		serve(apierror.Observe(buffer(apierror.Observe(failing, slog.New(inner))), slog.New(outer)), "req-7")
+		got := inner.all()
+		if len(outer.all()) != 0 || len(got) != 1 || !strings.Contains(got[0], "request_id=req-7") || !strings.Contains(got[0], "error=pq:") {
+			t.Fatalf("outer %q, inner %q", outer.all(), got)
+		}
+	})
 	t.Run("4xx", func(t *testing.T) {
 		log := &records{}
 		serve(apierror.Observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -141,12 +141,14 @@ func (s *Server) Handler() (http.Handler, error) {
 	mux.Handle("POST /customers/external-accounts/{id}/verify", proof)
 	// EMAIL_OTP login and the wallet's sessions through walletauth's.
 	mux.Handle("/auth/", s.auth.Handler())
-	idem, err := s.guard.Middleware(platformOf, mux)
+	// The Idempotency-Key middleware buffers the answers of keyed
+	// requests; the Observe inside it reports what the routes write, the
+	// outermost one everything else, each answer once, under one request
+	// id (X-Request-Id, which the middleware logs as well).
+	idem, err := s.guard.Middleware(platformOf, apierror.Observe(mux, s.log))
 	if err != nil {
 		return nil, err
 	}
-	// Outermost: every answer gets a request id, and every error written
-	// with apierror.Write (walletgate's handlers' included) is logged once.
 	return apierror.Observe(s.authenticate(idem), s.log), nil
 }
 
