@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -35,6 +36,7 @@ type telemetry struct {
 	log      *slog.Logger
 	tracer   trace.Tracer
 	duration metric.Float64Histogram
+	attrs    *attrCache
 	// noop is set when neither a tracer nor a meter provider was given:
 	// operations then skip the clock reads and attribute sets.
 	noop bool
@@ -43,7 +45,7 @@ type telemetry struct {
 // newTelemetry resolves the tracer and the meter of the providers (nil:
 // no-op, never the global ones) and the operation duration histogram.
 func newTelemetry(log *slog.Logger, tp trace.TracerProvider, mp metric.MeterProvider) (telemetry, metric.Meter, error) {
-	t := telemetry{log: log, noop: tp == nil && mp == nil}
+	t := telemetry{log: log, noop: tp == nil && mp == nil, attrs: &attrCache{m: map[attrKey]*attrs{}}}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
@@ -92,9 +94,10 @@ func (t *telemetry) begin(ctx context.Context, name string, counter metric.Int64
 
 // end records the outcome of the operation: err nil is ok, an error with a
 // 4xx code refused, anything else error. extra attributes (low-cardinality
-// only; empty strings are left out) go on the counter and the span. A refusal of authentication (401,
-// 403, 429) logs at Warn with the code and reason; a 5xx's cause is logged
-// by the HTTP adapter (apierror.Observe), once.
+// only; empty strings are left out) go on the counter and the span. A
+// refusal of authentication (401, 403, 429, and every 4xx when refusals is
+// set) logs at Warn with the code and reason unless quiet; a 5xx's cause is
+// logged by the HTTP adapter (apierror.Observe), once.
 func (o *op) end(ctx context.Context, err error, extra ...attribute.KeyValue) {
 	outcome, code, reason, status := outcomeOf(err)
 	if o.reason != "" {
@@ -106,27 +109,13 @@ func (o *op) end(ctx context.Context, err error, extra ...attribute.KeyValue) {
 	if o.t.noop {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 4+len(extra))
-	attrs = append(attrs, attribute.String("walletgate.operation", o.name), attribute.String("walletgate.outcome", outcome))
-	if code != "" {
-		attrs = append(attrs, attribute.String("walletgate.code", code))
-	}
-	for _, kv := range extra {
-		if kv.Value.Type() != attribute.STRING || kv.Value.AsString() != "" {
-			attrs = append(attrs, kv)
-		}
-	}
-	// NewSet sorts the slice it is given: hand it a copy.
-	set := metric.WithAttributeSet(attribute.NewSet(slices.Clone(attrs)...))
+	a := o.t.attrs.get(o.name, outcome, code, extra)
 	if o.counter != nil {
-		o.counter.Add(ctx, 1, set)
+		o.counter.Add(ctx, 1, a.set)
 	}
-	o.t.duration.Record(ctx, time.Since(o.start).Seconds(), set)
+	o.t.duration.Record(ctx, time.Since(o.start).Seconds(), a.set)
 	if o.span.IsRecording() {
-		o.span.SetAttributes(attrs...)
-		if code != "" {
-			o.span.SetAttributes(attribute.String("error.type", code))
-		}
+		o.span.SetAttributes(a.span...)
 		if outcome == outcomeError {
 			o.span.SetStatus(codes.Error, code)
 		}
@@ -206,4 +195,62 @@ func ruleOf(d *Decision) attribute.KeyValue {
 		return attribute.String("walletgate.rule", "")
 	}
 	return attribute.String("walletgate.rule", d.Rule)
+}
+
+// attrKey is what the attributes of an outcome are made of.
+type attrKey struct {
+	name, outcome, code string
+	extra               [2]attribute.KeyValue
+}
+
+// attrs are the attributes of an outcome: the metric option and the span's
+// (error.type included).
+type attrs struct {
+	set  metric.MeasurementOption
+	span []attribute.KeyValue
+}
+
+// attrCache keeps the attributes of each outcome seen, made once: their
+// values are operation names, outcomes, codes and fixed reasons, so there
+// are few. Beyond maxCachedAttrs they are made per call.
+type attrCache struct {
+	mu sync.RWMutex
+	m  map[attrKey]*attrs
+}
+
+const maxCachedAttrs = 1024
+
+// get returns the attributes of an outcome; extra attributes with an empty
+// string value are left out, and at most two are kept.
+func (c *attrCache) get(name, outcome, code string, extra []attribute.KeyValue) *attrs {
+	k := attrKey{name: name, outcome: outcome, code: code}
+	n := 0
+	for _, kv := range extra {
+		if (kv.Value.Type() != attribute.STRING || kv.Value.AsString() != "") && n < len(k.extra) {
+			k.extra[n] = kv
+			n++
+		}
+	}
+	c.mu.RLock()
+	a := c.m[k]
+	c.mu.RUnlock()
+	if a != nil {
+		return a
+	}
+	kvs := []attribute.KeyValue{attribute.String("walletgate.operation", name), attribute.String("walletgate.outcome", outcome)}
+	if code != "" {
+		kvs = append(kvs, attribute.String("walletgate.code", code))
+	}
+	kvs = append(kvs, k.extra[:n]...)
+	a = &attrs{set: metric.WithAttributeSet(attribute.NewSet(slices.Clone(kvs)...))} // NewSet sorts what it is given
+	if code != "" {
+		kvs = append(kvs, attribute.String("error.type", code))
+	}
+	a.span = kvs
+	c.mu.Lock()
+	if len(c.m) < maxCachedAttrs {
+		c.m[k] = a
+	}
+	c.mu.Unlock()
+	return a
 }
