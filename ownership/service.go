@@ -79,15 +79,15 @@ type Config struct {
 	// accepts as custodial (a vaspName); nil accepts none, so every
 	// vaspName is refused.
 	VASPs VASPDirectory
-	// Logger receives the service's records: refusals of authentication
-	// (wrong, expired or locked-out codes, bad signatures, revoked signers)
-	// at slog.LevelWarn with the code and reason. Nothing secret (codes,
-	// keys, bundles, tokens, stamps, bodies) and no identifier of a
-	// customer, wallet or credential is logged. Nil discards.
+	// Logger receives the service's records: a wallet signature that does
+	// not verify, at slog.LevelWarn with the code and reason. Nothing
+	// secret (signatures, messages, bodies) and no identifier or address
+	// of an account is logged. Nil discards.
 	Logger *slog.Logger
-	// TracerProvider receives a span per operation, named after it (for
-	// example "walletauth.otp.verify"), carrying the outcome and error code
-	// only. Nil means no tracing; the global provider is never used.
+	// TracerProvider receives a span per verification ("ownership.verify")
+	// and per payout decision ("ownership.payout.decide"), carrying the
+	// outcome, error code and rule only. Nil means no tracing; the global
+	// provider is never used.
 	TracerProvider trace.TracerProvider
 	// MeterProvider receives the outcome counters and duration histograms
 	// (the "Operating walletgate" section of the README lists them), whose

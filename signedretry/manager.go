@@ -86,15 +86,16 @@ type Config struct {
 	// The request is still single use and the Request-Id still required.
 	// Never set it in production.
 	Sandbox bool
-	// Logger receives the service's records: refusals of authentication
-	// (wrong, expired or locked-out codes, bad signatures, revoked signers)
-	// at slog.LevelWarn with the code and reason. Nothing secret (codes,
-	// keys, bundles, tokens, stamps, bodies) and no identifier of a
-	// customer, wallet or credential is logged. Nil discards.
+	// Logger receives the manager's records: each refused retry
+	// (WALLET_SIGNATURE_INVALID, a missing header, an unknown, used or
+	// expired Request-Id, a signer the rule does not allow) at
+	// slog.LevelWarn with the code and reason. Nothing secret (stamps,
+	// payloads, keys, bodies) and no identifier is logged. Nil discards.
 	Logger *slog.Logger
-	// TracerProvider receives a span per operation, named after it (for
-	// example "walletauth.otp.verify"), carrying the outcome and error code
-	// only. Nil means no tracing; the global provider is never used.
+	// TracerProvider receives a span per issued challenge
+	// ("signedretry.issue") and per completed retry
+	// ("signedretry.complete"), carrying the outcome and error code only.
+	// Nil means no tracing; the global provider is never used.
 	TracerProvider trace.TracerProvider
 	// MeterProvider receives the outcome counters and duration histograms
 	// (the "Operating walletgate" section of the README lists them), whose

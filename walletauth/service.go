@@ -173,9 +173,12 @@ type Config struct {
 	// keys, bundles, tokens, stamps, bodies) and no identifier of a
 	// customer, wallet or credential is logged. Nil discards.
 	Logger *slog.Logger
-	// TracerProvider receives a span per operation, named after it (for
-	// example "walletauth.otp.verify"), carrying the outcome and error code
-	// only. Nil means no tracing; the global provider is never used.
+	// TracerProvider receives a span per operation ("walletauth.otp.start",
+	// "walletauth.otp.verify", "walletauth.passkey.verify",
+	// "walletauth.oidc.verify", "walletauth.session.refresh",
+	// "walletauth.wallet.export"; the signed-retry manager's under them),
+	// carrying the outcome, error code and reason only. Nil means no
+	// tracing; the global provider is never used.
 	TracerProvider trace.TracerProvider
 	// MeterProvider receives the outcome counters and duration histograms
 	// (the "Operating walletgate" section of the README lists them), whose
