@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -57,7 +58,7 @@ type telemetry struct {
 	retrySet  metric.MeasurementOption // db.system.name
 }
 
-func newTelemetry(cfg Config) telemetry {
+func newTelemetry(cfg Config) (telemetry, error) {
 	t := telemetry{logger: cfg.Logger}
 	if t.logger == nil {
 		t.logger = slog.New(slog.DiscardHandler)
@@ -71,30 +72,19 @@ func newTelemetry(cfg Config) telemetry {
 	}
 	t.tracer = tp.Tracer(scope)
 	meter := mp.Meter(scope)
-	var err error
-	t.duration, err = meter.Float64Histogram(metricDuration, metric.WithUnit("s"),
+	var err1, err2 error
+	t.duration, err1 = meter.Float64Histogram(metricDuration, metric.WithUnit("s"),
 		metric.WithDescription("Duration of each store transaction, retries and their backoff included."),
 		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
-	if err != nil {
-		otelHandle(t.logger, err)
-		t.duration, _ = metricnoop.NewMeterProvider().Meter(scope).Float64Histogram(metricDuration)
-	}
-	t.retries, err = meter.Int64Counter(metricRetries, metric.WithUnit("{retry}"),
+	t.retries, err2 = meter.Int64Counter(metricRetries, metric.WithUnit("{retry}"),
 		metric.WithDescription("Reruns of store transactions after a serialization failure, a deadlock or a connection lost before anything was sent."))
-	if err != nil {
-		otelHandle(t.logger, err)
-		t.retries, _ = metricnoop.NewMeterProvider().Meter(scope).Int64Counter(metricRetries)
+	if err := errors.Join(err1, err2); err != nil {
+		return telemetry{}, fmt.Errorf("postgres: creating the metrics: %w", err)
 	}
 	t.spanStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrDBSystem)}
 	t.okSet = metric.WithAttributeSet(attribute.NewSet(attrDBSystem, keyOutcome.String(outcomeOK)))
 	t.retrySet = metric.WithAttributeSet(attribute.NewSet(attrDBSystem))
-	return t
-}
-
-// otelHandle logs a failure of the meter to create an instrument.
-func otelHandle(l *slog.Logger, err error) {
-	l.LogAttrs(context.Background(), slog.LevelError, "storage telemetry: creating an instrument failed",
-		slog.String("error", err.Error()))
+	return t, nil
 }
 
 // observed runs atomic inside a "storage.transaction" span and records its
