@@ -40,6 +40,9 @@ const (
 	logOperationValue = "storage.transaction"
 )
 
+// noSpan stands for the span when there is no TracerProvider.
+var noSpan trace.Span = tracenoop.Span{}
+
 var (
 	attrDBSystem = attribute.String("db.system.name", "postgresql")
 	keyOutcome   = attribute.Key("walletgate.outcome")
@@ -50,12 +53,14 @@ var (
 // once in New so that a transaction pays no lookup.
 type telemetry struct {
 	logger    *slog.Logger
-	tracer    trace.Tracer
+	tracer    trace.Tracer // nil without a TracerProvider
 	duration  metric.Float64Histogram
 	retries   metric.Int64Counter
 	spanStart []trace.SpanStartOption
-	okSet     metric.MeasurementOption // db.system.name and outcome ok
-	retrySet  metric.MeasurementOption // db.system.name
+	// The attribute sets of a success and of the retries, as ready
+	// option slices: a variadic call with a fresh slice would allocate.
+	okOpts    []metric.RecordOption
+	retryOpts []metric.AddOption
 }
 
 func newTelemetry(cfg Config) (telemetry, error) {
@@ -64,13 +69,12 @@ func newTelemetry(cfg Config) (telemetry, error) {
 		t.logger = slog.New(slog.DiscardHandler)
 	}
 	tp, mp := cfg.TracerProvider, cfg.MeterProvider
-	if tp == nil {
-		tp = tracenoop.NewTracerProvider()
+	if tp != nil {
+		t.tracer = tp.Tracer(scope)
 	}
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
 	}
-	t.tracer = tp.Tracer(scope)
 	meter := mp.Meter(scope)
 	var err1, err2 error
 	t.duration, err1 = meter.Float64Histogram(metricDuration, metric.WithUnit("s"),
@@ -82,8 +86,8 @@ func newTelemetry(cfg Config) (telemetry, error) {
 		return telemetry{}, fmt.Errorf("postgres: creating the metrics: %w", err)
 	}
 	t.spanStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrDBSystem)}
-	t.okSet = metric.WithAttributeSet(attribute.NewSet(attrDBSystem, keyOutcome.String(outcomeOK)))
-	t.retrySet = metric.WithAttributeSet(attribute.NewSet(attrDBSystem))
+	t.okOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrDBSystem, keyOutcome.String(outcomeOK)))}
+	t.retryOpts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrDBSystem))}
 	return t, nil
 }
 
@@ -93,16 +97,19 @@ func newTelemetry(cfg Config) (telemetry, error) {
 func (s *Store) observed(ctx context.Context, fn func(storage.Tx) error) error {
 	t := &s.tel
 	start := time.Now()
-	ctx, span := t.tracer.Start(ctx, spanTransaction, t.spanStart...)
+	span := noSpan // without tracing, no context to derive
+	if t.tracer != nil {
+		ctx, span = t.tracer.Start(ctx, spanTransaction, t.spanStart...)
+	}
 	retries := 0
 	err := s.atomic(ctx, fn, &retries)
 	elapsed := time.Since(start).Seconds()
 	if retries > 0 {
-		t.retries.Add(ctx, int64(retries), t.retrySet)
+		t.retries.Add(ctx, int64(retries), t.retryOpts...)
 		span.SetAttributes(attribute.Int(attrRetries, retries))
 	}
 	if err == nil {
-		t.duration.Record(ctx, elapsed, t.okSet)
+		t.duration.Record(ctx, elapsed, t.okOpts...)
 		span.End()
 		return nil
 	}
