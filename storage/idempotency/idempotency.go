@@ -160,7 +160,7 @@ type Guard struct {
 }
 
 // New returns a Guard keeping its records in cfg.Store. It fails only when
-// cfg.Store is nil.
+// cfg.Store is nil or cfg.MeterProvider refuses the guard's instruments.
 func New(cfg Config) (*Guard, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("idempotency: Config.Store is required")

@@ -1,6 +1,7 @@
 package idempotency_test
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/memory"
 )
@@ -94,4 +96,39 @@ func TestMiddlewareTelemetry(t *testing.T) {
 		t.Errorf("500 record without its cause: %+v", r)
 	}
 	c.noSecrets(t, "idem-body-secret-77ab", key)
+}
+
+// TestDoInProgressTelemetry: a repeat while the first request still runs
+// is counted and logged at Info as in_progress, with the 409's code.
+func TestDoInProgressTelemetry(t *testing.T) {
+	ctx := t.Context()
+	c := newCapture(t)
+	g := newGuard(t, idempotency.Config{Store: memory.New(), Logger: c.logger, MeterProvider: c.mp})
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := g.Do(ctx, req(`{}`), func(context.Context) (idempotency.Response, error) {
+			close(started)
+			<-release
+			return idempotency.Response{Status: 200}, nil
+		})
+		done <- err
+	}()
+	<-started
+	_, _, err := g.Do(ctx, req(`{}`), func(context.Context) (idempotency.Response, error) {
+		t.Error("the repeat executed")
+		return idempotency.Response{}, nil
+	})
+	apierrortest.Want(t, err, apierror.Conflict, "")
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := c.sum(t, "walletgate.idempotency.outcomes", attribute.String("walletgate.reason", "in_progress"),
+		attribute.String("walletgate.outcome", "refused"), attribute.String("walletgate.code", "CONFLICT")); n != 1 {
+		t.Errorf("in_progress counted %d times, want 1", n)
+	}
+	if l := c.logs.find(slog.LevelInfo, "in progress"); len(l) != 1 || l[0].Attrs["reason"] != "in_progress" {
+		t.Errorf("Info records %+v", l)
+	}
 }

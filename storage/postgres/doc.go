@@ -173,6 +173,7 @@
 //     name in the logged error, since it may quote a value of the
 //     statement; no statement argument is ever recorded.
 //
-// Nil providers cost about two hundred nanoseconds per transaction (see
-// BenchmarkTransactionTelemetry).
+// Without providers the telemetry costs about a hundred nanoseconds and no
+// allocation per transaction: no span is started and the measurements go
+// to no-op instruments (see BenchmarkTransactionTelemetry).
 package postgres

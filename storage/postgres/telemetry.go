@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -39,6 +40,9 @@ const (
 	logOperationValue = "storage.transaction"
 )
 
+// noSpan stands for the span when there is no TracerProvider.
+var noSpan trace.Span = tracenoop.Span{}
+
 var (
 	attrDBSystem = attribute.String("db.system.name", "postgresql")
 	keyOutcome   = attribute.Key("walletgate.outcome")
@@ -49,52 +53,42 @@ var (
 // once in New so that a transaction pays no lookup.
 type telemetry struct {
 	logger    *slog.Logger
-	tracer    trace.Tracer
+	tracer    trace.Tracer // nil without a TracerProvider
 	duration  metric.Float64Histogram
 	retries   metric.Int64Counter
 	spanStart []trace.SpanStartOption
-	okSet     metric.MeasurementOption // db.system.name and outcome ok
-	retrySet  metric.MeasurementOption // db.system.name
+	// The attribute sets of a success and of the retries, as ready
+	// option slices: a variadic call with a fresh slice would allocate.
+	okOpts    []metric.RecordOption
+	retryOpts []metric.AddOption
 }
 
-func newTelemetry(cfg Config) telemetry {
+func newTelemetry(cfg Config) (telemetry, error) {
 	t := telemetry{logger: cfg.Logger}
 	if t.logger == nil {
 		t.logger = slog.New(slog.DiscardHandler)
 	}
 	tp, mp := cfg.TracerProvider, cfg.MeterProvider
-	if tp == nil {
-		tp = tracenoop.NewTracerProvider()
+	if tp != nil {
+		t.tracer = tp.Tracer(scope)
 	}
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
 	}
-	t.tracer = tp.Tracer(scope)
 	meter := mp.Meter(scope)
-	var err error
-	t.duration, err = meter.Float64Histogram(metricDuration, metric.WithUnit("s"),
+	var err1, err2 error
+	t.duration, err1 = meter.Float64Histogram(metricDuration, metric.WithUnit("s"),
 		metric.WithDescription("Duration of each store transaction, retries and their backoff included."),
 		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
-	if err != nil {
-		otelHandle(t.logger, err)
-		t.duration, _ = metricnoop.NewMeterProvider().Meter(scope).Float64Histogram(metricDuration)
-	}
-	t.retries, err = meter.Int64Counter(metricRetries, metric.WithUnit("{retry}"),
+	t.retries, err2 = meter.Int64Counter(metricRetries, metric.WithUnit("{retry}"),
 		metric.WithDescription("Reruns of store transactions after a serialization failure, a deadlock or a connection lost before anything was sent."))
-	if err != nil {
-		otelHandle(t.logger, err)
-		t.retries, _ = metricnoop.NewMeterProvider().Meter(scope).Int64Counter(metricRetries)
+	if err := errors.Join(err1, err2); err != nil {
+		return telemetry{}, fmt.Errorf("postgres: creating the metrics: %w", err)
 	}
 	t.spanStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrDBSystem)}
-	t.okSet = metric.WithAttributeSet(attribute.NewSet(attrDBSystem, keyOutcome.String(outcomeOK)))
-	t.retrySet = metric.WithAttributeSet(attribute.NewSet(attrDBSystem))
-	return t
-}
-
-// otelHandle logs a failure of the meter to create an instrument.
-func otelHandle(l *slog.Logger, err error) {
-	l.LogAttrs(context.Background(), slog.LevelError, "storage telemetry: creating an instrument failed",
-		slog.String("error", err.Error()))
+	t.okOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrDBSystem, keyOutcome.String(outcomeOK)))}
+	t.retryOpts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrDBSystem))}
+	return t, nil
 }
 
 // observed runs atomic inside a "storage.transaction" span and records its
@@ -103,16 +97,19 @@ func otelHandle(l *slog.Logger, err error) {
 func (s *Store) observed(ctx context.Context, fn func(storage.Tx) error) error {
 	t := &s.tel
 	start := time.Now()
-	ctx, span := t.tracer.Start(ctx, spanTransaction, t.spanStart...)
+	span := noSpan // without tracing, no context to derive
+	if t.tracer != nil {
+		ctx, span = t.tracer.Start(ctx, spanTransaction, t.spanStart...)
+	}
 	retries := 0
 	err := s.atomic(ctx, fn, &retries)
 	elapsed := time.Since(start).Seconds()
 	if retries > 0 {
-		t.retries.Add(ctx, int64(retries), t.retrySet)
+		t.retries.Add(ctx, int64(retries), t.retryOpts...)
 		span.SetAttributes(attribute.Int(attrRetries, retries))
 	}
 	if err == nil {
-		t.duration.Record(ctx, elapsed, t.okSet)
+		t.duration.Record(ctx, elapsed, t.okOpts...)
 		span.End()
 		return nil
 	}

@@ -106,10 +106,10 @@ func (s *Store) atomic(ctx context.Context, fn func(storage.Tx) error, retries *
 		return s.atomicHost(ctx, b, fn)
 	}
 	for attempt := 0; ; attempt++ {
-		*retries = attempt
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		*retries = attempt
 		err := s.attempt(ctx, fn)
 		if err == nil {
 			return nil

@@ -211,7 +211,10 @@ type Result struct {
 	Released int
 }
 
-// New checks cfg and returns a relay.
+// New checks cfg and returns a relay. It fails for a missing Store or
+// Publisher, MaxBackoff below MinBackoff, a failing Rand, or a
+// MeterProvider that refuses the relay's instruments or the backlog
+// callback.
 func New(cfg Config) (*Relay, error) {
 	if cfg.Store == nil || cfg.Publisher == nil {
 		return nil, errors.New("relay: Config.Store and Config.Publisher are required")

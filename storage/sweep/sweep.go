@@ -84,7 +84,8 @@ type Sweeper struct {
 }
 
 // New checks cfg and returns a sweeper. A nil Store or a negative Interval,
-// Margin or Batch is an error naming the field.
+// Margin or Batch is an error naming the field, as is a MeterProvider that
+// refuses the sweeper's instruments.
 func New(cfg Config) (*Sweeper, error) {
 	switch {
 	case cfg.Store == nil:

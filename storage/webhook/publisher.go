@@ -70,7 +70,8 @@ type PublisherConfig struct {
 
 // NewPublisher returns a Publisher posting the events as cfg says. It fails
 // when cfg.Signer is nil, when neither or both of Target and Route are set,
-// or when Target is not an absolute http or https URL.
+// when Target is not an absolute http or https URL, or when
+// cfg.MeterProvider refuses the publisher's instruments.
 func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if cfg.Signer == nil {
 		return nil, errors.New("webhook: PublisherConfig.Signer is nil")

@@ -88,8 +88,12 @@ func (t *telemetry) begin(ctx context.Context, e storage.Event) (context.Context
 func (d *delivery) target(u *url.URL) {
 	attrs := []attribute.KeyValue{keyServerAddr.String(u.Hostname())}
 	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	switch {
+	case port != "":
+	case u.Scheme == "https":
+		port = "443"
+	default:
+		port = "80"
 	}
 	if n, err := strconv.Atoi(port); err == nil {
 		attrs = append(attrs, keyServerPort.Int(n))

@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/relay"
 	"github.com/walletgate/walletgate/storage/webhook"
 )
 
@@ -127,5 +129,38 @@ func TestPublisherTelemetry(t *testing.T) {
 				t.Errorf("error %q carries %q", err, s)
 			}
 		}
+	}
+}
+
+// TestRelayPublishParentsDelivery: driven by storage/relay, each
+// "webhook.deliver" span is the child of the relay's "relay.publish" span,
+// in the same trace.
+func TestRelayPublishParentsDelivery(t *testing.T) {
+	ctx := t.Context()
+	c := newCapture(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer srv.Close()
+	p, err := webhook.NewPublisher(webhook.PublisherConfig{Target: srv.URL, Signer: testSigner(t), TracerProvider: c.tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := memory.New()
+	e := testEvent()
+	if err := store.Atomic(ctx, func(tx storage.Tx) error { return tx.Outbox().Append(ctx, &e) }); err != nil {
+		t.Fatal(err)
+	}
+	r, err := relay.New(relay.Config{Store: store, Publisher: p, TracerProvider: c.tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.RunOnce(ctx); err != nil || res.Delivered != 1 {
+		t.Fatalf("RunOnce = %+v, %v", res, err)
+	}
+	pub, del := c.ended("relay.publish"), c.ended("webhook.deliver")
+	if len(pub) != 1 || len(del) != 1 {
+		t.Fatalf("%d relay.publish and %d webhook.deliver spans, want 1 each", len(pub), len(del))
+	}
+	if del[0].Parent().SpanID() != pub[0].SpanContext().SpanID() || del[0].SpanContext().TraceID() != pub[0].SpanContext().TraceID() {
+		t.Fatal("webhook.deliver is not the child of relay.publish")
 	}
 }
