@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -23,6 +24,8 @@ import (
 
 	"github.com/ethereum/go-ethereum/accounts"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -32,6 +35,8 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/sandbox"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/secret"
@@ -51,9 +56,25 @@ import (
 // down to their bytes), the session keys, the simulator's sealing, MAC,
 // bundle-signing and webhook-signing keys, and the signatures of the
 // webhooks delivered.
+//
+// It runs on the memory store and, with WALLETGATE_POSTGRES_DSN, on
+// PostgreSQL with the store's telemetry wired too.
 func TestTelemetryCarriesNoSecrets(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { telemetryNoSecrets(t, false) })
+	t.Run("postgres", func(t *testing.T) { telemetryNoSecrets(t, true) })
+}
+
+func telemetryNoSecrets(t *testing.T, pg bool) {
 	sec := secretSet{}
 	tc := newTelemetryCapture(t)
+	var store storage.Store
+	if pg {
+		dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
+		if dsn == "" {
+			t.Skip("WALLETGATE_POSTGRES_DSN is not set")
+		}
+		store = telemetryPostgres(t, dsn, postgres.Config{Logger: tc.log, TracerProvider: tc.tp, MeterProvider: tc.mp})
+	}
 
 	// The receiver of the webhooks records their signatures.
 	var hooksMu sync.Mutex
@@ -92,7 +113,7 @@ func TestTelemetryCarriesNoSecrets(t *testing.T) {
 	clientSecret := "telemetry-client-secret-" + hex.EncodeToString(mac[:8])
 	sec.addString("platform client secret", clientSecret)
 
-	sim, err := sandbox.New(sandbox.Config{ClientSecret: clientSecret, Sealer: ring, CodeMACKey: mac, SigningKey: signing,
+	sim, err := sandbox.New(sandbox.Config{Store: store, ClientSecret: clientSecret, Sealer: ring, CodeMACKey: mac, SigningKey: signing,
 		WebhookURL: recv.URL + "/hooks", WebhookKey: hookKey,
 		Logger: tc.log, TracerProvider: tc.tp, MeterProvider: tc.mp})
 	if err != nil {
@@ -237,7 +258,7 @@ func TestTelemetryCarriesNoSecrets(t *testing.T) {
 	}
 	records := tc.records(t)
 	all := strings.Join(records, "\n")
-	for _, want := range []string{
+	wants := []string{
 		"span walletauth.otp.start", "span walletauth.otp.verify", "span walletauth.passkey.verify",
 		"span walletauth.oidc.verify", "span walletauth.session.refresh", "span walletauth.wallet.export",
 		"span signedretry.issue", "span signedretry.complete", "span ownership.verify", "span ownership.payout.decide",
@@ -252,7 +273,11 @@ func TestTelemetryCarriesNoSecrets(t *testing.T) {
 		"span idempotency.do", "walletgate.reason=replayed", "metric walletgate.idempotency.outcomes",
 		"span relay.lease", "span relay.publish", "metric walletgate.relay.deliveries", "metric walletgate.relay.backlog",
 		"span webhook.deliver", "metric walletgate.webhook.deliveries",
-	} {
+	}
+	if pg {
+		wants = append(wants, "span storage.transaction", "metric walletgate.storage.transaction.duration")
+	}
+	for _, want := range wants {
 		if !strings.Contains(all, want) {
 			t.Errorf("the telemetry lacks %q", want)
 		}
@@ -274,6 +299,39 @@ func TestTelemetryCarriesNoSecrets(t *testing.T) {
 		t.Error(l)
 	}
 	t.Logf("%d telemetry records scanned for %d secrets", len(records), len(sec))
+}
+
+// telemetryPostgres returns a PostgreSQL store on a fresh schema of the
+// test database, configured with cfg (its Schema set here); the schema is
+// dropped when the test ends.
+func telemetryPostgres(t *testing.T, dsn string, cfg postgres.Config) storage.Store {
+	ctx := t.Context()
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	cfg.Schema = "wgtelemetry_" + hex.EncodeToString(id[:])
+	t.Cleanup(func() { // registered after Close, so it runs before it
+		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{cfg.Schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", cfg.Schema, err)
+		}
+	})
+	if _, err := postgres.Migrate(ctx, pool, postgres.Config{Schema: cfg.Schema}); err != nil {
+		t.Fatal(err)
+	}
+	store, err := postgres.New(pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
 }
 
 // secretSet maps each secret value the flows met to what it is.
