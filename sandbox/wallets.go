@@ -43,7 +43,8 @@ func newWalletServices(cfg *Config) (*passkey.Verifier, *oidc.Verifier, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ov, err := oidc.New(context.Background(), oidc.Config{Issuers: cfg.OIDCIssuers, Clock: cfg.Clock, Sandbox: true})
+	ov, err := oidc.New(context.Background(), oidc.Config{Issuers: cfg.OIDCIssuers, Clock: cfg.Clock, Sandbox: true,
+		Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
 	if err != nil {
 		return nil, nil, err
 	}
