@@ -348,7 +348,7 @@ type VerifyRequest struct {
 // account changed during the call; details.reason says which).
 func (s *Service) Verify(ctx context.Context, accountID string, req VerifyRequest, tree Tree) (_ *storage.ExternalAccount, err error) {
 	ctx, o := s.tel.begin(ctx, opVerify, s.tel.verify)
-	o.refusals = true
+	o.refused = signatureRefused
 	defer func() { o.end(ctx, err) }()
 	received := s.cfg.Clock()
 	if req.Signature == "" {

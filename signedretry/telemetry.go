@@ -72,9 +72,9 @@ type op struct {
 	start   time.Time
 	// reason, when set, replaces details.reason in the Warn log.
 	reason string
-	// refusals makes every 4xx a refusal worth a Warn log (a wallet
-	// signature that does not verify is 400).
-	refusals bool
+	// refused, when set, tells the other refusals worth a Warn log (a
+	// wallet signature that does not verify is 400).
+	refused func(error) bool
 	// quiet leaves the Warn log of a refusal to another operation (the
 	// one that reports the same error).
 	quiet bool
@@ -95,15 +95,15 @@ func (t *telemetry) begin(ctx context.Context, name string, counter metric.Int64
 // end records the outcome of the operation: err nil is ok, an error with a
 // 4xx code refused, anything else error. extra attributes (low-cardinality
 // only; empty strings are left out) go on the counter and the span. A
-// refusal of authentication (401, 403, 429, and every 4xx when refusals is
-// set) logs at Warn with the code and reason unless quiet; a 5xx's cause is
+// refusal of authentication (401, 403, 429, and the 4xx refused tells) logs
+// at Warn with the code and reason unless quiet; a 5xx's cause is
 // logged by the HTTP adapter (apierror.Observe), once.
 func (o *op) end(ctx context.Context, err error, extra ...attribute.KeyValue) {
 	outcome, code, reason, status := outcomeOf(err)
 	if o.reason != "" {
 		reason = o.reason
 	}
-	if !o.quiet && (status == 401 || status == 403 || status == 429 || o.refusals && status >= 400 && status < 500) {
+	if !o.quiet && (status == 401 || status == 403 || status == 429 || status < 500 && o.refused != nil && o.refused(err)) {
 		o.t.warn(ctx, o.name, code, reason)
 	}
 	if o.t.noop {
