@@ -17,7 +17,7 @@ import (
 )
 
 // BenchmarkOperationTelemetry is the telemetry of one operation alone (its
-// begin and end, a refused outcome with a reason attribute), to set beside
+// begin and end; ok, or refused with a reason and a Warn record), to set beside
 // BenchmarkVerifyOTPLeg1, which runs two such operations (the verification
 // and the signed-retry challenge): none is the default (no providers, no
 // logger), noop the no-op providers given, sdk the SDK recording every span
@@ -43,18 +43,23 @@ func BenchmarkOperationTelemetry(b *testing.B) {
 			return Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), TracerProvider: tp, MeterProvider: mp}
 		}},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
-			cfg := tc.cfg(b)
-			in, err := newInstruments(&cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				ctx, o := in.begin(ctx, opOTPVerify, in.otp)
-				o.end(ctx, refused, otpReason(refused, false), attribute.Int64("walletgate.leg", 1))
-			}
-		})
+		for _, outcome := range []struct {
+			name string
+			err  error
+		}{{"ok", nil}, {"refused", refused}} {
+			b.Run(tc.name+"/"+outcome.name, func(b *testing.B) {
+				cfg := tc.cfg(b)
+				in, err := newInstruments(&cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					ctx, o := in.begin(ctx, opOTPVerify, in.otp)
+					o.end(ctx, outcome.err, otpReason(outcome.err, false), attribute.Int64("walletgate.leg", 1))
+				}
+			})
+		}
 	}
 }
