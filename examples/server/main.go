@@ -63,6 +63,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
@@ -272,13 +273,16 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
-// logRequests logs each request with its status and duration.
+// logRequests logs each request with its status, duration and request id
+// (the X-Request-Id the simulator answered with, which its own records of
+// the request carry too).
 func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
-		log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start).Round(time.Microsecond))
+		log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start).Round(time.Microsecond),
+			"request_id", w.Header().Get(apierror.RequestIDHeader))
 	})
 }
 
