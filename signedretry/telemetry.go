@@ -153,7 +153,14 @@ func outcomeOf(err error) (outcome, code, reason string, status int) {
 	if status >= 500 {
 		return outcomeError, code, "", status
 	}
-	return outcomeRefused, code, e.Reason(), status
+	reason = e.Reason()
+	if reason == "" && e.Code == apierror.WalletSignatureInvalid {
+		// The manager's WALLET_SIGNATURE_INVALID messages are fixed texts
+		// naming the check that refused (the signature, or a signer that
+		// is revoked, expired or not allowed): the reason of the log.
+		reason = e.Message
+	}
+	return outcomeRefused, code, reason, status
 }
 
 // Operation names of signedretry: span names and walletgate.operation
