@@ -40,6 +40,16 @@
 // thin net/http adapter in its http.go; hosts with another transport skip the
 // adapter.
 //
+// Every service's Config takes an optional *slog.Logger and OpenTelemetry
+// TracerProvider and MeterProvider; nil is silent and costs nothing, and the
+// global providers are never used. The services record operation names,
+// outcomes, API error codes and durations, and log refusals of
+// authentication at Warn; [github.com/walletgate/walletgate/apierror.Observe]
+// around an adapter logs each 5xx's cause once with the request id. Nothing
+// secret (codes, keys, bundles, tokens, stamps, request bodies) and no
+// identifier of a customer, wallet or credential is ever recorded as a
+// metric attribute, and no secret at all in a span or log record.
+//
 // # Threat model
 //
 // The attacker walletgate is built against controls the platform backend

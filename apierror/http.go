@@ -16,11 +16,16 @@ import (
 // Retry-After for rate limits. An error with no *Error in its chain is written
 // as 500 INTERNAL_ERROR with a fixed message that reveals nothing of the cause.
 // Write with a nil error writes 500 as well: a handler that got here had
-// nothing to report and is broken.
+// nothing to report and is broken. Under [Observe], the error is also
+// reported to the host's logger.
 func Write(w http.ResponseWriter, err error) {
 	e := As(err)
 	if e == nil {
 		e = Internal(errors.New("apierror.Write called with a nil error"))
+		err = e
+	}
+	if o := observerOf(w); o != nil {
+		o.report(e, err)
 	}
 	if e.Code == InternalError {
 		// Whatever the message says, an internal failure speaks only in

@@ -16,7 +16,8 @@ import (
 // Customer-tree calls find only accounts with a customer, platform-tree
 // calls only accounts without one. Mount it under the host's base path with
 // http.StripPrefix; platform authentication is the host's. Errors are written
-// with apierror.Write.
+// with apierror.Write, under apierror.Observe with Config.Logger: a 5xx
+// logs its cause once with the request id.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for prefix, tree := range map[string]Tree{"/customers": CustomerTree, "/platform": PlatformTree} {
@@ -49,5 +50,5 @@ func (s *Service) Handler() http.Handler {
 			apierror.WriteJSON(w, http.StatusOK, s.cfg.Render(*a))
 		})
 	}
-	return mux
+	return apierror.Observe(mux, s.tel.log)
 }

@@ -7,7 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/storage"
@@ -75,12 +79,28 @@ type Config struct {
 	// accepts as custodial (a vaspName); nil accepts none, so every
 	// vaspName is refused.
 	VASPs VASPDirectory
+	// Logger receives the service's records: a wallet signature that does
+	// not verify, at slog.LevelWarn with the code and reason. Nothing
+	// secret (signatures, messages, bodies) and no identifier or address
+	// of an account is logged. Nil discards.
+	Logger *slog.Logger
+	// TracerProvider receives a span per verification ("ownership.verify")
+	// and per payout decision ("ownership.payout.decide"), carrying the
+	// outcome, error code and rule only. Nil means no tracing; the global
+	// provider is never used.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the outcome counters and duration histograms
+	// (the "Operating walletgate" section of the README lists them), whose
+	// attributes are operation names, outcomes and error codes only. Nil
+	// means no metrics; the global provider is never used.
+	MeterProvider metric.MeterProvider
 }
 
 // Service runs the ownership challenge lifecycle of external accounts. It
 // holds no state of its own and is safe for concurrent use.
 type Service struct {
 	cfg Config // normalized by New
+	tel *instruments
 }
 
 // New returns a service for cfg. It refuses a Config without a Store, a
@@ -118,7 +138,11 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Render == nil {
 		cfg.Render = func(a storage.ExternalAccount) any { return AccountJSON(a) }
 	}
-	return &Service{cfg: cfg}, nil
+	tel, err := newInstruments(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg, tel: tel}, nil
 }
 
 // Account is the default client view of an external account.
@@ -326,14 +350,17 @@ type VerifyRequest struct {
 // not check the signature (a contract account's node failed or timed out):
 // the signature was not judged, so nothing changes and the challenge stays
 // outstanding.
-func (s *Service) Verify(ctx context.Context, accountID string, req VerifyRequest, tree Tree) (*storage.ExternalAccount, error) {
+func (s *Service) Verify(ctx context.Context, accountID string, req VerifyRequest, tree Tree) (_ *storage.ExternalAccount, err error) {
+	ctx, o := s.tel.begin(ctx, opVerify, s.tel.verify)
+	o.refused = signatureRefused
+	defer func() { o.end(ctx, err) }()
 	received := s.cfg.Clock()
 	if req.Signature == "" {
 		return nil, apierror.InvalidField("signature", apierror.Length(1, -1), "is required")
 	}
 	var acct storage.ExternalAccount
 	var ch storage.OwnershipChallenge
-	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
+	err = s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		if acct, err = load(ctx, tx, accountID, tree); err != nil {
 			return err

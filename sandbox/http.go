@@ -142,7 +142,7 @@ func (s *Simulator) routes() error {
 		return err
 	}
 	wellKnown := s.pk.Handler()
-	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.handler = apierror.Observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The passkey association files live at the host's root, outside
 		// the base path and without platform credentials.
 		if strings.HasPrefix(r.URL.Path, "/.well-known/") {
@@ -150,7 +150,7 @@ func (s *Simulator) routes() error {
 			return
 		}
 		s.serve(w, r)
-	})
+	}), s.cfg.Logger)
 	return nil
 }
 

@@ -6,10 +6,14 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership"
@@ -144,6 +148,22 @@ type Config struct {
 	// WebhookClient sends the webhooks; nil means a client with
 	// webhook.DefaultTimeout.
 	WebhookClient *http.Client
+	// Logger receives the records of the simulator and of every service it
+	// builds (walletauth, ownership, signed retries, and the storage
+	// components that take one): a 5xx answer's cause at
+	// slog.LevelError with the request id, refusals of authentication at
+	// slog.LevelWarn with the code. Nothing secret and no request body is
+	// logged. Nil discards.
+	Logger *slog.Logger
+	// TracerProvider receives the spans of the services the simulator
+	// builds (operation names, outcomes and error codes only). Nil means no
+	// tracing; the global provider is never used.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the outcome counters and duration histograms
+	// of the services the simulator builds (operation names, outcomes and
+	// error codes only). Nil means no metrics; the global provider is never
+	// used.
+	MeterProvider metric.MeterProvider
 }
 
 // Simulator is the service's sandbox in process: customers, verifications,
@@ -196,7 +216,8 @@ func New(cfg Config) (*Simulator, error) {
 	}
 	auth, err := walletauth.New(walletauth.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand, Sandbox: true,
 		Passkeys: pk, OIDC: ov, Keys: walletauth.Keys{SigningKey: cfg.SigningKey, Sealer: cfg.Sealer, CodeMACKey: cfg.CodeMACKey},
-		OrganizationID: SandboxOrganizationID, WalletSecrets: walletSecrets{}, ClientHeldKeys: cfg.ClientHeldKeys})
+		OrganizationID: SandboxOrganizationID, WalletSecrets: walletSecrets{}, ClientHeldKeys: cfg.ClientHeldKeys,
+		Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
 	if err != nil {
 		ov.Close()
 		return nil, err
@@ -204,7 +225,7 @@ func New(cfg Config) (*Simulator, error) {
 	s := &Simulator{cfg: cfg, auth: auth, pk: pk, oidc: ov, state: newState()}
 	// Reservation tokens come from crypto/rand, not cfg.Rand, so keys do not
 	// shift a seeded simulator's ids.
-	if s.idem, err = idempotency.New(idempotency.Config{Store: cfg.Store, Clock: cfg.Clock}); err != nil {
+	if s.idem, err = idempotency.New(idempotency.Config{Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider}); err != nil {
 		ov.Close()
 		return nil, err
 	}
@@ -299,7 +320,7 @@ func (cfg Config) normalize() (Config, error) {
 // simulator's clock and the sweeper's defaults: every minute, the records
 // that expired more than an hour ago.
 func (s *Simulator) startSweeper() error {
-	sw, err := sweep.New(sweep.Config{Store: s.cfg.Store, Clock: s.cfg.Clock})
+	sw, err := sweep.New(sweep.Config{Store: s.cfg.Store, Clock: s.cfg.Clock, Logger: s.cfg.Logger, TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider})
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,8 @@ func newWalletServices(cfg *Config) (*passkey.Verifier, *oidc.Verifier, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ov, err := oidc.New(context.Background(), oidc.Config{Issuers: cfg.OIDCIssuers, Clock: cfg.Clock, Sandbox: true})
+	ov, err := oidc.New(context.Background(), oidc.Config{Issuers: cfg.OIDCIssuers, Clock: cfg.Clock, Sandbox: true,
+		Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,6 +67,7 @@ func (s *Simulator) newOwnership() (*ownership.Service, error) {
 		}
 	}
 	return ownership.New(ownership.Config{Store: s.cfg.Store, Clock: s.cfg.Clock, Rand: s.cfg.Rand, Liveness: sandboxLiveness{}, Verifiers: vs,
+		Logger: s.cfg.Logger, TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider,
 		Service: "walletgate sandbox", Network: s.cfg.Network, Payouts: *s.payouts, VASPs: sandboxVASPs,
 		// The store transaction that writes an event must not take the
 		// simulator's mutex, so events carry the stored fields only.

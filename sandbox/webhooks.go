@@ -54,10 +54,12 @@ func (s *Simulator) startWebhooks() error {
 	if s.cfg.WebhookURL == "" {
 		return nil
 	}
-	if s.hooks.pub, err = webhook.NewPublisher(s.cfg.WebhookURL, signer, s.cfg.WebhookClient); err != nil {
+	if s.hooks.pub, err = webhook.NewPublisher(webhook.PublisherConfig{Target: s.cfg.WebhookURL, Signer: signer, Client: s.cfg.WebhookClient,
+		Logger: s.cfg.Logger, TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}); err != nil {
 		return err
 	}
-	r, err := relay.New(relay.Config{Store: s.cfg.Store, Publisher: s.hooks.pub, Clock: s.cfg.Clock, Poll: WebhookPoll})
+	r, err := relay.New(relay.Config{Store: s.cfg.Store, Publisher: s.hooks.pub, Clock: s.cfg.Clock, Poll: WebhookPoll,
+		Logger: s.cfg.Logger, TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider})
 	if err != nil {
 		return err
 	}

@@ -12,9 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/storage"
@@ -82,6 +86,22 @@ type Config struct {
 	// The request is still single use and the Request-Id still required.
 	// Never set it in production.
 	Sandbox bool
+	// Logger receives the manager's records: each refused retry
+	// (WALLET_SIGNATURE_INVALID, a missing header, an unknown, used or
+	// expired Request-Id, a signer the rule does not allow) at
+	// slog.LevelWarn with the code and reason. Nothing secret (stamps,
+	// payloads, keys, bodies) and no identifier is logged. Nil discards.
+	Logger *slog.Logger
+	// TracerProvider receives a span per issued challenge
+	// ("signedretry.issue") and per completed retry
+	// ("signedretry.complete"), carrying the outcome and error code only.
+	// Nil means no tracing; the global provider is never used.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the outcome counters and duration histograms
+	// (the "Operating walletgate" section of the README lists them), whose
+	// attributes are operation names, outcomes and error codes only. Nil
+	// means no metrics; the global provider is never used.
+	MeterProvider metric.MeterProvider
 }
 
 // Manager issues signed-retry challenges and completes their retries. It is
@@ -89,6 +109,7 @@ type Config struct {
 type Manager struct {
 	keys keyCache
 	cfg  Config // normalized by New
+	tel  *instruments
 }
 
 // New returns a manager for cfg. It fails when cfg.Store is nil or
@@ -112,7 +133,11 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.MaxPending == 0 {
 		cfg.MaxPending = DefaultMaxPending
 	}
-	return &Manager{cfg: cfg}, nil
+	tel, err := newInstruments(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Manager{cfg: cfg, tel: tel}, nil
 }
 
 // Operation is what the first leg of a sensitive request binds into its
@@ -169,9 +194,11 @@ type payload struct {
 // one step in the store, so concurrent first legs, on any replica, never
 // exceed the cap. A first leg with effects of its own that must commit
 // together with the challenge uses [Manager.Run].
-func (m *Manager) Issue(ctx context.Context, r Request, op Operation) (*Challenge, error) {
+func (m *Manager) Issue(ctx context.Context, r Request, op Operation) (_ *Challenge, err error) {
+	ctx, o := m.tel.begin(ctx, opIssue, m.tel.outcomes)
+	defer func() { o.end(ctx, err) }()
 	var c *Challenge
-	err := m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
+	err = m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		c, err = m.issueIn(ctx, tx, r, &op)
 		return err
@@ -350,7 +377,9 @@ func (m *Manager) Complete(ctx context.Context, r Request, opType string, effect
 // locked after them and no two transactions wait for each other in a cycle.
 // lock only locks and reads: a decision it makes is taken before the signer
 // is known to be allowed. A nil lock is Complete.
-func (m *Manager) CompleteLocking(ctx context.Context, r Request, opType string, lock, effect Effect) (*Authorization, error) {
+func (m *Manager) CompleteLocking(ctx context.Context, r Request, opType string, lock, effect Effect) (_ *Authorization, err error) {
+	ctx, o := m.tel.begin(ctx, opComplete, m.tel.outcomes)
+	defer func() { o.end(ctx, err) }()
 	if r.Signature == "" {
 		return nil, apierror.New(apierror.WalletSignatureMissing, "the Service-Wallet-Signature header is required on a signed retry")
 	}
@@ -372,7 +401,7 @@ func (m *Manager) CompleteLocking(ctx context.Context, r Request, opType string,
 	// Read and check without holding a write transaction: the signature
 	// check is the expensive part and needs no lock.
 	var p storage.PendingRequest
-	err := m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
+	err = m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		p, err = tx.PendingRequests().Get(ctx, r.RequestID)
 		return err
@@ -466,8 +495,16 @@ func (m *Manager) Run(ctx context.Context, r Request, op Steps) (*Authorization,
 		}
 		return a, nil, nil
 	}
+	return m.runFirst(ctx, r, op)
+}
+
+// runFirst is the first leg of [Manager.Run].
+func (m *Manager) runFirst(ctx context.Context, r Request, op Steps) (_ *Authorization, _ *Challenge, err error) {
+	ctx, o := m.tel.begin(ctx, opIssue, m.tel.outcomes)
+	o.quiet = true // Bind's refusals are the caller's to report
+	defer func() { o.end(ctx, err) }()
 	var c *Challenge
-	err := m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
+	err = m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		c = nil
 		bound, err := op.Bind(ctx, tx)
 		if err != nil || bound == nil {

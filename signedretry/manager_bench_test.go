@@ -1,13 +1,22 @@
 package signedretry_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"math"
 	"testing"
+
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/walletgate/walletgate/signedretry"
 )
@@ -16,11 +25,44 @@ import (
 // store: header parsing, request lookup, body canonicalization, signature
 // verification, signer check against the sessions and consumption. Challenges
 // and stamps are made before the timer starts.
-func BenchmarkComplete(b *testing.B) {
+func BenchmarkComplete(b *testing.B) { benchComplete(b, nil) }
+
+// BenchmarkCompleteTelemetry is BenchmarkComplete with the telemetry on:
+// noop with the no-op providers given explicitly (the instruments resolved
+// and called, recording nothing), sdk with the OpenTelemetry SDK recording
+// every span (batched to a discarding exporter) and every metric (a manual
+// reader), and a JSON logger to io.Discard. BenchmarkComplete itself runs
+// with no providers, the default.
+func BenchmarkCompleteTelemetry(b *testing.B) {
+	b.Run("noop", func(b *testing.B) {
+		benchComplete(b, func(c *signedretry.Config) {
+			c.TracerProvider, c.MeterProvider = tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider()
+		})
+	})
+	b.Run("sdk", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+			sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		b.Cleanup(func() {
+			_ = tp.Shutdown(context.Background())
+			_ = mp.Shutdown(context.Background())
+		})
+		benchComplete(b, func(c *signedretry.Config) {
+			c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+			c.TracerProvider, c.MeterProvider = tp, mp
+		})
+	})
+}
+
+func benchComplete(b *testing.B, mod func(*signedretry.Config)) {
 	ctx := b.Context()
 	f := newFixture(b, false)
 	// Every challenge is live when the timer starts.
-	f.mgr = newManager(b, signedretry.Config{Store: f.store, Clock: f.clock.Now, MaxPending: math.MaxInt})
+	cfg := signedretry.Config{Store: f.store, Clock: f.clock.Now, MaxPending: math.MaxInt}
+	if mod != nil {
+		mod(&cfg)
+	}
+	f.mgr = newManager(b, cfg)
 	retries := make([]signedretry.Request, b.N)
 	for i := range retries {
 		c := f.issue(b, signedretry.Signer{Rule: signedretry.AnySession})

@@ -1,10 +1,19 @@
 package walletauth_test
 
 import (
+	"context"
 	"crypto/ecdh"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"testing"
+
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
@@ -41,7 +50,44 @@ func pendingLogins(b *testing.B, e *env, n int) ([]string, []walletauth.VerifyRe
 // the signed-retry challenge.
 // The logins are prepared in batches, each on a fresh store, so the heap a
 // timed call works beside stays the same size whatever b.N is.
-func BenchmarkVerifyOTPLeg1(b *testing.B) {
+func BenchmarkVerifyOTPLeg1(b *testing.B) { benchVerifyOTPLeg1(b, nil) }
+
+// BenchmarkVerifyOTPLeg1Telemetry is BenchmarkVerifyOTPLeg1 with the
+// telemetry on: noop with the no-op providers given explicitly (the
+// instruments resolved and called, recording nothing), sdk with the
+// OpenTelemetry SDK recording every span (batched to a discarding exporter)
+// and every metric (a manual reader), and a JSON logger to io.Discard.
+// BenchmarkVerifyOTPLeg1 itself runs with no providers, the default.
+func BenchmarkVerifyOTPLeg1Telemetry(b *testing.B) {
+	b.Run("noop", func(b *testing.B) {
+		benchVerifyOTPLeg1(b, func(c *walletauth.Config) {
+			c.TracerProvider, c.MeterProvider = tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider()
+		})
+	})
+	b.Run("sdk", func(b *testing.B) {
+		tp, mp := sdkProviders(b)
+		benchVerifyOTPLeg1(b, func(c *walletauth.Config) {
+			c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+			c.TracerProvider, c.MeterProvider = tp, mp
+		})
+	})
+}
+
+// sdkProviders returns SDK providers that record everything: every span
+// sampled and exported in batches to an exporter that drops them, every
+// metric aggregated for a manual reader.
+func sdkProviders(b *testing.B) (*sdktrace.TracerProvider, *sdkmetric.MeterProvider) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	b.Cleanup(func() {
+		_ = tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	})
+	return tp, mp
+}
+
+func benchVerifyOTPLeg1(b *testing.B, mod func(*walletauth.Config)) {
 	ctx := b.Context()
 	const batch = 256
 	c := call("POST", "/auth/credentials/x/verify", `{"type":"EMAIL_OTP"}`)
@@ -55,7 +101,12 @@ func BenchmarkVerifyOTPLeg1(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if i%batch == 0 {
 			b.StopTimer()
-			e = newEnv(b, func(c *walletauth.Config) { c.Sandbox, c.Sender = true, nil })
+			e = newEnv(b, func(c *walletauth.Config) {
+				c.Sandbox, c.Sender = true, nil
+				if mod != nil {
+					mod(c)
+				}
+			})
 			creds, reqs = pendingLogins(b, e, batch)
 			b.StartTimer()
 		}

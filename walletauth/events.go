@@ -228,6 +228,7 @@ func (s *Service) credentialRevoked(ctx context.Context, tx storage.Tx, c *stora
 // otpLocked writes AUTH_CREDENTIAL.OTP_LOCKED for c, whose live code the
 // failed attempt recorded in tx exhausted.
 func (s *Service) otpLocked(ctx context.Context, tx storage.Tx, c *storage.Credential, attempts int, now time.Time) error {
+	noteLockout(ctx)
 	customer, err := customerOf(ctx, tx, c.AccountID)
 	if err != nil {
 		return err

@@ -310,7 +310,7 @@ const evAlphabet = "QWXZJKVY"
 // the one that spends it compares.
 const evAttemptBudget = 12
 
-func newEvEnv(t *testing.T) *evEnv {
+func newEvEnv(t *testing.T, mods ...func(*walletauth.Config)) *evEnv {
 	t.Helper()
 	p := newIDP(t)
 	rec := &recStore{Store: memory.New()}
@@ -332,6 +332,9 @@ func newEvEnv(t *testing.T) *evEnv {
 		t.Cleanup(v.Close)
 		c.Store, c.Passkeys, c.OIDC, c.Keys.SigningKey = rec, pk, v, signer
 		c.OTP = walletauth.OTPConfig{Alphabet: evAlphabet, Length: 12, AttemptBudget: evAttemptBudget}
+		for _, mod := range mods {
+			mod(c)
+		}
 	})
 	e.store = rec
 	ev := &evEnv{env: e, rec: rec, idp: p, seen: map[string]int{}, secrets: map[string]string{}, produced: map[string]bool{}}
@@ -695,9 +698,9 @@ func (e *evEnv) storedCredential(t *testing.T, id string) storage.Credential {
 
 // runFlows drives every flow that writes an event through the Service API
 // and asserts, step by step, exactly the events each appended.
-func runFlows(t *testing.T) *evEnv {
+func runFlows(t *testing.T, mods ...func(*walletauth.Config)) *evEnv {
 	ctx := t.Context()
-	e := newEvEnv(t)
+	e := newEvEnv(t, mods...)
 	w := e.wallet.ID
 
 	// CreateWallet: the wallet's first credential.

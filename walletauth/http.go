@@ -20,7 +20,8 @@ import (
 //
 // Paths are matched as given; mount the handler under a base path with
 // http.StripPrefix. Platform authentication (HTTP Basic) is the host's.
-// Every error is written with apierror.Write.
+// Every error is written with apierror.Write, under apierror.Observe with
+// Config.Logger: a 5xx logs its cause once with the request id.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /auth/credentials", s.handleAdd)
@@ -31,7 +32,7 @@ func (s *Service) Handler() http.Handler {
 	mux.HandleFunc("GET /auth/sessions", s.handleListSessions)
 	mux.HandleFunc("DELETE /auth/sessions/{id}", s.handleRevokeSession)
 	mux.HandleFunc("POST /auth/sessions/{id}/refresh", s.handleRefresh)
-	return mux
+	return apierror.Observe(mux, s.tel.log)
 }
 
 // read returns the raw body and the signed-retry call of r, decoding the

@@ -76,7 +76,9 @@ type ChallengeResponse struct {
 // issueCode stores a new code for the credential, sends it and returns the
 // target bundle. limited applies the re-issue rate limit. The store gets the
 // code's MAC and the sealed target key, never either in plaintext.
-func (s *Service) issueCode(ctx context.Context, c *storage.Credential, limited bool) (string, error) {
+func (s *Service) issueCode(ctx context.Context, c *storage.Credential, limited bool) (bundle string, err error) {
+	ctx, o := s.tel.begin(ctx, opOTPStart, s.tel.otp)
+	defer func() { o.end(ctx, err, otpReason(err, false)) }()
 	code := SandboxOTPCode
 	if !s.cfg.Sandbox {
 		var err error
@@ -183,7 +185,9 @@ type VerifyRequest struct {
 // signedretry, and 500 INTERNAL_ERROR when the issuance's stored
 // target key does not open (sealed under a key the Sealer no longer holds,
 // or altered in the store); that charges no attempt.
-func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Request) (*AuthSession, *signedretry.Challenge, error) {
+func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Request) (sess *AuthSession, ch *signedretry.Challenge, err error) {
+	ctx, o, note := s.beginVerify(ctx, req.Type)
+	defer func() { s.endVerify(ctx, &o, note, call, err) }()
 	if err := s.checkVerifyType(ctx, credentialID, req.Type); err != nil {
 		return nil, nil, err
 	}
@@ -249,6 +253,7 @@ func (s *Service) verifyOTP(ctx context.Context, credentialID string, req Verify
 	_, ch, err := s.run(ctx, call, signedretry.Steps{
 		Type: OpVerifyOTP,
 		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
+			resetLockout(ctx)
 			var op *signedretry.Operation
 			var err error
 			op, failure, err = s.bindOTP(ctx, tx, credentialID, req)

@@ -7,7 +7,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
@@ -163,12 +167,31 @@ type Config struct {
 	// client (key custody is the host's); nil makes an export 500
 	// INTERNAL_ERROR.
 	WalletSecrets WalletSecrets
+	// Logger receives the service's records: refusals of authentication
+	// (wrong, expired or locked-out codes, bad signatures, revoked signers)
+	// at slog.LevelWarn with the code and reason. Nothing secret (codes,
+	// keys, bundles, tokens, stamps, bodies) and no identifier of a
+	// customer, wallet or credential is logged. Nil discards.
+	Logger *slog.Logger
+	// TracerProvider receives a span per operation ("walletauth.otp.start",
+	// "walletauth.otp.verify", "walletauth.passkey.verify",
+	// "walletauth.oidc.verify", "walletauth.session.refresh",
+	// "walletauth.wallet.export"; the signed-retry manager's under them),
+	// carrying the outcome, error code and reason only. Nil means no
+	// tracing; the global provider is never used.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the outcome counters and duration histograms
+	// (the "Operating walletgate" section of the README lists them), whose
+	// attributes are operation names, outcomes and error codes only. Nil
+	// means no metrics; the global provider is never used.
+	MeterProvider metric.MeterProvider
 }
 
 // Service is the embedded-wallet authentication service.
 type Service struct {
 	cfg   Config // normalized by New: defaults filled in, CodeMACKey copied
 	retry *signedretry.Manager
+	tel   *instruments
 }
 
 // New returns a service for cfg. It fails, returning a plain error, when
@@ -206,11 +229,16 @@ func New(cfg Config) (*Service, error) {
 	}
 	cfg.OTP = cfg.OTP.withDefaults()
 	retry, err := signedretry.New(signedretry.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand,
-		TTL: cfg.RetryTTL, MaxPending: cfg.MaxPendingChallenges, Sandbox: cfg.Sandbox})
+		TTL: cfg.RetryTTL, MaxPending: cfg.MaxPendingChallenges, Sandbox: cfg.Sandbox,
+		Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
 	if err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg, retry: retry}, nil
+	tel, err := newInstruments(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg, retry: retry, tel: tel}, nil
 }
 
 func (c OTPConfig) withDefaults() OTPConfig {

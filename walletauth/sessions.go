@@ -217,7 +217,10 @@ type RefreshRequest struct {
 // Errors: 400 INVALID_INPUT (clientPublicKey), 404 REFERENCE_NOT_FOUND (the
 // session is not active), the 401s of signedretry (a different
 // clientPublicKey on the retry is WALLET_SIGNATURE_BODY_MISMATCH).
-func (s *Service) RefreshSession(ctx context.Context, sessionID string, req RefreshRequest, call signedretry.Request) (*AuthSession, *signedretry.Challenge, error) {
+func (s *Service) RefreshSession(ctx context.Context, sessionID string, req RefreshRequest, call signedretry.Request) (_ *AuthSession, _ *signedretry.Challenge, err error) {
+	ctx, o := s.tel.begin(ctx, opRefresh, s.tel.outcomes)
+	o.quiet = call.IsRetry() // signedretry.complete logs the retry's refusals
+	defer func() { o.end(ctx, err) }()
 	var out *AuthSession
 	var essk string
 	_, ch, err := s.run(ctx, call, signedretry.Steps{

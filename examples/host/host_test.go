@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -60,6 +59,27 @@ type env struct {
 	srv     *Server
 	h       http.Handler
 	codes   *codes
+	tel     Telemetry
+	metrics http.Handler // GET /metrics
+	logs    *syncBuffer  // the JSON records of tel.Log
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // newEnv starts the host on a fresh schema of the test database; it skips
@@ -99,13 +119,18 @@ func newEnv(t testing.TB, conns int32) *env {
 		t.Fatal(err)
 	}
 	c := &codes{last: map[string]string{}}
-	svc, err := NewServices(pool, schema, keys, c)
+	mp, metrics, err := NewMetrics()
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs := &syncBuffer{}
+	tel := Telemetry{Log: slog.New(slog.NewJSONHandler(logs, nil)), MeterProvider: mp}
+	svc, err := NewServices(pool, schema, keys, c, tel)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner,
-		Platforms: map[string]string{apiKey: "Platform:test"}, Log: log})
+		Platforms: map[string]string{apiKey: "Platform:test"}, Telemetry: tel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +138,7 @@ func newEnv(t testing.TB, conns int32) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, pool: pool, appName: schema, svc: svc, srv: srv, h: h, codes: c}
+	return &env{t: t, pool: pool, appName: schema, svc: svc, srv: srv, h: h, codes: c, tel: tel, metrics: metricsMux(metrics), logs: logs}
 }
 
 // call sends one request to the host and returns the recorded response.
@@ -785,9 +810,8 @@ func TestRelayRestartMidDelivery(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	t.Cleanup(recv.Close)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	run := func(shutdown time.Duration) (stop func()) {
-		rel, err := NewRelay(e.svc.Store, recv.URL, hookKey, log, shutdown)
+		rel, err := NewRelay(e.svc.Store, recv.URL, hookKey, e.tel, shutdown)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,14 @@
 //	HOST_WEBHOOK_URL               where the relay delivers events
 //	HOST_API_KEYS                  platform=key pairs, comma-separated (keys of 32+ characters)
 //
-// Optional: HOST_ADDR (default :8080), HOST_SCHEMA (default walletgate).
+// Optional: HOST_ADDR (default :8080), HOST_METRICS_ADDR (default :9090,
+// GET /metrics in the Prometheus format; keep it off the public network),
+// HOST_SCHEMA (default walletgate).
+//
+// The process logs JSON to stderr (walletgate's components included: a 5xx
+// logs its cause at ERROR with the request id, refused codes and
+// signatures log at WARN with the code) and exports the components'
+// metrics on HOST_METRICS_ADDR.
 package main
 
 import (
@@ -76,6 +83,7 @@ import (
 // Config is the host's configuration, read from the environment.
 type Config struct {
 	DSN, Addr, Schema string
+	MetricsAddr       string
 	WebhookURL        string
 	Keys              walletauth.Keys
 	WebhookKey        *ecdsa.PrivateKey
@@ -99,6 +107,9 @@ func LoadConfig(getenv func(string) string, dsnFlag string) (Config, error) {
 	}
 	if c.Addr == "" {
 		c.Addr = ":8080"
+	}
+	if c.MetricsAddr = getenv("HOST_METRICS_ADDR"); c.MetricsAddr == "" {
+		c.MetricsAddr = ":9090"
 	}
 	p256 := func(name string) *ecdsa.PrivateKey {
 		v := need(name)
@@ -180,17 +191,23 @@ var Policy = ownership.PayoutPolicy{
 	MaxAmounts:             ownership.Limits{ByCurrency: map[string]int64{"USDC": 1_000_000_000_000}},
 }
 
-// NewServices builds the walletgate services on pool.
-func NewServices(pool *pgxpool.Pool, schema string, keys walletauth.Keys, sender walletauth.Sender) (*Services, error) {
-	store, err := postgres.New(pool, postgres.Config{Schema: schema})
+// NewServices builds the walletgate services on pool, reporting to tel.
+func NewServices(pool *pgxpool.Pool, schema string, keys walletauth.Keys, sender walletauth.Sender, tel Telemetry) (*Services, error) {
+	if err := checkTelemetry(tel); err != nil {
+		return nil, err
+	}
+	store, err := postgres.New(pool, postgres.Config{Schema: schema,
+		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 	if err != nil {
 		return nil, err
 	}
-	auth, err := walletauth.New(walletauth.Config{Store: store, Sender: sender, Keys: keys})
+	auth, err := walletauth.New(walletauth.Config{Store: store, Sender: sender, Keys: keys,
+		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 	if err != nil {
 		return nil, err
 	}
-	owner, err := ownership.New(ownership.Config{Store: store, Payouts: Policy})
+	owner, err := ownership.New(ownership.Config{Store: store, Payouts: Policy,
+		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 	if err != nil {
 		return nil, err
 	}
@@ -198,22 +215,24 @@ func NewServices(pool *pgxpool.Pool, schema string, keys walletauth.Keys, sender
 }
 
 // NewRelay returns the relay delivering the outbox as webhooks signed
-// with key to url. shutdown bounds how long deliveries in flight may finish
+// with key to url, reporting to tel. shutdown bounds how long deliveries in flight may finish
 // once Run's context is cancelled (zero: the relay's default); those still
 // running are then released, due again at once for any relay.
-func NewRelay(store storage.Store, url string, key *ecdsa.PrivateKey, log *slog.Logger, shutdown time.Duration) (*relay.Relay, error) {
+func NewRelay(store storage.Store, url string, key *ecdsa.PrivateKey, tel Telemetry, shutdown time.Duration) (*relay.Relay, error) {
+	if err := checkTelemetry(tel); err != nil {
+		return nil, err
+	}
 	signer, err := webhook.NewSigner(key)
 	if err != nil {
 		return nil, err
 	}
-	pub, err := webhook.NewPublisher(url, signer, &http.Client{Timeout: 10 * time.Second})
+	pub, err := webhook.NewPublisher(webhook.PublisherConfig{Target: url, Signer: signer, Client: &http.Client{Timeout: 10 * time.Second},
+		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 	if err != nil {
 		return nil, err
 	}
 	return relay.New(relay.Config{Store: store, Publisher: pub, ShutdownTimeout: shutdown,
-		OnFailure: func(e storage.Event, err error) {
-			log.Warn("webhook failed", "event", e.ID, "reason", relay.Reason(err))
-		}})
+		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 }
 
 func main() {
@@ -245,11 +264,20 @@ func run(ctx context.Context, log *slog.Logger, dsn string) error {
 	if err := postgres.CheckSchema(ctx, pool, postgres.Config{Schema: cfg.Schema}); err != nil {
 		return err
 	}
-	svc, err := NewServices(pool, cfg.Schema, cfg.Keys, LogSender{Log: log})
+	// Metrics through the OpenTelemetry Prometheus exporter, served on
+	// their own listener; spans go nowhere until the host plugs in its
+	// tracer provider (an OTLP exporter, for example).
+	mp, metrics, err := NewMetrics()
 	if err != nil {
 		return err
 	}
-	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner, Platforms: cfg.Platforms, Log: log})
+	defer func() { _ = mp.Shutdown(context.WithoutCancel(ctx)) }()
+	tel := Telemetry{Log: log, MeterProvider: mp}
+	svc, err := NewServices(pool, cfg.Schema, cfg.Keys, LogSender{Log: log}, tel)
+	if err != nil {
+		return err
+	}
+	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner, Platforms: cfg.Platforms, Telemetry: tel})
 	if err != nil {
 		return err
 	}
@@ -257,11 +285,12 @@ func run(ctx context.Context, log *slog.Logger, dsn string) error {
 	if err != nil {
 		return err
 	}
-	rel, err := NewRelay(svc.Store, cfg.WebhookURL, cfg.WebhookKey, log, 0)
+	rel, err := NewRelay(svc.Store, cfg.WebhookURL, cfg.WebhookKey, tel, 0)
 	if err != nil {
 		return err
 	}
-	sw, err := sweep.New(sweep.Config{Store: svc.Store, OnError: func(err error) { log.Warn("sweep failed", "err", err) }})
+	sw, err := sweep.New(sweep.Config{Store: svc.Store,
+		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 	if err != nil {
 		return err
 	}
@@ -277,9 +306,12 @@ func run(ctx context.Context, log *slog.Logger, dsn string) error {
 	defer cancel()
 
 	hs := &http.Server{Addr: cfg.Addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
+	ms := &http.Server{Addr: cfg.MetricsAddr, Handler: metricsMux(metrics), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
 	go func() { errc <- hs.ListenAndServe() }()
-	log.Info("host listening", "addr", cfg.Addr)
+	go func() { errc <- ms.ListenAndServe() }()
+	defer func() { _ = ms.Close() }()
+	log.Info("host listening", "addr", cfg.Addr, "metrics", cfg.MetricsAddr)
 	select {
 	case err := <-errc:
 		return err

@@ -95,19 +95,22 @@ type ServerConfig struct {
 	Auth      *walletauth.Service
 	Owner     *ownership.Service
 	Platforms map[string]string // API key -> platform id
-	Log       *slog.Logger
+	// Telemetry receives the records of the host and of the Idempotency-Key
+	// middleware, and every error the API answers (under apierror.Observe).
+	Telemetry Telemetry
 }
 
 // NewServer creates the host's tables when missing and returns the host.
 func NewServer(ctx context.Context, c ServerConfig) (*Server, error) {
-	if c.Pool == nil || c.Store == nil || c.Auth == nil || c.Owner == nil || c.Log == nil || len(c.Platforms) == 0 {
+	if c.Pool == nil || c.Store == nil || c.Auth == nil || c.Owner == nil || c.Telemetry.Log == nil || len(c.Platforms) == 0 {
 		return nil, errors.New("host: pool, store, services, logger and at least one platform key are required")
 	}
-	s := &Server{pool: c.Pool, store: c.Store, auth: c.Auth, owner: c.Owner, platforms: c.Platforms, log: c.Log, t: newTables(c.Store.Schema())}
+	s := &Server{pool: c.Pool, store: c.Store, auth: c.Auth, owner: c.Owner, platforms: c.Platforms, log: c.Telemetry.Log, t: newTables(c.Store.Schema())}
 	if _, err := c.Pool.Exec(ctx, hostMigration(s.t)); err != nil {
 		return nil, fmt.Errorf("host: migrate the host's tables: %w", err)
 	}
-	g, err := idempotency.New(idempotency.Config{Store: c.Store})
+	g, err := idempotency.New(idempotency.Config{Store: c.Store,
+		Logger: c.Telemetry.Log, TracerProvider: c.Telemetry.TracerProvider, MeterProvider: c.Telemetry.MeterProvider})
 	if err != nil {
 		return nil, err
 	}
@@ -138,11 +141,15 @@ func (s *Server) Handler() (http.Handler, error) {
 	mux.Handle("POST /customers/external-accounts/{id}/verify", proof)
 	// EMAIL_OTP login and the wallet's sessions through walletauth's.
 	mux.Handle("/auth/", s.auth.Handler())
-	idem, err := s.guard.Middleware(platformOf, mux)
+	// The Idempotency-Key middleware buffers the answers of keyed
+	// requests; the Observe inside it reports what the routes write, the
+	// outermost one everything else, each answer once, under one request
+	// id (X-Request-Id, which the middleware logs as well).
+	idem, err := s.guard.Middleware(platformOf, apierror.Observe(mux, s.log))
 	if err != nil {
 		return nil, err
 	}
-	return s.authenticate(idem), nil
+	return apierror.Observe(s.authenticate(idem), s.log), nil
 }
 
 func (s *Server) authenticate(next http.Handler) http.Handler {
@@ -155,7 +162,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			}
 		}
 		if platform == "" {
-			apierror.Write(w, apierror.Unauthenticated("missing or unknown API key"))
+			const reason = "missing or unknown API key"
+			s.log.LogAttrs(r.Context(), slog.LevelWarn, "refused", slog.String("operation", "host.authenticate"),
+				slog.String("code", apierror.Unauthorized.String()), slog.String("reason", reason),
+				slog.String("request_id", apierror.RequestID(r.Context())))
+			apierror.Write(w, apierror.Unauthenticated(reason))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), platformKey{}, platform)))

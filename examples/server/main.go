@@ -67,6 +67,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
@@ -182,7 +183,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if _, err := postgres.Migrate(ctx, pool, postgres.Config{}); err != nil {
 			return fmt.Errorf("migrating: %w", err)
 		}
-		if store, err = postgres.New(pool, postgres.Config{}); err != nil {
+		if store, err = postgres.New(pool, postgres.Config{Logger: log}); err != nil {
 			return err
 		}
 	}
@@ -191,7 +192,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		rp.AndroidApps = []passkey.AndroidApp{{Package: *androidPackage, CertFingerprints: androidFingerprints}}
 	}
 	sim, err := sandbox.New(sandbox.Config{Store: store, ClientID: *clientID, ClientSecret: *secret,
-		RelyingParty: rp, Sealer: sealer, CodeMACKey: codeMACKey, SigningKey: signing, ClientHeldKeys: *clientHeld, WebhookURL: *webhookURL})
+		RelyingParty: rp, Sealer: sealer, CodeMACKey: codeMACKey, SigningKey: signing, ClientHeldKeys: *clientHeld, WebhookURL: *webhookURL,
+		Logger: log})
 	if err != nil {
 		return err
 	}
@@ -275,13 +277,16 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
-// logRequests logs each request with its status and duration.
+// logRequests logs each request with its status, duration and request id
+// (the X-Request-Id the simulator answered with, which its own records of
+// the request carry too).
 func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
-		log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start).Round(time.Microsecond))
+		log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start).Round(time.Microsecond),
+			"request_id", w.Header().Get(apierror.RequestIDHeader))
 	})
 }
 

@@ -32,6 +32,7 @@ func (g *Guard) Middleware(scope func(*http.Request) string, next http.Handler) 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, err := FromHeader(r.Header)
 		if err != nil {
+			g.tel.record(withRequestID(r.Context(), r), nil, reasonInvalidKey, err)
 			apierror.Write(w, err)
 			return
 		}
@@ -39,19 +40,22 @@ func (g *Guard) Middleware(scope func(*http.Request) string, next http.Handler) 
 			next.ServeHTTP(w, r)
 			return
 		}
+		ctx := withRequestID(r.Context(), r)
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBody))
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				apierror.Write(w, apierror.New(apierror.InvalidInput, "the request body exceeds %d bytes", g.cfg.MaxBody))
-				return
+				err = apierror.New(apierror.InvalidInput, "the request body exceeds %d bytes", g.cfg.MaxBody)
+			} else {
+				err = apierror.New(apierror.InvalidInput, "the request body could not be read")
 			}
-			apierror.Write(w, apierror.New(apierror.InvalidInput, "the request body could not be read"))
+			g.tel.record(ctx, nil, reasonInvalidBody, err)
+			apierror.Write(w, err)
 			return
 		}
 		req := Request{Scope: scope(r), Key: key, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: body}
 		var rec *recorder
-		resp, replayed, err := g.Do(r.Context(), req, func(ctx context.Context) (Response, error) {
+		resp, replayed, err := g.Do(ctx, req, func(ctx context.Context) (Response, error) {
 			rec = &recorder{header: http.Header{}}
 			r2 := r.WithContext(ctx)
 			r2.Body = io.NopCloser(bytes.NewReader(body))

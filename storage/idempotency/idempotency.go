@@ -53,6 +53,32 @@
 //
 // From ExpiresAt on, a key is free and the next request with it executes
 // again. [storage.Store.Sweep] deletes expired records.
+//
+// # Telemetry
+//
+// With [Config.TracerProvider], [Config.MeterProvider] and [Config.Logger]
+// set, every keyed request is recorded, under the instrumentation scope
+// "github.com/walletgate/walletgate/storage/idempotency", with what the
+// guard did as walletgate.reason: executed (the response is stored),
+// released (the request failed or its response was not final: the key is
+// free), not_stored (storing the response failed: a repeat may execute
+// again once the lease ends), replayed, mismatch and in_progress (409),
+// invalid_key and invalid_body (400), no_scope and store (500, nothing
+// executed). Each is:
+//
+//   - a count of walletgate.idempotency.outcomes with walletgate.reason,
+//     walletgate.outcome (ok for executed, released and replayed; refused
+//     for a 409 or 400; error otherwise) and walletgate.code (the API error
+//     code of the guard's own answer);
+//   - the same attributes on a span "idempotency.do" (by [Guard.Do]; the
+//     function it runs is its child), with status Error for outcome error;
+//   - a log record with request_id (the request's [RequestIDHeader], when
+//     the middleware handled it), reason and code: Info for a replay and a
+//     409, Debug for an execution and a 400, Error with the cause (error)
+//     for a 500 and for not_stored; a failed release logs at Error too.
+//
+// A replay also carries "Idempotent-Replayed: true", which an access log
+// can show. No key, body, fingerprint or stored response is ever recorded.
 package idempotency
 
 import (
@@ -63,8 +89,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/storage"
@@ -109,16 +139,28 @@ type Config struct {
 	// MaxBody bounds the request body the middleware reads; zero means
 	// DefaultMaxBody. A larger body is 400 INVALID_INPUT.
 	MaxBody int64
+	// Logger receives a record of each keyed request's outcome (replay,
+	// conflict, bad key, in progress, execution) with the request id, and
+	// the cause of each 500 answer and failed store write at Error; never
+	// a key, a body or a stored response. Nil discards.
+	Logger *slog.Logger
+	// TracerProvider receives the package's spans; nil means no tracing (a
+	// no-op provider, not the global one). No attribute carries a secret.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the package's metrics; nil means none (a no-op
+	// provider, not the global one). No attribute carries a secret.
+	MeterProvider metric.MeterProvider
 }
 
 // Guard runs requests at most once per Idempotency-Key. It is safe for
 // concurrent use, also by several processes sharing one store.
 type Guard struct {
 	cfg Config // normalized
+	tel telemetry
 }
 
 // New returns a Guard keeping its records in cfg.Store. It fails only when
-// cfg.Store is nil.
+// cfg.Store is nil or cfg.MeterProvider refuses the guard's instruments.
 func New(cfg Config) (*Guard, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("idempotency: Config.Store is required")
@@ -144,7 +186,11 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
-	return &Guard{cfg: cfg}, nil
+	tel, err := newTelemetry(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Guard{cfg: cfg, tel: tel}, nil
 }
 
 // Request is what identifies a request: the caller's Scope, the Key as the
@@ -277,20 +323,30 @@ func (g *Guard) Do(ctx context.Context, req Request, fn func(context.Context) (R
 		resp, err = fn(ctx)
 		return resp, false, err
 	}
+	ctx, span := g.tel.tracer.Start(ctx, "idempotency.do")
+	reason, own := reasonReleased, error(nil) // a panic of fn releases the key
+	defer func() {
+		g.tel.record(ctx, span, reason, own)
+		span.End()
+	}()
 	if req.Scope == "" {
-		return Response{}, false, apierror.Internal(ErrNoScope)
+		reason, own = reasonNoScope, apierror.Internal(ErrNoScope)
+		return Response{}, false, own
 	}
 	key, err := ParseKey(req.Key)
 	if err != nil {
+		reason, own = reasonInvalidKey, err
 		return Response{}, false, err
 	}
 	fp, err := Fingerprint(req.Method, req.Path, req.Query, req.Body)
 	if err != nil {
+		reason, own = reasonInvalidBody, err
 		return Response{}, false, err
 	}
 	var tok [16]byte
 	if _, err := io.ReadFull(g.cfg.Rand, tok[:]); err != nil {
-		return Response{}, false, apierror.Internal(err)
+		reason, own = reasonStore, apierror.Internal(err)
+		return Response{}, false, own
 	}
 	now := g.cfg.Clock()
 	rec := storage.IdempotencyRecord{Scope: req.Scope, Key: key, Token: hex.EncodeToString(tok[:]), Fingerprint: fp,
@@ -317,18 +373,24 @@ func (g *Guard) Do(ctx context.Context, req Request, fn func(context.Context) (R
 		return err
 	})
 	if err != nil {
+		reason = reasonStore
 		if e := apierror.As(err); e != nil && e.Status() < 500 {
+			own = e
 			return Response{}, false, e
 		}
-		return Response{}, false, apierror.Internal(err)
+		own = apierror.Internal(err)
+		return Response{}, false, own
 	}
 	if !won {
 		switch {
 		case !bytes.Equal(prior.Fingerprint, fp):
-			return Response{}, false, conflict(ErrMismatch)
+			reason, own = reasonMismatch, conflict(ErrMismatch)
+			return Response{}, false, own
 		case prior.State != storage.IdempotencyComplete:
-			return Response{}, false, conflict(ErrInProgress)
+			reason, own = reasonInProgress, conflict(ErrInProgress)
+			return Response{}, false, own
 		}
+		reason = reasonReplayed
 		return Response{Status: prior.Status, Header: http.Header(prior.Header), Body: prior.Body}, true, nil
 	}
 
@@ -336,9 +398,12 @@ func (g *Guard) Do(ctx context.Context, req Request, fn func(context.Context) (R
 	// effects of fn happened either way.
 	bg := context.WithoutCancel(ctx)
 	release := func() {
-		_ = g.cfg.Store.Atomic(bg, func(tx storage.Tx) error {
+		if err := g.cfg.Store.Atomic(bg, func(tx storage.Tx) error {
 			return tx.Idempotency().Release(bg, rec.Scope, rec.Key, rec.Token)
-		}) // a reservation left behind ends with its lease
+		}); err != nil {
+			// The reservation left behind ends with its lease.
+			g.tel.storeFailed(bg, "releasing the key", err)
+		}
 	}
 	fnCtx, cancel := context.WithTimeout(ctx, g.cfg.Lease) // real time, whatever Config.Clock says
 	func() {
@@ -360,7 +425,11 @@ func (g *Guard) Do(ctx context.Context, req Request, fn func(context.Context) (R
 	done.State, done.Status, done.Body = storage.IdempotencyComplete, resp.Status, resp.Body
 	done.Header = g.selected(resp.Header)
 	done.ExpiresAt = g.cfg.Clock().Add(g.cfg.TTL)
-	_ = g.cfg.Store.Atomic(bg, func(tx storage.Tx) error { return tx.Idempotency().Complete(bg, &done) })
+	reason = reasonExecuted
+	if err := g.cfg.Store.Atomic(bg, func(tx storage.Tx) error { return tx.Idempotency().Complete(bg, &done) }); err != nil {
+		// A repeat may execute again once the lease ends.
+		reason, own = reasonNotStored, err
+	}
 	return resp, false, nil
 }
 

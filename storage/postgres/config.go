@@ -3,7 +3,11 @@ package postgres
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultSchema is the schema the store uses when [Config.Schema] is empty.
@@ -30,6 +34,17 @@ type Config struct {
 	// failed with a serialization failure (40001) or a deadlock (40P01).
 	// 0 means [DefaultMaxRetries]; a negative value disables retries.
 	MaxRetries int
+	// Logger receives a Warn record for each transaction whose
+	// serialization retries ran out and an Error record for each transaction
+	// that failed unexpectedly (the error, never the statement arguments). Nothing secret
+	// is logged. Nil discards.
+	Logger *slog.Logger
+	// TracerProvider receives the package's spans; nil means no tracing (a
+	// no-op provider, not the global one). No attribute carries a secret.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the package's metrics; nil means none (a no-op
+	// provider, not the global one). No attribute carries a secret.
+	MeterProvider metric.MeterProvider
 
 	backoff time.Duration // base delay between retries; 0 means defaultBackoff
 }

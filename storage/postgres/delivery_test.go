@@ -161,7 +161,7 @@ func TestRelayReplicas(t *testing.T) {
 	stores := relayReplicas(t, 4)
 	signer := newWebhookSigner(t)
 	in := newInbox(t, signer)
-	pub, err := webhook.NewPublisher(in.srv.URL, signer, nil)
+	pub, err := webhook.NewPublisher(webhook.PublisherConfig{Target: in.srv.URL, Signer: signer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestRelayReplicaKilled(t *testing.T) {
 	stores := relayReplicas(t, 2)
 	signer := newWebhookSigner(t)
 	in := newInbox(t, signer)
-	pub, err := webhook.NewPublisher(in.srv.URL, signer, nil)
+	pub, err := webhook.NewPublisher(webhook.PublisherConfig{Target: in.srv.URL, Signer: signer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestRelayReplicaKilled(t *testing.T) {
 func BenchmarkRelayThroughput(b *testing.B) {
 	signer := newWebhookSigner(b)
 	in := newInbox(b, signer)
-	pub, err := webhook.NewPublisher(in.srv.URL, signer, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}})
+	pub, err := webhook.NewPublisher(webhook.PublisherConfig{Target: in.srv.URL, Signer: signer, Client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestRelayGracefulShutdown(t *testing.T) {
 	stores := relayReplicas(t, 2)
 	signer := newWebhookSigner(t)
 	in := newInbox(t, signer)
-	pub, err := webhook.NewPublisher(in.srv.URL, signer, nil)
+	pub, err := webhook.NewPublisher(webhook.PublisherConfig{Target: in.srv.URL, Signer: signer})
 	if err != nil {
 		t.Fatal(err)
 	}

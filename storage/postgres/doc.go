@@ -171,4 +171,36 @@
 // an error wrapping [ErrUnstorable] before any statement is sent, so the
 // transaction stays usable; lookups by such a key answer
 // [storage.ErrNotFound], since no stored record can have it.
+//
+// # Telemetry
+//
+// With [Config.TracerProvider], [Config.MeterProvider] and [Config.Logger]
+// set, every [Store.Atomic] call (inside a host transaction too) is
+// recorded under the instrumentation scope
+// "github.com/walletgate/walletgate/storage/postgres":
+//
+//   - a client span "storage.transaction" with db.system.name=postgresql,
+//     walletgate.transaction.retries (the reruns, when any) and, when it
+//     failed, error.type (the SQLSTATE when the database answered, the API
+//     error code or storage sentinel the function returned, or
+//     context.Canceled, context.DeadlineExceeded, _OTHER); its status is
+//     Error only for outcome "error";
+//   - walletgate.storage.transaction.duration, a histogram in seconds
+//     (retries and their backoff included) with db.system.name,
+//     walletgate.outcome (ok; refused when the function rolled back with an
+//     answer of the contract such as storage.ErrNotFound, storage.ErrConflict
+//     or a 4xx *apierror.Error; error otherwise) and error.type;
+//   - walletgate.storage.transaction.retries, a counter of reruns after a
+//     serialization failure, a deadlock or a connection lost before
+//     anything was sent;
+//   - a Warn record when the reruns ran out (ErrRerun) and an Error record
+//     for any other failure of outcome "error" but a cancelled context,
+//     with the keys operation, code (the error type), retries and error.
+//     The server's message text is replaced by its SQLSTATE and constraint
+//     name in the logged error, since it may quote a value of the
+//     statement; no statement argument is ever recorded.
+//
+// Without providers the telemetry costs about a hundred nanoseconds and no
+// allocation per transaction: no span is started and the measurements go
+// to no-op instruments (see BenchmarkTransactionTelemetry).
 package postgres

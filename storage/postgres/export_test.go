@@ -28,3 +28,9 @@ func SweepSQL(s *Store) []string { return s.q.sweep[:] }
 // LeaseSQL returns the statement of s that Outbox.Lease of limit events
 // runs.
 func LeaseSQL(s *Store, limit int) string { return s.leaseSQL(limit) }
+
+// AtomicBare is Atomic without its telemetry.
+func AtomicBare(s *Store, ctx context.Context, fn func(storage.Tx) error) error {
+	var retries int
+	return s.atomic(ctx, fn, &retries)
+}

@@ -22,14 +22,15 @@ type Store struct {
 	// leases holds the lease statement rendered for each limit asked
 	// (int to string).
 	leases sync.Map
+	tel    telemetry
 }
 
 var _ storage.Store = (*Store)(nil)
 
 // New returns a store on pool using the tables of cfg.Schema. It does no
 // I/O; run [Migrate] with the same schema (once per deployment or at every
-// start) before using the store. It fails only for a nil pool or a setting
-// out of range.
+// start) before using the store. It fails only for a nil pool, a setting
+// out of range, or a MeterProvider that refuses the store's instruments.
 func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("postgres: pool is nil")
@@ -38,10 +39,15 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	tel, err := newTelemetry(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return &Store{
 		pool: pool,
 		cfg:  cfg,
 		q:    renderQueries(pgx.Identifier{cfg.Schema}.Sanitize()),
+		tel:  tel,
 	}, nil
 }
 

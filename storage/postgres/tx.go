@@ -95,7 +95,16 @@ func (t *tx) Idempotency() storage.IdempotencyKeys       { return idemRepo{t} }
 // Given a context of [Store.WithTx], Atomic runs fn inside the host's
 // transaction instead, in a savepoint, once, and commits nothing (see
 // WithTx).
+//
+// Each call is one "storage.transaction" span and one measurement of the
+// transaction metrics (see Telemetry in the package documentation).
 func (s *Store) Atomic(ctx context.Context, fn func(storage.Tx) error) error {
+	return s.observed(ctx, fn)
+}
+
+// atomic is Atomic without its telemetry; it sets *retries to the number
+// of reruns so far.
+func (s *Store) atomic(ctx context.Context, fn func(storage.Tx) error, retries *int) error {
 	if b := bindingOf(ctx); b != nil {
 		return s.atomicHost(ctx, b, fn)
 	}
@@ -103,6 +112,7 @@ func (s *Store) Atomic(ctx context.Context, fn func(storage.Tx) error) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		*retries = attempt
 		err := s.attempt(ctx, fn)
 		if err == nil {
 			return nil

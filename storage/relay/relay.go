@@ -44,6 +44,36 @@
 // Expired records, delivered events included, are deleted by a sweeper:
 // run a storage/sweep.Sweeper next to the relay rather than a ticker of your
 // own.
+//
+// # Telemetry
+//
+// With [Config.TracerProvider], [Config.MeterProvider] and [Config.Logger]
+// set, a relay records, under the instrumentation scope
+// "github.com/walletgate/walletgate/storage/relay":
+//
+//   - a span "relay.lease" per lease (walletgate.relay.leased: the events
+//     leased; error.type and status Error when the store failed), and a
+//     span "relay.publish" per Publish, the parent of the publisher's own
+//     spans (walletgate.event.type, walletgate.relay.attempt; error.type and
+//     status Error when it failed);
+//   - counters walletgate.relay.deliveries (Publish calls by
+//     walletgate.outcome ok or error, walletgate.event.type, and error.type
+//     for failures), walletgate.relay.retries (failures scheduled for
+//     another attempt), walletgate.relay.parked, walletgate.relay.lost_leases
+//     (outcomes not recorded because the lease had ended) and
+//     walletgate.relay.store_errors (by walletgate.operation: lease, record,
+//     backlog);
+//   - when the Store implements [BacklogStore], observable gauges
+//     walletgate.relay.backlog (events neither delivered nor parked) and
+//     walletgate.relay.oldest_age (seconds since the earliest of them was
+//     created, 0 when there is none), read from the store at each
+//     collection: every relay on a store reports the same values;
+//   - log records: Warn for a failed Publish (event_id, event_type,
+//     attempt, error) and for outcomes lost with an ended lease; Error for
+//     a parked event and for each store error (operation, error), which
+//     also goes to [Config.OnStoreError].
+//
+// No payload is ever recorded; an event's type is, its account never.
 package relay
 
 import (
@@ -54,10 +84,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -130,9 +164,25 @@ type Config struct {
 	// context is cancelled may run on before they are abandoned and their
 	// events released. Default DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
-	// OnFailure, when set, is called with each failed Publish (for logs and
-	// metrics); it must not block.
+	// OnFailure, when set, is called with each failed Publish; it must not
+	// block. It does not see the errors of the store: OnStoreError does.
 	OnFailure func(e storage.Event, err error)
+	// OnStoreError, when set, is called with each failed store operation
+	// of the relay: op is [OpLease], [OpRecord] or [OpBacklog]. A lease
+	// error leaves nothing leased; after a record error the batch's events
+	// are published again once their lease ends. It must not block.
+	OnStoreError func(op string, err error)
+	// Logger receives a Warn record for each failed Publish and for
+	// outcomes lost with an ended lease, and an Error record for each
+	// parked event and each store error, with the event id and type (never
+	// the payload). Nil discards.
+	Logger *slog.Logger
+	// TracerProvider receives the package's spans; nil means no tracing (a
+	// no-op provider, not the global one). No attribute carries a secret.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the package's metrics; nil means none (a no-op
+	// provider, not the global one). No attribute carries a secret.
+	MeterProvider metric.MeterProvider
 }
 
 // Relay delivers the events of one store. Its methods are safe for
@@ -141,6 +191,7 @@ type Relay struct {
 	cfg   Config
 	types map[string]bool
 	mu    sync.Mutex // guards cfg.Rand
+	tel   telemetry
 }
 
 // Result counts what one [Relay.RunOnce] did.
@@ -160,7 +211,10 @@ type Result struct {
 	Released int
 }
 
-// New checks cfg and returns a relay.
+// New checks cfg and returns a relay. It fails for a missing Store or
+// Publisher, MaxBackoff below MinBackoff, a failing Rand, or a
+// MeterProvider that refuses the relay's instruments or the backlog
+// callback.
 func New(cfg Config) (*Relay, error) {
 	if cfg.Store == nil || cfg.Publisher == nil {
 		return nil, errors.New("relay: Config.Store and Config.Publisher are required")
@@ -199,6 +253,9 @@ func New(cfg Config) (*Relay, error) {
 		cfg.Owner = "relay-" + hex.EncodeToString(b[:])
 	}
 	r := &Relay{cfg: cfg}
+	if err := newTelemetry(r); err != nil {
+		return nil, err
+	}
 	if len(cfg.Types) > 0 {
 		r.types = make(map[string]bool, len(cfg.Types))
 		for _, t := range cfg.Types {
@@ -213,7 +270,8 @@ func (r *Relay) Owner() string { return r.cfg.Owner }
 
 // Run delivers events until ctx is done, and then returns ctx's error. It
 // leases again at once after a full batch, and waits Poll otherwise. An
-// error of the store is retried after Poll (OnFailure does not see it).
+// error of the store is reported (see [Config.OnStoreError]) and retried
+// after Poll.
 //
 // Cancelling ctx stops the relay gracefully (see Shutdown in the package
 // documentation): Run returns once the deliveries in flight have finished
@@ -253,12 +311,7 @@ func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	var batch []storage.Event
-	err := r.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		batch, err = tx.Outbox().Lease(ctx, r.cfg.Owner, r.cfg.Clock(), r.cfg.Lease, r.cfg.Batch)
-		return err
-	})
+	batch, err := r.lease(ctx)
 	if err != nil || len(batch) == 0 {
 		return Result{}, err
 	}
@@ -283,7 +336,7 @@ func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			err := r.publish(pctx, e)
+			err := r.observedPublish(pctx, e)
 			outs[i].err = err
 			if err != nil && errors.Is(context.Cause(pctx), errShutdown) {
 				outs[i].err, outs[i].released = errShutdown, true
@@ -297,7 +350,9 @@ func (r *Relay) RunOnce(ctx context.Context) (Result, error) {
 	wg.Wait()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Lease/2)
 	defer cancel()
-	return r.record(rctx, outs)
+	res, parked, err := r.record(rctx, outs)
+	r.recorded(rctx, res, parked, err)
+	return res, err
 }
 
 // draining returns the context of the deliveries of one batch: it is not
@@ -338,9 +393,11 @@ func (r *Relay) publish(ctx context.Context, e storage.Event) (err error) {
 
 // record writes the outcomes of one batch in one transaction. An event
 // whose lease another relay took (ErrConflict) or that is settled already
-// (ErrNotFound) counts as lost; the others are recorded regardless.
-func (r *Relay) record(ctx context.Context, outs []outcome) (Result, error) {
+// (ErrNotFound) counts as lost; the others are recorded regardless. It
+// also returns the events it parked.
+func (r *Relay) record(ctx context.Context, outs []outcome) (Result, []storage.Event, error) {
 	var res Result
+	var parked []storage.Event
 	now := r.cfg.Clock()
 	var delivered []string
 	for _, o := range outs {
@@ -349,7 +406,7 @@ func (r *Relay) record(ctx context.Context, outs []outcome) (Result, error) {
 		}
 	}
 	err := r.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-		res = Result{}
+		res, parked = Result{}, parked[:0]
 		ob := tx.Outbox()
 		if len(delivered) > 0 {
 			if err := ob.MarkDelivered(ctx, delivered, now); err != nil {
@@ -391,11 +448,13 @@ func (r *Relay) record(ctx context.Context, outs []outcome) (Result, error) {
 				}
 			case err != nil:
 				return err
+			case now.Sub(o.e.CreatedAt) >= r.cfg.MaxAge:
+				parked = append(parked, o.e)
 			}
 		}
 		return nil
 	})
-	return res, err
+	return res, parked, err
 }
 
 // backoff returns the wait before attempt n+1 after n failures: MinBackoff

@@ -397,8 +397,9 @@ func TestFaultsOnLoopback(t *testing.T) {
 			}
 			var url atomic.Value
 			url.Store(target)
-			pub, err := webhook.NewRoutedPublisher(func(storage.Event) (string, error) { return url.Load().(string), nil },
-				signer, &http.Client{Timeout: 100 * time.Millisecond})
+			pub, err := webhook.NewPublisher(webhook.PublisherConfig{
+				Route:  func(storage.Event) (string, error) { return url.Load().(string), nil },
+				Signer: signer, Client: &http.Client{Timeout: 100 * time.Millisecond}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Sessions", testSessions},
 		{"PendingRequests", testPendingRequests},
 		{"Outbox", testOutbox},
+		{"Backlog", testBacklog},
 		{"RateLimits", testRateLimits},
 		{"Idempotency", testIdempotency},
 		{"Atomic", testAtomic},

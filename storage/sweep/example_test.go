@@ -3,6 +3,7 @@ package sweep_test
 import (
 	"context"
 	"log"
+	"log/slog"
 	"time"
 
 	"github.com/walletgate/walletgate/storage/memory"
@@ -11,10 +12,11 @@ import (
 
 // A host starts one sweeper next to its handlers and stops it on shutdown:
 // every minute it deletes the records that expired more than an hour ago.
+// A failed sweep is logged at Error through the host's logger.
 func ExampleSweeper_Run() {
 	store := memory.New() // in production: the postgres store of the service
 	sw, err := sweep.New(sweep.Config{Store: store, Interval: time.Minute, Margin: time.Hour,
-		OnError: func(err error) { log.Print(err) }})
+		Logger: slog.Default()})
 	if err != nil {
 		log.Fatal(err)
 	}

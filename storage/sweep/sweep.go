@@ -10,13 +10,28 @@
 // once, whoever sweeps it). A record is swept only Margin after it expired,
 // so a client retrying just after an expiry still hears "expired" rather
 // than "unknown".
+//
+// # Telemetry
+//
+// With [Config.TracerProvider], [Config.MeterProvider] and [Config.Logger]
+// set, a Sweeper records, under the instrumentation scope
+// "github.com/walletgate/walletgate/storage/sweep", a span "sweep.run" per
+// [Sweeper.RunOnce] (walletgate.sweep.deleted; status Error when the store
+// failed), the counters walletgate.sweep.deleted (records deleted) and
+// walletgate.sweep.failures (sweeps ended by a store error), and an Error
+// record (operation, deleted, error) for each failed sweep of
+// [Sweeper.Run]. No record's content is recorded.
 package sweep
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -49,16 +64,28 @@ type Config struct {
 	// OnError, when set, is called with each failed sweep of [Sweeper.Run]
 	// (for logs and metrics); it must not block. Run goes on after it.
 	OnError func(error)
+	// Logger receives an Error record for each failed sweep of
+	// [Sweeper.Run], with the store's error. Nothing secret is logged. Nil
+	// discards.
+	Logger *slog.Logger
+	// TracerProvider receives the package's spans; nil means no tracing (a
+	// no-op provider, not the global one). No attribute carries a secret.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the package's metrics; nil means none (a no-op
+	// provider, not the global one). No attribute carries a secret.
+	MeterProvider metric.MeterProvider
 }
 
 // Sweeper deletes the expired records of one store. It is safe for
 // concurrent use, though one Run per process is the normal use.
 type Sweeper struct {
 	cfg Config
+	tel telemetry
 }
 
 // New checks cfg and returns a sweeper. A nil Store or a negative Interval,
-// Margin or Batch is an error naming the field.
+// Margin or Batch is an error naming the field, as is a MeterProvider that
+// refuses the sweeper's instruments.
 func New(cfg Config) (*Sweeper, error) {
 	switch {
 	case cfg.Store == nil:
@@ -82,16 +109,21 @@ func New(cfg Config) (*Sweeper, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	return &Sweeper{cfg: cfg}, nil
+	tel, err := newTelemetry(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Sweeper{cfg: cfg, tel: tel}, nil
 }
 
 // RunOnce deletes every record that expired before Clock()-Margin, read
 // once: it calls Store.Sweep with Batch until a call deletes fewer than
 // Batch records. It returns how many it deleted, with the first error of
 // the store or of ctx (the batches before it stay deleted).
-func (s *Sweeper) RunOnce(ctx context.Context) (int, error) {
+func (s *Sweeper) RunOnce(ctx context.Context) (total int, err error) {
+	ctx, span := s.tel.tracer.Start(ctx, "sweep.run")
+	defer func() { s.tel.ended(ctx, span, total, err) }()
 	cutoff := s.cfg.Clock().Add(-s.cfg.Margin)
-	total := 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return total, err
@@ -108,14 +140,18 @@ func (s *Sweeper) RunOnce(ctx context.Context) (int, error) {
 }
 
 // Run sweeps at once and then every Interval until ctx is done, and then
-// returns ctx's error. A failed sweep is reported to OnError and tried again
-// at the next interval.
+// returns ctx's error. A failed sweep is logged at Error, reported to
+// OnError and tried again at the next interval.
 func (s *Sweeper) Run(ctx context.Context) error {
 	t := time.NewTicker(s.cfg.Interval)
 	defer t.Stop()
 	for {
-		if _, err := s.RunOnce(ctx); err != nil && ctx.Err() == nil && s.cfg.OnError != nil {
-			s.cfg.OnError(err)
+		if n, err := s.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			s.tel.logger.LogAttrs(ctx, slog.LevelError, "sweep: sweeping expired records failed",
+				slog.String("operation", "sweep.run"), slog.Int("deleted", n), slog.String("error", err.Error()))
+			if s.cfg.OnError != nil {
+				s.cfg.OnError(err)
+			}
 		}
 		select {
 		case <-ctx.Done():

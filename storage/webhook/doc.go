@@ -74,4 +74,28 @@
 //	WALLETGATE_WRITE_VECTORS=1 go test -run TestWriteGoSignedVectors ./storage/webhook/
 //	node storage/webhook/testdata/webcrypto/generate.mjs
 //	go test ./storage/webhook/
+//
+// # Telemetry
+//
+// A [Publisher] given the providers of [PublisherConfig] records, under the
+// instrumentation scope "github.com/walletgate/walletgate/storage/webhook",
+// for each delivery ([Publisher.Send], and so [Publisher.Publish]):
+//
+//   - a client span "webhook.deliver" with http.request.method (POST),
+//     server.address and server.port of the receiver,
+//     http.response.status_code, walletgate.event.type, and on failure
+//     error.type (the status code, a transport failure such as timeout or
+//     net.dial, or not_sent when the event or its route was refused before
+//     sending) with status Error;
+//   - walletgate.webhook.deliveries, a counter by walletgate.outcome (ok for
+//     2xx and 409, error otherwise), http.response.status_code,
+//     walletgate.event.type and error.type;
+//   - walletgate.webhook.delivery.duration, a histogram in seconds with the
+//     same attributes;
+//   - a Debug record for each delivery refused or unanswered, an Error
+//     record for an event refused before sending.
+//
+// The body, the signature header, the response body and the URL's path and
+// query (which may carry a credential) are never recorded, and the errors a
+// Publisher returns do not quote the URL either.
 package webhook

@@ -67,7 +67,7 @@ func ExamplePublisher_Publish() {
 	}))
 	defer receiver.Close()
 
-	pub, _ := webhook.NewPublisher(receiver.URL, signer, &http.Client{Timeout: 5 * time.Second})
+	pub, _ := webhook.NewPublisher(webhook.PublisherConfig{Target: receiver.URL, Signer: signer, Client: &http.Client{Timeout: 5 * time.Second}})
 	e := storage.Event{
 		ID:      "Webhook:0b5c6f4e-2d3a-4f1b-9c8d-7e6f5a4b3c2d",
 		Type:    "EXTERNAL_ACCOUNT.STATUS_UPDATED",

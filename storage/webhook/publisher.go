@@ -7,10 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -29,36 +33,73 @@ type Publisher struct {
 	route  func(storage.Event) (string, error)
 	signer *Signer
 	client *http.Client
+	tel    telemetry
 }
 
-// NewPublisher returns a Publisher that posts every event to target, an
-// absolute http or https URL. See [NewRoutedPublisher] for client.
-func NewPublisher(target string, signer *Signer, client *http.Client) (*Publisher, error) {
-	if err := checkURL(target); err != nil {
-		return nil, err
-	}
-	return NewRoutedPublisher(func(storage.Event) (string, error) { return target, nil }, signer, client)
+// PublisherConfig configures [NewPublisher]. Signer and exactly one of
+// Target and Route are required.
+type PublisherConfig struct {
+	// Target is the absolute http or https URL every event is posted to.
+	Target string
+	// Route, instead of Target, returns the URL of each event (an error
+	// from it fails that Publish; the URL is checked as Target is).
+	Route func(storage.Event) (string, error)
+	// Signer signs every body.
+	Signer *Signer
+	// Client sends the requests; nil means one with [DefaultTimeout]. It
+	// is copied with redirects switched off: a 3xx answer is a failed
+	// delivery, so a signed body is only ever sent to a URL the host chose.
+	Client *http.Client
+	// Logger receives a Debug record for each delivery the receiver
+	// refused or did not answer (storage/relay logs the failed Publish at
+	// Warn) and an Error record for an event refused before sending (not
+	// an envelope, no route), with the event id and type and the status
+	// or error; never the body, the signature, the URL's path or query or
+	// the response body. Nil discards.
+	Logger *slog.Logger
+	// TracerProvider receives a client span "webhook.deliver" per
+	// delivery; nil means no tracing (a no-op provider, not the global
+	// one). No attribute carries the body, the signature or the URL's path
+	// or query.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the delivery counter and duration histogram;
+	// nil means none (a no-op provider, not the global one). No attribute
+	// carries a secret.
+	MeterProvider metric.MeterProvider
 }
 
-// NewRoutedPublisher returns a Publisher that posts each event to the URL
-// route returns for it (an error from route fails that Publish). A nil
-// client means one with [DefaultTimeout]. The client is copied with
-// redirects switched off: a 3xx answer is a failed delivery, so a signed
-// body is only ever sent to a URL the host chose.
-func NewRoutedPublisher(route func(storage.Event) (string, error), signer *Signer, client *http.Client) (*Publisher, error) {
-	if route == nil {
-		return nil, errors.New("webhook: publisher route is nil")
+// NewPublisher returns a Publisher posting the events as cfg says. It fails
+// when cfg.Signer is nil, when neither or both of Target and Route are set,
+// when Target is not an absolute http or https URL, or when
+// cfg.MeterProvider refuses the publisher's instruments.
+func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
+	if cfg.Signer == nil {
+		return nil, errors.New("webhook: PublisherConfig.Signer is nil")
 	}
-	if signer == nil {
-		return nil, errors.New("webhook: publisher signer is nil")
+	route := cfg.Route
+	switch {
+	case cfg.Target != "" && route != nil:
+		return nil, errors.New("webhook: PublisherConfig sets both Target and Route")
+	case cfg.Target != "":
+		if err := checkURL(cfg.Target); err != nil {
+			return nil, err
+		}
+		target := cfg.Target
+		route = func(storage.Event) (string, error) { return target, nil }
+	case route == nil:
+		return nil, errors.New("webhook: PublisherConfig needs a Target or a Route")
 	}
 	c := &http.Client{Timeout: DefaultTimeout}
-	if client != nil {
-		cc := *client
+	if cfg.Client != nil {
+		cc := *cfg.Client
 		c = &cc
 	}
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Publisher{route: route, signer: signer, client: c}, nil
+	tel, err := newTelemetry(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Publisher{route: route, signer: cfg.Signer, client: c, tel: tel}, nil
 }
 
 func checkURL(target string) error {
@@ -83,7 +124,8 @@ type DeliveryError struct {
 	Status int
 	// Body is the start of the receiver's response body.
 	Body string
-	// Err is the transport error when Status is 0, otherwise nil.
+	// Err is the transport error when Status is 0, otherwise nil. It names
+	// the receiver's host, never the URL's path or query.
 	Err error
 }
 
@@ -125,38 +167,60 @@ func (r Response) Delivered() bool { return r.Status/100 == 2 || r.Status == htt
 // payload is not an envelope with id e.ID is refused without sending (a
 // plain error: retrying cannot help).
 func (p *Publisher) Send(ctx context.Context, e storage.Event) (Response, error) {
+	ctx, d := p.tel.begin(ctx, e)
+	req, err := p.request(ctx, e)
+	if err != nil {
+		d.failed(err, false)
+		return Response{}, err
+	}
+	d.target(req.URL)
+	resp, err := p.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			// Without the URL: its path or query may carry a credential.
+			err = fmt.Errorf("%s %s: %w", ue.Op, req.URL.Host, ue.Err)
+		}
+		d.failed(err, true)
+		return Response{}, &DeliveryError{EventID: e.ID, Err: err}
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
+	r := Response{Status: resp.StatusCode, Body: strings.ToValidUTF8(string(snippet), "\uFFFD")}
+	d.answered(r.Status, r.Delivered())
+	return r, nil
+}
+
+// request builds the signed request delivering e, or says why e cannot be
+// sent.
+func (p *Publisher) request(ctx context.Context, e storage.Event) (*http.Request, error) {
 	var head struct {
 		ID string `json:"id"`
 	}
 	if err := json.Unmarshal(e.Payload, &head); err != nil || head.ID != e.ID || e.ID == "" {
-		return Response{}, fmt.Errorf("webhook: event %q: payload is not an envelope with that id", e.ID)
+		return nil, fmt.Errorf("webhook: event %q: payload is not an envelope with that id", e.ID)
 	}
 	target, err := p.route(e)
 	if err != nil {
-		return Response{}, fmt.Errorf("webhook: routing %s: %w", e.ID, err)
+		return nil, fmt.Errorf("webhook: routing %s: %w", e.ID, err)
 	}
-	if err := checkURL(target); err != nil {
-		return Response{}, err
+	if checkURL(target) != nil {
+		// Not quoted: a URL's path or query may carry a credential.
+		return nil, fmt.Errorf("webhook: routing %s: the route returned a URL that is not an absolute http or https URL", e.ID)
 	}
 	sig, err := p.signer.Sign(e.Payload)
 	if err != nil {
-		return Response{}, err
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(e.Payload))
 	if err != nil {
-		return Response{}, fmt.Errorf("webhook: delivering %s: %w", e.ID, err)
+		return nil, fmt.Errorf("webhook: delivering %s: %w", e.ID, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(SignatureHeader, sig)
 	req.Header.Set(IDHeader, e.ID)
 	req.Header.Set("User-Agent", "walletgate-webhook/1")
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return Response{}, &DeliveryError{EventID: e.ID, Err: err}
-	}
-	defer resp.Body.Close()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
-	return Response{Status: resp.StatusCode, Body: strings.ToValidUTF8(string(snippet), "\uFFFD")}, nil
+	return req, nil
 }
 
 // Publish sends e as [Publisher.Send] does and returns nil when the answer

@@ -27,7 +27,7 @@ func testEvent() storage.Event {
 
 func newPublisher(t *testing.T, url string, client *http.Client) *webhook.Publisher {
 	t.Helper()
-	p, err := webhook.NewPublisher(url, testSigner(t), client)
+	p, err := webhook.NewPublisher(webhook.PublisherConfig{Target: url, Signer: testSigner(t), Client: client})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,9 +179,9 @@ func TestPublishFailures(t *testing.T) {
 	})
 
 	t.Run("route fails", func(t *testing.T) {
-		p, err := webhook.NewRoutedPublisher(func(e storage.Event) (string, error) {
+		p, err := webhook.NewPublisher(webhook.PublisherConfig{Route: func(e storage.Event) (string, error) {
 			return "", errors.New("no endpoint for " + e.AccountID)
-		}, testSigner(t), nil)
+		}, Signer: testSigner(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,14 +193,18 @@ func TestPublishFailures(t *testing.T) {
 
 func TestNewPublisherRefuses(t *testing.T) {
 	for _, u := range []string{"", "/hook", "ftp://example.com/x", "http://", "://x"} {
-		if _, err := webhook.NewPublisher(u, testSigner(t), nil); err == nil {
+		if _, err := webhook.NewPublisher(webhook.PublisherConfig{Target: u, Signer: testSigner(t)}); err == nil {
 			t.Errorf("URL %q accepted", u)
 		}
 	}
-	if _, err := webhook.NewPublisher("http://127.0.0.1/", nil, nil); err == nil {
+	if _, err := webhook.NewPublisher(webhook.PublisherConfig{Target: "http://127.0.0.1/"}); err == nil {
 		t.Error("nil signer accepted")
 	}
-	if _, err := webhook.NewRoutedPublisher(nil, testSigner(t), nil); err == nil {
-		t.Error("nil route accepted")
+	if _, err := webhook.NewPublisher(webhook.PublisherConfig{Signer: testSigner(t)}); err == nil {
+		t.Error("no target and no route accepted")
+	}
+	route := func(storage.Event) (string, error) { return "http://127.0.0.1/", nil }
+	if _, err := webhook.NewPublisher(webhook.PublisherConfig{Target: "http://127.0.0.1/", Route: route, Signer: testSigner(t)}); err == nil {
+		t.Error("both target and route accepted")
 	}
 }

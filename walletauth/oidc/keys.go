@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // keySource holds the signing keys of one JWKS URL (one issuer, or several
@@ -28,6 +29,7 @@ type keySource struct {
 	getter   *httpGetter
 	clock    func() time.Time
 	lifetime context.Context
+	tel      *telemetry
 
 	mu sync.Mutex
 	// url is the JWKS URL: configured, or found by discovery ("" until then).
@@ -50,8 +52,8 @@ type fetchCall struct {
 }
 
 // newKeySource registers the issuer's configured JWKS URL with the cache.
-func newKeySource(lifetime context.Context, is Issuer, cache *jwk.Cache, g *httpGetter, clock func() time.Time) (*keySource, error) {
-	k := &keySource{issuer: is, cache: cache, getter: g, clock: clock, lifetime: lifetime}
+func newKeySource(lifetime context.Context, is Issuer, cache *jwk.Cache, g *httpGetter, clock func() time.Time, tel *telemetry) (*keySource, error) {
+	k := &keySource{issuer: is, cache: cache, getter: g, clock: clock, lifetime: lifetime, tel: tel}
 	if is.JWKSURL != "" {
 		if err := k.register(is.JWKSURL); err != nil {
 			return nil, err
@@ -128,9 +130,18 @@ func (k *keySource) refetch(ctx context.Context) (jwk.Set, error) {
 // cache. It runs under the verifier's lifetime, not a caller's context, since
 // other callers share its result. When the refresh fails after an earlier
 // success it returns the last good set.
-func (k *keySource) fetch() (jwk.Set, error) {
+func (k *keySource) fetch() (set jwk.Set, err error) {
 	ctx, cancel := context.WithTimeout(k.lifetime, fetchTimeout)
 	defer cancel()
+	ctx, span := k.tel.tracer.Start(ctx, "oidc.jwks.fetch", trace.WithSpanKind(trace.SpanKindClient))
+	var stale error // a failed refresh answered with the last good set
+	defer func() {
+		if stale != nil {
+			k.tel.fetched(ctx, span, k.issuer.ID, stale, true)
+			return
+		}
+		k.tel.fetched(ctx, span, k.issuer.ID, err, false)
+	}()
 	k.mu.Lock()
 	u, primed := k.url, k.primed
 	k.mu.Unlock()
@@ -147,10 +158,11 @@ func (k *keySource) fetch() (jwk.Set, error) {
 		k.url = found
 		k.mu.Unlock()
 	}
-	set, err := k.cache.Refresh(ctx, u)
+	set, err = k.cache.Refresh(ctx, u)
 	if err != nil {
 		if primed {
 			if last, gerr := k.cache.Get(ctx, u); gerr == nil {
+				stale = err
 				return last, nil
 			}
 		}

@@ -41,6 +41,10 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
+	tel, err := newTelemetry(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	lifetime, cancel := context.WithCancel(ctx)
 	v := &Verifier{
 		cfg:    cfg,
@@ -67,7 +71,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 				where = "discovery " + is.ID + " " + is.discoveryURL()
 			}
 			if r.keys = sources[where]; r.keys == nil {
-				if r.keys, err = newKeySource(lifetime, is, cache, getter, cfg.Clock); err != nil {
+				if r.keys, err = newKeySource(lifetime, is, cache, getter, cfg.Clock, tel); err != nil {
 					cancel()
 					return nil, err
 				}

@@ -1,0 +1,65 @@
+package walletauth
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/walletgate/walletgate/apierror"
+)
+
+// BenchmarkOperationTelemetry is the telemetry of one operation alone (its
+// begin and end; ok, or refused with a reason and a Warn record), to set beside
+// BenchmarkVerifyOTPLeg1, which runs two such operations (the verification
+// and the signed-retry challenge): none is the default (no providers, no
+// logger), noop the no-op providers given, sdk the SDK recording every span
+// and metric with a JSON logger to io.Discard.
+func BenchmarkOperationTelemetry(b *testing.B) {
+	refused := apierror.Unauthenticated("Invalid OTP code")
+	for _, tc := range []struct {
+		name string
+		cfg  func(b *testing.B) Config
+	}{
+		{"none", func(*testing.B) Config { return Config{} }},
+		{"noop", func(*testing.B) Config {
+			return Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}
+		}},
+		{"sdk", func(b *testing.B) Config {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+				sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			b.Cleanup(func() {
+				_ = tp.Shutdown(context.Background())
+				_ = mp.Shutdown(context.Background())
+			})
+			return Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), TracerProvider: tp, MeterProvider: mp}
+		}},
+	} {
+		for _, outcome := range []struct {
+			name string
+			err  error
+		}{{"ok", nil}, {"refused", refused}} {
+			b.Run(tc.name+"/"+outcome.name, func(b *testing.B) {
+				cfg := tc.cfg(b)
+				in, err := newInstruments(&cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					ctx, o := in.begin(ctx, opOTPVerify, in.otp)
+					o.end(ctx, outcome.err, otpReason(outcome.err, false), attribute.Int64("walletgate.leg", 1))
+				}
+			})
+		}
+	}
+}
