@@ -63,3 +63,26 @@ func BenchmarkOperationTelemetry(b *testing.B) {
 		}
 	}
 }
+
+// TestTelemetryWithoutProvidersAllocatesNothing: with no providers and no
+// logger, an operation's telemetry allocates nothing when it succeeds, and
+// a verification does not carry a lockout note.
+func TestTelemetryWithoutProvidersAllocatesNothing(t *testing.T) {
+	in, err := newInstruments(&Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Service{tel: in}
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(100, func() {
+		ctx, o := in.begin(ctx, opOTPStart, in.otp)
+		o.end(ctx, nil, otpReason(nil, false))
+		vctx, vo, note := s.beginVerify(ctx, "EMAIL_OTP")
+		if note != nil {
+			t.Fatal("a lockout note with nothing to report it to")
+		}
+		vo.end(vctx, nil)
+	}); n != 0 {
+		t.Fatalf("%v allocations per operation", n)
+	}
+}
