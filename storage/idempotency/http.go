@@ -32,7 +32,7 @@ func (g *Guard) Middleware(scope func(*http.Request) string, next http.Handler) 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, err := FromHeader(r.Header)
 		if err != nil {
-			g.tel.record(withRequestID(r.Context(), r), nil, reasonInvalidKey, err)
+			g.tel.record(r.Context(), nil, reasonInvalidKey, err)
 			apierror.Write(w, err)
 			return
 		}
@@ -40,7 +40,7 @@ func (g *Guard) Middleware(scope func(*http.Request) string, next http.Handler) 
 			next.ServeHTTP(w, r)
 			return
 		}
-		ctx := withRequestID(r.Context(), r)
+		ctx := r.Context()
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBody))
 		if err != nil {
 			var tooLarge *http.MaxBytesError

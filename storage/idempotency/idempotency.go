@@ -72,8 +72,8 @@
 //     code of the guard's own answer);
 //   - the same attributes on a span "idempotency.do" (by [Guard.Do]; the
 //     function it runs is its child), with status Error for outcome error;
-//   - a log record with request_id (the request's [RequestIDHeader], when
-//     the middleware handled it), reason and code: Info for a replay and a
+//   - a log record with request_id (the id [apierror.Observe] gave the
+//     request, when the guard runs behind it), reason and code: Info for a replay and a
 //     409, Debug for an execution and a 400, Error with the cause (error)
 //     for a 500 and for not_stored; a failed release logs at Error too.
 //

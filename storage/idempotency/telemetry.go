@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -21,12 +20,6 @@ import (
 // scope is the instrumentation scope of the guard's spans and metrics.
 const scope = "github.com/walletgate/walletgate/storage/idempotency"
 
-// RequestIDHeader is the request header whose value the middleware logs as
-// request_id (at most [maxRequestID] bytes of it), so that its records
-// meet the host's access log.
-const RequestIDHeader = "X-Request-Id"
-
-const maxRequestID = 128
 
 // Reasons: what the guard did with a keyed request, the walletgate.reason
 // of its metric, span and log records.
@@ -78,24 +71,9 @@ func newTelemetry(cfg Config) (telemetry, error) {
 	return t, nil
 }
 
-type requestIDKey struct{}
-
-// withRequestID returns ctx carrying the request id of r, if it has one.
-func withRequestID(ctx context.Context, r *http.Request) context.Context {
-	id := r.Header.Get(RequestIDHeader)
-	if id == "" {
-		return ctx
-	}
-	if len(id) > maxRequestID {
-		id = id[:maxRequestID]
-	}
-	return context.WithValue(ctx, requestIDKey{}, strings.ToValidUTF8(id, "\uFFFD"))
-}
-
-func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
+// requestID is the id apierror.Observe gave the request, "" when the
+// guard runs outside it.
+func requestID(ctx context.Context) string { return apierror.RequestID(ctx) }
 
 // outcome returns the walletgate.outcome of a reason.
 func outcome(reason string) string {

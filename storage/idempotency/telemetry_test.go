@@ -28,9 +28,9 @@ func TestMiddlewareTelemetry(t *testing.T) {
 	g := newGuard(t, cfg)
 	var runs atomic.Int32
 	scope := func(*http.Request) string { return "Platform:1" }
-	h := middleware(t, g, scope, counter(&runs))
+	h := apierror.Observe(middleware(t, g, scope, counter(&runs)), nil)
 	const bodySecret = `{"secret":"idem-body-secret-77ab"}`
-	rid := func(id string) []string { return []string{idempotency.Header, key, idempotency.RequestIDHeader, id} }
+	rid := func(id string) []string { return []string{idempotency.Header, key, apierror.RequestIDHeader, id} }
 
 	if r := send(t, h, "POST", "/x", bodySecret, rid("req-1")...); r.status != http.StatusCreated {
 		t.Fatalf("first: %d %s", r.status, r.body)
@@ -39,10 +39,10 @@ func TestMiddlewareTelemetry(t *testing.T) {
 		t.Fatalf("repeat not replayed: %d %v", r.status, r.header)
 	}
 	send(t, h, "POST", "/x", `{"other":1}`, rid("req-3")...).wantError(t, http.StatusConflict, apierror.Conflict)
-	send(t, h, "POST", "/x", `{}`, idempotency.Header, "not-a-uuid", idempotency.RequestIDHeader, "req-4").
+	send(t, h, "POST", "/x", `{}`, idempotency.Header, "not-a-uuid", apierror.RequestIDHeader, "req-4").
 		wantError(t, http.StatusBadRequest, apierror.InvalidInput)
-	down := middleware(t, newGuard(t, idempotency.Config{Store: failingStore{store}, Logger: c.logger,
-		TracerProvider: c.tp, MeterProvider: c.mp}), scope, counter(&runs))
+	down := apierror.Observe(middleware(t, newGuard(t, idempotency.Config{Store: failingStore{store}, Logger: c.logger,
+		TracerProvider: c.tp, MeterProvider: c.mp}), scope, counter(&runs)), nil)
 	send(t, down, "POST", "/x", bodySecret, rid("req-5")...).wantError(t, http.StatusInternalServerError, apierror.InternalError)
 	if runs.Load() != 1 {
 		t.Fatalf("%d runs, want 1", runs.Load())
