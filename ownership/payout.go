@@ -345,8 +345,8 @@ func (p *PayoutPolicy) Decide(a *storage.ExternalAccount, pay Payout) (*Decision
 //
 // Errors: those of Decide, 404 REFERENCE_NOT_FOUND (unknown account).
 func (s *Service) CheckPayout(ctx context.Context, p Payout) (d *Decision, err error) {
-	ctx, o := s.tel.begin(ctx, opPayout, s.tel.payouts)
-	defer func() { o.end(ctx, err, ruleOf(d)) }()
+	ctx, o := s.tel.Begin(ctx, opPayout, s.tel.payouts)
+	defer func() { o.End(ctx, err, ruleOf(d)) }()
 	err = s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		a, err := load(ctx, tx, p.AccountID, AnyTree)
 		if err != nil {
@@ -400,8 +400,8 @@ func (s *Service) CheckPayout(ctx context.Context, p Payout) (d *Decision, err e
 // The returned error is an *apierror.Error; return it from the transaction
 // function to roll back.
 func (s *Service) CheckPayoutIn(ctx context.Context, tx storage.Tx, p Payout) (d *Decision, err error) {
-	ctx, o := s.tel.begin(ctx, opPayout, s.tel.payouts)
-	defer func() { o.end(ctx, err, ruleOf(d)) }()
+	ctx, o := s.tel.Begin(ctx, opPayout, s.tel.payouts)
+	defer func() { o.End(ctx, err, ruleOf(d)) }()
 	a, err := hold(ctx, tx, p.AccountID)
 	if err != nil {
 		return nil, apierror.From(err)

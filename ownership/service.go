@@ -351,9 +351,9 @@ type VerifyRequest struct {
 // the signature was not judged, so nothing changes and the challenge stays
 // outstanding.
 func (s *Service) Verify(ctx context.Context, accountID string, req VerifyRequest, tree Tree) (_ *storage.ExternalAccount, err error) {
-	ctx, o := s.tel.begin(ctx, opVerify, s.tel.verify)
-	o.refused = signatureRefused
-	defer func() { o.end(ctx, err) }()
+	ctx, o := s.tel.Begin(ctx, opVerify, s.tel.verify)
+	o.Refused = signatureRefused
+	defer func() { o.End(ctx, err) }()
 	received := s.cfg.Clock()
 	if req.Signature == "" {
 		return nil, apierror.InvalidField("signature", apierror.Length(1, -1), "is required")

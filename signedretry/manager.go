@@ -195,8 +195,8 @@ type payload struct {
 // exceed the cap. A first leg with effects of its own that must commit
 // together with the challenge uses [Manager.Run].
 func (m *Manager) Issue(ctx context.Context, r Request, op Operation) (_ *Challenge, err error) {
-	ctx, o := m.tel.begin(ctx, opIssue, m.tel.outcomes)
-	defer func() { o.end(ctx, err) }()
+	ctx, o := m.tel.Begin(ctx, opIssue, m.tel.outcomes)
+	defer func() { o.End(ctx, err) }()
 	var c *Challenge
 	err = m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
@@ -378,8 +378,8 @@ func (m *Manager) Complete(ctx context.Context, r Request, opType string, effect
 // lock only locks and reads: a decision it makes is taken before the signer
 // is known to be allowed. A nil lock is Complete.
 func (m *Manager) CompleteLocking(ctx context.Context, r Request, opType string, lock, effect Effect) (_ *Authorization, err error) {
-	ctx, o := m.tel.begin(ctx, opComplete, m.tel.outcomes)
-	defer func() { o.end(ctx, err) }()
+	ctx, o := m.tel.Begin(ctx, opComplete, m.tel.outcomes)
+	defer func() { o.End(ctx, err) }()
 	if r.Signature == "" {
 		return nil, apierror.New(apierror.WalletSignatureMissing, "the Service-Wallet-Signature header is required on a signed retry")
 	}
@@ -500,9 +500,9 @@ func (m *Manager) Run(ctx context.Context, r Request, op Steps) (*Authorization,
 
 // runFirst is the first leg of [Manager.Run].
 func (m *Manager) runFirst(ctx context.Context, r Request, op Steps) (_ *Authorization, _ *Challenge, err error) {
-	ctx, o := m.tel.begin(ctx, opIssue, m.tel.outcomes)
-	o.quiet = true // Bind's refusals are the caller's to report
-	defer func() { o.end(ctx, err) }()
+	ctx, o := m.tel.Begin(ctx, opIssue, m.tel.outcomes)
+	o.Quiet = true // Bind's refusals are the caller's to report
+	defer func() { o.End(ctx, err) }()
 	var c *Challenge
 	err = m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		c = nil

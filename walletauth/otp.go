@@ -77,8 +77,8 @@ type ChallengeResponse struct {
 // target bundle. limited applies the re-issue rate limit. The store gets the
 // code's MAC and the sealed target key, never either in plaintext.
 func (s *Service) issueCode(ctx context.Context, c *storage.Credential, limited bool) (bundle string, err error) {
-	ctx, o := s.tel.begin(ctx, opOTPStart, s.tel.otp)
-	defer func() { o.end(ctx, err, otpReason(err, false)) }()
+	ctx, o := s.tel.Begin(ctx, opOTPStart, s.tel.otp)
+	defer func() { o.End(ctx, err, otpReason(err, false)) }()
 	code := SandboxOTPCode
 	if !s.cfg.Sandbox {
 		var err error

@@ -218,9 +218,9 @@ type RefreshRequest struct {
 // session is not active), the 401s of signedretry (a different
 // clientPublicKey on the retry is WALLET_SIGNATURE_BODY_MISMATCH).
 func (s *Service) RefreshSession(ctx context.Context, sessionID string, req RefreshRequest, call signedretry.Request) (_ *AuthSession, _ *signedretry.Challenge, err error) {
-	ctx, o := s.tel.begin(ctx, opRefresh, s.tel.outcomes)
-	o.quiet = call.IsRetry() // signedretry.complete logs the retry's refusals
-	defer func() { o.end(ctx, err) }()
+	ctx, o := s.tel.Begin(ctx, opRefresh, s.tel.outcomes)
+	o.Quiet = call.IsRetry() // signedretry.complete logs the retry's refusals
+	defer func() { o.End(ctx, err) }()
 	var out *AuthSession
 	var essk string
 	_, ch, err := s.run(ctx, call, signedretry.Steps{

@@ -56,8 +56,8 @@ func BenchmarkOperationTelemetry(b *testing.B) {
 				ctx := context.Background()
 				b.ReportAllocs()
 				for b.Loop() {
-					ctx, o := in.begin(ctx, opOTPVerify, in.otp)
-					o.end(ctx, outcome.err, otpReason(outcome.err, false), attribute.Int64("walletgate.leg", 1))
+					ctx, o := in.Begin(ctx, opOTPVerify, in.otp)
+					o.End(ctx, outcome.err, otpReason(outcome.err, false), attribute.Int64("walletgate.leg", 1))
 				}
 			})
 		}
@@ -75,13 +75,13 @@ func TestTelemetryWithoutProvidersAllocatesNothing(t *testing.T) {
 	s := &Service{tel: in}
 	ctx := context.Background()
 	if n := testing.AllocsPerRun(100, func() {
-		ctx, o := in.begin(ctx, opOTPStart, in.otp)
-		o.end(ctx, nil, otpReason(nil, false))
+		ctx, o := in.Begin(ctx, opOTPStart, in.otp)
+		o.End(ctx, nil, otpReason(nil, false))
 		vctx, vo, note := s.beginVerify(ctx, "EMAIL_OTP")
 		if note != nil {
 			t.Fatal("a lockout note with nothing to report it to")
 		}
-		vo.end(vctx, nil)
+		vo.End(vctx, nil)
 	}); n != 0 {
 		t.Fatalf("%v allocations per operation", n)
 	}

@@ -135,9 +135,9 @@ func exportKey(key string) (*ecdsa.PublicKey, error) {
 // uncompressed), 404 REFERENCE_NOT_FOUND (no such wallet), the 401s of
 // signedretry, 500 INTERNAL_ERROR (no WalletSecrets, or its failure).
 func (s *Service) ExportWallet(ctx context.Context, accountID string, req ExportRequest, call signedretry.Request) (_ *WalletExport, _ *signedretry.Challenge, err error) {
-	ctx, o := s.tel.begin(ctx, opExport, s.tel.outcomes)
-	o.quiet = call.IsRetry() // signedretry.complete logs the retry's refusals
-	defer func() { o.end(ctx, err) }()
+	ctx, o := s.tel.Begin(ctx, opExport, s.tel.outcomes)
+	o.Quiet = call.IsRetry() // signedretry.complete logs the retry's refusals
+	defer func() { o.End(ctx, err) }()
 	var out string
 	_, ch, err := s.run(ctx, call, s.walletOp(OpExportWallet, accountID, exportBind(req), func(ctx context.Context, _ storage.Tx, a *signedretry.Authorization) error {
 		return s.export(ctx, a, &out)

@@ -1,0 +1,265 @@
+// Package operation records each operation's outcome — ok, refused (a 4xx
+// answer) or error (a 5xx answer), by API error code — as a span, a count
+// on the operation's counter, a duration histogram and, for refusals of
+// authentication, a Warn log with the request id. It records operation
+// names, outcomes, error codes, durations and the low-cardinality
+// attributes its caller adds: never an id, address, key, code, token or
+// body. A [Recorder] without a tracer or meter provider costs about nothing:
+// no clock reads, no spans, no attribute sets.
+package operation
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/walletgate/walletgate/apierror"
+)
+
+// Outcomes of an operation, the walletgate.outcome attribute.
+const (
+	outcomeOK      = "ok"      // the operation returned no error
+	outcomeRefused = "refused" // a 4xx answer: a refused signature, code or payout, a validation failure
+	outcomeError   = "error"   // a 5xx answer
+)
+
+// Config configures a [Recorder]. The zero value records nothing but the
+// Warn logs, which it discards.
+type Config struct {
+	// Scope is the instrumentation scope of the tracer and the meter: the
+	// import path of the package whose operations are recorded.
+	Scope string
+	// Logger receives the Warn logs of refusals of authentication; nil
+	// discards them.
+	Logger *slog.Logger
+	// TracerProvider and MeterProvider receive the spans and the metrics;
+	// nil is a no-op provider, never the global one.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+	// Duration and DurationDescription are the name and the description of
+	// the histogram of operation durations, in seconds, by
+	// walletgate.operation, walletgate.outcome and walletgate.code.
+	Duration            string
+	DurationDescription string
+	// Reason, when set, is the reason a refusal's Warn log gives for e;
+	// nil gives details.reason.
+	Reason func(e *apierror.Error) string
+}
+
+// Recorder is the logger, tracer and duration histogram of a package's
+// operations, resolved once by [New]. It is safe for concurrent use.
+type Recorder struct {
+	log      *slog.Logger
+	tracer   trace.Tracer
+	meter    metric.Meter
+	duration metric.Float64Histogram
+	reason   func(*apierror.Error) string
+	attrs    attrCache
+	// noop is set when neither a tracer nor a meter provider was given:
+	// operations then skip the clock reads and attribute sets.
+	noop bool
+}
+
+// New resolves the tracer and the meter of cfg's providers and the
+// duration histogram; it fails when the meter refuses the histogram.
+func New(cfg Config) (*Recorder, error) {
+	r := &Recorder{log: cfg.Logger, reason: cfg.Reason, noop: cfg.TracerProvider == nil && cfg.MeterProvider == nil,
+		attrs: attrCache{m: map[attrKey]*attrs{}}}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	tp, mp := cfg.TracerProvider, cfg.MeterProvider
+	if tp == nil {
+		tp = tracenoop.NewTracerProvider()
+	}
+	if mp == nil {
+		mp = metricnoop.NewMeterProvider()
+	}
+	r.tracer = tp.Tracer(cfg.Scope)
+	r.meter = mp.Meter(cfg.Scope)
+	var err error
+	r.duration, err = r.meter.Float64Histogram(cfg.Duration, metric.WithUnit("s"),
+		metric.WithDescription(cfg.DurationDescription))
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Meter is the meter of the Recorder's scope, for the package's own
+// counters (a no-op meter when no MeterProvider was given).
+func (r *Recorder) Meter() metric.Meter { return r.meter }
+
+// Logger is the logger of the Warn logs: Config.Logger, or a logger that
+// discards everything when it was nil. It is never nil.
+func (r *Recorder) Logger() *slog.Logger { return r.log }
+
+// Op is one operation in progress, from [Recorder.Begin] to [Op.End]. Its
+// exported fields tune the Warn log of a refusal; set them before End.
+type Op struct {
+	r       *Recorder
+	name    string
+	counter metric.Int64Counter
+	span    trace.Span
+	start   time.Time
+	// Reason, when set, replaces the refusal's reason in the Warn log.
+	Reason string
+	// Refused, when set, tells the other 4xx refusals worth a Warn log (a
+	// wallet signature that does not verify is 400).
+	Refused func(error) bool
+	// Quiet leaves the Warn log of a refusal to another operation (the one
+	// that reports the same error).
+	Quiet bool
+}
+
+// Begin starts the span of the operation name, counted on counter (nil:
+// not counted) when it ends. name is the span name and the
+// walletgate.operation value: a constant, never a value of the request.
+func (r *Recorder) Begin(ctx context.Context, name string, counter metric.Int64Counter) (context.Context, Op) {
+	o := Op{r: r, name: name, counter: counter}
+	if r.noop {
+		return ctx, o
+	}
+	o.start = time.Now()
+	ctx, o.span = r.tracer.Start(ctx, name)
+	return ctx, o
+}
+
+// End records the outcome of the operation: err nil is ok, an error with a
+// 4xx code refused, anything else error. extra attributes (low-cardinality
+// only; those with an empty string value are left out, and at most two are
+// kept) go on the counter, the histogram and the span; walletgate.code and,
+// on the span, error.type carry the code of an error, and the span of an
+// error has status Error. A refusal of authentication (401, 403, 429, and
+// the 4xx refusals Refused tells) logs at Warn with the code and reason
+// unless Quiet; a 5xx's cause is logged by the HTTP adapter
+// ([apierror.Observe]), once.
+func (o *Op) End(ctx context.Context, err error, extra ...attribute.KeyValue) {
+	outcome, code, reason, status := o.r.outcomeOf(err)
+	if o.Reason != "" {
+		reason = o.Reason
+	}
+	if !o.Quiet && (status == 401 || status == 403 || status == 429 || status < 500 && o.Refused != nil && o.Refused(err)) {
+		o.r.Warn(ctx, o.name, code, reason)
+	}
+	if o.r.noop {
+		return
+	}
+	a := o.r.attrs.get(o.name, outcome, code, extra)
+	if o.counter != nil {
+		o.counter.Add(ctx, 1, a.set)
+	}
+	o.r.duration.Record(ctx, time.Since(o.start).Seconds(), a.set)
+	if o.span.IsRecording() {
+		o.span.SetAttributes(a.span...)
+		if outcome == outcomeError {
+			o.span.SetStatus(codes.Error, code)
+		}
+	}
+	o.span.End()
+}
+
+// Warn logs a refusal of authentication of operation at slog.LevelWarn,
+// message "refused", with the API error code, the reason when not empty
+// and the request id [apierror.Observe] put in ctx, if any.
+func (r *Recorder) Warn(ctx context.Context, operation, code, reason string) {
+	if !r.log.Enabled(ctx, slog.LevelWarn) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("operation", operation), slog.String("code", code)}
+	if reason != "" {
+		attrs = append(attrs, slog.String("reason", reason))
+	}
+	if id := apierror.RequestID(ctx); id != "" {
+		attrs = append(attrs, slog.String("request_id", id))
+	}
+	r.log.LogAttrs(ctx, slog.LevelWarn, "refused", attrs...)
+}
+
+// outcomeOf classifies err: the outcome, the API error code, the reason of
+// a refusal and the HTTP status.
+func (r *Recorder) outcomeOf(err error) (outcome, code, reason string, status int) {
+	if err == nil {
+		return outcomeOK, "", "", 0
+	}
+	e := apierror.As(err)
+	status = e.Status()
+	code = e.Code.String()
+	if e.Code.IsZero() {
+		code = apierror.InternalError.String()
+	}
+	if status >= 500 {
+		return outcomeError, code, "", status
+	}
+	if r.reason != nil {
+		return outcomeRefused, code, r.reason(e), status
+	}
+	return outcomeRefused, code, e.Reason(), status
+}
+
+// attrKey is what the attributes of an outcome are made of.
+type attrKey struct {
+	name, outcome, code string
+	extra               [2]attribute.KeyValue
+}
+
+// attrs are the attributes of an outcome: the metric option and the span's
+// (error.type included).
+type attrs struct {
+	set  metric.MeasurementOption
+	span []attribute.KeyValue
+}
+
+// attrCache keeps the attributes of each outcome seen, made once: their
+// values are operation names, outcomes, codes and fixed reasons, so there
+// are few. Beyond maxCachedAttrs they are made per call.
+type attrCache struct {
+	mu sync.RWMutex
+	m  map[attrKey]*attrs
+}
+
+const maxCachedAttrs = 1024
+
+// get returns the attributes of an outcome; extra attributes with an empty
+// string value are left out, and at most two are kept.
+func (c *attrCache) get(name, outcome, code string, extra []attribute.KeyValue) *attrs {
+	k := attrKey{name: name, outcome: outcome, code: code}
+	n := 0
+	for _, kv := range extra {
+		if (kv.Value.Type() != attribute.STRING || kv.Value.AsString() != "") && n < len(k.extra) {
+			k.extra[n] = kv
+			n++
+		}
+	}
+	c.mu.RLock()
+	a := c.m[k]
+	c.mu.RUnlock()
+	if a != nil {
+		return a
+	}
+	kvs := []attribute.KeyValue{attribute.String("walletgate.operation", name), attribute.String("walletgate.outcome", outcome)}
+	if code != "" {
+		kvs = append(kvs, attribute.String("walletgate.code", code))
+	}
+	kvs = append(kvs, k.extra[:n]...)
+	a = &attrs{set: metric.WithAttributeSet(attribute.NewSet(slices.Clone(kvs)...))} // NewSet sorts what it is given
+	if code != "" {
+		kvs = append(kvs, attribute.String("error.type", code))
+	}
+	a.span = kvs
+	c.mu.Lock()
+	if len(c.m) < maxCachedAttrs {
+		c.m[k] = a
+	}
+	c.mu.Unlock()
+	return a
+}

@@ -1,0 +1,177 @@
+package operation_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/operation"
+)
+
+var errNotMine = errors.New("not mine")
+
+// TestEnd pins what End records for each kind of outcome: the span's name,
+// attributes and status, the counter's and histogram's attributes, and the
+// Warn log of a refusal of authentication.
+func TestEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		err       error
+		tune      func(*operation.Op)
+		extra     []attribute.KeyValue
+		wantAttrs string // the span's, in order
+		wantError bool   // the span's status
+		wantLog   string // "" for none
+	}{
+		{name: "ok", extra: []attribute.KeyValue{attribute.String("walletgate.rule", "")},
+			wantAttrs: "walletgate.operation=test.op walletgate.outcome=ok"},
+		{name: "unauthenticated", err: apierror.Unauthenticated("Invalid OTP code"),
+			extra:     []attribute.KeyValue{attribute.String("walletgate.reason", "invalid_code"), attribute.Int64("walletgate.leg", 1), attribute.Bool("dropped", true)},
+			wantAttrs: "walletgate.operation=test.op walletgate.outcome=refused walletgate.code=UNAUTHORIZED walletgate.reason=invalid_code walletgate.leg=1 error.type=UNAUTHORIZED",
+			wantLog:   `level=WARN msg=refused operation=test.op code=UNAUTHORIZED reason="Invalid OTP code"`},
+		{name: "reason", err: apierror.Unauthenticated("Invalid OTP code"), tune: func(o *operation.Op) { o.Reason = "lockout" },
+			wantAttrs: "walletgate.operation=test.op walletgate.outcome=refused walletgate.code=UNAUTHORIZED error.type=UNAUTHORIZED",
+			wantLog:   `level=WARN msg=refused operation=test.op code=UNAUTHORIZED reason=lockout`},
+		{name: "quiet", err: apierror.TooManyRequests(0), tune: func(o *operation.Op) { o.Quiet = true },
+			wantAttrs: "walletgate.operation=test.op walletgate.outcome=refused walletgate.code=RATE_LIMITED error.type=RATE_LIMITED"},
+		{name: "invalid", err: apierror.New(apierror.InvalidInput, "bad"),
+			wantAttrs: "walletgate.operation=test.op walletgate.outcome=refused walletgate.code=INVALID_INPUT error.type=INVALID_INPUT"},
+		{name: "refused tells", err: apierror.New(apierror.InvalidInput, "bad").WithCause(errNotMine),
+			tune:      func(o *operation.Op) { o.Refused = func(err error) bool { return errors.Is(err, errNotMine) } },
+			wantAttrs: "walletgate.operation=test.op walletgate.outcome=refused walletgate.code=INVALID_INPUT error.type=INVALID_INPUT",
+			wantLog:   `level=WARN msg=refused operation=test.op code=INVALID_INPUT`},
+		{name: "hook", err: apierror.New(apierror.WalletSignatureInvalid, "signer revoked"),
+			wantAttrs: "walletgate.operation=test.op walletgate.outcome=refused walletgate.code=WALLET_SIGNATURE_INVALID error.type=WALLET_SIGNATURE_INVALID",
+			wantLog:   `level=WARN msg=refused operation=test.op code=WALLET_SIGNATURE_INVALID reason="signer revoked"`},
+		{name: "internal", err: errors.New("db down: secret dsn"), tune: func(o *operation.Op) { o.Refused = func(error) bool { return true } },
+			wantAttrs: "walletgate.operation=test.op walletgate.outcome=error walletgate.code=INTERNAL_ERROR error.type=INTERNAL_ERROR",
+			wantError: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spans := tracetest.NewSpanRecorder()
+			reader := sdkmetric.NewManualReader()
+			var logs bytes.Buffer
+			r, err := operation.New(operation.Config{
+				Scope:          "example.com/test",
+				Logger:         slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: dropTime})),
+				TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)),
+				MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+				Duration:       "test.duration", DurationDescription: "Test durations.",
+				Reason: func(e *apierror.Error) string {
+					if e.Code == apierror.WalletSignatureInvalid {
+						return e.Message
+					}
+					return e.Reason()
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			counter, err := r.Meter().Int64Counter("test.outcomes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, o := r.Begin(context.Background(), "test.op", counter)
+			if tc.tune != nil {
+				tc.tune(&o)
+			}
+			o.End(ctx, tc.err, tc.extra...)
+
+			ended := spans.Ended()
+			if len(ended) != 1 || ended[0].Name() != "test.op" || ended[0].InstrumentationScope().Name != "example.com/test" {
+				t.Fatalf("spans %v", ended)
+			}
+			var got []string
+			for _, kv := range ended[0].Attributes() {
+				got = append(got, string(kv.Key)+"="+kv.Value.Emit())
+			}
+			if strings.Join(got, " ") != tc.wantAttrs {
+				t.Errorf("span attributes\n got %s\nwant %s", strings.Join(got, " "), tc.wantAttrs)
+			}
+			if isError := ended[0].Status().Code == codes.Error; isError != tc.wantError {
+				t.Errorf("span status %v", ended[0].Status())
+			}
+			if got := strings.TrimSpace(logs.String()); got != tc.wantLog {
+				t.Errorf("log\n got %s\nwant %s", got, tc.wantLog)
+			}
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(context.Background(), &rm); err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for _, m := range rm.ScopeMetrics[0].Metrics {
+				seen[m.Name] = true
+				var set attribute.Set
+				switch d := m.Data.(type) {
+				case metricdata.Sum[int64]:
+					set = d.DataPoints[0].Attributes
+				case metricdata.Histogram[float64]:
+					set = d.DataPoints[0].Attributes
+				}
+				if want := strings.ReplaceAll(tc.wantAttrs, " error.type="+apierror.CodeOf(tc.err).String(), ""); set.Len() != len(strings.Fields(want)) {
+					t.Errorf("%s attributes %v, want %s", m.Name, set.ToSlice(), want)
+				}
+			}
+			if !seen["test.outcomes"] || !seen["test.duration"] {
+				t.Errorf("metrics %v", seen)
+			}
+		})
+	}
+}
+
+// TestWarnRequestID: the Warn log carries the request id apierror.Observe
+// gave the request.
+func TestWarnRequestID(t *testing.T) {
+	var logs bytes.Buffer
+	r, err := operation.New(operation.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: dropTime}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := apierror.Observe(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		ctx, o := r.Begin(req.Context(), "test.op", nil)
+		o.End(ctx, apierror.Unauthenticated("request id expired"))
+	}), nil)
+	req := httptest.NewRequest(http.MethodPost, "/", nil)
+	req.Header.Set(apierror.RequestIDHeader, "req-1")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	want := `level=WARN msg=refused operation=test.op code=UNAUTHORIZED reason="request id expired" request_id=req-1`
+	if got := strings.TrimSpace(logs.String()); got != want {
+		t.Errorf("log\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestNoProvidersAllocatesNothing: without providers and logger, an
+// operation that succeeds allocates nothing.
+func TestNoProvidersAllocatesNothing(t *testing.T) {
+	r, err := operation.New(operation.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(100, func() {
+		ctx, o := r.Begin(ctx, "test.op", nil)
+		o.End(ctx, nil, attribute.String("walletgate.reason", ""))
+	}); n != 0 {
+		t.Fatalf("%v allocations per operation", n)
+	}
+}
+
+func dropTime(_ []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
+}
