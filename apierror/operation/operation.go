@@ -70,7 +70,8 @@ type Recorder struct {
 }
 
 // New resolves the tracer and the meter of cfg's providers and the
-// duration histogram; it fails when the meter refuses the histogram.
+// duration histogram; it fails when the meter refuses the histogram (the
+// SDK refuses an empty or malformed name).
 func New(cfg Config) (*Recorder, error) {
 	r := &Recorder{log: cfg.Logger, reason: cfg.Reason, noop: cfg.TracerProvider == nil && cfg.MeterProvider == nil,
 		attrs: attrCache{m: map[attrKey]*attrs{}}}
