@@ -57,6 +57,22 @@ func New(tb testing.TB) *Capture {
 	return c
 }
 
+// Discarding returns SDK providers that do all the work of recording —
+// every span sampled and exported in batches to an exporter that drops
+// them, every measurement aggregated for a manual reader nobody reads — and
+// keep nothing, so a benchmark measures what the SDK costs without memory
+// growing with b.N. Both are shut down when tb ends.
+func Discarding(tb testing.TB) (*sdktrace.TracerProvider, *sdkmetric.MeterProvider) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tb.Cleanup(func() {
+		_ = tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	})
+	return tp, mp
+}
+
 // Spans returns every span ended so far, in the order they ended.
 func (c *Capture) Spans() []sdktrace.ReadOnlySpan { return c.spans.Ended() }
 
@@ -240,8 +256,8 @@ func (c *Capture) Records(tb testing.TB) []string {
 			}
 		}
 	}
-	for _, l := range c.Logs() {
-		out = append(out, "log "+l.Text)
+	for _, l := range c.Lines() {
+		out = append(out, "log "+l)
 	}
 	return out
 }
@@ -345,6 +361,15 @@ func (c *Capture) Logs() []Log {
 	c.logs.mu.Lock()
 	defer c.logs.mu.Unlock()
 	return append([]Log(nil), c.logs.recs...)
+}
+
+// Lines returns the Text of every record handled so far, in order.
+func (c *Capture) Lines() []string {
+	var out []string
+	for _, l := range c.Logs() {
+		out = append(out, l.Text)
+	}
+	return out
 }
 
 // Find returns the records at level whose message contains msg ("" matches

@@ -67,6 +67,9 @@ func TestCapture(t *testing.T) {
 		w[0].Text != "WARN refused component=op group=g code=UNAUTHORIZED" {
 		t.Fatalf("records %+v", c.Logs())
 	}
+	if l := c.Lines(); len(l) != 1 || l[0] != w[0].Text {
+		t.Fatalf("lines %q", l)
+	}
 	if len(c.Find(slog.LevelError, "")) != 0 {
 		t.Fatal("an Error record nobody logged")
 	}
@@ -103,6 +106,21 @@ func TestNoSecretsFinds(t *testing.T) {
 			t.Errorf("NoSecrets misses %q", secret)
 		}
 	}
+}
+
+// TestDiscarding: the discarding providers take spans and measurements.
+func TestDiscarding(t *testing.T) {
+	tp, mp := telemetrytest.Discarding(t)
+	_, span := tp.Tracer("t").Start(context.Background(), "op.do")
+	if !span.SpanContext().IsSampled() {
+		t.Fatal("the span is not sampled")
+	}
+	span.End()
+	n, err := mp.Meter("t").Int64Counter("op.outcomes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Add(context.Background(), 1)
 }
 
 type fakeTB struct {

@@ -65,10 +65,7 @@ func TestKeySetFetchTelemetry(t *testing.T) {
 	if counts["ok"] != 1 || counts["stale"] != 1 || counts["error"] != 1 {
 		t.Fatalf("counts %v", counts)
 	}
-	var lines []string
-	for _, l := range tc.Logs() {
-		lines = append(lines, l.Text)
-	}
+	lines := tc.Lines()
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "WARN ") || !strings.HasPrefix(lines[1], "ERROR ") {
 		t.Fatalf("records %q", lines)
 	}
