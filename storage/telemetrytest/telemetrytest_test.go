@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"slices"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
@@ -164,20 +167,25 @@ func TestOnlyTestsImportTheSDK(t *testing.T) {
 	}
 }
 
+// A component logs through the Capture's Logger (and reports through its
+// providers); the test asserts on the records and scans them for secrets.
 func Example() {
-	// In a test: c := telemetrytest.New(t), and c's providers and logger
-	// go in the Config of the component under test.
+	// In a test: c := telemetrytest.New(t). An Example has no test, so a
+	// zero testing.T stands in; its cleanups (which shut the providers
+	// down) never run.
 	t := &testing.T{}
 	c := telemetrytest.New(t)
-	_, span := c.TracerProvider.Tracer("example").Start(context.Background(), "wallet.export")
-	span.End()
-	c.Logger.Warn("refused", "code", "UNAUTHORIZED")
+	h := apierror.Observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		apierror.Write(w, apierror.Unauthenticated("Invalid OTP code"))
+	}), c.Logger)
+	body := `{"encryptedOtpBundle":"sealed-code-bundle"}`
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/verify", strings.NewReader(body)))
 
-	fmt.Println(len(c.Ended("wallet.export")))
-	fmt.Println(c.Find(slog.LevelWarn, "refused")[0].Attrs["code"])
-	fmt.Println(telemetrytest.Leaks(c.Records(t), map[string]string{"123456": "OTP code"}) == nil)
+	for _, l := range c.Find(slog.LevelDebug, "refused") {
+		fmt.Println(l.Attrs["code"], l.Attrs["reason"])
+	}
+	fmt.Println(telemetrytest.Leaks(c.Records(t), map[string]string{"sealed-code-bundle": "OTP bundle"}))
 	// Output:
-	// 1
-	// UNAUTHORIZED
-	// true
+	// UNAUTHORIZED Invalid OTP code
+	// []
 }
