@@ -2,7 +2,6 @@ package apierror_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,36 +9,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
-
-// records is a slog handler keeping each record as "LEVEL msg k=v ...".
-type records struct {
-	mu   sync.Mutex
-	recs []string
-}
-
-func (r *records) Enabled(context.Context, slog.Level) bool { return true }
-func (r *records) WithAttrs([]slog.Attr) slog.Handler       { return r }
-func (r *records) WithGroup(string) slog.Handler            { return r }
-func (r *records) Handle(_ context.Context, rec slog.Record) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s", rec.Level, rec.Message)
-	rec.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&b, " %s=%v", a.Key, a.Value); return true })
-	r.mu.Lock()
-	r.recs = append(r.recs, b.String())
-	r.mu.Unlock()
-	return nil
-}
-
-func (r *records) all() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.recs...)
-}
 
 // TestObserve: a 5xx logs its cause once at Error with the request id, a
 // 4xx at Debug with its code and reason; the caller's well-formed
@@ -66,12 +40,12 @@ func TestObserve(t *testing.T) {
 	})
 
 	t.Run("5xx", func(t *testing.T) {
-		log := &records{}
-		w := serve(apierror.Observe(failing, slog.New(log)), "req-1")
+		log := telemetrytest.New(t)
+		w := serve(apierror.Observe(failing, log.Logger), "req-1")
 		if w.Code != 500 || w.Header().Get(apierror.RequestIDHeader) != "req-1" {
 			t.Fatalf("answer %d, X-Request-Id %q", w.Code, w.Header().Get(apierror.RequestIDHeader))
 		}
-		got := log.all()
+		got := log.Lines()
 		if len(got) != 1 || !strings.HasPrefix(got[0], "ERROR request failed request_id=req-1 code=INTERNAL_ERROR") ||
 			!strings.Contains(got[0], "error=pq: connection refused") {
 			t.Fatalf("records %q", got)
@@ -81,10 +55,10 @@ func TestObserve(t *testing.T) {
 		}
 	})
 	t.Run("nested", func(t *testing.T) {
-		outer, inner := &records{}, &records{}
-		serve(apierror.Observe(apierror.Observe(failing, slog.New(inner)), slog.New(outer)), "")
-		if len(outer.all()) != 1 || len(inner.all()) != 0 {
-			t.Fatalf("outer %q, inner %q", outer.all(), inner.all())
+		outer, inner := telemetrytest.New(t), telemetrytest.New(t)
+		serve(apierror.Observe(apierror.Observe(failing, inner.Logger), outer.Logger), "")
+		if len(outer.Lines()) != 1 || len(inner.Lines()) != 0 {
+			t.Fatalf("outer %q, inner %q", outer.Lines(), inner.Lines())
 		}
 	})
 	t.Run("buffered", func(t *testing.T) {
@@ -99,30 +73,30 @@ func TestObserve(t *testing.T) {
 				_, _ = w.Write(rec.Body.Bytes())
 			})
 		}
-		outer, inner := &records{}, &records{}
-		serve(apierror.Observe(buffer(apierror.Observe(failing, slog.New(inner))), slog.New(outer)), "req-7")
-		got := inner.all()
-		if len(outer.all()) != 0 || len(got) != 1 || !strings.Contains(got[0], "request_id=req-7") || !strings.Contains(got[0], "error=pq:") {
-			t.Fatalf("outer %q, inner %q", outer.all(), got)
+		outer, inner := telemetrytest.New(t), telemetrytest.New(t)
+		serve(apierror.Observe(buffer(apierror.Observe(failing, inner.Logger)), outer.Logger), "req-7")
+		got := inner.Lines()
+		if len(outer.Lines()) != 0 || len(got) != 1 || !strings.Contains(got[0], "request_id=req-7") || !strings.Contains(got[0], "error=pq:") {
+			t.Fatalf("outer %q, inner %q", outer.Lines(), got)
 		}
 	})
 	t.Run("4xx", func(t *testing.T) {
-		log := &records{}
+		log := telemetrytest.New(t)
 		serve(apierror.Observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			apierror.Write(w, apierror.Unauthenticated("Invalid OTP code"))
-		}), slog.New(log)), "")
-		got := log.all()
+		}), log.Logger), "")
+		got := log.Lines()
 		if len(got) != 1 || !strings.HasPrefix(got[0], "DEBUG request refused request_id=") ||
 			!strings.Contains(got[0], "code=UNAUTHORIZED") || !strings.Contains(got[0], "reason=Invalid OTP code") {
 			t.Fatalf("records %q", got)
 		}
 	})
 	t.Run("5xx without Write", func(t *testing.T) {
-		log := &records{}
+		log := telemetrytest.New(t)
 		serve(apierror.Observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusBadGateway)
-		}), slog.New(log)), "")
-		got := log.all()
+		}), log.Logger), "")
+		got := log.Lines()
 		if len(got) != 1 || !strings.HasPrefix(got[0], "ERROR request failed") || !strings.Contains(got[0], "status_code=502") {
 			t.Fatalf("records %q", got)
 		}
@@ -137,9 +111,9 @@ func TestObserve(t *testing.T) {
 		}
 	})
 	t.Run("no body", func(t *testing.T) {
-		log := &records{}
-		serve(apierror.Observe(failing, slog.New(log)), "")
-		for _, r := range log.all() {
+		log := telemetrytest.New(t)
+		serve(apierror.Observe(failing, log.Logger), "")
+		for _, r := range log.Lines() {
 			if strings.Contains(r, "very-secret-bundle") {
 				t.Fatalf("the body was logged: %s", r)
 			}

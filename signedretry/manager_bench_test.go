@@ -1,7 +1,6 @@
 package signedretry_test
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/sha256"
 	"encoding/base64"
@@ -13,12 +12,10 @@ import (
 	"testing"
 
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 // BenchmarkComplete measures the server side of a signed retry on the memory
@@ -40,13 +37,7 @@ func BenchmarkCompleteTelemetry(b *testing.B) {
 		})
 	})
 	b.Run("sdk", func(b *testing.B) {
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
-			sdktrace.WithBatcher(tracetest.NewNoopExporter()))
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		b.Cleanup(func() {
-			_ = tp.Shutdown(context.Background())
-			_ = mp.Shutdown(context.Background())
-		})
+		tp, mp := telemetrytest.Discarding(b)
 		benchComplete(b, func(c *signedretry.Config) {
 			c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 			c.TracerProvider, c.MeterProvider = tp, mp

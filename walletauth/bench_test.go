@@ -1,7 +1,6 @@
 package walletauth_test
 
 import (
-	"context"
 	"crypto/ecdh"
 	"encoding/hex"
 	"encoding/json"
@@ -10,12 +9,10 @@ import (
 	"testing"
 
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/telemetrytest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 )
@@ -65,26 +62,12 @@ func BenchmarkVerifyOTPLeg1Telemetry(b *testing.B) {
 		})
 	})
 	b.Run("sdk", func(b *testing.B) {
-		tp, mp := sdkProviders(b)
+		tp, mp := telemetrytest.Discarding(b)
 		benchVerifyOTPLeg1(b, func(c *walletauth.Config) {
 			c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 			c.TracerProvider, c.MeterProvider = tp, mp
 		})
 	})
-}
-
-// sdkProviders returns SDK providers that record everything: every span
-// sampled and exported in batches to an exporter that drops them, every
-// metric aggregated for a manual reader.
-func sdkProviders(b *testing.B) (*sdktrace.TracerProvider, *sdkmetric.MeterProvider) {
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
-		sdktrace.WithBatcher(tracetest.NewNoopExporter()))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	b.Cleanup(func() {
-		_ = tp.Shutdown(context.Background())
-		_ = mp.Shutdown(context.Background())
-	})
-	return tp, mp
 }
 
 func benchVerifyOTPLeg1(b *testing.B, mod func(*walletauth.Config)) {

@@ -8,12 +8,10 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 // BenchmarkOperationTelemetry is the telemetry of one operation alone (its
@@ -33,13 +31,7 @@ func BenchmarkOperationTelemetry(b *testing.B) {
 			return Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}
 		}},
 		{"sdk", func(b *testing.B) Config {
-			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
-				sdktrace.WithBatcher(tracetest.NewNoopExporter()))
-			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-			b.Cleanup(func() {
-				_ = tp.Shutdown(context.Background())
-				_ = mp.Shutdown(context.Background())
-			})
+			tp, mp := telemetrytest.Discarding(b)
 			return Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), TracerProvider: tp, MeterProvider: mp}
 		}},
 	} {

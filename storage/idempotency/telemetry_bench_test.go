@@ -7,6 +7,7 @@ import (
 
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 // BenchmarkDoTelemetry runs Guard.Do for a first request (reserve, run,
@@ -19,13 +20,13 @@ func BenchmarkDoTelemetry(b *testing.B) {
 	fn := func(context.Context) (idempotency.Response, error) {
 		return idempotency.Response{Status: 200, Body: []byte(`{"ok":true}`)}, nil
 	}
-	c := newCapture(b)
+	c := telemetrytest.New(b)
 	for _, bc := range []struct {
 		name string
 		cfg  idempotency.Config
 	}{
 		{"NilProviders", idempotency.Config{}},
-		{"SDK", idempotency.Config{Logger: c.logger, TracerProvider: c.tp, MeterProvider: c.mp}},
+		{"SDK", idempotency.Config{Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := bc.cfg

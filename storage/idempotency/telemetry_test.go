@@ -14,6 +14,7 @@ import (
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 // TestMiddlewareTelemetry: every answer of the middleware to a keyed
@@ -22,9 +23,9 @@ import (
 // and a 409, Debug for an execution and a 400, Error with the cause for a
 // 500); the key and the body are never recorded.
 func TestMiddlewareTelemetry(t *testing.T) {
-	c := newCapture(t)
+	c := telemetrytest.New(t)
 	store := memory.New()
-	cfg := idempotency.Config{Store: store, Logger: c.logger, TracerProvider: c.tp, MeterProvider: c.mp}
+	cfg := idempotency.Config{Store: store, Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider}
 	g := newGuard(t, cfg)
 	var runs atomic.Int32
 	scope := func(*http.Request) string { return "Platform:1" }
@@ -41,8 +42,8 @@ func TestMiddlewareTelemetry(t *testing.T) {
 	send(t, h, "POST", "/x", `{"other":1}`, rid("req-3")...).wantError(t, http.StatusConflict, apierror.Conflict)
 	send(t, h, "POST", "/x", `{}`, idempotency.Header, "not-a-uuid", apierror.RequestIDHeader, "req-4").
 		wantError(t, http.StatusBadRequest, apierror.InvalidInput)
-	down := apierror.Observe(middleware(t, newGuard(t, idempotency.Config{Store: failingStore{store}, Logger: c.logger,
-		TracerProvider: c.tp, MeterProvider: c.mp}), scope, counter(&runs)), nil)
+	down := apierror.Observe(middleware(t, newGuard(t, idempotency.Config{Store: failingStore{store}, Logger: c.Logger,
+		TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider}), scope, counter(&runs)), nil)
 	send(t, down, "POST", "/x", bodySecret, rid("req-5")...).wantError(t, http.StatusInternalServerError, apierror.InternalError)
 	if runs.Load() != 1 {
 		t.Fatalf("%d runs, want 1", runs.Load())
@@ -53,16 +54,16 @@ func TestMiddlewareTelemetry(t *testing.T) {
 	for _, w := range []struct {
 		reason, outcome string
 	}{{"executed", "ok"}, {"replayed", "ok"}, {"mismatch", "refused"}, {"invalid_key", "refused"}, {"store", "error"}} {
-		if n := c.sum(t, outcomes, reason(w.reason), attribute.String("walletgate.outcome", w.outcome)); n != 1 {
+		if n := c.Sum(t, outcomes, reason(w.reason), attribute.String("walletgate.outcome", w.outcome)); n != 1 {
 			t.Errorf("%s/%s counted %d times, want 1", w.reason, w.outcome, n)
 		}
 	}
-	spans := c.ended("idempotency.do")
+	spans := c.Ended("idempotency.do")
 	if len(spans) != 5 {
 		t.Fatalf("%d idempotency.do spans, want 5", len(spans))
 	}
 	for i, want := range []string{"executed", "replayed", "mismatch", "invalid_key", "store"} {
-		if v, _ := spanAttr(spans[i], "walletgate.reason"); v.AsString() != want {
+		if v, _ := telemetrytest.SpanAttr(spans[i], "walletgate.reason"); v.AsString() != want {
 			t.Errorf("span %d: reason %q, want %q", i, v.AsString(), want)
 		}
 		if (spans[i].Status().Code == codes.Error) != (want == "store") {
@@ -70,8 +71,8 @@ func TestMiddlewareTelemetry(t *testing.T) {
 		}
 	}
 
-	byID := map[string]logRecord{}
-	for _, r := range c.logs.all() {
+	byID := map[string]telemetrytest.Log{}
+	for _, r := range c.Logs() {
 		byID[r.Attrs["request_id"]] = r
 	}
 	for id, want := range map[string]struct {
@@ -95,15 +96,15 @@ func TestMiddlewareTelemetry(t *testing.T) {
 	if r := byID["req-5"]; r.Attrs["error"] != "db down" {
 		t.Errorf("500 record without its cause: %+v", r)
 	}
-	c.noSecrets(t, "idem-body-secret-77ab", key)
+	c.NoSecrets(t, "idem-body-secret-77ab", key)
 }
 
 // TestDoInProgressTelemetry: a repeat while the first request still runs
 // is counted and logged at Info as in_progress, with the 409's code.
 func TestDoInProgressTelemetry(t *testing.T) {
 	ctx := t.Context()
-	c := newCapture(t)
-	g := newGuard(t, idempotency.Config{Store: memory.New(), Logger: c.logger, MeterProvider: c.mp})
+	c := telemetrytest.New(t)
+	g := newGuard(t, idempotency.Config{Store: memory.New(), Logger: c.Logger, MeterProvider: c.MeterProvider})
 	started, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
@@ -124,11 +125,11 @@ func TestDoInProgressTelemetry(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n := c.sum(t, "walletgate.idempotency.outcomes", attribute.String("walletgate.reason", "in_progress"),
+	if n := c.Sum(t, "walletgate.idempotency.outcomes", attribute.String("walletgate.reason", "in_progress"),
 		attribute.String("walletgate.outcome", "refused"), attribute.String("walletgate.code", "CONFLICT")); n != 1 {
 		t.Errorf("in_progress counted %d times, want 1", n)
 	}
-	if l := c.logs.find(slog.LevelInfo, "in progress"); len(l) != 1 || l[0].Attrs["reason"] != "in_progress" {
+	if l := c.Find(slog.LevelInfo, "in progress"); len(l) != 1 || l[0].Attrs["reason"] != "in_progress" {
 		t.Errorf("Info records %+v", l)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/relay"
+	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 // TestRelayReportsStoreErrors: on PostgreSQL, a relay whose store fails
@@ -24,7 +25,7 @@ func TestRelayReportsStoreErrors(t *testing.T) {
 	ctx := t.Context()
 	pool := newPool(t, 4)
 	s := newStore(t, pool)
-	c := newCapture(t)
+	c := telemetrytest.New(t)
 	table := pgx.Identifier{s.Schema(), "outbox_events"}.Sanitize()
 	hide := func(t *testing.T) {
 		t.Helper()
@@ -48,7 +49,7 @@ func TestRelayReportsStoreErrors(t *testing.T) {
 		return nil
 	})
 	r, err := relay.New(relay.Config{Store: s, Publisher: pub, Lease: 10 * time.Second,
-		Logger: c.logger, TracerProvider: c.tp, MeterProvider: c.mp,
+		Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider,
 		OnStoreError: func(op string, err error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -66,11 +67,11 @@ func TestRelayReportsStoreErrors(t *testing.T) {
 	if _, err := r.RunOnce(ctx); err == nil {
 		t.Fatal("RunOnce leased from a missing table")
 	}
-	if _, ok := c.gauge(t, "walletgate.relay.backlog"); ok {
+	if _, ok := c.Gauge(t, "walletgate.relay.backlog"); ok {
 		t.Error("backlog gauge observed from a missing table")
 	}
 	restore(t)
-	if n, ok := c.gauge(t, "walletgate.relay.backlog"); !ok || n != 1 {
+	if n, ok := c.Gauge(t, "walletgate.relay.backlog"); !ok || n != 1 {
 		t.Errorf("backlog %v after the table came back, want 1", n)
 	}
 
@@ -85,20 +86,20 @@ func TestRelayReportsStoreErrors(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("OnStoreError saw %v, want %v", got, want)
 		}
-		if n := c.sum(t, "walletgate.relay.store_errors", attribute.String("walletgate.operation", want[i])); n != 1 {
+		if n := c.Sum(t, "walletgate.relay.store_errors", attribute.String("walletgate.operation", want[i])); n != 1 {
 			t.Errorf("store_errors{%s} = %d, want 1", want[i], n)
 		}
 	}
-	leases := c.ended("relay.lease")
+	leases := c.Ended("relay.lease")
 	if len(leases) != 2 || leases[0].Status().Code == codes.Error || leases[1].Status().Code != codes.Error {
 		t.Errorf("relay.lease spans: %d, want 2, the second failed", len(leases))
-	} else if et, _ := spanAttr(leases[1], "error.type"); et.AsString() == "" {
+	} else if et, _ := telemetrytest.SpanAttr(leases[1], "error.type"); et.AsString() == "" {
 		t.Error("failed relay.lease span without error.type")
 	}
-	if n := c.sum(t, "walletgate.relay.deliveries", attribute.String("walletgate.outcome", "ok")); n != 1 {
+	if n := c.Sum(t, "walletgate.relay.deliveries", attribute.String("walletgate.outcome", "ok")); n != 1 {
 		t.Errorf("%d ok deliveries counted, want 1", n)
 	}
-	logs := c.logs.find(slog.LevelError, "store operation failed")
+	logs := c.Find(slog.LevelError, "store operation failed")
 	if len(logs) != 3 {
 		t.Fatalf("%d Error records, want 3: %+v", len(logs), logs)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 // BenchmarkTransactionTelemetry measures what the telemetry around Atomic
@@ -23,8 +24,8 @@ func BenchmarkTransactionTelemetry(b *testing.B) {
 	p := storage.PendingRequest{ID: newID(b, "Request"), AccountID: "a", CreatedAt: time.Unix(0, 0).UTC(),
 		ExpiresAt: time.Unix(60, 0).UTC()}
 	mustAtomic(b, plain, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) })
-	c := newCapture(b)
-	sdk, err := postgres.New(pool, postgres.Config{Schema: plain.Schema(), Logger: c.logger, TracerProvider: c.tp, MeterProvider: c.mp})
+	c := telemetrytest.New(b)
+	sdk, err := postgres.New(pool, postgres.Config{Schema: plain.Schema(), Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider})
 	if err != nil {
 		b.Fatal(err)
 	}

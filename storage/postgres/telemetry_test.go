@@ -12,6 +12,7 @@ import (
 
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 var (
@@ -28,9 +29,9 @@ var (
 func TestTransactionTelemetry(t *testing.T) {
 	ctx := t.Context()
 	pool := newPool(t, 2)
-	c := newCapture(t)
+	c := telemetrytest.New(t)
 	s := newStoreWith(t, pool, postgres.WithBackoff(postgres.Config{MaxRetries: 2,
-		Logger: c.logger, TracerProvider: c.tp, MeterProvider: c.mp}, time.Millisecond))
+		Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider}, time.Millisecond))
 
 	// ok, with one rerun after a serialization failure.
 	runs := 0
@@ -67,7 +68,7 @@ func TestTransactionTelemetry(t *testing.T) {
 		t.Fatalf("Atomic: %v, want SQLSTATE 22P02", err)
 	}
 
-	spans := c.ended("storage.transaction")
+	spans := c.Ended("storage.transaction")
 	if len(spans) != 4 {
 		t.Fatalf("%d storage.transaction spans, want 4", len(spans))
 	}
@@ -77,14 +78,14 @@ func TestTransactionTelemetry(t *testing.T) {
 		if sp.SpanKind() != trace.SpanKindClient {
 			t.Errorf("span %d: kind %v, want client", i, sp.SpanKind())
 		}
-		if v, ok := spanAttr(sp, "db.system.name"); !ok || v.AsString() != "postgresql" {
+		if v, ok := telemetrytest.SpanAttr(sp, "db.system.name"); !ok || v.AsString() != "postgresql" {
 			t.Errorf("span %d: db.system.name = %v", i, v.Emit())
 		}
-		v, _ := spanAttr(sp, "error.type")
+		v, _ := telemetrytest.SpanAttr(sp, "error.type")
 		if v.AsString() != wantType[i] {
 			t.Errorf("span %d: error.type %q, want %q", i, v.AsString(), wantType[i])
 		}
-		r, _ := spanAttr(sp, "walletgate.transaction.retries")
+		r, _ := telemetrytest.SpanAttr(sp, "walletgate.transaction.retries")
 		if r.AsInt64() != wantRetries[i] {
 			t.Errorf("span %d: retries %d, want %d", i, r.AsInt64(), wantRetries[i])
 		}
@@ -95,27 +96,27 @@ func TestTransactionTelemetry(t *testing.T) {
 	}
 
 	const dur = "walletgate.storage.transaction.duration"
-	if n := c.count(t, dur, dbSystem, outcomeOK); n != 1 {
+	if n := c.Count(t, dur, dbSystem, outcomeOK); n != 1 {
 		t.Errorf("%d ok transactions measured, want 1", n)
 	}
-	if n := c.count(t, dur, dbSystem, outcomeRef, attribute.String("error.type", "storage.ErrNotFound")); n != 1 {
+	if n := c.Count(t, dur, dbSystem, outcomeRef, attribute.String("error.type", "storage.ErrNotFound")); n != 1 {
 		t.Errorf("%d refused transactions measured, want 1", n)
 	}
-	if n := c.count(t, dur, dbSystem, outcomeErr); n != 2 {
+	if n := c.Count(t, dur, dbSystem, outcomeErr); n != 2 {
 		t.Errorf("%d failed transactions measured, want 2", n)
 	}
-	if n := c.sum(t, "walletgate.storage.transaction.retries", dbSystem); n != 3 {
+	if n := c.Sum(t, "walletgate.storage.transaction.retries", dbSystem); n != 3 {
 		t.Errorf("%d retries counted, want 3", n)
 	}
 
-	if w := c.logs.find(slog.LevelWarn, "retries ran out"); len(w) != 1 || w[0].Attrs["code"] != "40P01" || w[0].Attrs["retries"] != "2" {
+	if w := c.Find(slog.LevelWarn, "retries ran out"); len(w) != 1 || w[0].Attrs["code"] != "40P01" || w[0].Attrs["retries"] != "2" {
 		t.Errorf("Warn records %+v, want one with code 40P01 and 2 retries", w)
 	}
-	if e := c.logs.find(slog.LevelError, "storage transaction failed"); len(e) != 1 || e[0].Attrs["code"] != "22P02" {
+	if e := c.Find(slog.LevelError, "storage transaction failed"); len(e) != 1 || e[0].Attrs["code"] != "22P02" {
 		t.Errorf("Error records %+v, want one with code 22P02", e)
 	}
-	if n := len(c.logs.all()); n != 2 {
+	if n := len(c.Logs()); n != 2 {
 		t.Errorf("%d log records, want 2 (no record for a refusal or a success)", n)
 	}
-	c.noSecrets(t, secret)
+	c.NoSecrets(t, secret)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/sweep"
+	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 // TestRunTelemetry: Run counts the records it deletes and the sweeps that
@@ -19,11 +20,11 @@ import (
 // Error with the store's error.
 func TestRunTelemetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newCapture(t)
+		c := telemetrytest.New(t)
 		store := &counting{Store: memory.New()}
 		pending(t, store, 3, time.Now().Add(-2*time.Hour))
 		s, err := sweep.New(sweep.Config{Store: store, Interval: time.Minute,
-			Logger: c.logger, TracerProvider: c.tp, MeterProvider: c.mp})
+			Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,20 +40,20 @@ func TestRunTelemetry(t *testing.T) {
 		cancel()
 		<-done
 
-		if n := c.sum(t, "walletgate.sweep.deleted"); n != 3 {
+		if n := c.Sum(t, "walletgate.sweep.deleted"); n != 3 {
 			t.Errorf("%d deleted records counted, want 3", n)
 		}
-		if n := c.sum(t, "walletgate.sweep.failures"); n != 1 {
+		if n := c.Sum(t, "walletgate.sweep.failures"); n != 1 {
 			t.Errorf("%d failed sweeps counted, want 1", n)
 		}
-		spans := c.ended("sweep.run")
+		spans := c.Ended("sweep.run")
 		if len(spans) != 2 {
 			t.Fatalf("%d sweep.run spans, want 2", len(spans))
 		}
-		if v, _ := spanAttr(spans[0], "walletgate.sweep.deleted"); v.AsInt64() != 3 || spans[1].Status().Code != codes.Error {
+		if v, _ := telemetrytest.SpanAttr(spans[0], "walletgate.sweep.deleted"); v.AsInt64() != 3 || spans[1].Status().Code != codes.Error {
 			t.Errorf("spans: deleted %d, second status %v", v.AsInt64(), spans[1].Status())
 		}
-		logs := c.logs.find(slog.LevelError, "sweep")
+		logs := c.Find(slog.LevelError, "sweep")
 		if len(logs) != 1 || logs[0].Attrs["error"] != "sweep: relation is gone" {
 			t.Errorf("Error records %+v, want one with the store's error", logs)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/relay"
+	"github.com/walletgate/walletgate/storage/telemetrytest"
 	"github.com/walletgate/walletgate/storage/webhook"
 )
 
@@ -26,7 +27,7 @@ import (
 // errors carry the body, the signature or the URL's query.
 func TestPublisherTelemetry(t *testing.T) {
 	ctx := context.Background()
-	c := newCapture(t)
+	c := telemetrytest.New(t)
 	const bodySecret, urlSecret = "body-secret-a41f", "url-secret-9e2b"
 	payload := []byte(`{"id":"` + testID + `","type":"T","timestamp":"2026-11-23T12:00:00Z","data":{"k":"` + bodySecret + `"}}`)
 	e := storage.Event{ID: testID, Type: "EXTERNAL_ACCOUNT.STATUS_UPDATED", Payload: payload}
@@ -44,7 +45,7 @@ func TestPublisherTelemetry(t *testing.T) {
 	route := target
 	p, err := webhook.NewPublisher(webhook.PublisherConfig{
 		Route:  func(storage.Event) (string, error) { return route, nil },
-		Signer: testSigner(t), Logger: c.logger, TracerProvider: c.tp, MeterProvider: c.mp})
+		Signer: testSigner(t), Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestPublisherTelemetry(t *testing.T) {
 		errs = append(errs, err)
 	}
 
-	spans := c.ended("webhook.deliver")
+	spans := c.Ended("webhook.deliver")
 	if len(spans) != 4 {
 		t.Fatalf("%d webhook.deliver spans, want 4", len(spans))
 	}
@@ -81,18 +82,18 @@ func TestPublisherTelemetry(t *testing.T) {
 		if sp.SpanKind() != trace.SpanKindClient {
 			t.Errorf("span %d: kind %v", i, sp.SpanKind())
 		}
-		if m, _ := spanAttr(sp, "http.request.method"); m.AsString() != "POST" {
+		if m, _ := telemetrytest.SpanAttr(sp, "http.request.method"); m.AsString() != "POST" {
 			t.Errorf("span %d: method %q", i, m.AsString())
 		}
-		addr, _ := spanAttr(sp, "server.address")
+		addr, _ := telemetrytest.SpanAttr(sp, "server.address")
 		if i < 3 && addr.AsString() != "127.0.0.1" {
 			t.Errorf("span %d: server.address %q", i, addr.AsString())
 		}
-		st, _ := spanAttr(sp, "http.response.status_code")
+		st, _ := telemetrytest.SpanAttr(sp, "http.response.status_code")
 		if st.AsInt64() != wantStatus[i] {
 			t.Errorf("span %d: status %d, want %d", i, st.AsInt64(), wantStatus[i])
 		}
-		et, _ := spanAttr(sp, "error.type")
+		et, _ := telemetrytest.SpanAttr(sp, "error.type")
 		if et.AsString() != wantErrType[i] {
 			t.Errorf("span %d: error.type %q, want %q", i, et.AsString(), wantErrType[i])
 		}
@@ -102,19 +103,19 @@ func TestPublisherTelemetry(t *testing.T) {
 	}
 	ok := attribute.String("walletgate.outcome", "ok")
 	bad := attribute.String("walletgate.outcome", "error")
-	if n := c.sum(t, "walletgate.webhook.deliveries", ok, attribute.Int("http.response.status_code", 200)); n != 1 {
+	if n := c.Sum(t, "walletgate.webhook.deliveries", ok, attribute.Int("http.response.status_code", 200)); n != 1 {
 		t.Errorf("%d ok deliveries, want 1", n)
 	}
-	if n := c.sum(t, "walletgate.webhook.deliveries", bad); n != 3 {
+	if n := c.Sum(t, "walletgate.webhook.deliveries", bad); n != 3 {
 		t.Errorf("%d failed deliveries, want 3", n)
 	}
-	if n := c.count(t, "walletgate.webhook.delivery.duration"); n != 4 {
+	if n := c.Count(t, "walletgate.webhook.delivery.duration"); n != 4 {
 		t.Errorf("%d durations, want 4", n)
 	}
-	if n := len(c.logs.find(slog.LevelDebug, "")); n != 2 {
+	if n := len(c.Find(slog.LevelDebug, "")); n != 2 {
 		t.Errorf("%d Debug records, want 2 (500 and no answer)", n)
 	}
-	if l := c.logs.find(slog.LevelError, ""); len(l) != 1 || l[0].Attrs["code"] != "not_sent" {
+	if l := c.Find(slog.LevelError, ""); len(l) != 1 || l[0].Attrs["code"] != "not_sent" {
 		t.Errorf("Error records %+v, want one not_sent", l)
 	}
 
@@ -122,7 +123,7 @@ func TestPublisherTelemetry(t *testing.T) {
 		t.Fatalf("receiver saw signatures %q", sigs)
 	}
 	secrets := append([]string{bodySecret, string(payload), urlSecret}, sigs...)
-	c.noSecrets(t, secrets...)
+	c.NoSecrets(t, secrets...)
 	for _, err := range errs {
 		for _, s := range secrets {
 			if strings.Contains(err.Error(), s) {
@@ -137,10 +138,10 @@ func TestPublisherTelemetry(t *testing.T) {
 // in the same trace.
 func TestRelayPublishParentsDelivery(t *testing.T) {
 	ctx := t.Context()
-	c := newCapture(t)
+	c := telemetrytest.New(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	defer srv.Close()
-	p, err := webhook.NewPublisher(webhook.PublisherConfig{Target: srv.URL, Signer: testSigner(t), TracerProvider: c.tp})
+	p, err := webhook.NewPublisher(webhook.PublisherConfig{Target: srv.URL, Signer: testSigner(t), TracerProvider: c.TracerProvider})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,14 +150,14 @@ func TestRelayPublishParentsDelivery(t *testing.T) {
 	if err := store.Atomic(ctx, func(tx storage.Tx) error { return tx.Outbox().Append(ctx, &e) }); err != nil {
 		t.Fatal(err)
 	}
-	r, err := relay.New(relay.Config{Store: store, Publisher: p, TracerProvider: c.tp})
+	r, err := relay.New(relay.Config{Store: store, Publisher: p, TracerProvider: c.TracerProvider})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res, err := r.RunOnce(ctx); err != nil || res.Delivered != 1 {
 		t.Fatalf("RunOnce = %+v, %v", res, err)
 	}
-	pub, del := c.ended("relay.publish"), c.ended("webhook.deliver")
+	pub, del := c.Ended("relay.publish"), c.Ended("webhook.deliver")
 	if len(pub) != 1 || len(del) != 1 {
 		t.Fatalf("%d relay.publish and %d webhook.deliver spans, want 1 each", len(pub), len(del))
 	}
