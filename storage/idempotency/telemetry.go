@@ -20,7 +20,6 @@ import (
 // scope is the instrumentation scope of the guard's spans and metrics.
 const scope = "github.com/walletgate/walletgate/storage/idempotency"
 
-
 // Reasons: what the guard did with a keyed request, the walletgate.reason
 // of its metric, span and log records.
 const (
