@@ -188,8 +188,14 @@ type VerifyRequest struct {
 func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Request) (sess *AuthSession, ch *signedretry.Challenge, err error) {
 	ctx, o, note := s.beginVerify(ctx, req.Type)
 	defer func() { s.endVerify(ctx, &o, note, call, err) }()
-	if err := s.checkVerifyType(ctx, credentialID, req.Type); err != nil {
-		return nil, nil, err
+	// The first leg of a one-time code locks the credential and answers
+	// the same 404 and type mismatch from that lock: it needs no read
+	// before it.
+	firstOTP := (req.Type == storage.EmailOTP || req.Type == storage.SMSOTP) && !call.IsRetry()
+	if !firstOTP {
+		if err := s.checkVerifyType(ctx, credentialID, req.Type); err != nil {
+			return nil, nil, err
+		}
 	}
 	switch req.Type {
 	case storage.EmailOTP, storage.SMSOTP:

@@ -3,10 +3,10 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -32,8 +32,8 @@ const (
 	// conflicts with the UPDATE of Revoke and RevokeByCredential and with
 	// the DELETE of Credentials.Delete, so they wait, and a lock that waited
 	// for one of them reads the row as it committed (or finds it gone).
-	signerAccountSQL    = `SELECT 1 FROM {s}.internal_accounts WHERE id = $1 FOR UPDATE`
-	signerCredentialSQL = `SELECT 1 FROM {s}.credentials WHERE id = (SELECT credential_id FROM {s}.sessions WHERE id = $1) FOR SHARE`
+	signerAccountSQL    = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts WHERE id = $1 FOR UPDATE`
+	signerCredentialSQL = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE id = (SELECT credential_id FROM {s}.sessions WHERE id = $1) FOR SHARE`
 	signerSessionSQL    = `SELECT ` + sessionColumns + ` FROM {s}.sessions WHERE id = $1 FOR SHARE`
 )
 
@@ -61,6 +61,9 @@ func (r sessionRepo) Get(ctx context.Context, id string) (storage.Session, error
 	var s storage.Session
 	if !storableKey(id) {
 		return s, notFoundOrDone(r.t)
+	}
+	if s, ok := r.t.heldSession(id); ok {
+		return s, nil
 	}
 	found, err := r.t.readRow(ctx, r.t.s.q.sessionGet, []any{id}, func(row pgx.Row) error { return scanSession(row, &s) })
 	switch {
@@ -128,11 +131,20 @@ func (r sessionRepo) LockSigner(ctx context.Context, accountID, id string) (stor
 		return storage.Session{}, notFoundOrDone(r.t)
 	}
 	var s storage.Session
-	var credential, session bool
+	var a storage.InternalAccount
+	var c storage.Credential
+	var account, credential, session bool
 	b := &pgx.Batch{}
-	b.Queue(r.t.s.q.signerAccount, accountID).Exec(func(pgconn.CommandTag) error { return nil })
+	b.Queue(r.t.s.q.signerAccount, accountID).Query(func(rows pgx.Rows) error {
+		if account = rows.Next(); account {
+			return scanWallet(rows, &a)
+		}
+		return nil
+	})
 	b.Queue(r.t.s.q.signerCredential, id).Query(func(rows pgx.Rows) error {
-		credential = rows.Next()
+		if credential = rows.Next(); credential {
+			return scanCred(rows, &c)
+		}
 		return nil
 	})
 	b.Queue(r.t.s.q.signerSession, id).Query(func(rows pgx.Rows) error {
@@ -144,8 +156,18 @@ func (r sessionRepo) LockSigner(ctx context.Context, accountID, id string) (stor
 	if err := r.t.send(ctx, b); err != nil {
 		return storage.Session{}, wrap("lock signer", err)
 	}
+	// The rows are held to the end of the transaction: later reads of
+	// them need no round trip (see hold).
+	if account {
+		r.t.hold(heldWallets, a.ID, a)
+	}
+	if credential {
+		r.t.hold(heldCredentials, c.ID, cloneCredential(c))
+	}
 	if !credential || !session || s.AccountID != accountID {
 		return storage.Session{}, storage.ErrNotFound
 	}
+	r.t.hold(heldSessions, s.ID, storage.Session{ID: s.ID, AccountID: s.AccountID, CredentialID: s.CredentialID,
+		PublicKey: slices.Clone(s.PublicKey), CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt, RevokedAt: s.RevokedAt})
 	return s, nil
 }

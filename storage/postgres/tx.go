@@ -52,6 +52,8 @@ type tx struct {
 	// later holds deferred writes (see deferWrite) not sent yet: they go
 	// out ahead of the next statement, or with the COMMIT.
 	later []*pgx.QueuedQuery
+	// held keeps the rows the transaction locked (see hold).
+	held map[heldKey]any
 }
 
 var _ storage.Tx = (*tx)(nil)
@@ -241,6 +243,7 @@ func (t *tx) run(ctx context.Context, b *pgx.Batch, read bool) error {
 	case t.host != nil:
 		return t.runHost(ctx, b, read)
 	}
+	t.forget(b.QueuedQueries, read)
 	if len(t.later) > 0 {
 		// The deferred writes go first, in the order they were made.
 		merged := &pgx.Batch{QueuedQueries: append(t.later, b.QueuedQueries...)}
@@ -295,6 +298,7 @@ func (t *tx) deferWrite(ctx context.Context, b *pgx.Batch) error {
 		return t.send(ctx, b)
 	}
 	defer t.mu.Unlock()
+	t.forget(b.QueuedQueries, false)
 	t.later = append(t.later, b.QueuedQueries...)
 	return nil
 }

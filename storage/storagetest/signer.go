@@ -97,6 +97,56 @@ func testSigner(t *testing.T, newStore Factory) {
 			return nil
 		})
 	})
+	// A read of a row the transaction locked, after it wrote that row, sees
+	// the write (a store may answer reads of locked rows without asking
+	// the database again, never with what the lock read).
+	t.Run("ReadAfterLockAndWrite", func(t *testing.T) {
+		s := newStore(t)
+		a := newSignedAccount(t, s)
+		run(t, s, func(tx storage.Tx) error {
+			if _, err := tx.Sessions().LockSigner(ctx, a.acct.ID, a.sessions[0].ID); err != nil {
+				return err
+			}
+			got, err := tx.Sessions().Get(ctx, a.sessions[0].ID)
+			wantErr(t, "Get of the locked session", err, nil)
+			diff(t, "Get of the locked session", got, a.sessions[0])
+			acct, err := tx.InternalAccounts().Get(ctx, a.acct.ID)
+			wantErr(t, "Get of the signer's account", err, nil)
+			diff(t, "Get of the signer's account", acct, a.acct)
+			cred, err := tx.Credentials().Get(ctx, a.creds[0].ID)
+			wantErr(t, "Get of the signer's credential", err, nil)
+			diff(t, "Get of the signer's credential", cred, a.creds[0])
+			cred.Nickname = "changed by the caller, not stored"
+			again, err := tx.Credentials().Get(ctx, a.creds[0].ID)
+			wantErr(t, "Get of the signer's credential again", err, nil)
+			diff(t, "Get after the caller changed its copy", again, a.creds[0])
+
+			wantErr(t, "Revoke of the locked session", tx.Sessions().Revoke(ctx, a.sessions[0].ID, t0), nil)
+			got, err = tx.Sessions().Get(ctx, a.sessions[0].ID)
+			wantErr(t, "Get after Revoke", err, nil)
+			if got.RevokedAt.IsZero() {
+				t.Fatal("Get after Revoke in the same transaction returned an unrevoked session")
+			}
+			upd := acct
+			upd.Email = "ada@lovelace.example"
+			wantErr(t, "Update of the locked account", tx.InternalAccounts().Update(ctx, &upd), nil)
+			acct, err = tx.InternalAccounts().Get(ctx, a.acct.ID)
+			wantErr(t, "Get after Update", err, nil)
+			diff(t, "Get after Update", acct, upd)
+			wantErr(t, "Delete of the locked credential", tx.Credentials().Delete(ctx, a.creds[0].ID), nil)
+			_, err = tx.Credentials().Get(ctx, a.creds[0].ID)
+			wantErr(t, "Get after Delete", err, storage.ErrNotFound)
+
+			c, err := tx.Credentials().Lock(ctx, a.creds[1].ID)
+			wantErr(t, "Lock of a credential", err, nil)
+			c.Nickname = "renamed"
+			wantErr(t, "Update of the locked credential", tx.Credentials().Update(ctx, &c), nil)
+			got2, err := tx.Credentials().Get(ctx, a.creds[1].ID)
+			wantErr(t, "Get after Update", err, nil)
+			diff(t, "Get of the credential after Update", got2, c)
+			return nil
+		})
+	})
 	t.Run("CreateLimited", func(t *testing.T) {
 		s := newStore(t)
 		acct := id(t, "InternalAccount")
