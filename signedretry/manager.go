@@ -433,7 +433,10 @@ func (m *Manager) CompleteLocking(ctx context.Context, r Request, opType string,
 		a.PublicKey = stamp.PublicKey()
 	}
 	err = m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-		if _, err := tx.PendingRequests().Consume(ctx, p.ID, now); err != nil {
+		// The request was found live at now above; the store may send its
+		// consumption with the next statement (the first lock) or the
+		// commit, and reports a lost race wherever it surfaces.
+		if err := tx.PendingRequests().Spend(ctx, p.ID, now); err != nil {
 			return requestError(err)
 		}
 		if lock != nil {
@@ -449,6 +452,10 @@ func (m *Manager) CompleteLocking(ctx context.Context, r Request, opType string,
 		}
 		return nil
 	})
+	var spent *storage.SpendError
+	if errors.As(err, &spent) && spent.ID == p.ID {
+		return nil, requestError(spent)
+	}
 	if err != nil {
 		return nil, err
 	}

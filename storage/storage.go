@@ -342,7 +342,32 @@ type PendingRequests interface {
 	// (now is not before ExpiresAt) or ErrConsumed. Of any number of
 	// concurrent calls for one id, at most one succeeds.
 	Consume(ctx context.Context, id string, now time.Time) (PendingRequest, error)
+	// Spend is Consume for a caller that needs nothing back, with the same
+	// single use: of any number of concurrent calls for one id, at most one
+	// commits. A store may defer it, sending it with the transaction's next
+	// statement or its commit; a request it cannot consume then aborts the
+	// transaction, and the method call or Atomic that carried it returns
+	// the failure. Wherever it is reported, the failure is a [*SpendError]
+	// for id (errors.As), which wraps ErrNotFound, ErrExpired or
+	// ErrConsumed; a deferred one always wraps ErrConsumed, so the caller
+	// reads the request first and spends only one it found live, at the
+	// same now.
+	Spend(ctx context.Context, id string, now time.Time) error
 }
+
+// SpendError reports a pending request that [PendingRequests.Spend] could
+// not consume. Err is ErrNotFound, ErrExpired or ErrConsumed.
+type SpendError struct {
+	ID  string
+	Err error
+}
+
+func (e *SpendError) Error() string {
+	return "storage: pending request " + e.ID + " not consumed: " + e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *SpendError) Unwrap() error { return e.Err }
 
 // Outbox stores events written in the transaction of the change they report,
 // and leases them to relays (package storage/relay) that deliver them after

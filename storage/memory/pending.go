@@ -140,3 +140,11 @@ func (r pendingRepo) Consume(ctx context.Context, id string, now time.Time) (sto
 	set(r.tx, &p.ConsumedAt, now)
 	return copyPending(p), nil
 }
+
+func (r pendingRepo) Spend(ctx context.Context, id string, now time.Time) error {
+	_, err := r.Consume(ctx, id, now)
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrExpired) || errors.Is(err, storage.ErrConsumed) {
+		return &storage.SpendError{ID: id, Err: err}
+	}
+	return err
+}

@@ -26,6 +26,12 @@ const (
 	// nothing.
 	pendingConsumeSQL = `UPDATE {s}.pending_requests SET consumed_at = $2
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING ` + pendingColumns
+	// pendingSpendSQL is pendingConsumeSQL for Spend, a deferred write: it
+	// raises division_by_zero (22012) when it consumed nothing, so a miss
+	// aborts the transaction instead of passing unnoticed.
+	pendingSpendSQL = `WITH spent AS (UPDATE {s}.pending_requests SET consumed_at = $2
+	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING 1)
+	SELECT 1 / count(*) FROM spent`
 	pendingStateSQL = `SELECT consumed_at, expires_at FROM {s}.pending_requests WHERE id = $1`
 	// pendingLimitedSQL inserts the request only while its account has
 	// fewer than $14 live requests. It runs after the advisory lock of the
@@ -134,4 +140,26 @@ func (r pendingRepo) Consume(ctx context.Context, id string, now time.Time) (sto
 		return p, nil
 	}
 	return storage.PendingRequest{}, r.t.consumeMiss(ctx, r.t.s.q.pendingState, id, now, "pending request")
+}
+
+// Spend is a deferred write (see deferWrite): it travels with the
+// transaction's next statement or its COMMIT. Its statement raises when it
+// consumes nothing, which the batch reports as a *storage.SpendError
+// wrapping storage.ErrConsumed.
+func (r pendingRepo) Spend(ctx context.Context, id string, now time.Time) error {
+	if !storableKey(id) {
+		if err := r.t.check(); err != nil {
+			return err
+		}
+		return &storage.SpendError{ID: id, Err: storage.ErrNotFound}
+	}
+	b := &pgx.Batch{}
+	b.Queue(r.t.s.q.pendingSpend, id, now).Fn = func(br pgx.BatchResults) error {
+		_, err := br.Exec()
+		if pgCode(err) == codeDivisionByZero {
+			return &storage.SpendError{ID: id, Err: storage.ErrConsumed}
+		}
+		return err
+	}
+	return r.t.deferWrite(ctx, b)
 }

@@ -147,6 +147,52 @@ func testSigner(t *testing.T, newStore Factory) {
 			return nil
 		})
 	})
+	t.Run("Spend", func(t *testing.T) {
+		s := newStore(t)
+		acct := id(t, "InternalAccount")
+		p := newPending(t, acct)
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) })
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Spend(ctx, p.ID, t0) })
+		run(t, s, func(tx storage.Tx) error {
+			got, err := tx.PendingRequests().Get(ctx, p.ID)
+			wantErr(t, "Get of a spent request", err, nil)
+			if !got.ConsumedAt.Equal(t0) {
+				t.Fatalf("a spent request has ConsumedAt %v, want %v", got.ConsumedAt, t0)
+			}
+			return nil
+		})
+		// A second Spend fails, from the call or from Atomic, and rolls
+		// back what its transaction wrote.
+		other := newPending(t, acct)
+		err := s.Atomic(ctx, func(tx storage.Tx) error {
+			if err := tx.PendingRequests().Create(ctx, &other); err != nil {
+				return err
+			}
+			return tx.PendingRequests().Spend(ctx, p.ID, t0)
+		})
+		var spent *storage.SpendError
+		if !errors.As(err, &spent) || spent.ID != p.ID {
+			t.Fatalf("Spend of a spent request: %v, want a *storage.SpendError for %s", err, p.ID)
+		}
+		wantErr(t, "Spend of a spent request", err, storage.ErrConsumed)
+		run(t, s, func(tx storage.Tx) error {
+			_, err := tx.PendingRequests().Get(ctx, other.ID)
+			wantErr(t, "Get of a request created with a failed Spend", err, storage.ErrNotFound)
+			return nil
+		})
+		for _, bad := range []string{id(t, "Request"), "not-an-id"} {
+			err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Spend(ctx, bad, t0) })
+			if !errors.As(err, &spent) || spent.ID != bad {
+				t.Fatalf("Spend of an unknown request: %v, want a *storage.SpendError for %s", err, bad)
+			}
+		}
+		late := newPending(t, acct)
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &late) })
+		err = s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Spend(ctx, late.ID, late.ExpiresAt) })
+		if !errors.As(err, &spent) || spent.ID != late.ID {
+			t.Fatalf("Spend of an expired request: %v, want a *storage.SpendError for %s", err, late.ID)
+		}
+	})
 	t.Run("CreateLimited", func(t *testing.T) {
 		s := newStore(t)
 		acct := id(t, "InternalAccount")
