@@ -203,6 +203,9 @@ func (m *Manager) Issue(ctx context.Context, r Request, op Operation) (_ *Challe
 		c, err = m.issueIn(ctx, tx, r, &op)
 		return err
 	})
+	if e := m.limitReached(err); e != nil {
+		return nil, e
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -247,16 +250,27 @@ func (m *Manager) issueIn(ctx context.Context, tx storage.Tx, r Request, op *Ope
 		BodyDigest: digest[:], Payload: p, SignerRule: string(op.Signer.Rule), SignerRef: op.Signer.Ref,
 		Data: params, CreatedAt: now, ExpiresAt: expires,
 	}
-	retryAt, err := tx.PendingRequests().CreateLimited(ctx, &rec, m.cfg.MaxPending)
-	if errors.Is(err, storage.ErrExhausted) {
-		e := apierror.TooManyRequests(max(retryAt.Sub(now), time.Second))
-		e.Message = "the account holds too many live signed-retry challenges; complete one or wait until one expires"
-		return nil, e
-	}
-	if err != nil {
+	// The store may report the limit here or, having deferred the insert,
+	// from Atomic: limitReached answers it either way.
+	if _, err := tx.PendingRequests().CreateLimited(ctx, &rec, m.cfg.MaxPending); err != nil {
+		if e := m.limitReached(err); e != nil {
+			return nil, e
+		}
 		return nil, apierror.Internal(err)
 	}
 	return &Challenge{PayloadToSign: string(p), RequestID: id, ExpiresAt: expires, Type: op.CredentialType}, nil
+}
+
+// limitReached is the 429 of an account at its cap of live challenges, when
+// err reports it (a *storage.LimitError), or nil.
+func (m *Manager) limitReached(err error) *apierror.Error {
+	var limit *storage.LimitError
+	if !errors.As(err, &limit) {
+		return nil
+	}
+	e := apierror.TooManyRequests(max(limit.RetryAt.Sub(m.cfg.Clock()), time.Second))
+	e.Message = "the account holds too many live signed-retry challenges; complete one or wait until one expires"
+	return e
 }
 
 func marshalCompact(v any) ([]byte, error) {
@@ -521,6 +535,9 @@ func (m *Manager) runFirst(ctx context.Context, r Request, op Steps) (_ *Authori
 		c, err = m.issueIn(ctx, tx, r, bound)
 		return err
 	})
+	if e := m.limitReached(err); e != nil {
+		return nil, nil, e
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -333,7 +333,14 @@ type PendingRequests interface {
 	// account's requests held until the transaction ends: of any number of
 	// concurrent CreateLimited calls for one account, on any replica, no
 	// more commit than keep the account at limit live requests. ErrDuplicate
-	// when the id exists. limit must be positive.
+	// when the id exists. limit must be positive. The limit is reported as
+	// a [*LimitError] (errors.As; it wraps ErrExhausted) whose RetryAt is
+	// retryAt. A store may defer the insert, sending it with the
+	// transaction's next statement or its commit: CreateLimited then
+	// returns a zero retryAt and nil, and the *LimitError or ErrDuplicate
+	// is returned, after the transaction rolled back, by the method call
+	// or Atomic that carried it. A caller therefore answers the limit from
+	// the error of Atomic.
 	CreateLimited(ctx context.Context, p *PendingRequest, limit int) (retryAt time.Time, err error)
 	// Get returns the request (consumed and expired ones included, until
 	// swept) or ErrNotFound.
@@ -354,6 +361,18 @@ type PendingRequests interface {
 	// same now.
 	Spend(ctx context.Context, id string, now time.Time) error
 }
+
+// LimitError reports that [PendingRequests.CreateLimited] found the
+// account at its limit of live requests; RetryAt is the earliest expiry
+// among them. It wraps ErrExhausted.
+type LimitError struct{ RetryAt time.Time }
+
+func (e *LimitError) Error() string {
+	return "storage: the account holds its limit of live pending requests until " + e.RetryAt.Format(time.RFC3339Nano)
+}
+
+// Unwrap returns ErrExhausted.
+func (e *LimitError) Unwrap() error { return ErrExhausted }
 
 // SpendError reports a pending request that [PendingRequests.Spend] could
 // not consume. Err is ErrNotFound, ErrExpired or ErrConsumed.

@@ -102,7 +102,7 @@ func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingReques
 		if len(live) < len(ids) {
 			tput(r.tx, &r.s.pendByAcct, p.AccountID, live)
 		}
-		return earliest, storage.ErrExhausted
+		return earliest, &storage.LimitError{RetryAt: earliest}
 	}
 	if len(live) == 0 {
 		tdel(r.tx, &r.s.pendByAcct, p.AccountID)

@@ -18,7 +18,7 @@ type queries struct {
 	sessionInsert, sessionGet, sessionActive, sessionRevoke, sessionExists, sessionRevokeAll        string
 	signerAccount, signerCredential, signerSession                                                  string
 	pendingLimited, pendingLiveState                                                                string
-	pendingInsert, pendingGet, pendingConsume, pendingSpend, pendingState                           string
+	pendingInsert, pendingGet, pendingConsume, pendingSpend, pendingLimitedDefer, pendingState      string
 	outboxInsert, outboxLease, outboxMark, outboxFail, outboxFailState, outboxParked, outboxRedrive string
 	outboxList                                                                                      string
 	limitHit, limitOpen, limitEnd                                                                   string
@@ -45,7 +45,7 @@ func renderQueries(quotedSchema string) queries {
 		signerAccount: r.Replace(signerAccountSQL), signerCredential: r.Replace(signerCredentialSQL), signerSession: r.Replace(signerSessionSQL),
 		pendingLimited: r.Replace(pendingLimitedSQL), pendingLiveState: r.Replace(pendingLiveStateSQL),
 		pendingInsert: r.Replace(pendingInsertSQL), pendingGet: r.Replace(pendingGetSQL),
-		pendingConsume: r.Replace(pendingConsumeSQL), pendingSpend: r.Replace(pendingSpendSQL), pendingState: r.Replace(pendingStateSQL),
+		pendingConsume: r.Replace(pendingConsumeSQL), pendingSpend: r.Replace(pendingSpendSQL), pendingLimitedDefer: r.Replace(pendingLimitedDeferSQL), pendingState: r.Replace(pendingStateSQL),
 		outboxInsert: r.Replace(outboxInsertSQL), outboxLease: r.Replace(outboxLeaseSQL),
 		outboxFail: r.Replace(outboxFailSQL), outboxFailState: r.Replace(outboxFailStateSQL),
 		outboxParked: r.Replace(outboxParkedSQL), outboxRedrive: r.Replace(outboxRedriveSQL),

@@ -143,12 +143,42 @@ func (s *Store) attempt(ctx context.Context, fn func(storage.Tx) error) error {
 	t := &tx{s: s, conn: conn}
 	defer t.finish(ctx)
 	if err := fn(t); err != nil {
-		return err
+		return t.resolve(ctx, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("postgres: transaction rolled back: %w", err)
 	}
-	return t.commit(ctx)
+	return t.resolve(ctx, t.commit(ctx))
+}
+
+// resolve turns the failure of a deferred CreateLimited (a limitMiss,
+// wherever it surfaced) into what CreateLimited reports: it rolls the
+// aborted transaction back and reads the account's requests outside it.
+// Other errors pass unchanged.
+func (t *tx) resolve(ctx context.Context, err error) error {
+	var miss *limitMiss
+	if !errors.As(err, &miss) || ctx.Err() != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pg != nil {
+		if rerr := t.pg.Rollback(ctx); rerr != nil {
+			return err
+		}
+		t.pg = nil
+	}
+	if t.conn.Conn().PgConn().TxStatus() != 'I' {
+		return err
+	}
+	return t.s.resolveLimit(ctx, t.conn, miss)
+}
+
+// inHost reports whether the transaction runs inside a host's.
+func (t *tx) inHost() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.host != nil
 }
 
 // commit commits what the transaction wrote.

@@ -208,27 +208,29 @@ func testSigner(t *testing.T, newStore Factory) {
 			made = append(made, p)
 		}
 		run(t, s, func(tx storage.Tx) error {
-			r := tx.PendingRequests()
-			got, err := r.Get(ctx, made[0].ID)
+			got, err := tx.PendingRequests().Get(ctx, made[0].ID)
 			wantErr(t, "Get of a limited request", err, nil)
 			diff(t, "Get of a limited request", got, made[0])
-			dup := made[0]
-			_, err = r.CreateLimited(ctx, &dup, limit+1)
-			wantErr(t, "CreateLimited of an existing id", err, storage.ErrDuplicate)
-			over := newPending(t, acct)
-			retryAt, err := r.CreateLimited(ctx, &over, limit)
-			wantErr(t, "CreateLimited over the limit", err, storage.ErrExhausted)
-			if !retryAt.Equal(made[limit-1].ExpiresAt) {
-				t.Fatalf("CreateLimited over the limit: retryAt %v, want the earliest expiry %v", retryAt, made[limit-1].ExpiresAt)
-			}
-			if _, err := r.Get(ctx, over.ID); !errors.Is(err, storage.ErrNotFound) {
-				t.Fatalf("a refused request was stored: %v", err)
-			}
-			other := newPending(t, id(t, "InternalAccount"))
-			_, err = r.CreateLimited(ctx, &other, limit)
-			wantErr(t, "CreateLimited of another account", err, nil)
 			return nil
 		})
+		dup := made[0]
+		_, err := createLimited(ctx, s, &dup, limit+1)
+		wantErr(t, "CreateLimited of an existing id", err, storage.ErrDuplicate)
+		over := newPending(t, acct)
+		retryAt, err := createLimited(ctx, s, &over, limit)
+		wantErr(t, "CreateLimited over the limit", err, storage.ErrExhausted)
+		if !retryAt.Equal(made[limit-1].ExpiresAt) {
+			t.Fatalf("CreateLimited over the limit: retryAt %v, want the earliest expiry %v", retryAt, made[limit-1].ExpiresAt)
+		}
+		run(t, s, func(tx storage.Tx) error {
+			if _, err := tx.PendingRequests().Get(ctx, over.ID); !errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("a refused request was stored: %v", err)
+			}
+			return nil
+		})
+		other := newPending(t, id(t, "InternalAccount"))
+		_, err = createLimited(ctx, s, &other, limit)
+		wantErr(t, "CreateLimited of another account", err, nil)
 		// A consumed request stops counting, and so does an expired one.
 		run(t, s, func(tx storage.Tx) error {
 			_, err := tx.PendingRequests().Consume(ctx, made[0].ID, t0)
@@ -247,12 +249,32 @@ func testSigner(t *testing.T, newStore Factory) {
 		})
 		again := newPending(t, acct)
 		again.CreatedAt, again.ExpiresAt = later.CreatedAt, later.ExpiresAt
-		run(t, s, func(tx storage.Tx) error {
-			_, err := tx.PendingRequests().CreateLimited(ctx, &again, limit)
-			wantErr(t, "CreateLimited at the limit again", err, storage.ErrExhausted)
-			return nil
-		})
+		_, err = createLimited(ctx, s, &again, limit)
+		wantErr(t, "CreateLimited at the limit again", err, storage.ErrExhausted)
 	})
+}
+
+// createLimited runs CreateLimited in a transaction of its own and returns
+// what it reported, at once or (deferred) from Atomic: the limit as a
+// *storage.LimitError, whose RetryAt it returns.
+func createLimited(ctx context.Context, s storage.Store, p *storage.PendingRequest, limit int) (time.Time, error) {
+	var at time.Time
+	err := s.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		at, err = tx.PendingRequests().CreateLimited(ctx, p, limit)
+		return err
+	})
+	var limited *storage.LimitError
+	if errors.As(err, &limited) {
+		if !at.IsZero() && !at.Equal(limited.RetryAt) {
+			return at, fmt.Errorf("CreateLimited returned retryAt %v and a LimitError of %v", at, limited.RetryAt)
+		}
+		return limited.RetryAt, err
+	}
+	if errors.Is(err, storage.ErrExhausted) {
+		return at, fmt.Errorf("the limit was reported without a *storage.LimitError: %w", err)
+	}
+	return at, err
 }
 
 // raceSignerRevoked: operations signed by one session lock it, check it,
@@ -422,16 +444,23 @@ func racePendingLimit(t *testing.T, stores []storage.Store, workers int) {
 	acct := id(t, "InternalAccount")
 	errs := race(t, stores, workers, func(c context.Context, _ int, s storage.Store) error {
 		p := newPending(t, acct)
-		return s.Atomic(c, func(tx storage.Tx) error {
-			retryAt, err := tx.PendingRequests().CreateLimited(c, &p, limit)
-			if errors.Is(err, storage.ErrExhausted) && !retryAt.Equal(p.ExpiresAt) {
-				return fmt.Errorf("retryAt %v, want %v", retryAt, p.ExpiresAt)
+		err := s.Atomic(c, func(tx storage.Tx) error {
+			if _, err := tx.PendingRequests().CreateLimited(c, &p, limit); err != nil {
+				return err
 			}
-			if err == nil {
-				pause() // the insert is held uncommitted a while
+			// A statement after it sends a deferred insert; the insert
+			// is then held uncommitted a while.
+			if _, err := tx.PendingRequests().Get(c, p.ID); err != nil {
+				return err
 			}
-			return err
+			pause()
+			return nil
 		})
+		var limited *storage.LimitError
+		if errors.As(err, &limited) && !limited.RetryAt.Equal(p.ExpiresAt) {
+			return fmt.Errorf("retryAt %v, want %v", limited.RetryAt, p.ExpiresAt)
+		}
+		return err
 	})
 	wins := tally(t, "limited create", errs, storage.ErrExhausted)
 	if want := min(limit, len(errs)); wins != want {
