@@ -599,19 +599,36 @@ func (m *Manager) authorize(ctx context.Context, tx storage.Tx, p *storage.Pendi
 		a.SessionID, a.CredentialID = s.ID, s.CredentialID
 		return nil
 	case AnySession, OtherCredentialSession:
-		// The list only names candidates; each is decided on under its
-		// lock, since a revoke may commit between the list and the lock.
-		sessions, err := tx.Sessions().ListActive(ctx, p.AccountID, now)
-		if err != nil {
-			return apierror.Internal(err)
-		}
-		for i := range sessions {
-			if !qualifies(&sessions[i]) {
-				continue
+		if stamp != nil {
+			// Only a session of the stamp's key can sign: lock those and
+			// decide on what the locks read, in one step.
+			pub := stamp.PublicKey()
+			sessions, err := tx.Sessions().LockSignersByKey(ctx, p.AccountID, elliptic.MarshalCompressed(pub.Curve, pub.X, pub.Y))
+			if err != nil {
+				return apierror.Internal(err)
 			}
-			ok, err := signer(sessions[i].ID)
-			if err != nil || ok {
-				return err
+			for i := range sessions {
+				if qualifies(&sessions[i]) {
+					a.SessionID, a.CredentialID = sessions[i].ID, sessions[i].CredentialID
+					return nil
+				}
+			}
+		} else {
+			// The list only names candidates; each is decided on under
+			// its lock, since a revoke may commit between the list and
+			// the lock.
+			sessions, err := tx.Sessions().ListActive(ctx, p.AccountID, now)
+			if err != nil {
+				return apierror.Internal(err)
+			}
+			for i := range sessions {
+				if !qualifies(&sessions[i]) {
+					continue
+				}
+				ok, err := signer(sessions[i].ID)
+				if err != nil || ok {
+					return err
+				}
 			}
 		}
 		if rule == OtherCredentialSession {

@@ -318,6 +318,15 @@ type Sessions interface {
 	// accountID, or its credential does not exist. The account need not
 	// exist.
 	LockSigner(ctx context.Context, accountID, id string) (Session, error)
+	// LockSignersByKey is LockSigner for every session of accountID whose
+	// PublicKey is publicKey (compressed): it holds the account, then the
+	// sessions' credentials, then the sessions, as LockSigner holds them,
+	// and returns those of the sessions whose credential exists, read
+	// after the locks were granted, in Seq order; revoked and expired
+	// sessions are included, for the caller to judge. None is not an
+	// error. A signed operation that any session of the account may sign
+	// finds and locks its signer this way in one step.
+	LockSignersByKey(ctx context.Context, accountID string, publicKey []byte) ([]Session, error)
 }
 
 // PendingRequests stores single-use requests keyed by their Request id.

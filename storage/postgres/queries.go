@@ -16,7 +16,7 @@ type queries struct {
 	credLock                                                                                        string
 	otpPut, otpGet, otpConsume, otpState, otpAttempt, otpAttemptState                               string
 	sessionInsert, sessionGet, sessionActive, sessionRevoke, sessionExists, sessionRevokeAll        string
-	signerAccount, signerCredential, signerSession                                                  string
+	signerAccount, signerCredential, signerSession, signerKeyCredentials, signerKeySessions         string
 	pendingLimited, pendingLiveState                                                                string
 	pendingInsert, pendingGet, pendingConsume, pendingSpend, pendingLimitedDefer, pendingState      string
 	outboxInsert, outboxLease, outboxMark, outboxFail, outboxFailState, outboxParked, outboxRedrive string
@@ -43,6 +43,7 @@ func renderQueries(quotedSchema string) queries {
 		sessionInsert: r.Replace(sessionInsertSQL), sessionGet: r.Replace(sessionGetSQL), sessionActive: r.Replace(sessionActiveSQL),
 		sessionRevoke: r.Replace(sessionRevokeSQL), sessionExists: r.Replace(sessionExistsSQL), sessionRevokeAll: r.Replace(sessionRevokeAllSQL),
 		signerAccount: r.Replace(signerAccountSQL), signerCredential: r.Replace(signerCredentialSQL), signerSession: r.Replace(signerSessionSQL),
+		signerKeyCredentials: r.Replace(signerKeyCredentialsSQL), signerKeySessions: r.Replace(signerKeySessionsSQL),
 		pendingLimited: r.Replace(pendingLimitedSQL), pendingLiveState: r.Replace(pendingLiveStateSQL),
 		pendingInsert: r.Replace(pendingInsertSQL), pendingGet: r.Replace(pendingGetSQL),
 		pendingConsume: r.Replace(pendingConsumeSQL), pendingSpend: r.Replace(pendingSpendSQL), pendingLimitedDefer: r.Replace(pendingLimitedDeferSQL), pendingState: r.Replace(pendingStateSQL),

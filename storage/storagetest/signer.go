@@ -50,8 +50,21 @@ func newSignedAccount(t *testing.T, s storage.Store) *signedAccount {
 
 // lockSigner is how a signed operation checks its signer: locked, then
 // checked on what the lock read.
-func lockSigner(c context.Context, tx storage.Tx, acct, session string) error {
-	s, err := tx.Sessions().LockSigner(c, acct, session)
+// Odd workers lock it by its key ([storage.Sessions.LockSignersByKey]).
+func lockSigner(c context.Context, tx storage.Tx, acct string, session storage.Session, worker int) error {
+	if worker%2 == 1 {
+		all, err := tx.Sessions().LockSignersByKey(c, acct, session.PublicKey)
+		if err != nil {
+			return err
+		}
+		for _, s := range all {
+			if s.ID == session.ID && s.Active(t0) {
+				return nil
+			}
+		}
+		return errSignerGone
+	}
+	s, err := tx.Sessions().LockSigner(c, acct, session.ID)
 	if errors.Is(err, storage.ErrNotFound) || err == nil && !s.Active(t0) {
 		return errSignerGone
 	}
@@ -94,6 +107,40 @@ func testSigner(t *testing.T, newStore Factory) {
 			got, err := tx.Sessions().LockSigner(ctx, orphan.AccountID, orphan.ID)
 			wantErr(t, "LockSigner of an account that does not exist", err, nil)
 			diff(t, "LockSigner of an account that does not exist", got, orphan)
+			return nil
+		})
+	})
+	t.Run("LockSignersByKey", func(t *testing.T) {
+		s := newStore(t)
+		a := newSignedAccount(t, s)
+		// A second session of the first key, on another credential.
+		twin := storage.Session{ID: id(t, "Session"), AccountID: a.acct.ID, CredentialID: a.creds[2].ID,
+			PublicKey: a.sessions[0].PublicKey, CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}
+		run(t, s, func(tx storage.Tx) error { return tx.Sessions().Create(ctx, &twin) })
+		run(t, s, func(tx storage.Tx) error {
+			r := tx.Sessions()
+			got, err := r.LockSignersByKey(ctx, a.acct.ID, a.sessions[0].PublicKey)
+			wantErr(t, "LockSignersByKey", err, nil)
+			diff(t, "LockSignersByKey", got, []storage.Session{a.sessions[0], twin})
+			got, err = r.LockSignersByKey(ctx, a.acct.ID, []byte{2, 42})
+			wantErr(t, "LockSignersByKey of an unknown key", err, nil)
+			if len(got) != 0 {
+				t.Fatalf("LockSignersByKey of an unknown key: %v", got)
+			}
+			got, err = r.LockSignersByKey(ctx, id(t, "InternalAccount"), a.sessions[1].PublicKey)
+			wantErr(t, "LockSignersByKey of another account", err, nil)
+			if len(got) != 0 {
+				t.Fatalf("LockSignersByKey of another account: %v", got)
+			}
+			// The holder may still revoke and delete; what it locks next
+			// reads that.
+			wantErr(t, "Revoke", r.Revoke(ctx, a.sessions[0].ID, t0), nil)
+			wantErr(t, "Delete of a credential", tx.Credentials().Delete(ctx, twin.CredentialID), nil)
+			got, err = r.LockSignersByKey(ctx, a.acct.ID, a.sessions[0].PublicKey)
+			wantErr(t, "LockSignersByKey after Revoke and Delete", err, nil)
+			if len(got) != 1 || got[0].ID != a.sessions[0].ID || got[0].RevokedAt.IsZero() {
+				t.Fatalf("LockSignersByKey after Revoke and Delete: %v, want the revoked session alone", got)
+			}
 			return nil
 		})
 	})
@@ -321,7 +368,7 @@ func signerRevokedRound(t *testing.T, stores []storage.Store, workers int, crede
 		// Operations until one is refused after the revoke.
 		for n := 0; ; n++ {
 			err := s.Atomic(c, func(tx storage.Tx) error {
-				if err := lockSigner(c, tx, a.acct.ID, signer.ID); err != nil {
+				if err := lockSigner(c, tx, a.acct.ID, signer, i); err != nil {
 					return err
 				}
 				pause()
@@ -397,7 +444,7 @@ func raceCrossSignedRevokes(t *testing.T, stores []storage.Store, workers int) {
 		a, me := accounts[i/2], i%2
 		target, signer := a.creds[me], a.sessions[1-me]
 		return s.Atomic(c, func(tx storage.Tx) error {
-			if err := lockSigner(c, tx, a.acct.ID, signer.ID); err != nil {
+			if err := lockSigner(c, tx, a.acct.ID, signer, i); err != nil {
 				return err
 			}
 			all, err := tx.Credentials().ListByAccount(c, a.acct.ID)
