@@ -286,6 +286,12 @@ type OTPIssuances interface {
 	// Consume marks issuance id used and returns it: ErrNotFound (unknown or
 	// superseded), ErrExpired (now is not before ExpiresAt) or ErrConsumed.
 	Consume(ctx context.Context, id string, now time.Time) (OTPIssuance, error)
+	// Spend is Consume for a caller that needs nothing back, deferred and
+	// reported as [PendingRequests.Spend] is: a failure is a [*SpendError]
+	// for id, wherever it surfaces. The caller reserves an attempt on the
+	// issuance first ([OTPIssuances.Attempt], at the same now), which holds
+	// it, so Spend then cannot fail.
+	Spend(ctx context.Context, id string, now time.Time) error
 }
 
 // Sessions stores authenticated sessions.
@@ -383,15 +389,16 @@ func (e *LimitError) Error() string {
 // Unwrap returns ErrExhausted.
 func (e *LimitError) Unwrap() error { return ErrExhausted }
 
-// SpendError reports a pending request that [PendingRequests.Spend] could
-// not consume. Err is ErrNotFound, ErrExpired or ErrConsumed.
+// SpendError reports a single-use record that [PendingRequests.Spend] or
+// [OTPIssuances.Spend] could not consume. Err is ErrNotFound, ErrExpired or
+// ErrConsumed.
 type SpendError struct {
 	ID  string
 	Err error
 }
 
 func (e *SpendError) Error() string {
-	return "storage: pending request " + e.ID + " not consumed: " + e.Err.Error()
+	return "storage: " + e.ID + " not consumed: " + e.Err.Error()
 }
 
 // Unwrap returns Err.

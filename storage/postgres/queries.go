@@ -14,7 +14,7 @@ type queries struct {
 	challengePut, challengeGet, challengeConsume                                                    string
 	credInsert, credGet, credUpdate, credExists, credDelete, credList, credByWebAuthn, credByEmail  string
 	credLock                                                                                        string
-	otpPut, otpGet, otpConsume, otpState, otpAttempt, otpAttemptState                               string
+	otpPut, otpGet, otpConsume, otpSpend, otpState, otpAttempt, otpAttemptState                     string
 	sessionInsert, sessionGet, sessionActive, sessionRevoke, sessionExists, sessionRevokeAll        string
 	signerAccount, signerCredential, signerSession, signerKeyCredentials, signerKeySessions         string
 	pendingLimited, pendingLiveState                                                                string
@@ -38,7 +38,7 @@ func renderQueries(quotedSchema string) queries {
 		credExists: r.Replace(credExistsSQL), credDelete: r.Replace(credDeleteSQL), credList: r.Replace(credListSQL),
 		credByWebAuthn: r.Replace(credByWebAuthnSQL), credByEmail: r.Replace(credByEmailSQL), credLock: r.Replace(credLockSQL),
 		otpPut: r.Replace(otpPutSQL), otpGet: r.Replace(otpGetSQL),
-		otpConsume: r.Replace(otpConsumeSQL), otpState: r.Replace(otpStateSQL),
+		otpConsume: r.Replace(otpConsumeSQL), otpSpend: r.Replace(otpSpendSQL), otpState: r.Replace(otpStateSQL),
 		otpAttempt: r.Replace(otpAttemptSQL), otpAttemptState: r.Replace(otpAttemptStateSQL),
 		sessionInsert: r.Replace(sessionInsertSQL), sessionGet: r.Replace(sessionGetSQL), sessionActive: r.Replace(sessionActiveSQL),
 		sessionRevoke: r.Replace(sessionRevokeSQL), sessionExists: r.Replace(sessionExistsSQL), sessionRevokeAll: r.Replace(sessionRevokeAllSQL),
