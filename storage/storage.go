@@ -272,12 +272,6 @@ type OTPIssuances interface {
 	// GetByCredential returns the live issuance of the credential (consumed or
 	// expired ones included) or ErrNotFound.
 	GetByCredential(ctx context.Context, credentialID string) (OTPIssuance, error)
-	// LockCredential holds the credential as [Credentials.Lock] does and
-	// returns it with its live issuance as GetByCredential returns it,
-	// read after the lock was granted, in one step: ErrNotFound when the
-	// credential does not exist, and a zero issuance (empty ID) when it has
-	// none. A verification decides on both.
-	LockCredential(ctx context.Context, credentialID string) (Credential, OTPIssuance, error)
 	// Attempt reserves one verification attempt of issuance id before the
 	// caller compares a code: when the issuance is unconsumed, now is
 	// before ExpiresAt and fewer than limit attempts were made, it

@@ -302,19 +302,16 @@ func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID strin
 	// AUTH_CREDENTIAL.OTP_LOCKED event below never follows the
 	// credential's AUTH_CREDENTIAL.REVOKED. It also orders the attempts
 	// of one credential.
-	// The issuance is read with the lock, in one step.
-	c, iss, err := tx.OTPIssuances().LockCredential(ctx, credentialID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil, notFound("credential", credentialID)
-	}
+	c, err := lockCredentialOfType(ctx, tx, credentialID, req.Type)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkOfType(&c, req.Type); err != nil {
-		return nil, nil, err
-	}
-	if iss.ID == "" {
+	iss, err := tx.OTPIssuances().GetByCredential(ctx, c.ID)
+	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil, apierror.Unauthenticated("no pending OTP for this credential")
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	now := s.cfg.Clock()
 	switch {

@@ -106,15 +106,3 @@ func (r otpRepo) Spend(ctx context.Context, id string, now time.Time) error {
 	}
 	return err
 }
-
-func (r otpRepo) LockCredential(ctx context.Context, credentialID string) (storage.Credential, storage.OTPIssuance, error) {
-	c, err := (credRepo{r.tx}).Lock(ctx, credentialID)
-	if err != nil {
-		return storage.Credential{}, storage.OTPIssuance{}, err
-	}
-	o, err := r.GetByCredential(ctx, credentialID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return c, storage.OTPIssuance{}, nil
-	}
-	return c, o, err
-}

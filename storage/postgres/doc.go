@@ -83,11 +83,10 @@
 // Counted on one warm connection (statements prepared) by walletauth's
 // TestRoundTripsPostgres, which fails when one grows:
 //
-//   - an EMAIL_OTP (or SMS_OTP) login, 12: the challenge 3 (the credential
+//   - an EMAIL_OTP (or SMS_OTP) login, 13: the challenge 3 (the credential
 //     read; BEGIN and the re-issue limit; the issuance with the COMMIT),
-//     the verification 4 (BEGIN, the credential lock and the issuance read,
-//     OTPIssuances.LockCredential; the attempt budget; the attempt; the
-//     code's consumption, the
+//     the verification 5 (BEGIN and the credential lock; the issuance
+//     read; the attempt budget; the attempt; the code's consumption, the
 //     signed-retry challenge and the COMMIT together) and its signed retry
 //     5 (the credential type read; the request read; BEGIN, the request's
 //     consumption and the credential lock; the account read; the session,

@@ -156,36 +156,3 @@ func (r otpRepo) Spend(ctx context.Context, id string, now time.Time) error {
 	}
 	return r.t.deferWrite(ctx, b)
 }
-
-// LockCredential sends the credential's lock and the read of its issuance
-// in one round trip; the read, a statement of its own after the lock, reads
-// a snapshot taken once the lock was granted.
-func (r otpRepo) LockCredential(ctx context.Context, credentialID string) (storage.Credential, storage.OTPIssuance, error) {
-	if !storableKey(credentialID) {
-		return storage.Credential{}, storage.OTPIssuance{}, notFoundOrDone(r.t)
-	}
-	var c storage.Credential
-	var o storage.OTPIssuance
-	var found bool
-	b := &pgx.Batch{}
-	b.Queue(r.t.s.q.credLock, credentialID).Query(func(rows pgx.Rows) error {
-		if found = rows.Next(); found {
-			return scanCred(rows, &c)
-		}
-		return nil
-	})
-	b.Queue(r.t.s.q.otpGet, credentialID).Query(func(rows pgx.Rows) error {
-		if rows.Next() {
-			return scanOTP(rows, &o)
-		}
-		return nil
-	})
-	if err := r.t.send(ctx, b); err != nil {
-		return storage.Credential{}, storage.OTPIssuance{}, wrap("lock credential", err)
-	}
-	if !found {
-		return storage.Credential{}, storage.OTPIssuance{}, storage.ErrNotFound
-	}
-	r.t.hold(heldCredentials, c.ID, cloneCredential(c))
-	return c, o, nil
-}

@@ -89,33 +89,6 @@ func testGuards(t *testing.T, newStore Factory) {
 			return nil
 		})
 	})
-	t.Run("LockCredentialWithOTP", func(t *testing.T) {
-		s := newStore(t)
-		acct := id(t, "InternalAccount")
-		c := emailCred(t, acct, "ada@example.com")
-		bare := passkeyCred(t, acct, []byte("bare-"+acct))
-		o := newIssuance(t)
-		o.CredentialID, o.AccountID = c.ID, acct
-		run(t, s, func(tx storage.Tx) error {
-			return errors.Join(tx.Credentials().Create(ctx, &c), tx.Credentials().Create(ctx, &bare), tx.OTPIssuances().Put(ctx, &o))
-		})
-		run(t, s, func(tx storage.Tx) error {
-			r := tx.OTPIssuances()
-			gotC, gotO, err := r.LockCredential(ctx, c.ID)
-			wantErr(t, "LockCredential", err, nil)
-			diff(t, "LockCredential credential", gotC, c)
-			diff(t, "LockCredential issuance", gotO, o)
-			gotC, gotO, err = r.LockCredential(ctx, bare.ID)
-			wantErr(t, "LockCredential without an issuance", err, nil)
-			diff(t, "LockCredential credential without an issuance", gotC, bare)
-			if gotO.ID != "" {
-				t.Fatalf("LockCredential without an issuance returned %v", gotO)
-			}
-			_, _, err = r.LockCredential(ctx, id(t, "AuthMethod"))
-			wantErr(t, "LockCredential unknown", err, storage.ErrNotFound)
-			return nil
-		})
-	})
 	t.Run("SpendOTP", func(t *testing.T) {
 		s := newStore(t)
 		o := newIssuance(t)
