@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -184,11 +185,20 @@ func (s *Simulator) UpdateWallet(ctx context.Context, accountID string, req wall
 	if !retry && req.PrivateEnabled == nil {
 		return nil, nil, apierror.InvalidField("privateEnabled", nil, "is required")
 	}
-	acct, err := s.internalAccount(ctx, accountID)
-	if err != nil {
-		return nil, nil, err
+	if !storage.ValidID(accountID, "InternalAccount") {
+		return nil, nil, apierror.New(apierror.ReferenceNotFound, "internal account %s not found", accountID)
 	}
-	p, ch, err := s.auth.UpdateWalletPrivacy(ctx, accountID, req, call, nil)
+	// The first leg reads the wallet (404 when there is none); the retry
+	// reads it under the signer's lock of it, which holds the row already.
+	var acct storage.InternalAccount
+	p, ch, err := s.auth.UpdateWalletPrivacy(ctx, accountID, req, call, func(tx storage.Tx, _ bool) error {
+		var err error
+		acct, err = tx.InternalAccounts().Get(ctx, accountID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return apierror.New(apierror.ReferenceNotFound, "internal account %s not found", accountID)
+		}
+		return err
+	})
 	if p == nil {
 		return nil, ch, err
 	}

@@ -203,6 +203,9 @@ func (m *Manager) Issue(ctx context.Context, r Request, op Operation) (_ *Challe
 		c, err = m.issueIn(ctx, tx, r, &op)
 		return err
 	})
+	if e := m.limitReached(err); e != nil {
+		return nil, e
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -247,16 +250,27 @@ func (m *Manager) issueIn(ctx context.Context, tx storage.Tx, r Request, op *Ope
 		BodyDigest: digest[:], Payload: p, SignerRule: string(op.Signer.Rule), SignerRef: op.Signer.Ref,
 		Data: params, CreatedAt: now, ExpiresAt: expires,
 	}
-	retryAt, err := tx.PendingRequests().CreateLimited(ctx, &rec, m.cfg.MaxPending)
-	if errors.Is(err, storage.ErrExhausted) {
-		e := apierror.TooManyRequests(max(retryAt.Sub(now), time.Second))
-		e.Message = "the account holds too many live signed-retry challenges; complete one or wait until one expires"
-		return nil, e
-	}
-	if err != nil {
+	// The store may report the limit here or, having deferred the insert,
+	// from Atomic: limitReached answers it either way.
+	if _, err := tx.PendingRequests().CreateLimited(ctx, &rec, m.cfg.MaxPending); err != nil {
+		if e := m.limitReached(err); e != nil {
+			return nil, e
+		}
 		return nil, apierror.Internal(err)
 	}
 	return &Challenge{PayloadToSign: string(p), RequestID: id, ExpiresAt: expires, Type: op.CredentialType}, nil
+}
+
+// limitReached is the 429 of an account at its cap of live challenges, when
+// err reports it (a *storage.LimitError), or nil.
+func (m *Manager) limitReached(err error) *apierror.Error {
+	var limit *storage.LimitError
+	if !errors.As(err, &limit) {
+		return nil
+	}
+	e := apierror.TooManyRequests(max(limit.RetryAt.Sub(m.cfg.Clock()), time.Second))
+	e.Message = "the account holds too many live signed-retry challenges; complete one or wait until one expires"
+	return e
 }
 
 func marshalCompact(v any) ([]byte, error) {
@@ -433,7 +447,10 @@ func (m *Manager) CompleteLocking(ctx context.Context, r Request, opType string,
 		a.PublicKey = stamp.PublicKey()
 	}
 	err = m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-		if _, err := tx.PendingRequests().Consume(ctx, p.ID, now); err != nil {
+		// The request was found live at now above; the store may send its
+		// consumption with the next statement (the first lock) or the
+		// commit, and reports a lost race wherever it surfaces.
+		if err := tx.PendingRequests().Spend(ctx, p.ID, now); err != nil {
 			return requestError(err)
 		}
 		if lock != nil {
@@ -449,6 +466,10 @@ func (m *Manager) CompleteLocking(ctx context.Context, r Request, opType string,
 		}
 		return nil
 	})
+	var spent *storage.SpendError
+	if errors.As(err, &spent) && spent.ID == p.ID {
+		return nil, requestError(spent)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -514,6 +535,9 @@ func (m *Manager) runFirst(ctx context.Context, r Request, op Steps) (_ *Authori
 		c, err = m.issueIn(ctx, tx, r, bound)
 		return err
 	})
+	if e := m.limitReached(err); e != nil {
+		return nil, nil, e
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -575,19 +599,36 @@ func (m *Manager) authorize(ctx context.Context, tx storage.Tx, p *storage.Pendi
 		a.SessionID, a.CredentialID = s.ID, s.CredentialID
 		return nil
 	case AnySession, OtherCredentialSession:
-		// The list only names candidates; each is decided on under its
-		// lock, since a revoke may commit between the list and the lock.
-		sessions, err := tx.Sessions().ListActive(ctx, p.AccountID, now)
-		if err != nil {
-			return apierror.Internal(err)
-		}
-		for i := range sessions {
-			if !qualifies(&sessions[i]) {
-				continue
+		if stamp != nil {
+			// Only a session of the stamp's key can sign: lock those and
+			// decide on what the locks read, in one step.
+			pub := stamp.PublicKey()
+			sessions, err := tx.Sessions().LockSignersByKey(ctx, p.AccountID, elliptic.MarshalCompressed(pub.Curve, pub.X, pub.Y))
+			if err != nil {
+				return apierror.Internal(err)
 			}
-			ok, err := signer(sessions[i].ID)
-			if err != nil || ok {
-				return err
+			for i := range sessions {
+				if qualifies(&sessions[i]) {
+					a.SessionID, a.CredentialID = sessions[i].ID, sessions[i].CredentialID
+					return nil
+				}
+			}
+		} else {
+			// The list only names candidates; each is decided on under
+			// its lock, since a revoke may commit between the list and
+			// the lock.
+			sessions, err := tx.Sessions().ListActive(ctx, p.AccountID, now)
+			if err != nil {
+				return apierror.Internal(err)
+			}
+			for i := range sessions {
+				if !qualifies(&sessions[i]) {
+					continue
+				}
+				ok, err := signer(sessions[i].ID)
+				if err != nil || ok {
+					return err
+				}
 			}
 		}
 		if rule == OtherCredentialSession {

@@ -286,6 +286,12 @@ type OTPIssuances interface {
 	// Consume marks issuance id used and returns it: ErrNotFound (unknown or
 	// superseded), ErrExpired (now is not before ExpiresAt) or ErrConsumed.
 	Consume(ctx context.Context, id string, now time.Time) (OTPIssuance, error)
+	// Spend is Consume for a caller that needs nothing back, deferred and
+	// reported as [PendingRequests.Spend] is: a failure is a [*SpendError]
+	// for id, wherever it surfaces. The caller reserves an attempt on the
+	// issuance first ([OTPIssuances.Attempt], at the same now), which holds
+	// it, so Spend then cannot fail.
+	Spend(ctx context.Context, id string, now time.Time) error
 }
 
 // Sessions stores authenticated sessions.
@@ -318,6 +324,15 @@ type Sessions interface {
 	// accountID, or its credential does not exist. The account need not
 	// exist.
 	LockSigner(ctx context.Context, accountID, id string) (Session, error)
+	// LockSignersByKey is LockSigner for every session of accountID whose
+	// PublicKey is publicKey (compressed): it holds the account, then the
+	// sessions' credentials, then the sessions, as LockSigner holds them,
+	// and returns those of the sessions whose credential exists, read
+	// after the locks were granted, in Seq order; revoked and expired
+	// sessions are included, for the caller to judge. None is not an
+	// error. A signed operation that any session of the account may sign
+	// finds and locks its signer this way in one step.
+	LockSignersByKey(ctx context.Context, accountID string, publicKey []byte) ([]Session, error)
 }
 
 // PendingRequests stores single-use requests keyed by their Request id.
@@ -333,7 +348,14 @@ type PendingRequests interface {
 	// account's requests held until the transaction ends: of any number of
 	// concurrent CreateLimited calls for one account, on any replica, no
 	// more commit than keep the account at limit live requests. ErrDuplicate
-	// when the id exists. limit must be positive.
+	// when the id exists. limit must be positive. The limit is reported as
+	// a [*LimitError] (errors.As; it wraps ErrExhausted) whose RetryAt is
+	// retryAt. A store may defer the insert, sending it with the
+	// transaction's next statement or its commit: CreateLimited then
+	// returns a zero retryAt and nil, and the *LimitError or ErrDuplicate
+	// is returned, after the transaction rolled back, by the method call
+	// or Atomic that carried it. A caller therefore answers the limit from
+	// the error of Atomic.
 	CreateLimited(ctx context.Context, p *PendingRequest, limit int) (retryAt time.Time, err error)
 	// Get returns the request (consumed and expired ones included, until
 	// swept) or ErrNotFound.
@@ -342,7 +364,45 @@ type PendingRequests interface {
 	// (now is not before ExpiresAt) or ErrConsumed. Of any number of
 	// concurrent calls for one id, at most one succeeds.
 	Consume(ctx context.Context, id string, now time.Time) (PendingRequest, error)
+	// Spend is Consume for a caller that needs nothing back, with the same
+	// single use: of any number of concurrent calls for one id, at most one
+	// commits. A store may defer it, sending it with the transaction's next
+	// statement or its commit; a request it cannot consume then aborts the
+	// transaction, and the method call or Atomic that carried it returns
+	// the failure. Wherever it is reported, the failure is a [*SpendError]
+	// for id (errors.As), which wraps ErrNotFound, ErrExpired or
+	// ErrConsumed; a deferred one always wraps ErrConsumed, so the caller
+	// reads the request first and spends only one it found live, at the
+	// same now.
+	Spend(ctx context.Context, id string, now time.Time) error
 }
+
+// LimitError reports that [PendingRequests.CreateLimited] found the
+// account at its limit of live requests; RetryAt is the earliest expiry
+// among them. It wraps ErrExhausted.
+type LimitError struct{ RetryAt time.Time }
+
+func (e *LimitError) Error() string {
+	return "storage: the account holds its limit of live pending requests until " + e.RetryAt.Format(time.RFC3339Nano)
+}
+
+// Unwrap returns ErrExhausted.
+func (e *LimitError) Unwrap() error { return ErrExhausted }
+
+// SpendError reports a single-use record that [PendingRequests.Spend] or
+// [OTPIssuances.Spend] could not consume. Err is ErrNotFound, ErrExpired or
+// ErrConsumed.
+type SpendError struct {
+	ID  string
+	Err error
+}
+
+func (e *SpendError) Error() string {
+	return "storage: " + e.ID + " not consumed: " + e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *SpendError) Unwrap() error { return e.Err }
 
 // Outbox stores events written in the transaction of the change they report,
 // and leases them to relays (package storage/relay) that deliver them after

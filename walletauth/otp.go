@@ -188,8 +188,14 @@ type VerifyRequest struct {
 func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Request) (sess *AuthSession, ch *signedretry.Challenge, err error) {
 	ctx, o, note := s.beginVerify(ctx, req.Type)
 	defer func() { s.endVerify(ctx, &o, note, call, err) }()
-	if err := s.checkVerifyType(ctx, credentialID, req.Type); err != nil {
-		return nil, nil, err
+	// The first leg of a one-time code locks the credential and answers
+	// the same 404 and type mismatch from that lock: it needs no read
+	// before it.
+	firstOTP := (req.Type == storage.EmailOTP || req.Type == storage.SMSOTP) && !call.IsRetry()
+	if !firstOTP {
+		if err := s.checkVerifyType(ctx, credentialID, req.Type); err != nil {
+			return nil, nil, err
+		}
 	}
 	switch req.Type {
 	case storage.EmailOTP, storage.SMSOTP:
@@ -267,11 +273,22 @@ func (s *Service) verifyOTP(ctx context.Context, credentialID string, req Verify
 	})
 	switch {
 	case err != nil:
-		return nil, nil, err
+		return nil, nil, otpSpent(err)
 	case failure != nil:
 		return nil, nil, failure
 	}
 	return sess, ch, nil
+}
+
+// otpSpent answers an issuance that could not be consumed (a
+// *storage.SpendError, from the Spend call or from the commit that carried
+// it) as a code already used; other errors pass unchanged.
+func otpSpent(err error) error {
+	var spent *storage.SpendError
+	if errors.As(err, &spent) {
+		return apierror.Unauthenticated("OTP already used")
+	}
+	return err
 }
 
 // bindOTP is the first leg of an OTP verification, in its transaction: it
@@ -350,11 +367,10 @@ func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID strin
 		}
 		return nil, failure, nil // commits the reserved attempt
 	}
-	if _, err := tx.OTPIssuances().Consume(ctx, iss.ID, now); err != nil {
-		if errors.Is(err, storage.ErrConsumed) {
-			return nil, nil, apierror.Unauthenticated("OTP already used")
-		}
-		return nil, nil, err
+	// The reserved attempt holds the issuance, so this cannot fail; the
+	// store may send it with the commit (verifyOTP answers a failure).
+	if err := tx.OTPIssuances().Spend(ctx, iss.ID, now); err != nil {
+		return nil, nil, otpSpent(err)
 	}
 	key, err := signedretry.CompressedHex(attempt.PublicKey)
 	if err != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +27,33 @@ type flightCounter struct {
 	mu    sync.Mutex
 	n     int
 	reads map[net.Conn]bool
+	log   []string
+}
+
+// flightTracer records each statement with the flight it travelled in;
+// WALLETGATE_TRACE_FLIGHTS=1 logs them for the counted run of each flow.
+type flightTracer struct{ f *flightCounter }
+
+func (tr flightTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	tr.f.note(d.SQL)
+	return ctx
+}
+func (flightTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (flightTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+func (tr flightTracer) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	tr.f.note(d.SQL)
+}
+func (flightTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+func (f *flightCounter) note(sql string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(sql) > 110 {
+		sql = sql[:110]
+	}
+	f.log = append(f.log, fmt.Sprintf("%2d %s", f.n, strings.Join(strings.Fields(sql), " ")))
 }
 
 type countedConn struct {
@@ -54,6 +83,7 @@ func (f *flightCounter) take() int {
 	defer f.mu.Unlock()
 	n := f.n
 	f.n = 0
+	f.log = nil
 	return n
 }
 
@@ -72,6 +102,9 @@ func TestRoundTripsPostgres(t *testing.T) {
 	}
 	cfg.MaxConns = 1
 	f := &flightCounter{reads: map[net.Conn]bool{}}
+	if os.Getenv("WALLETGATE_TRACE_FLIGHTS") != "" {
+		cfg.ConnConfig.Tracer = flightTracer{f}
+	}
 	var d net.Dialer
 	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
@@ -152,16 +185,19 @@ func TestRoundTripsPostgres(t *testing.T) {
 		max  int
 		run  func()
 	}{
-		{"OTPLogin", 17, login}, // challenge (3), verify (8), its signed retry (6)
-		{"WalletPrivacy", 8, privacy},
-		{"RevokeSession", 13, revokeSession},
-		{"RefreshSession", 13, refreshSession},
+		{"OTPLogin", 13, login}, // challenge (3), verify (5), its signed retry (5)
+		{"WalletPrivacy", 5, privacy},
+		{"RevokeSession", 7, revokeSession},
+		{"RefreshSession", 7, refreshSession},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run()
 			c.run()
 			f.take()
 			c.run()
+			for _, l := range f.log {
+				t.Log(l)
+			}
 			got := f.take()
 			t.Logf("%s: %d round trips", c.name, got)
 			if got > c.max {

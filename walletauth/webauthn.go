@@ -133,15 +133,18 @@ func (s *Service) passkeyChallenge(ctx context.Context, c *storage.Credential, r
 		CreatedAt: now, ExpiresAt: now.Add(s.cfg.RetryTTL)}
 	// A passkey challenge is a first leg like a signed-retry challenge and
 	// counts against the same cap of live challenges per wallet.
+	// The store reports the limit from CreateLimited or, having deferred
+	// the insert, from Atomic.
 	err = s.atomic(ctx, func(tx storage.Tx) error {
-		retryAt, err := tx.PendingRequests().CreateLimited(ctx, &p, s.cfg.MaxPendingChallenges)
-		if errors.Is(err, storage.ErrExhausted) {
-			e := apierror.TooManyRequests(max(retryAt.Sub(now), time.Second))
-			e.Message = "the wallet holds too many live challenges; complete one or wait until one expires"
-			return e
-		}
+		_, err := tx.PendingRequests().CreateLimited(ctx, &p, s.cfg.MaxPendingChallenges)
 		return err
 	})
+	var limit *storage.LimitError
+	if errors.As(err, &limit) {
+		e := apierror.TooManyRequests(max(limit.RetryAt.Sub(now), time.Second))
+		e.Message = "the wallet holds too many live challenges; complete one or wait until one expires"
+		return nil, e
+	}
 	if err != nil {
 		return nil, apierror.From(err)
 	}

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -96,4 +97,12 @@ func (r otpRepo) Consume(ctx context.Context, id string, now time.Time) (storage
 	}
 	set(r.tx, &o.ConsumedAt, now)
 	return *cloneOTP(o), nil
+}
+
+func (r otpRepo) Spend(ctx context.Context, id string, now time.Time) error {
+	_, err := r.Consume(ctx, id, now)
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrExpired) || errors.Is(err, storage.ErrConsumed) {
+		return &storage.SpendError{ID: id, Err: err}
+	}
+	return err
 }

@@ -102,7 +102,7 @@ func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingReques
 		if len(live) < len(ids) {
 			tput(r.tx, &r.s.pendByAcct, p.AccountID, live)
 		}
-		return earliest, storage.ErrExhausted
+		return earliest, &storage.LimitError{RetryAt: earliest}
 	}
 	if len(live) == 0 {
 		tdel(r.tx, &r.s.pendByAcct, p.AccountID)
@@ -139,4 +139,12 @@ func (r pendingRepo) Consume(ctx context.Context, id string, now time.Time) (sto
 	}
 	set(r.tx, &p.ConsumedAt, now)
 	return copyPending(p), nil
+}
+
+func (r pendingRepo) Spend(ctx context.Context, id string, now time.Time) error {
+	_, err := r.Consume(ctx, id, now)
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrExpired) || errors.Is(err, storage.ErrConsumed) {
+		return &storage.SpendError{ID: id, Err: err}
+	}
+	return err
 }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -124,4 +125,27 @@ func (r sessionRepo) LockSigner(ctx context.Context, accountID, id string) (stor
 		return storage.Session{}, storage.ErrNotFound
 	}
 	return s, nil
+}
+
+func (r sessionRepo) LockSignersByKey(ctx context.Context, accountID string, publicKey []byte) ([]storage.Session, error) {
+	if err := r.lockS(ctx, lkSessByAccount, accountID); err != nil {
+		return nil, err
+	}
+	ids, _ := r.s.sessByAcct.get(accountID)
+	var out []storage.Session
+	for _, id := range ids {
+		peek, ok := r.s.sessions.get(id)
+		if !ok || !bytes.Equal(peek.PublicKey, publicKey) {
+			continue
+		}
+		s, err := r.LockSigner(ctx, accountID, id)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }

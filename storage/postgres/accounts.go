@@ -181,6 +181,9 @@ func (r walletRepo) Get(ctx context.Context, id string) (storage.InternalAccount
 	if !storableKey(id) {
 		return a, notFoundOrDone(r.t)
 	}
+	if a, ok := r.t.heldWallet(id); ok {
+		return a, nil
+	}
 	found, err := r.t.readRow(ctx, r.t.s.q.walletGet, []any{id}, func(row pgx.Row) error { return scanWallet(row, &a) })
 	switch {
 	case err != nil:
@@ -221,6 +224,7 @@ func (r walletRepo) Lock(ctx context.Context, id string) (storage.InternalAccoun
 	case !found:
 		return storage.InternalAccount{}, storage.ErrNotFound
 	}
+	r.t.hold(heldWallets, a.ID, a)
 	return a, nil
 }
 

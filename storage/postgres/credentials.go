@@ -155,6 +155,9 @@ func (r credRepo) Get(ctx context.Context, id string) (storage.Credential, error
 	if !storableKey(id) {
 		return storage.Credential{}, notFoundOrDone(r.t)
 	}
+	if c, ok := r.t.heldCredential(id); ok {
+		return c, nil
+	}
 	return r.one(ctx, true, "get credential", r.t.s.q.credGet, id)
 }
 
@@ -264,7 +267,11 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 	if !storableKey(id) {
 		return storage.Credential{}, notFoundOrDone(r.t)
 	}
-	return r.one(ctx, false, "lock credential", r.t.s.q.credLock, id)
+	c, err := r.one(ctx, false, "lock credential", r.t.s.q.credLock, id)
+	if err == nil {
+		r.t.hold(heldCredentials, c.ID, cloneCredential(c))
+	}
+	return c, err
 }
 
 // LockEmail takes a transaction-level advisory lock derived from the schema

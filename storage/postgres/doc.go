@@ -57,11 +57,19 @@
 // own snapshot and such a read has no write of the transaction to see, so
 // it reads the same; a transaction that only reads costs no COMMIT.
 // The deferrable writes of the storage contract (Sessions.Create,
-// OTPIssuances.Put, Outbox.Append) send nothing when called: they travel
+// OTPIssuances.Put, Outbox.Append, PendingRequests.CreateLimited and the
+// Spend methods) send nothing when called: they travel
 // with the transaction's next statement or with its COMMIT, which then
 // costs no round trip of its own. Their statements raise an error rather
 // than skip a duplicate, so a deferred write that fails aborts the
-// transaction and is reported by the statement or commit that carried it.
+// transaction and is reported by the statement or commit that carried it;
+// the guarded ones (CreateLimited, Spend) raise division_by_zero when their
+// guard fails, which the store reports as the contract's error (a
+// *storage.LimitError or ErrDuplicate, read after the rollback; a
+// *storage.SpendError). Reads of rows the transaction holds locked
+// (InternalAccounts.Lock, Credentials.Lock, the signer locks) are answered
+// from what the lock read until a statement of the transaction writes that
+// table: no one else can change a row while it is held.
 // Serialization failures and deadlocks are rerun a bounded number of times
 // ([Config.MaxRetries]). A cancelled context rolls back: with pgx's default
 // settings a statement in flight is interrupted by closing its connection
@@ -72,12 +80,32 @@
 //
 // # Round trips of the signed flows
 //
-// Counted on one warm connection (statements prepared) by
-// walletauth's TestRoundTripsPostgres, which fails when one grows: an
-// EMAIL_OTP login costs 17 round trips (the challenge 3, the verification 8,
-// its signed retry 6), a signed wallet privacy update (both legs) 8, a
-// signed session revoke (both legs) 13 and a signed session refresh (both
-// legs) 13. An HTTP host adds its own reads.
+// Counted on one warm connection (statements prepared) by walletauth's
+// TestRoundTripsPostgres, which fails when one grows:
+//
+//   - an EMAIL_OTP (or SMS_OTP) login, 13: the challenge 3 (the credential
+//     read; BEGIN and the re-issue limit; the issuance with the COMMIT),
+//     the verification 5 (BEGIN and the credential lock; the issuance
+//     read; the attempt budget; the attempt; the code's consumption, the
+//     signed-retry challenge and the COMMIT together) and its signed retry
+//     5 (the credential type read; the request read; BEGIN, the request's
+//     consumption and the credential lock; the account read; the session,
+//     its event and the COMMIT);
+//   - a signed wallet privacy update (both legs), 5: the wallet read, the
+//     challenge with BEGIN and COMMIT; the request read, BEGIN with the
+//     request's consumption and the signer locks, the COMMIT;
+//   - a signed session revoke (both legs), 7;
+//   - a signed session refresh (both legs), 7.
+//
+// Every signed operation follows the same pattern: its first leg costs its
+// own reads plus one round trip for the challenge (the insert is deferred
+// to the COMMIT), and its retry one read of the request, one round trip
+// for BEGIN, the request's consumption (deferred, see Spend) and the
+// signer's locks (Sessions.LockSigner or LockSignersByKey, whose rows
+// later reads of the transaction take without a round trip), then its
+// effect's statements, the last of them with the COMMIT when it is a
+// deferred write. An HTTP host adds its own reads; the sandbox's handler
+// adds none to these flows.
 //
 // # Relay leases
 //

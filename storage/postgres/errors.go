@@ -32,6 +32,9 @@ const (
 	codeUniqueViolation      = "23505"
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
+	// codeDivisionByZero is what the statements of deferred guarded writes
+	// raise when their guard fails (see pendingSpendSQL).
+	codeDivisionByZero = "22012"
 )
 
 // storableText reports whether PostgreSQL text can hold s.

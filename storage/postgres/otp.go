@@ -29,6 +29,11 @@ const (
 	// the WHERE clause on the committed row and match nothing.
 	otpConsumeSQL = `UPDATE {s}.otp_issuances SET consumed_at = $2
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING ` + otpColumns
+	// otpSpendSQL is otpConsumeSQL for Spend, a deferred write: it raises
+	// division_by_zero (22012) when it consumed nothing.
+	otpSpendSQL = `WITH spent AS (UPDATE {s}.otp_issuances SET consumed_at = $2
+	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING 1)
+	SELECT 1 / count(*) FROM spent`
 	otpStateSQL = `SELECT consumed_at, expires_at FROM {s}.otp_issuances WHERE id = $1`
 	// otpAttemptSQL reserves an attempt: the limit is checked and the count
 	// raised in one statement. Concurrent callers queue on the row lock and
@@ -131,4 +136,23 @@ func (r otpRepo) Consume(ctx context.Context, id string, now time.Time) (storage
 		return o, nil
 	}
 	return storage.OTPIssuance{}, r.t.consumeMiss(ctx, r.t.s.q.otpState, id, now, "OTP issuance")
+}
+
+// Spend is a deferred write (see deferWrite), as PendingRequests.Spend.
+func (r otpRepo) Spend(ctx context.Context, id string, now time.Time) error {
+	if !storableKey(id) {
+		if err := r.t.check(); err != nil {
+			return err
+		}
+		return &storage.SpendError{ID: id, Err: storage.ErrNotFound}
+	}
+	b := &pgx.Batch{}
+	b.Queue(r.t.s.q.otpSpend, id, now).Fn = func(br pgx.BatchResults) error {
+		_, err := br.Exec()
+		if pgCode(err) == codeDivisionByZero {
+			return &storage.SpendError{ID: id, Err: storage.ErrConsumed}
+		}
+		return err
+	}
+	return r.t.deferWrite(ctx, b)
 }

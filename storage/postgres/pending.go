@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -26,6 +28,12 @@ const (
 	// nothing.
 	pendingConsumeSQL = `UPDATE {s}.pending_requests SET consumed_at = $2
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING ` + pendingColumns
+	// pendingSpendSQL is pendingConsumeSQL for Spend, a deferred write: it
+	// raises division_by_zero (22012) when it consumed nothing, so a miss
+	// aborts the transaction instead of passing unnoticed.
+	pendingSpendSQL = `WITH spent AS (UPDATE {s}.pending_requests SET consumed_at = $2
+	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING 1)
+	SELECT 1 / count(*) FROM spent`
 	pendingStateSQL = `SELECT consumed_at, expires_at FROM {s}.pending_requests WHERE id = $1`
 	// pendingLimitedSQL inserts the request only while its account has
 	// fewer than $14 live requests. It runs after the advisory lock of the
@@ -36,6 +44,16 @@ const (
 	WHERE (SELECT count(*) FROM {s}.pending_requests
 		WHERE account_id = $3 AND consumed_at IS NULL AND expires_at > $11) < $14
 	ON CONFLICT DO NOTHING`
+	// pendingLimitedDeferSQL is pendingLimitedSQL for a deferred insert: it
+	// raises division_by_zero (22012) when it inserted nothing (the limit,
+	// or a duplicate id), so the transaction aborts and the COMMIT that
+	// carried it rolls back.
+	pendingLimitedDeferSQL = `WITH made AS (INSERT INTO {s}.pending_requests (` + pendingColumns + `)
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
+	WHERE (SELECT count(*) FROM {s}.pending_requests
+		WHERE account_id = $3 AND consumed_at IS NULL AND expires_at > $11) < $14
+	ON CONFLICT DO NOTHING RETURNING 1)
+	SELECT 1 / count(*) FROM made`
 	pendingLiveStateSQL = `SELECT EXISTS (SELECT 1 FROM {s}.pending_requests WHERE id = $1),
 	(SELECT min(expires_at) FROM {s}.pending_requests WHERE account_id = $2 AND consumed_at IS NULL AND expires_at > $3)`
 )
@@ -80,6 +98,25 @@ func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingReques
 	if err != nil {
 		return time.Time{}, err
 	}
+	if !r.t.inHost() {
+		// A deferred write: the lock and the insert travel with the
+		// transaction's next statement or its COMMIT. A refusal raises,
+		// and Store.attempt, after the rollback, tells the limit from a
+		// duplicate id (see limitMiss).
+		miss := &limitMiss{id: p.ID, accountID: p.AccountID, at: p.CreatedAt}
+		b := &pgx.Batch{}
+		b.Queue(advisoryLockSQL, lockKey("pending/"+p.AccountID, r.t.s.cfg.Schema))
+		b.Queue(r.t.s.q.pendingLimitedDefer, p.ID, p.Kind, p.AccountID, p.Method, p.Path, p.BodyDigest,
+			p.Payload, p.SignerRule, p.SignerRef, []byte(p.Data), p.CreatedAt, p.ExpiresAt, nullTime(p.ConsumedAt), limit).
+			Fn = func(br pgx.BatchResults) error {
+			_, err := br.Exec()
+			if pgCode(err) == codeDivisionByZero {
+				return miss
+			}
+			return err
+		}
+		return time.Time{}, wrap("create pending request", r.t.deferWrite(ctx, b))
+	}
 	var inserted int64
 	b := &pgx.Batch{}
 	b.Queue(advisoryLockSQL, lockKey("pending/"+p.AccountID, r.t.s.cfg.Schema)).Exec(func(pgconn.CommandTag) error { return nil })
@@ -103,7 +140,35 @@ func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingReques
 	case exists:
 		return time.Time{}, storage.ErrDuplicate
 	}
-	return earliest.Time.UTC(), storage.ErrExhausted
+	return earliest.Time.UTC(), &storage.LimitError{RetryAt: earliest.Time.UTC()}
+}
+
+// limitMiss is the error of a deferred CreateLimited that inserted
+// nothing. The transaction is aborted then; resolve, run after it rolled
+// back, reads whether the id exists and when the account's first live
+// request expires, and answers storage.ErrDuplicate or a
+// *storage.LimitError.
+type limitMiss struct {
+	id, accountID string
+	at            time.Time
+}
+
+func (m *limitMiss) Error() string {
+	return "postgres: create pending request: nothing inserted (limit or duplicate id)"
+}
+
+// resolveLimit answers a limitMiss on conn, outside any transaction.
+func (s *Store) resolveLimit(ctx context.Context, conn *pgxpool.Conn, m *limitMiss) error {
+	var exists bool
+	var earliest pgtype.Timestamptz
+	err := conn.QueryRow(ctx, s.q.pendingLiveState, m.id, m.accountID, m.at).Scan(&exists, &earliest)
+	switch {
+	case err != nil:
+		return wrap("create pending request", err)
+	case exists:
+		return fmt.Errorf("postgres: create pending request: %w", storage.ErrDuplicate)
+	}
+	return &storage.LimitError{RetryAt: earliest.Time.UTC()}
 }
 
 func (r pendingRepo) Get(ctx context.Context, id string) (storage.PendingRequest, error) {
@@ -134,4 +199,26 @@ func (r pendingRepo) Consume(ctx context.Context, id string, now time.Time) (sto
 		return p, nil
 	}
 	return storage.PendingRequest{}, r.t.consumeMiss(ctx, r.t.s.q.pendingState, id, now, "pending request")
+}
+
+// Spend is a deferred write (see deferWrite): it travels with the
+// transaction's next statement or its COMMIT. Its statement raises when it
+// consumes nothing, which the batch reports as a *storage.SpendError
+// wrapping storage.ErrConsumed.
+func (r pendingRepo) Spend(ctx context.Context, id string, now time.Time) error {
+	if !storableKey(id) {
+		if err := r.t.check(); err != nil {
+			return err
+		}
+		return &storage.SpendError{ID: id, Err: storage.ErrNotFound}
+	}
+	b := &pgx.Batch{}
+	b.Queue(r.t.s.q.pendingSpend, id, now).Fn = func(br pgx.BatchResults) error {
+		_, err := br.Exec()
+		if pgCode(err) == codeDivisionByZero {
+			return &storage.SpendError{ID: id, Err: storage.ErrConsumed}
+		}
+		return err
+	}
+	return r.t.deferWrite(ctx, b)
 }

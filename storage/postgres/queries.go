@@ -14,11 +14,11 @@ type queries struct {
 	challengePut, challengeGet, challengeConsume                                                    string
 	credInsert, credGet, credUpdate, credExists, credDelete, credList, credByWebAuthn, credByEmail  string
 	credLock                                                                                        string
-	otpPut, otpGet, otpConsume, otpState, otpAttempt, otpAttemptState                               string
+	otpPut, otpGet, otpConsume, otpSpend, otpState, otpAttempt, otpAttemptState                     string
 	sessionInsert, sessionGet, sessionActive, sessionRevoke, sessionExists, sessionRevokeAll        string
-	signerAccount, signerCredential, signerSession                                                  string
+	signerAccount, signerCredential, signerSession, signerKeyCredentials, signerKeySessions         string
 	pendingLimited, pendingLiveState                                                                string
-	pendingInsert, pendingGet, pendingConsume, pendingState                                         string
+	pendingInsert, pendingGet, pendingConsume, pendingSpend, pendingLimitedDefer, pendingState      string
 	outboxInsert, outboxLease, outboxMark, outboxFail, outboxFailState, outboxParked, outboxRedrive string
 	outboxList                                                                                      string
 	limitHit, limitOpen, limitEnd                                                                   string
@@ -38,14 +38,15 @@ func renderQueries(quotedSchema string) queries {
 		credExists: r.Replace(credExistsSQL), credDelete: r.Replace(credDeleteSQL), credList: r.Replace(credListSQL),
 		credByWebAuthn: r.Replace(credByWebAuthnSQL), credByEmail: r.Replace(credByEmailSQL), credLock: r.Replace(credLockSQL),
 		otpPut: r.Replace(otpPutSQL), otpGet: r.Replace(otpGetSQL),
-		otpConsume: r.Replace(otpConsumeSQL), otpState: r.Replace(otpStateSQL),
+		otpConsume: r.Replace(otpConsumeSQL), otpSpend: r.Replace(otpSpendSQL), otpState: r.Replace(otpStateSQL),
 		otpAttempt: r.Replace(otpAttemptSQL), otpAttemptState: r.Replace(otpAttemptStateSQL),
 		sessionInsert: r.Replace(sessionInsertSQL), sessionGet: r.Replace(sessionGetSQL), sessionActive: r.Replace(sessionActiveSQL),
 		sessionRevoke: r.Replace(sessionRevokeSQL), sessionExists: r.Replace(sessionExistsSQL), sessionRevokeAll: r.Replace(sessionRevokeAllSQL),
 		signerAccount: r.Replace(signerAccountSQL), signerCredential: r.Replace(signerCredentialSQL), signerSession: r.Replace(signerSessionSQL),
+		signerKeyCredentials: r.Replace(signerKeyCredentialsSQL), signerKeySessions: r.Replace(signerKeySessionsSQL),
 		pendingLimited: r.Replace(pendingLimitedSQL), pendingLiveState: r.Replace(pendingLiveStateSQL),
 		pendingInsert: r.Replace(pendingInsertSQL), pendingGet: r.Replace(pendingGetSQL),
-		pendingConsume: r.Replace(pendingConsumeSQL), pendingState: r.Replace(pendingStateSQL),
+		pendingConsume: r.Replace(pendingConsumeSQL), pendingSpend: r.Replace(pendingSpendSQL), pendingLimitedDefer: r.Replace(pendingLimitedDeferSQL), pendingState: r.Replace(pendingStateSQL),
 		outboxInsert: r.Replace(outboxInsertSQL), outboxLease: r.Replace(outboxLeaseSQL),
 		outboxFail: r.Replace(outboxFailSQL), outboxFailState: r.Replace(outboxFailStateSQL),
 		outboxParked: r.Replace(outboxParkedSQL), outboxRedrive: r.Replace(outboxRedriveSQL),

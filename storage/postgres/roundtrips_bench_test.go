@@ -179,7 +179,19 @@ func TestRoundTrips(t *testing.T) {
 				return nil
 			})
 		}},
-		{"StoreCreateLimited", 2, func(string) error { // BEGIN+advisory lock+guarded INSERT, COMMIT
+		{"StoreSpendLockSigner", 2, func(id string) error { // BEGIN+the deferred UPDATE+the three signer locks in one flight, COMMIT
+			return s.Atomic(ctx, func(tx storage.Tx) error {
+				if err := tx.PendingRequests().Spend(ctx, id, now); err != nil {
+					return err
+				}
+				_, err := tx.Sessions().LockSigner(ctx, "InternalAccount:rt", "Session:rt")
+				if !errors.Is(err, storage.ErrNotFound) {
+					return errors.New("LockSigner: " + errString(err))
+				}
+				return nil
+			})
+		}},
+		{"StoreCreateLimited", 1, func(string) error { // BEGIN+advisory lock+guarded INSERT (deferred)+COMMIT
 			return s.Atomic(ctx, func(tx storage.Tx) error {
 				p := storage.PendingRequest{ID: newID(t, "Request"), Kind: "X", AccountID: "InternalAccount:rt",
 					Payload: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Minute)}

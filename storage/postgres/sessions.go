@@ -3,10 +3,10 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -32,9 +32,16 @@ const (
 	// conflicts with the UPDATE of Revoke and RevokeByCredential and with
 	// the DELETE of Credentials.Delete, so they wait, and a lock that waited
 	// for one of them reads the row as it committed (or finds it gone).
-	signerAccountSQL    = `SELECT 1 FROM {s}.internal_accounts WHERE id = $1 FOR UPDATE`
-	signerCredentialSQL = `SELECT 1 FROM {s}.credentials WHERE id = (SELECT credential_id FROM {s}.sessions WHERE id = $1) FOR SHARE`
+	signerAccountSQL    = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts WHERE id = $1 FOR UPDATE`
+	signerCredentialSQL = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE id = (SELECT credential_id FROM {s}.sessions WHERE id = $1) FOR SHARE`
 	signerSessionSQL    = `SELECT ` + sessionColumns + ` FROM {s}.sessions WHERE id = $1 FOR SHARE`
+	// The signer locks of LockSignersByKey, in the same order and one
+	// round trip: the account, the credentials of the account's sessions
+	// of the key (in id order), those sessions.
+	signerKeyCredentialsSQL = `SELECT ` + credColumns + ` FROM {s}.credentials
+	WHERE id IN (SELECT credential_id FROM {s}.sessions WHERE account_id = $1 AND public_key = $2) ORDER BY id FOR SHARE`
+	signerKeySessionsSQL = `SELECT ` + sessionColumns + ` FROM {s}.sessions
+	WHERE account_id = $1 AND public_key = $2 ORDER BY seq FOR SHARE`
 )
 
 type sessionRepo struct{ t *tx }
@@ -61,6 +68,9 @@ func (r sessionRepo) Get(ctx context.Context, id string) (storage.Session, error
 	var s storage.Session
 	if !storableKey(id) {
 		return s, notFoundOrDone(r.t)
+	}
+	if s, ok := r.t.heldSession(id); ok {
+		return s, nil
 	}
 	found, err := r.t.readRow(ctx, r.t.s.q.sessionGet, []any{id}, func(row pgx.Row) error { return scanSession(row, &s) })
 	switch {
@@ -128,11 +138,20 @@ func (r sessionRepo) LockSigner(ctx context.Context, accountID, id string) (stor
 		return storage.Session{}, notFoundOrDone(r.t)
 	}
 	var s storage.Session
-	var credential, session bool
+	var a storage.InternalAccount
+	var c storage.Credential
+	var account, credential, session bool
 	b := &pgx.Batch{}
-	b.Queue(r.t.s.q.signerAccount, accountID).Exec(func(pgconn.CommandTag) error { return nil })
+	b.Queue(r.t.s.q.signerAccount, accountID).Query(func(rows pgx.Rows) error {
+		if account = rows.Next(); account {
+			return scanWallet(rows, &a)
+		}
+		return nil
+	})
 	b.Queue(r.t.s.q.signerCredential, id).Query(func(rows pgx.Rows) error {
-		credential = rows.Next()
+		if credential = rows.Next(); credential {
+			return scanCred(rows, &c)
+		}
 		return nil
 	})
 	b.Queue(r.t.s.q.signerSession, id).Query(func(rows pgx.Rows) error {
@@ -144,8 +163,75 @@ func (r sessionRepo) LockSigner(ctx context.Context, accountID, id string) (stor
 	if err := r.t.send(ctx, b); err != nil {
 		return storage.Session{}, wrap("lock signer", err)
 	}
+	// The rows are held to the end of the transaction: later reads of
+	// them need no round trip (see hold).
+	if account {
+		r.t.hold(heldWallets, a.ID, a)
+	}
+	if credential {
+		r.t.hold(heldCredentials, c.ID, cloneCredential(c))
+	}
 	if !credential || !session || s.AccountID != accountID {
 		return storage.Session{}, storage.ErrNotFound
 	}
+	r.t.hold(heldSessions, s.ID, storage.Session{ID: s.ID, AccountID: s.AccountID, CredentialID: s.CredentialID,
+		PublicKey: slices.Clone(s.PublicKey), CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt, RevokedAt: s.RevokedAt})
 	return s, nil
+}
+
+func (r sessionRepo) LockSignersByKey(ctx context.Context, accountID string, publicKey []byte) ([]storage.Session, error) {
+	if !storableKey(accountID) {
+		return nil, r.t.check()
+	}
+	var a storage.InternalAccount
+	var account bool
+	creds := map[string]storage.Credential{}
+	var sessions []storage.Session
+	b := &pgx.Batch{}
+	b.Queue(r.t.s.q.signerAccount, accountID).Query(func(rows pgx.Rows) error {
+		if account = rows.Next(); account {
+			return scanWallet(rows, &a)
+		}
+		return nil
+	})
+	b.Queue(r.t.s.q.signerKeyCredentials, accountID, publicKey).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var c storage.Credential
+			if err := scanCred(rows, &c); err != nil {
+				return err
+			}
+			creds[c.ID] = c
+		}
+		return nil
+	})
+	b.Queue(r.t.s.q.signerKeySessions, accountID, publicKey).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var s storage.Session
+			if err := scanSession(rows, &s); err != nil {
+				return err
+			}
+			sessions = append(sessions, s)
+		}
+		return nil
+	})
+	if err := r.t.send(ctx, b); err != nil {
+		return nil, wrap("lock signers by key", err)
+	}
+	// The rows are held to the end of the transaction (see hold).
+	if account {
+		r.t.hold(heldWallets, a.ID, a)
+	}
+	for _, c := range creds {
+		r.t.hold(heldCredentials, c.ID, cloneCredential(c))
+	}
+	out := sessions[:0]
+	for _, s := range sessions {
+		if _, ok := creds[s.CredentialID]; !ok {
+			continue
+		}
+		r.t.hold(heldSessions, s.ID, storage.Session{ID: s.ID, AccountID: s.AccountID, CredentialID: s.CredentialID,
+			PublicKey: slices.Clone(s.PublicKey), CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt, RevokedAt: s.RevokedAt})
+		out = append(out, s)
+	}
+	return out, nil
 }

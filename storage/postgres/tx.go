@@ -52,6 +52,8 @@ type tx struct {
 	// later holds deferred writes (see deferWrite) not sent yet: they go
 	// out ahead of the next statement, or with the COMMIT.
 	later []*pgx.QueuedQuery
+	// held keeps the rows the transaction locked (see hold).
+	held map[heldKey]any
 }
 
 var _ storage.Tx = (*tx)(nil)
@@ -141,12 +143,42 @@ func (s *Store) attempt(ctx context.Context, fn func(storage.Tx) error) error {
 	t := &tx{s: s, conn: conn}
 	defer t.finish(ctx)
 	if err := fn(t); err != nil {
-		return err
+		return t.resolve(ctx, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("postgres: transaction rolled back: %w", err)
 	}
-	return t.commit(ctx)
+	return t.resolve(ctx, t.commit(ctx))
+}
+
+// resolve turns the failure of a deferred CreateLimited (a limitMiss,
+// wherever it surfaced) into what CreateLimited reports: it rolls the
+// aborted transaction back and reads the account's requests outside it.
+// Other errors pass unchanged.
+func (t *tx) resolve(ctx context.Context, err error) error {
+	var miss *limitMiss
+	if !errors.As(err, &miss) || ctx.Err() != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pg != nil {
+		if rerr := t.pg.Rollback(ctx); rerr != nil {
+			return err
+		}
+		t.pg = nil
+	}
+	if t.conn.Conn().PgConn().TxStatus() != 'I' {
+		return err
+	}
+	return t.s.resolveLimit(ctx, t.conn, miss)
+}
+
+// inHost reports whether the transaction runs inside a host's.
+func (t *tx) inHost() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.host != nil
 }
 
 // commit commits what the transaction wrote.
@@ -241,6 +273,7 @@ func (t *tx) run(ctx context.Context, b *pgx.Batch, read bool) error {
 	case t.host != nil:
 		return t.runHost(ctx, b, read)
 	}
+	t.forget(b.QueuedQueries, read)
 	if len(t.later) > 0 {
 		// The deferred writes go first, in the order they were made.
 		merged := &pgx.Batch{QueuedQueries: append(t.later, b.QueuedQueries...)}
@@ -295,6 +328,7 @@ func (t *tx) deferWrite(ctx context.Context, b *pgx.Batch) error {
 		return t.send(ctx, b)
 	}
 	defer t.mu.Unlock()
+	t.forget(b.QueuedQueries, false)
 	t.later = append(t.later, b.QueuedQueries...)
 	return nil
 }

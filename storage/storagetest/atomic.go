@@ -268,6 +268,31 @@ func testConcurrency(t *testing.T, newStore Factory) {
 			wantErr(t, "losing consumer", err, storage.ErrConsumed)
 		}
 	})
+	t.Run("SpendPendingRequest", func(t *testing.T) {
+		s := newStore(t)
+		p := newPending(t, id(t, "InternalAccount"))
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) })
+		wins, losses := race(t, func() error {
+			return s.Atomic(ctx, func(tx storage.Tx) error {
+				if err := tx.PendingRequests().Spend(ctx, p.ID, t0); err != nil {
+					return err
+				}
+				// A statement after it, which a deferred Spend travels with.
+				_, err := tx.PendingRequests().Get(ctx, p.ID)
+				return err
+			})
+		})
+		if wins != 1 {
+			t.Fatalf("%d spenders won, want exactly 1", wins)
+		}
+		for _, err := range losses {
+			var spent *storage.SpendError
+			if !errors.As(err, &spent) || spent.ID != p.ID {
+				t.Fatalf("losing spender: %v, want a *storage.SpendError for %s", err, p.ID)
+			}
+			wantErr(t, "losing spender", err, storage.ErrConsumed)
+		}
+	})
 	t.Run("ConsumeOTPIssuance", func(t *testing.T) {
 		s := newStore(t)
 		w := seed(t, s)

@@ -89,6 +89,32 @@ func testGuards(t *testing.T, newStore Factory) {
 			return nil
 		})
 	})
+	t.Run("SpendOTP", func(t *testing.T) {
+		s := newStore(t)
+		o := newIssuance(t)
+		run(t, s, func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
+		run(t, s, func(tx storage.Tx) error {
+			if _, err := tx.OTPIssuances().Attempt(ctx, o.ID, 3, t0); err != nil {
+				return err
+			}
+			return tx.OTPIssuances().Spend(ctx, o.ID, t0)
+		})
+		run(t, s, func(tx storage.Tx) error {
+			got, err := tx.OTPIssuances().GetByCredential(ctx, o.CredentialID)
+			wantErr(t, "GetByCredential of a spent issuance", err, nil)
+			if !got.ConsumedAt.Equal(t0) || got.Attempts != 1 {
+				t.Fatalf("spent issuance: ConsumedAt %v, Attempts %d; want %v, 1", got.ConsumedAt, got.Attempts, t0)
+			}
+			return nil
+		})
+		for _, bad := range []string{o.ID, id(t, "OTP")} {
+			err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.OTPIssuances().Spend(ctx, bad, t0) })
+			var spent *storage.SpendError
+			if !errors.As(err, &spent) || spent.ID != bad {
+				t.Fatalf("Spend of a spent or unknown issuance: %v, want a *storage.SpendError for %s", err, bad)
+			}
+		}
+	})
 	t.Run("Attempt", func(t *testing.T) {
 		s := newStore(t)
 		o := newIssuance(t)

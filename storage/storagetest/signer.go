@@ -50,8 +50,21 @@ func newSignedAccount(t *testing.T, s storage.Store) *signedAccount {
 
 // lockSigner is how a signed operation checks its signer: locked, then
 // checked on what the lock read.
-func lockSigner(c context.Context, tx storage.Tx, acct, session string) error {
-	s, err := tx.Sessions().LockSigner(c, acct, session)
+// Odd workers lock it by its key ([storage.Sessions.LockSignersByKey]).
+func lockSigner(c context.Context, tx storage.Tx, acct string, session storage.Session, worker int) error {
+	if worker%2 == 1 {
+		all, err := tx.Sessions().LockSignersByKey(c, acct, session.PublicKey)
+		if err != nil {
+			return err
+		}
+		for _, s := range all {
+			if s.ID == session.ID && s.Active(t0) {
+				return nil
+			}
+		}
+		return errSignerGone
+	}
+	s, err := tx.Sessions().LockSigner(c, acct, session.ID)
 	if errors.Is(err, storage.ErrNotFound) || err == nil && !s.Active(t0) {
 		return errSignerGone
 	}
@@ -97,6 +110,136 @@ func testSigner(t *testing.T, newStore Factory) {
 			return nil
 		})
 	})
+	t.Run("LockSignersByKey", func(t *testing.T) {
+		s := newStore(t)
+		a := newSignedAccount(t, s)
+		// A second session of the first key, on another credential.
+		twin := storage.Session{ID: id(t, "Session"), AccountID: a.acct.ID, CredentialID: a.creds[2].ID,
+			PublicKey: a.sessions[0].PublicKey, CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}
+		run(t, s, func(tx storage.Tx) error { return tx.Sessions().Create(ctx, &twin) })
+		run(t, s, func(tx storage.Tx) error {
+			r := tx.Sessions()
+			got, err := r.LockSignersByKey(ctx, a.acct.ID, a.sessions[0].PublicKey)
+			wantErr(t, "LockSignersByKey", err, nil)
+			diff(t, "LockSignersByKey", got, []storage.Session{a.sessions[0], twin})
+			got, err = r.LockSignersByKey(ctx, a.acct.ID, []byte{2, 42})
+			wantErr(t, "LockSignersByKey of an unknown key", err, nil)
+			if len(got) != 0 {
+				t.Fatalf("LockSignersByKey of an unknown key: %v", got)
+			}
+			got, err = r.LockSignersByKey(ctx, id(t, "InternalAccount"), a.sessions[1].PublicKey)
+			wantErr(t, "LockSignersByKey of another account", err, nil)
+			if len(got) != 0 {
+				t.Fatalf("LockSignersByKey of another account: %v", got)
+			}
+			// The holder may still revoke and delete; what it locks next
+			// reads that.
+			wantErr(t, "Revoke", r.Revoke(ctx, a.sessions[0].ID, t0), nil)
+			wantErr(t, "Delete of a credential", tx.Credentials().Delete(ctx, twin.CredentialID), nil)
+			got, err = r.LockSignersByKey(ctx, a.acct.ID, a.sessions[0].PublicKey)
+			wantErr(t, "LockSignersByKey after Revoke and Delete", err, nil)
+			if len(got) != 1 || got[0].ID != a.sessions[0].ID || got[0].RevokedAt.IsZero() {
+				t.Fatalf("LockSignersByKey after Revoke and Delete: %v, want the revoked session alone", got)
+			}
+			return nil
+		})
+	})
+	// A read of a row the transaction locked, after it wrote that row, sees
+	// the write (a store may answer reads of locked rows without asking
+	// the database again, never with what the lock read).
+	t.Run("ReadAfterLockAndWrite", func(t *testing.T) {
+		s := newStore(t)
+		a := newSignedAccount(t, s)
+		run(t, s, func(tx storage.Tx) error {
+			if _, err := tx.Sessions().LockSigner(ctx, a.acct.ID, a.sessions[0].ID); err != nil {
+				return err
+			}
+			got, err := tx.Sessions().Get(ctx, a.sessions[0].ID)
+			wantErr(t, "Get of the locked session", err, nil)
+			diff(t, "Get of the locked session", got, a.sessions[0])
+			acct, err := tx.InternalAccounts().Get(ctx, a.acct.ID)
+			wantErr(t, "Get of the signer's account", err, nil)
+			diff(t, "Get of the signer's account", acct, a.acct)
+			cred, err := tx.Credentials().Get(ctx, a.creds[0].ID)
+			wantErr(t, "Get of the signer's credential", err, nil)
+			diff(t, "Get of the signer's credential", cred, a.creds[0])
+			cred.Nickname = "changed by the caller, not stored"
+			again, err := tx.Credentials().Get(ctx, a.creds[0].ID)
+			wantErr(t, "Get of the signer's credential again", err, nil)
+			diff(t, "Get after the caller changed its copy", again, a.creds[0])
+
+			wantErr(t, "Revoke of the locked session", tx.Sessions().Revoke(ctx, a.sessions[0].ID, t0), nil)
+			got, err = tx.Sessions().Get(ctx, a.sessions[0].ID)
+			wantErr(t, "Get after Revoke", err, nil)
+			if got.RevokedAt.IsZero() {
+				t.Fatal("Get after Revoke in the same transaction returned an unrevoked session")
+			}
+			upd := acct
+			upd.Email = "ada@lovelace.example"
+			wantErr(t, "Update of the locked account", tx.InternalAccounts().Update(ctx, &upd), nil)
+			acct, err = tx.InternalAccounts().Get(ctx, a.acct.ID)
+			wantErr(t, "Get after Update", err, nil)
+			diff(t, "Get after Update", acct, upd)
+			wantErr(t, "Delete of the locked credential", tx.Credentials().Delete(ctx, a.creds[0].ID), nil)
+			_, err = tx.Credentials().Get(ctx, a.creds[0].ID)
+			wantErr(t, "Get after Delete", err, storage.ErrNotFound)
+
+			c, err := tx.Credentials().Lock(ctx, a.creds[1].ID)
+			wantErr(t, "Lock of a credential", err, nil)
+			c.Nickname = "renamed"
+			wantErr(t, "Update of the locked credential", tx.Credentials().Update(ctx, &c), nil)
+			got2, err := tx.Credentials().Get(ctx, a.creds[1].ID)
+			wantErr(t, "Get after Update", err, nil)
+			diff(t, "Get of the credential after Update", got2, c)
+			return nil
+		})
+	})
+	t.Run("Spend", func(t *testing.T) {
+		s := newStore(t)
+		acct := id(t, "InternalAccount")
+		p := newPending(t, acct)
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) })
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Spend(ctx, p.ID, t0) })
+		run(t, s, func(tx storage.Tx) error {
+			got, err := tx.PendingRequests().Get(ctx, p.ID)
+			wantErr(t, "Get of a spent request", err, nil)
+			if !got.ConsumedAt.Equal(t0) {
+				t.Fatalf("a spent request has ConsumedAt %v, want %v", got.ConsumedAt, t0)
+			}
+			return nil
+		})
+		// A second Spend fails, from the call or from Atomic, and rolls
+		// back what its transaction wrote.
+		other := newPending(t, acct)
+		err := s.Atomic(ctx, func(tx storage.Tx) error {
+			if err := tx.PendingRequests().Create(ctx, &other); err != nil {
+				return err
+			}
+			return tx.PendingRequests().Spend(ctx, p.ID, t0)
+		})
+		var spent *storage.SpendError
+		if !errors.As(err, &spent) || spent.ID != p.ID {
+			t.Fatalf("Spend of a spent request: %v, want a *storage.SpendError for %s", err, p.ID)
+		}
+		wantErr(t, "Spend of a spent request", err, storage.ErrConsumed)
+		run(t, s, func(tx storage.Tx) error {
+			_, err := tx.PendingRequests().Get(ctx, other.ID)
+			wantErr(t, "Get of a request created with a failed Spend", err, storage.ErrNotFound)
+			return nil
+		})
+		for _, bad := range []string{id(t, "Request"), "not-an-id"} {
+			err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Spend(ctx, bad, t0) })
+			if !errors.As(err, &spent) || spent.ID != bad {
+				t.Fatalf("Spend of an unknown request: %v, want a *storage.SpendError for %s", err, bad)
+			}
+		}
+		late := newPending(t, acct)
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &late) })
+		err = s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Spend(ctx, late.ID, late.ExpiresAt) })
+		if !errors.As(err, &spent) || spent.ID != late.ID {
+			t.Fatalf("Spend of an expired request: %v, want a *storage.SpendError for %s", err, late.ID)
+		}
+	})
 	t.Run("CreateLimited", func(t *testing.T) {
 		s := newStore(t)
 		acct := id(t, "InternalAccount")
@@ -112,27 +255,29 @@ func testSigner(t *testing.T, newStore Factory) {
 			made = append(made, p)
 		}
 		run(t, s, func(tx storage.Tx) error {
-			r := tx.PendingRequests()
-			got, err := r.Get(ctx, made[0].ID)
+			got, err := tx.PendingRequests().Get(ctx, made[0].ID)
 			wantErr(t, "Get of a limited request", err, nil)
 			diff(t, "Get of a limited request", got, made[0])
-			dup := made[0]
-			_, err = r.CreateLimited(ctx, &dup, limit+1)
-			wantErr(t, "CreateLimited of an existing id", err, storage.ErrDuplicate)
-			over := newPending(t, acct)
-			retryAt, err := r.CreateLimited(ctx, &over, limit)
-			wantErr(t, "CreateLimited over the limit", err, storage.ErrExhausted)
-			if !retryAt.Equal(made[limit-1].ExpiresAt) {
-				t.Fatalf("CreateLimited over the limit: retryAt %v, want the earliest expiry %v", retryAt, made[limit-1].ExpiresAt)
-			}
-			if _, err := r.Get(ctx, over.ID); !errors.Is(err, storage.ErrNotFound) {
-				t.Fatalf("a refused request was stored: %v", err)
-			}
-			other := newPending(t, id(t, "InternalAccount"))
-			_, err = r.CreateLimited(ctx, &other, limit)
-			wantErr(t, "CreateLimited of another account", err, nil)
 			return nil
 		})
+		dup := made[0]
+		_, err := createLimited(ctx, s, &dup, limit+1)
+		wantErr(t, "CreateLimited of an existing id", err, storage.ErrDuplicate)
+		over := newPending(t, acct)
+		retryAt, err := createLimited(ctx, s, &over, limit)
+		wantErr(t, "CreateLimited over the limit", err, storage.ErrExhausted)
+		if !retryAt.Equal(made[limit-1].ExpiresAt) {
+			t.Fatalf("CreateLimited over the limit: retryAt %v, want the earliest expiry %v", retryAt, made[limit-1].ExpiresAt)
+		}
+		run(t, s, func(tx storage.Tx) error {
+			if _, err := tx.PendingRequests().Get(ctx, over.ID); !errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("a refused request was stored: %v", err)
+			}
+			return nil
+		})
+		other := newPending(t, id(t, "InternalAccount"))
+		_, err = createLimited(ctx, s, &other, limit)
+		wantErr(t, "CreateLimited of another account", err, nil)
 		// A consumed request stops counting, and so does an expired one.
 		run(t, s, func(tx storage.Tx) error {
 			_, err := tx.PendingRequests().Consume(ctx, made[0].ID, t0)
@@ -151,12 +296,32 @@ func testSigner(t *testing.T, newStore Factory) {
 		})
 		again := newPending(t, acct)
 		again.CreatedAt, again.ExpiresAt = later.CreatedAt, later.ExpiresAt
-		run(t, s, func(tx storage.Tx) error {
-			_, err := tx.PendingRequests().CreateLimited(ctx, &again, limit)
-			wantErr(t, "CreateLimited at the limit again", err, storage.ErrExhausted)
-			return nil
-		})
+		_, err = createLimited(ctx, s, &again, limit)
+		wantErr(t, "CreateLimited at the limit again", err, storage.ErrExhausted)
 	})
+}
+
+// createLimited runs CreateLimited in a transaction of its own and returns
+// what it reported, at once or (deferred) from Atomic: the limit as a
+// *storage.LimitError, whose RetryAt it returns.
+func createLimited(ctx context.Context, s storage.Store, p *storage.PendingRequest, limit int) (time.Time, error) {
+	var at time.Time
+	err := s.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		at, err = tx.PendingRequests().CreateLimited(ctx, p, limit)
+		return err
+	})
+	var limited *storage.LimitError
+	if errors.As(err, &limited) {
+		if !at.IsZero() && !at.Equal(limited.RetryAt) {
+			return at, fmt.Errorf("CreateLimited returned retryAt %v and a LimitError of %v", at, limited.RetryAt)
+		}
+		return limited.RetryAt, err
+	}
+	if errors.Is(err, storage.ErrExhausted) {
+		return at, fmt.Errorf("the limit was reported without a *storage.LimitError: %w", err)
+	}
+	return at, err
 }
 
 // raceSignerRevoked: operations signed by one session lock it, check it,
@@ -203,7 +368,7 @@ func signerRevokedRound(t *testing.T, stores []storage.Store, workers int, crede
 		// Operations until one is refused after the revoke.
 		for n := 0; ; n++ {
 			err := s.Atomic(c, func(tx storage.Tx) error {
-				if err := lockSigner(c, tx, a.acct.ID, signer.ID); err != nil {
+				if err := lockSigner(c, tx, a.acct.ID, signer, i); err != nil {
 					return err
 				}
 				pause()
@@ -279,7 +444,7 @@ func raceCrossSignedRevokes(t *testing.T, stores []storage.Store, workers int) {
 		a, me := accounts[i/2], i%2
 		target, signer := a.creds[me], a.sessions[1-me]
 		return s.Atomic(c, func(tx storage.Tx) error {
-			if err := lockSigner(c, tx, a.acct.ID, signer.ID); err != nil {
+			if err := lockSigner(c, tx, a.acct.ID, signer, i); err != nil {
 				return err
 			}
 			all, err := tx.Credentials().ListByAccount(c, a.acct.ID)
@@ -326,16 +491,23 @@ func racePendingLimit(t *testing.T, stores []storage.Store, workers int) {
 	acct := id(t, "InternalAccount")
 	errs := race(t, stores, workers, func(c context.Context, _ int, s storage.Store) error {
 		p := newPending(t, acct)
-		return s.Atomic(c, func(tx storage.Tx) error {
-			retryAt, err := tx.PendingRequests().CreateLimited(c, &p, limit)
-			if errors.Is(err, storage.ErrExhausted) && !retryAt.Equal(p.ExpiresAt) {
-				return fmt.Errorf("retryAt %v, want %v", retryAt, p.ExpiresAt)
+		err := s.Atomic(c, func(tx storage.Tx) error {
+			if _, err := tx.PendingRequests().CreateLimited(c, &p, limit); err != nil {
+				return err
 			}
-			if err == nil {
-				pause() // the insert is held uncommitted a while
+			// A statement after it sends a deferred insert; the insert
+			// is then held uncommitted a while.
+			if _, err := tx.PendingRequests().Get(c, p.ID); err != nil {
+				return err
 			}
-			return err
+			pause()
+			return nil
 		})
+		var limited *storage.LimitError
+		if errors.As(err, &limited) && !limited.RetryAt.Equal(p.ExpiresAt) {
+			return fmt.Errorf("retryAt %v, want %v", limited.RetryAt, p.ExpiresAt)
+		}
+		return err
 	})
 	wins := tally(t, "limited create", errs, storage.ErrExhausted)
 	if want := min(limit, len(errs)); wins != want {
