@@ -135,7 +135,10 @@ const walletColumns = `id, customer_id, email, phone, created_at, updated_at, ve
 const (
 	walletInsertSQL = `INSERT INTO {s}.internal_accounts (` + walletColumns + `)
 	VALUES ($1, $2, $3, $4, $5, $6, 1) ON CONFLICT DO NOTHING`
-	walletGetSQL    = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts WHERE id = $1`
+	walletGetSQL = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts WHERE id = $1`
+	// walletOfCredSQL reads the account of a credential (see readAhead).
+	walletOfCredSQL = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts
+	WHERE id = (SELECT account_id FROM {s}.credentials WHERE id = $1)`
 	walletUpdateSQL = `UPDATE {s}.internal_accounts SET customer_id = $2, email = $3, phone = $4,
 	created_at = $5, updated_at = $6, version = version + 1
 	WHERE id = $1 AND version = $7 RETURNING version`
@@ -182,6 +185,9 @@ func (r walletRepo) Get(ctx context.Context, id string) (storage.InternalAccount
 		return a, notFoundOrDone(r.t)
 	}
 	if a, ok := r.t.heldWallet(id); ok {
+		return a, nil
+	}
+	if a, ok := r.t.aheadWallet(id); ok {
 		return a, nil
 	}
 	found, err := r.t.readRow(ctx, r.t.s.q.walletGet, []any{id}, func(row pgx.Row) error { return scanWallet(row, &a) })

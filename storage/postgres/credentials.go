@@ -267,11 +267,41 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 	if !storableKey(id) {
 		return storage.Credential{}, notFoundOrDone(r.t)
 	}
-	c, err := r.one(ctx, false, "lock credential", r.t.s.q.credLock, id)
-	if err == nil {
-		r.t.hold(heldCredentials, c.ID, cloneCredential(c))
+	// The credential's account is read in the same round trip, right
+	// after the lock (see readAhead); inside a host transaction it is not,
+	// since the host's statements may write it before a later Get.
+	var c storage.Credential
+	var a storage.InternalAccount
+	foundC, foundA := false, false
+	b := &pgx.Batch{}
+	b.Queue(r.t.s.q.credLock, id).Query(func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return nil
+		}
+		foundC = true
+		return scanCred(rows, &c)
+	})
+	ahead := !r.t.inHost()
+	if ahead {
+		b.Queue(r.t.s.q.walletOfCred, id).Query(func(rows pgx.Rows) error {
+			if !rows.Next() {
+				return nil
+			}
+			foundA = true
+			return scanWallet(rows, &a)
+		})
 	}
-	return c, err
+	switch err := r.t.send(ctx, b); {
+	case err != nil:
+		return storage.Credential{}, wrap("lock credential", err)
+	case !foundC:
+		return storage.Credential{}, storage.ErrNotFound
+	}
+	r.t.hold(heldCredentials, c.ID, cloneCredential(c))
+	if foundA && a.ID == c.AccountID {
+		r.t.readAhead(a)
+	}
+	return c, nil
 }
 
 // LockEmail takes a transaction-level advisory lock derived from the schema

@@ -69,7 +69,12 @@
 // *storage.SpendError). Reads of rows the transaction holds locked
 // (InternalAccounts.Lock, Credentials.Lock, the signer locks) are answered
 // from what the lock read until a statement of the transaction writes that
-// table: no one else can change a row while it is held.
+// table: no one else can change a row while it is held. Credentials.Lock
+// also reads the credential's account in its round trip, right after the
+// lock, and InternalAccounts.Get answers from that read until the
+// transaction sends its next statement: nothing of the transaction ran in
+// between, so at READ COMMITTED the Get reads what its own statement would
+// have.
 // Serialization failures and deadlocks are rerun a bounded number of times
 // ([Config.MaxRetries]). A cancelled context rolls back: with pgx's default
 // settings a statement in flight is interrupted by closing its connection
@@ -83,14 +88,14 @@
 // Counted on one warm connection (statements prepared) by walletauth's
 // TestRoundTripsPostgres, which fails when one grows:
 //
-//   - an EMAIL_OTP (or SMS_OTP) login, 13: the challenge 3 (the credential
+//   - an EMAIL_OTP (or SMS_OTP) login, 12: the challenge 3 (the credential
 //     read; BEGIN and the re-issue limit; the issuance with the COMMIT),
 //     the verification 5 (BEGIN and the credential lock; the issuance
 //     read; the attempt budget; the attempt; the code's consumption, the
 //     signed-retry challenge and the COMMIT together) and its signed retry
-//     5 (the credential type read; the request read; BEGIN, the request's
-//     consumption and the credential lock; the account read; the session,
-//     its event and the COMMIT);
+//     4 (the credential type read; the request read; BEGIN, the request's
+//     consumption, the credential lock and the read of its account; the
+//     session, its event and the COMMIT);
 //   - a signed wallet privacy update (both legs), 5: the wallet read, the
 //     challenge with BEGIN and COMMIT; the request read, BEGIN with the
 //     request's consumption and the signer locks, the COMMIT;

@@ -64,6 +64,9 @@ func (t *tx) forget(qs []*pgx.QueuedQuery, read bool) {
 		return
 	}
 	for _, q := range qs {
+		if q.SQL == t.s.q.walletOfCred {
+			continue // a plain read (see readAhead)
+		}
 		for _, table := range [...]string{heldWallets, heldCredentials, heldSessions} {
 			if strings.Contains(q.SQL, "."+table) {
 				for k := range t.held {
@@ -118,4 +121,35 @@ func cloneCredential(c storage.Credential) storage.Credential {
 		c.WebAuthn = &w
 	}
 	return c
+}
+
+// Credentials.Lock reads the credential's account in its own round trip,
+// with a second statement that runs right after the lock was granted and
+// takes no lock, and keeps it with readAhead. InternalAccounts.Get answers
+// from it until the transaction sends its next statement or defers a write
+// of internal_accounts: such a Get reads what its own statement would have
+// read had it been sent with the lock, where nothing of the transaction
+// ran in between, so at READ COMMITTED it reads the same. A rule that
+// decides on the account still locks it (InternalAccounts.Lock). Inside a
+// host transaction nothing is read ahead.
+
+// readAhead keeps a, read by the statement just sent. Called with t.mu not
+// held, after that statement returned.
+func (t *tx) readAhead(a storage.InternalAccount) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.host != nil || t.done || t.broken != nil {
+		return
+	}
+	t.ahead = &a
+}
+
+// aheadWallet returns the account kept by readAhead when its id is id.
+func (t *tx) aheadWallet(id string) (storage.InternalAccount, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.host != nil || t.done || t.broken != nil || t.ahead == nil || t.ahead.ID != id {
+		return storage.InternalAccount{}, false
+	}
+	return *t.ahead, true
 }

@@ -13,7 +13,7 @@ type queries struct {
 	walletInsert, walletGet, walletUpdate, walletExists, walletList, walletLock                     string
 	challengePut, challengeGet, challengeConsume                                                    string
 	credInsert, credGet, credUpdate, credExists, credDelete, credList, credByWebAuthn, credByEmail  string
-	credLock                                                                                        string
+	credLock, walletOfCred                                                                          string
 	otpPut, otpGet, otpConsume, otpSpend, otpState, otpAttempt, otpAttemptState                     string
 	sessionInsert, sessionGet, sessionActive, sessionRevoke, sessionExists, sessionRevokeAll        string
 	signerAccount, signerCredential, signerSession, signerKeyCredentials, signerKeySessions         string
@@ -37,7 +37,8 @@ func renderQueries(quotedSchema string) queries {
 		credInsert: r.Replace(credInsertSQL), credGet: r.Replace(credGetSQL), credUpdate: r.Replace(credUpdateSQL),
 		credExists: r.Replace(credExistsSQL), credDelete: r.Replace(credDeleteSQL), credList: r.Replace(credListSQL),
 		credByWebAuthn: r.Replace(credByWebAuthnSQL), credByEmail: r.Replace(credByEmailSQL), credLock: r.Replace(credLockSQL),
-		otpPut: r.Replace(otpPutSQL), otpGet: r.Replace(otpGetSQL),
+		walletOfCred: r.Replace(walletOfCredSQL),
+		otpPut:       r.Replace(otpPutSQL), otpGet: r.Replace(otpGetSQL),
 		otpConsume: r.Replace(otpConsumeSQL), otpSpend: r.Replace(otpSpendSQL), otpState: r.Replace(otpStateSQL),
 		otpAttempt: r.Replace(otpAttemptSQL), otpAttemptState: r.Replace(otpAttemptStateSQL),
 		sessionInsert: r.Replace(sessionInsertSQL), sessionGet: r.Replace(sessionGetSQL), sessionActive: r.Replace(sessionActiveSQL),

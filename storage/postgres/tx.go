@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +55,9 @@ type tx struct {
 	later []*pgx.QueuedQuery
 	// held keeps the rows the transaction locked (see hold).
 	held map[heldKey]any
+	// ahead is an account read with the last statement sent (see
+	// readAhead), or nil.
+	ahead *storage.InternalAccount
 }
 
 var _ storage.Tx = (*tx)(nil)
@@ -274,6 +278,7 @@ func (t *tx) run(ctx context.Context, b *pgx.Batch, read bool) error {
 		return t.runHost(ctx, b, read)
 	}
 	t.forget(b.QueuedQueries, read)
+	t.ahead = nil
 	if len(t.later) > 0 {
 		// The deferred writes go first, in the order they were made.
 		merged := &pgx.Batch{QueuedQueries: append(t.later, b.QueuedQueries...)}
@@ -330,6 +335,11 @@ func (t *tx) deferWrite(ctx context.Context, b *pgx.Batch) error {
 	defer t.mu.Unlock()
 	t.forget(b.QueuedQueries, false)
 	t.later = append(t.later, b.QueuedQueries...)
+	for _, q := range b.QueuedQueries {
+		if strings.Contains(q.SQL, "."+heldWallets) {
+			t.ahead = nil
+		}
+	}
 	return nil
 }
 
@@ -343,7 +353,7 @@ func (t *tx) commitLater(ctx context.Context) error {
 		b.BeginTx(beginOptions())
 	}
 	b.QueuedQueries = append(b.QueuedQueries, t.later...)
-	t.later = nil
+	t.later, t.ahead = nil, nil
 	b.Queue("COMMIT")
 	br := t.conn.SendBatch(ctx, b)
 	err := br.Close()
