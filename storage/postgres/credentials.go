@@ -267,12 +267,14 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 	if !storableKey(id) {
 		return storage.Credential{}, notFoundOrDone(r.t)
 	}
-	// The credential's account is read in the same round trip, right
-	// after the lock (see readAhead); inside a host transaction it is not,
-	// since the host's statements may write it before a later Get.
+	// The credential's account and its OTP issuance are read in the same
+	// round trip, right after the lock (see readAhead); inside a host
+	// transaction they are not, since the host's statements may write
+	// them before a later read.
 	var c storage.Credential
 	var a storage.InternalAccount
-	foundC, foundA := false, false
+	var o storage.OTPIssuance
+	foundC, foundA, foundO := false, false, false
 	b := &pgx.Batch{}
 	b.Queue(r.t.s.q.credLock, id).Query(func(rows pgx.Rows) error {
 		if !rows.Next() {
@@ -290,6 +292,13 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 			foundA = true
 			return scanWallet(rows, &a)
 		})
+		b.Queue(r.t.s.q.otpGet, id).Query(func(rows pgx.Rows) error {
+			if !rows.Next() {
+				return nil
+			}
+			foundO = true
+			return scanOTP(rows, &o)
+		})
 	}
 	switch err := r.t.send(ctx, b); {
 	case err != nil:
@@ -298,8 +307,15 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 		return storage.Credential{}, storage.ErrNotFound
 	}
 	r.t.hold(heldCredentials, c.ID, cloneCredential(c))
-	if foundA && a.ID == c.AccountID {
-		r.t.readAhead(a)
+	if ahead {
+		read := aheadRows{credentialID: c.ID}
+		if foundA && a.ID == c.AccountID {
+			read.wallet = &a
+		}
+		if foundO {
+			read.otp = &o
+		}
+		r.t.readAhead(read)
 	}
 	return c, nil
 }

@@ -70,10 +70,11 @@
 // (InternalAccounts.Lock, Credentials.Lock, the signer locks) are answered
 // from what the lock read until a statement of the transaction writes that
 // table: no one else can change a row while it is held. Credentials.Lock
-// also reads the credential's account in its round trip, right after the
-// lock, and InternalAccounts.Get answers from that read until the
+// also reads the credential's account and OTP issuance in its round trip,
+// right after the lock, and InternalAccounts.Get and
+// OTPIssuances.GetByCredential answer from those reads until the
 // transaction sends its next statement: nothing of the transaction ran in
-// between, so at READ COMMITTED the Get reads what its own statement would
+// between, so at READ COMMITTED they read what their own statements would
 // have.
 // Serialization failures and deadlocks are rerun a bounded number of times
 // ([Config.MaxRetries]). A cancelled context rolls back: with pgx's default
@@ -88,10 +89,10 @@
 // Counted on one warm connection (statements prepared) by walletauth's
 // TestRoundTripsPostgres, which fails when one grows:
 //
-//   - an EMAIL_OTP (or SMS_OTP) login, 12: the challenge 3 (the credential
+//   - an EMAIL_OTP (or SMS_OTP) login, 11: the challenge 3 (the credential
 //     read; BEGIN and the re-issue limit; the issuance with the COMMIT),
-//     the verification 5 (BEGIN and the credential lock; the issuance
-//     read; the attempt budget; the attempt; the code's consumption, the
+//     the verification 4 (BEGIN, the credential lock and the read of its
+//     issuance; the attempt budget; the attempt; the code's consumption, the
 //     signed-retry challenge and the COMMIT together) and its signed retry
 //     4 (the credential type read; the request read; BEGIN, the request's
 //     consumption, the credential lock and the read of its account; the

@@ -123,33 +123,60 @@ func cloneCredential(c storage.Credential) storage.Credential {
 	return c
 }
 
-// Credentials.Lock reads the credential's account in its own round trip,
-// with a second statement that runs right after the lock was granted and
-// takes no lock, and keeps it with readAhead. InternalAccounts.Get answers
-// from it until the transaction sends its next statement or defers a write
-// of internal_accounts: such a Get reads what its own statement would have
-// read had it been sent with the lock, where nothing of the transaction
-// ran in between, so at READ COMMITTED it reads the same. A rule that
-// decides on the account still locks it (InternalAccounts.Lock). Inside a
-// host transaction nothing is read ahead.
+// Credentials.Lock reads the credential's account and its OTP issuance in
+// its own round trip, with statements that run right after the lock was
+// granted and take no lock, and keeps them with readAhead.
+// InternalAccounts.Get and OTPIssuances.GetByCredential answer from them
+// until the transaction sends its next statement or defers a write of
+// internal_accounts or otp_issuances: such a read returns what its own
+// statement would have returned had it been sent with the lock, where
+// nothing of the transaction ran in between, so at READ COMMITTED it reads
+// the same. A rule that decides on a row still locks it or writes it with
+// a guarded statement (InternalAccounts.Lock, OTPIssuances.Attempt).
+// Inside a host transaction nothing is read ahead.
 
-// readAhead keeps a, read by the statement just sent. Called with t.mu not
-// held, after that statement returned.
-func (t *tx) readAhead(a storage.InternalAccount) {
+// aheadRows are the rows Credentials.Lock read after locking credentialID:
+// its account and its OTP issuance, each nil when there was none.
+type aheadRows struct {
+	credentialID string
+	wallet       *storage.InternalAccount
+	otp          *storage.OTPIssuance
+}
+
+// readAhead keeps rows read by the statements just sent. Called with t.mu
+// not held, after those statements returned.
+func (t *tx) readAhead(rows aheadRows) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.host != nil || t.done || t.broken != nil {
 		return
 	}
-	t.ahead = &a
+	t.ahead = &rows
 }
 
 // aheadWallet returns the account kept by readAhead when its id is id.
 func (t *tx) aheadWallet(id string) (storage.InternalAccount, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.host != nil || t.done || t.broken != nil || t.ahead == nil || t.ahead.ID != id {
+	if t.host != nil || t.done || t.broken != nil || t.ahead == nil || t.ahead.wallet == nil || t.ahead.wallet.ID != id {
 		return storage.InternalAccount{}, false
 	}
-	return *t.ahead, true
+	return *t.ahead.wallet, true
+}
+
+// aheadOTP returns the issuance kept by readAhead for the credential
+// credentialID (found is false when it had none); ok is false when nothing
+// was read ahead for it.
+func (t *tx) aheadOTP(credentialID string) (o storage.OTPIssuance, found, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.host != nil || t.done || t.broken != nil || t.ahead == nil || t.ahead.credentialID != credentialID {
+		return o, false, false
+	}
+	if t.ahead.otp == nil {
+		return o, false, true
+	}
+	o = *t.ahead.otp
+	o.TargetKey = slices.Clone(o.TargetKey)
+	return o, true, true
 }

@@ -55,9 +55,9 @@ type tx struct {
 	later []*pgx.QueuedQuery
 	// held keeps the rows the transaction locked (see hold).
 	held map[heldKey]any
-	// ahead is an account read with the last statement sent (see
+	// ahead holds rows read with the last statement sent (see
 	// readAhead), or nil.
-	ahead *storage.InternalAccount
+	ahead *aheadRows
 }
 
 var _ storage.Tx = (*tx)(nil)
@@ -336,7 +336,7 @@ func (t *tx) deferWrite(ctx context.Context, b *pgx.Batch) error {
 	t.forget(b.QueuedQueries, false)
 	t.later = append(t.later, b.QueuedQueries...)
 	for _, q := range b.QueuedQueries {
-		if strings.Contains(q.SQL, "."+heldWallets) {
+		if strings.Contains(q.SQL, "."+heldWallets) || strings.Contains(q.SQL, ".otp_issuances") {
 			t.ahead = nil
 		}
 	}
