@@ -465,7 +465,26 @@ type RateLimits interface {
 	// allowed it returns 0; otherwise it returns how long until the window
 	// closes (a positive duration) and does not count the hit.
 	Allow(ctx context.Context, key string, now time.Time, window time.Duration, limit int) (time.Duration, error)
+	// Hit counts one hit on key at now as Allow does, for a transaction
+	// that goes on only when the hit is allowed. A hit that is not
+	// allowed fails the transaction with a *RateLimitError: Hit returns
+	// it, or a later call of the transaction or its commit does (a store
+	// may send the hit with the commit), and nothing of the transaction
+	// commits.
+	Hit(ctx context.Context, key string, now time.Time, window time.Duration, limit int) error
 }
+
+// RateLimitError reports a hit that [RateLimits.Hit] did not allow; Wait
+// is how long until its window closes, a positive duration. It wraps
+// ErrExhausted.
+type RateLimitError struct{ Wait time.Duration }
+
+func (e *RateLimitError) Error() string {
+	return "storage: rate limit reached; the window closes in " + e.Wait.String()
+}
+
+// Unwrap returns ErrExhausted.
+func (e *RateLimitError) Unwrap() error { return ErrExhausted }
 
 // IdempotencyKeys stores Idempotency-Key records (see package
 // storage/idempotency). A (Scope, Key) pair has at most one live record: one

@@ -105,16 +105,18 @@ func (s *Service) issueCode(ctx context.Context, c *storage.Credential, limited 
 		TargetKey: sealed, IssuedAt: now, ExpiresAt: now.Add(s.cfg.OTP.TTL)}
 	err = s.atomic(ctx, func(tx storage.Tx) error {
 		if limited {
-			wait, err := tx.RateLimits().Allow(ctx, "otp-challenge:"+c.ID, now, s.cfg.OTP.ReissueWindow, s.cfg.OTP.ReissueLimit)
-			if err != nil {
+			// A denied hit fails the transaction, the issuance with it;
+			// the store may send the hit with the commit.
+			if err := tx.RateLimits().Hit(ctx, "otp-challenge:"+c.ID, now, s.cfg.OTP.ReissueWindow, s.cfg.OTP.ReissueLimit); err != nil {
 				return err
-			}
-			if wait > 0 {
-				return apierror.TooManyRequests(wait)
 			}
 		}
 		return tx.OTPIssuances().Put(ctx, &iss)
 	})
+	var limitedErr *storage.RateLimitError
+	if errors.As(err, &limitedErr) {
+		return "", apierror.TooManyRequests(limitedErr.Wait)
+	}
 	if err != nil {
 		return "", apierror.From(err)
 	}

@@ -185,7 +185,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 		max  int
 		run  func()
 	}{
-		{"OTPLogin", 11, login}, // challenge (3), verify (4), its signed retry (4)
+		{"OTPLogin", 10, login}, // challenge (2), verify (4), its signed retry (4)
 		{"WalletPrivacy", 5, privacy},
 		{"RevokeSession", 7, revokeSession},
 		{"RefreshSession", 7, refreshSession},

@@ -3,6 +3,8 @@ package memory
 import (
 	"context"
 	"time"
+
+	"github.com/walletgate/walletgate/storage"
 )
 
 // Rate limits.
@@ -34,4 +36,12 @@ func (r limitRepo) Allow(ctx context.Context, key string, now time.Time, window 
 
 func newWindow(now time.Time, d time.Duration) *window {
 	return &window{end: now.Add(d)}
+}
+
+func (r limitRepo) Hit(ctx context.Context, key string, now time.Time, window time.Duration, limit int) error {
+	wait, err := r.Allow(ctx, key, now, window, limit)
+	if err == nil && wait > 0 {
+		return &storage.RateLimitError{Wait: wait}
+	}
+	return err
 }

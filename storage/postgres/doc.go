@@ -57,16 +57,16 @@
 // own snapshot and such a read has no write of the transaction to see, so
 // it reads the same; a transaction that only reads costs no COMMIT.
 // The deferrable writes of the storage contract (Sessions.Create,
-// OTPIssuances.Put, Outbox.Append, PendingRequests.CreateLimited and the
-// Spend methods) send nothing when called: they travel
+// OTPIssuances.Put, Outbox.Append, PendingRequests.CreateLimited,
+// RateLimits.Hit and the Spend methods) send nothing when called: they travel
 // with the transaction's next statement or with its COMMIT, which then
 // costs no round trip of its own. Their statements raise an error rather
 // than skip a duplicate, so a deferred write that fails aborts the
 // transaction and is reported by the statement or commit that carried it;
-// the guarded ones (CreateLimited, Spend) raise division_by_zero when their
-// guard fails, which the store reports as the contract's error (a
-// *storage.LimitError or ErrDuplicate, read after the rollback; a
-// *storage.SpendError). Reads of rows the transaction holds locked
+// the guarded ones (CreateLimited, Hit, Spend) raise division_by_zero when
+// their guard fails, which the store reports as the contract's error (a
+// *storage.LimitError or ErrDuplicate, or a *storage.RateLimitError, read
+// after the rollback; a *storage.SpendError). Reads of rows the transaction holds locked
 // (InternalAccounts.Lock, Credentials.Lock, the signer locks) are answered
 // from what the lock read until a statement of the transaction writes that
 // table: no one else can change a row while it is held. Credentials.Lock
@@ -89,8 +89,8 @@
 // Counted on one warm connection (statements prepared) by walletauth's
 // TestRoundTripsPostgres, which fails when one grows:
 //
-//   - an EMAIL_OTP (or SMS_OTP) login, 11: the challenge 3 (the credential
-//     read; BEGIN and the re-issue limit; the issuance with the COMMIT),
+//   - an EMAIL_OTP (or SMS_OTP) login, 10: the challenge 2 (the credential
+//     read; BEGIN, the re-issue limit's hit, the issuance and the COMMIT),
 //     the verification 4 (BEGIN, the credential lock and the read of its
 //     issuance; the attempt budget; the attempt; the code's consumption, the
 //     signed-retry challenge and the COMMIT together) and its signed retry

@@ -21,7 +21,7 @@ type queries struct {
 	pendingInsert, pendingGet, pendingConsume, pendingSpend, pendingLimitedDefer, pendingState      string
 	outboxInsert, outboxLease, outboxMark, outboxFail, outboxFailState, outboxParked, outboxRedrive string
 	outboxList                                                                                      string
-	limitHit, limitOpen, limitEnd                                                                   string
+	limitHit, limitHitDefer, limitOpen, limitEnd                                                    string
 	idemBegin, idemGet, idemComplete, idemExists, idemRelease                                       string
 	sweep                                                                                           [sweepTables]string
 }
@@ -52,7 +52,7 @@ func renderQueries(quotedSchema string) queries {
 		outboxFail: r.Replace(outboxFailSQL), outboxFailState: r.Replace(outboxFailStateSQL),
 		outboxParked: r.Replace(outboxParkedSQL), outboxRedrive: r.Replace(outboxRedriveSQL),
 		outboxMark: r.Replace(outboxMarkSQL), outboxList: r.Replace(outboxListSQL),
-		limitHit: r.Replace(limitHitSQL), limitOpen: r.Replace(limitOpenSQL), limitEnd: r.Replace(limitEndSQL),
+		limitHit: r.Replace(limitHitSQL), limitHitDefer: r.Replace(limitHitDeferSQL), limitOpen: r.Replace(limitOpenSQL), limitEnd: r.Replace(limitEndSQL),
 		idemBegin: r.Replace(idemBeginSQL), idemGet: r.Replace(idemGetSQL), idemComplete: r.Replace(idemCompleteSQL),
 		idemExists: r.Replace(idemExistsSQL), idemRelease: r.Replace(idemReleaseSQL),
 	}

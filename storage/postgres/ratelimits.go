@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -28,6 +30,9 @@ const (
 		hits = CASE WHEN w.window_end <= $2 THEN 0 ELSE w.hits END
 	RETURNING window_end`
 	limitEndSQL = `SELECT window_end FROM {s}.rate_limit_windows WHERE key = $1`
+	// limitHitDeferSQL is limitHitSQL for Hit, a deferred write: a denied
+	// hit raises division_by_zero.
+	limitHitDeferSQL = `WITH hit AS (` + limitHitSQL + `) SELECT 1 / count(*) FROM hit`
 )
 
 type limitRepo struct{ t *tx }
@@ -61,4 +66,54 @@ func (r limitRepo) Allow(ctx context.Context, k string, now time.Time, window ti
 		return 0, storage.ErrNotFound // unreachable: the row is locked by this transaction
 	}
 	return max(stored.Sub(now), time.Microsecond), nil
+}
+
+// Hit is a deferred write: the hit travels with the transaction's next
+// statement or its COMMIT. A denied hit raises, and Store.attempt, after
+// the rollback, reads when the window closes (see hitMiss). Inside a host
+// transaction, and for limits below one, it is Allow.
+func (r limitRepo) Hit(ctx context.Context, k string, now time.Time, window time.Duration, limit int) error {
+	if limit < 1 || r.t.inHost() {
+		wait, err := r.Allow(ctx, k, now, window, limit)
+		if err == nil && wait > 0 {
+			return &storage.RateLimitError{Wait: wait}
+		}
+		return err
+	}
+	if err := r.t.valid("rate-limit window", key("key", k)); err != nil {
+		return err
+	}
+	miss := &hitMiss{key: k, now: now}
+	b := &pgx.Batch{}
+	b.Queue(r.t.s.q.limitHitDefer, k, now, now.Add(window), int64(limit)).Fn = func(br pgx.BatchResults) error {
+		_, err := br.Exec()
+		if pgCode(err) == codeDivisionByZero {
+			return miss
+		}
+		return err
+	}
+	return wrap("count rate-limit hit", r.t.deferWrite(ctx, b))
+}
+
+// hitMiss is the error of a deferred Hit that was denied. The transaction
+// is aborted then; resolve, run after it rolled back, reads when the
+// window closes and answers a *storage.RateLimitError.
+type hitMiss struct {
+	key string
+	now time.Time
+}
+
+func (m *hitMiss) Error() string { return "postgres: count rate-limit hit: denied" }
+
+// resolveHit answers a hitMiss on conn, outside any transaction.
+func (s *Store) resolveHit(ctx context.Context, conn *pgxpool.Conn, m *hitMiss) error {
+	var end time.Time
+	err := conn.QueryRow(ctx, s.q.limitEnd, m.key).Scan(utc(&end))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		end = m.now // swept since: the window is over
+	case err != nil:
+		return wrap("read rate-limit window", err)
+	}
+	return &storage.RateLimitError{Wait: max(end.Sub(m.now), time.Microsecond)}
 }

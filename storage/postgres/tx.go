@@ -155,13 +155,14 @@ func (s *Store) attempt(ctx context.Context, fn func(storage.Tx) error) error {
 	return t.resolve(ctx, t.commit(ctx))
 }
 
-// resolve turns the failure of a deferred CreateLimited (a limitMiss,
-// wherever it surfaced) into what CreateLimited reports: it rolls the
-// aborted transaction back and reads the account's requests outside it.
-// Other errors pass unchanged.
+// resolve turns the failure of a deferred CreateLimited or Hit (a
+// limitMiss or hitMiss, wherever it surfaced) into what the call reports:
+// it rolls the aborted transaction back and reads the account's requests,
+// or the rate-limit window, outside it. Other errors pass unchanged.
 func (t *tx) resolve(ctx context.Context, err error) error {
 	var miss *limitMiss
-	if !errors.As(err, &miss) || ctx.Err() != nil {
+	var hit *hitMiss
+	if !errors.As(err, &miss) && !errors.As(err, &hit) || ctx.Err() != nil {
 		return err
 	}
 	t.mu.Lock()
@@ -174,6 +175,9 @@ func (t *tx) resolve(ctx context.Context, err error) error {
 	}
 	if t.conn.Conn().PgConn().TxStatus() != 'I' {
 		return err
+	}
+	if hit != nil {
+		return t.s.resolveHit(ctx, t.conn, hit)
 	}
 	return t.s.resolveLimit(ctx, t.conn, miss)
 }

@@ -40,7 +40,8 @@ type Replicas func(tb testing.TB) []storage.Store
 //     key: exactly one commits;
 //   - concurrent hits on one rate-limit key ([storage.RateLimits.Allow]),
 //     some rolled back after they were allowed: exactly the limit of hits
-//     commit, and the window refuses more until it ends;
+//     commit, and the window refuses more until it ends; the same with
+//     [storage.RateLimits.Hit], whose refusal fails the transaction;
 //   - relays leasing one outbox ([storage.Outbox.Lease]) and marking what
 //     they leased delivered hand out every event exactly once, the events
 //     of an account one at a time and in Seq order;
@@ -75,6 +76,7 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"IdempotencyBeginOnce", raceIdempotencyBeginOnce},
 		{"LeaseOnce", raceLeaseOnce},
 		{"RateLimit", raceRateLimit},
+		{"RateLimitHit", raceRateLimitHit},
 		{"SignerSessionRevoked", func(t *testing.T, s []storage.Store, w int) { raceSignerRevoked(t, s, w, false, updateEffect) }},
 		{"SignerCredentialRevoked", func(t *testing.T, s []storage.Store, w int) { raceSignerRevoked(t, s, w, true, updateEffect) }},
 		{"RefreshSessionRevoked", func(t *testing.T, s []storage.Store, w int) { raceSignerRevoked(t, s, w, false, refreshEffect) }},
