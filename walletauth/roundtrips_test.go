@@ -131,7 +131,9 @@ func TestRoundTripsPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvOn(t, store, nil)
+	sec := secrets{}
+	e := newEnvOn(t, store, func(c *walletauth.Config) { c.WalletSecrets = sec })
+	sec[e.wallet.ID] = testMnemonic
 
 	// Each flow runs twice before it is counted, to prepare its statements.
 	var key *walletauth.ClientKey
@@ -180,6 +182,87 @@ func TestRoundTripsPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// fresh logs in on its own, uncounted, for a flow that a new session signs.
+	fresh := func() *walletauth.ClientKey {
+		e.clock.Add(time.Hour)
+		_, k := e.login(t, e.email.ID, "EMAIL_OTP")
+		f.take() // the login is counted on its own
+		return k
+	}
+	exportWallet := func() {
+		k := fresh()
+		client := newKey(t)
+		req := walletauth.ExportRequest{ClientPublicKey: client.PublicKeyHex()}
+		rc := call("POST", "/internal-accounts/"+e.wallet.ID+"/export", `{"clientPublicKey":"`+client.PublicKeyHex()+`"}`)
+		_, ch, err := e.svc.ExportWallet(ctx, e.wallet.ID, req, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.svc.ExportWallet(ctx, e.wallet.ID, req, signed(t, rc, ch, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The SMS_OTP credential is added and revoked in turn, each uncounted
+	// when it only prepares the other.
+	var sms *walletauth.AuthMethod
+	var addCredential, revokeCredential func()
+	addCredential = func() {
+		if sms != nil {
+			revokeCredential()
+		}
+		k := fresh()
+		req := walletauth.AddCredentialRequest{Type: "SMS_OTP", AccountID: e.wallet.ID}
+		rc := call("POST", "/auth/credentials", `{"type":"SMS_OTP","accountId":"`+e.wallet.ID+`"}`)
+		_, ch, err := e.svc.AddCredential(ctx, req, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sms, _, err = e.svc.AddCredential(ctx, req, signed(t, rc, ch, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	revokeCredential = func() {
+		if sms == nil {
+			addCredential()
+		}
+		k := fresh()
+		rc := call(http.MethodDelete, "/auth/credentials/"+sms.ID, "")
+		ch, err := e.svc.RevokeCredential(ctx, sms.ID, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.RevokeCredential(ctx, sms.ID, signed(t, rc, ch, k)); err != nil {
+			t.Fatal(err)
+		}
+		sms = nil
+	}
+	// Each email change moves the wallet to a new address.
+	var changes int
+	updateEmail := func() {
+		k := fresh()
+		changes++
+		email := fmt.Sprintf("ada-%d@example.com", changes)
+		rc := call("PATCH", "/customers/Customer:1", `{"email":"`+email+`"}`)
+		_, ch, err := e.svc.UpdateEmail(ctx, "Customer:1", email, nil, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.svc.UpdateEmail(ctx, "Customer:1", email, nil, signed(t, rc, ch, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	authorize := func() {
+		k := fresh()
+		op := walletauth.HostOperation{Type: "PAY", AccountID: e.wallet.ID, Parameters: map[string]int{"amount": 5}}
+		rc := call("POST", "/pay", `{"amount":5}`)
+		_, ch, err := e.svc.Authorize(ctx, op, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.svc.Authorize(ctx, op, signed(t, rc, ch, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range []struct {
 		name string
 		max  int
@@ -189,6 +272,11 @@ func TestRoundTripsPostgres(t *testing.T) {
 		{"WalletPrivacy", 5, privacy},
 		{"RevokeSession", 7, revokeSession},
 		{"RefreshSession", 7, refreshSession},
+		{"ExportWallet", 5, exportWallet},
+		{"AddCredential", 10, addCredential},
+		{"RevokeCredential", 12, revokeCredential},
+		{"UpdateEmail", 16, updateEmail},
+		{"Authorize", 5, authorize},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run()

@@ -101,7 +101,14 @@
 //     challenge with BEGIN and COMMIT; the request read, BEGIN with the
 //     request's consumption and the signer locks, the COMMIT;
 //   - a signed session revoke (both legs), 7;
-//   - a signed session refresh (both legs), 7.
+//   - a signed session refresh (both legs), 7;
+//   - a signed wallet export (both legs), 5;
+//   - a signed SMS_OTP credential addition (both legs), 10, of which the
+//     new credential's first code, issued in its own transaction, is 1;
+//   - a signed credential revoke (both legs), 12;
+//   - a signed email change of a customer's one wallet (both legs), 16;
+//   - a signed host operation through Authorize, without an Effect (both
+//     legs), 5.
 //
 // Every signed operation follows the same pattern: its first leg costs its
 // own reads plus one round trip for the challenge (the insert is deferred
