@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
 // flightCounter counts round trips to PostgreSQL: a write on a connection
@@ -132,7 +134,13 @@ func TestRoundTripsPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	sec := secrets{}
-	e := newEnvOn(t, store, func(c *walletauth.Config) { c.WalletSecrets = sec })
+	e := newEnvOn(t, store, func(c *walletauth.Config) {
+		pk, err := passkey.New(passkey.Config{RelyingParty: passkey.RelyingParty{ID: rpID, Name: "Wallet", Origins: []string{origin}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.WalletSecrets, c.Passkeys = sec, pk
+	})
 	sec[e.wallet.ID] = testMnemonic
 
 	// Each flow runs twice before it is counted, to prepare its statements.
@@ -202,12 +210,37 @@ func TestRoundTripsPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The SMS_OTP credential is added and revoked in turn, each uncounted
+	// A second credential is added and revoked in turn, each uncounted
 	// when it only prepares the other.
-	var sms *walletauth.AuthMethod
-	var addCredential, revokeCredential func()
+	var added *walletauth.AuthMethod
+	var addCredential, addPasskey, revokeCredential func()
+	addPasskey = func() {
+		if added != nil {
+			revokeCredential()
+		}
+		k := fresh()
+		rch, err := e.svc.PasskeyRegistrationChallenge(ctx, e.wallet.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		att := newAuthenticator(t).attest(t, rch.Challenge, e.wallet.ID)
+		f.take() // the registration challenge is counted on its own
+		req := walletauth.AddCredentialRequest{Type: "PASSKEY", AccountID: e.wallet.ID, Nickname: "iPhone", Challenge: rch.Challenge, Attestation: att}
+		body, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := call("POST", "/auth/credentials", string(body))
+		_, ch, err := e.svc.AddCredential(ctx, req, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if added, _, err = e.svc.AddCredential(ctx, req, signed(t, rc, ch, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	addCredential = func() {
-		if sms != nil {
+		if added != nil {
 			revokeCredential()
 		}
 		k := fresh()
@@ -217,24 +250,24 @@ func TestRoundTripsPostgres(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sms, _, err = e.svc.AddCredential(ctx, req, signed(t, rc, ch, k)); err != nil {
+		if added, _, err = e.svc.AddCredential(ctx, req, signed(t, rc, ch, k)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	revokeCredential = func() {
-		if sms == nil {
+		if added == nil {
 			addCredential()
 		}
 		k := fresh()
-		rc := call(http.MethodDelete, "/auth/credentials/"+sms.ID, "")
-		ch, err := e.svc.RevokeCredential(ctx, sms.ID, rc)
+		rc := call(http.MethodDelete, "/auth/credentials/"+added.ID, "")
+		ch, err := e.svc.RevokeCredential(ctx, added.ID, rc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.svc.RevokeCredential(ctx, sms.ID, signed(t, rc, ch, k)); err != nil {
+		if _, err := e.svc.RevokeCredential(ctx, added.ID, signed(t, rc, ch, k)); err != nil {
 			t.Fatal(err)
 		}
-		sms = nil
+		added = nil
 	}
 	// Each email change moves the wallet to a new address.
 	var changes int
@@ -274,6 +307,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 		{"RefreshSession", 7, refreshSession},
 		{"ExportWallet", 5, exportWallet},
 		{"AddCredential", 10, addCredential},
+		{"AddPasskey", 12, addPasskey},
 		{"RevokeCredential", 12, revokeCredential},
 		{"UpdateEmail", 16, updateEmail},
 		{"Authorize", 5, authorize},

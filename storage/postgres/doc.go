@@ -105,6 +105,9 @@
 //   - a signed wallet export (both legs), 5;
 //   - a signed SMS_OTP credential addition (both legs), 10, of which the
 //     new credential's first code, issued in its own transaction, is 1;
+//   - a signed PASSKEY credential addition (both legs, after the
+//     registration challenge), 12, of which the registration challenge's
+//     read and consumption are 2;
 //   - a signed credential revoke (both legs), 12;
 //   - a signed email change of a customer's one wallet (both legs), 16;
 //   - a signed host operation through Authorize, without an Effect (both
