@@ -19,6 +19,7 @@ import (
 
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
@@ -134,12 +135,20 @@ func TestRoundTripsPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	sec := secrets{}
-	e := newEnvOn(t, store, func(c *walletauth.Config) {
+	idp := newIDP(t)
+	var e *env
+	e = newEnvOn(t, store, func(c *walletauth.Config) {
 		pk, err := passkey.New(passkey.Config{RelyingParty: passkey.RelyingParty{ID: rpID, Name: "Wallet", Origins: []string{origin}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.WalletSecrets, c.Passkeys = sec, pk
+		v, err := oidc.New(context.Background(), oidc.Config{HTTPClient: idp.srv.Client(), Clock: func() time.Time { return e.clock.Now() },
+			Issuers: []oidc.Issuer{{ID: "https://idp.example.com", Audiences: []string{"client-1"}, JWKSURL: idp.srv.URL + "/jwks"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(v.Close)
+		c.WalletSecrets, c.Passkeys, c.OIDC = sec, pk, v
 	})
 	sec[e.wallet.ID] = testMnemonic
 
@@ -213,7 +222,25 @@ func TestRoundTripsPostgres(t *testing.T) {
 	// A second credential is added and revoked in turn, each uncounted
 	// when it only prepares the other.
 	var added *walletauth.AuthMethod
-	var addCredential, addPasskey, revokeCredential func()
+	var addCredential, addPasskey, addOAuth, revokeCredential func()
+	addOAuth = func() {
+		if added != nil {
+			revokeCredential()
+		}
+		k := fresh()
+		now := e.clock.Now()
+		token := idp.token(t, map[string]any{"iss": "https://idp.example.com", "aud": "client-1", "sub": "user-7",
+			"email": "ada@idp.example", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()})
+		req := walletauth.AddCredentialRequest{Type: "OAUTH", AccountID: e.wallet.ID, OIDCToken: token}
+		rc := call("POST", "/auth/credentials", `{"type":"OAUTH"}`)
+		_, ch, err := e.svc.AddCredential(ctx, req, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if added, _, err = e.svc.AddCredential(ctx, req, signed(t, rc, ch, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	addPasskey = func() {
 		if added != nil {
 			revokeCredential()
@@ -308,6 +335,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 		{"ExportWallet", 5, exportWallet},
 		{"AddCredential", 10, addCredential},
 		{"AddPasskey", 12, addPasskey},
+		{"AddOAuth", 9, addOAuth},
 		{"RevokeCredential", 12, revokeCredential},
 		{"UpdateEmail", 16, updateEmail},
 		{"Authorize", 5, authorize},

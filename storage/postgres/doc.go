@@ -108,6 +108,7 @@
 //   - a signed PASSKEY credential addition (both legs, after the
 //     registration challenge), 12, of which the registration challenge's
 //     read and consumption are 2;
+//   - a signed OAUTH credential addition (both legs), 9;
 //   - a signed credential revoke (both legs), 12;
 //   - a signed email change of a customer's one wallet (both legs), 16;
 //   - a signed host operation through Authorize, without an Effect (both
