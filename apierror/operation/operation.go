@@ -69,24 +69,30 @@ type Recorder struct {
 	noop bool
 }
 
-// New resolves the tracer and the meter of cfg's providers and the
-// duration histogram; it fails when the meter refuses the histogram (the
-// SDK refuses an empty or malformed name).
-func New(cfg Config) (*Recorder, error) {
-	r := &Recorder{log: cfg.Logger, reason: cfg.Reason, noop: cfg.TracerProvider == nil && cfg.MeterProvider == nil,
-		attrs: attrCache{m: map[attrKey]*attrs{}}}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
+// Providers resolves the three optional telemetry fields of a walletgate
+// Config by the one rule they all follow: a nil logger discards, a nil
+// provider is a no-op one, never OpenTelemetry's global. It returns the
+// logger (never nil) and the tracer and meter of the instrumentation scope.
+func Providers(scope string, logger *slog.Logger, tp trace.TracerProvider, mp metric.MeterProvider) (*slog.Logger, trace.Tracer, metric.Meter) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
-	tp, mp := cfg.TracerProvider, cfg.MeterProvider
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
 	}
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
 	}
-	r.tracer = tp.Tracer(cfg.Scope)
-	r.meter = mp.Meter(cfg.Scope)
+	return logger, tp.Tracer(scope), mp.Meter(scope)
+}
+
+// New resolves the tracer and the meter of cfg's providers and the
+// duration histogram; it fails when the meter refuses the histogram (the
+// SDK refuses an empty or malformed name).
+func New(cfg Config) (*Recorder, error) {
+	r := &Recorder{log: cfg.Logger, reason: cfg.Reason, noop: cfg.TracerProvider == nil && cfg.MeterProvider == nil,
+		attrs: attrCache{m: map[attrKey]*attrs{}}}
+	r.log, r.tracer, r.meter = Providers(cfg.Scope, cfg.Logger, cfg.TracerProvider, cfg.MeterProvider)
 	var err error
 	r.duration, err = r.meter.Float64Histogram(cfg.Duration, metric.WithUnit("s"),
 		metric.WithDescription(cfg.DurationDescription))

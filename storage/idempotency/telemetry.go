@@ -10,11 +10,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/operation"
 )
 
 // scope is the instrumentation scope of the guard's spans and metrics.
@@ -49,20 +48,11 @@ type telemetry struct {
 }
 
 func newTelemetry(cfg Config) (telemetry, error) {
-	t := telemetry{logger: cfg.Logger}
-	if t.logger == nil {
-		t.logger = slog.New(slog.DiscardHandler)
-	}
-	tp, mp := cfg.TracerProvider, cfg.MeterProvider
-	if tp == nil {
-		tp = tracenoop.NewTracerProvider()
-	}
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
-	}
-	t.tracer = tp.Tracer(scope)
+	t := telemetry{}
+	var m metric.Meter
+	t.logger, t.tracer, m = operation.Providers(scope, cfg.Logger, cfg.TracerProvider, cfg.MeterProvider)
 	var err error
-	t.outcomes, err = mp.Meter(scope).Int64Counter("walletgate.idempotency.outcomes", metric.WithUnit("{request}"),
+	t.outcomes, err = m.Int64Counter("walletgate.idempotency.outcomes", metric.WithUnit("{request}"),
 		metric.WithDescription("Keyed requests by what the idempotency guard did (walletgate.reason) and its outcome."))
 	if err != nil {
 		return telemetry{}, fmt.Errorf("idempotency: creating the metrics: %w", err)

@@ -10,10 +10,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -66,19 +65,8 @@ type telemetry struct {
 func newTelemetry(r *Relay) error {
 	cfg := &r.cfg
 	t := &r.tel
-	t.logger = cfg.Logger
-	if t.logger == nil {
-		t.logger = slog.New(slog.DiscardHandler)
-	}
-	tp, mp := cfg.TracerProvider, cfg.MeterProvider
-	if tp == nil {
-		tp = tracenoop.NewTracerProvider()
-	}
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
-	}
-	t.tracer = tp.Tracer(scope)
-	m := mp.Meter(scope)
+	var m metric.Meter
+	t.logger, t.tracer, m = operation.Providers(scope, cfg.Logger, cfg.TracerProvider, cfg.MeterProvider)
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))

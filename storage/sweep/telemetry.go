@@ -8,9 +8,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/walletgate/walletgate/apierror/operation"
 )
 
 // scope is the instrumentation scope of the sweeper's spans and metrics.
@@ -27,19 +27,9 @@ type telemetry struct {
 }
 
 func newTelemetry(cfg Config) (telemetry, error) {
-	t := telemetry{logger: cfg.Logger}
-	if t.logger == nil {
-		t.logger = slog.New(slog.DiscardHandler)
-	}
-	tp, mp := cfg.TracerProvider, cfg.MeterProvider
-	if tp == nil {
-		tp = tracenoop.NewTracerProvider()
-	}
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
-	}
-	t.tracer = tp.Tracer(scope)
-	m := mp.Meter(scope)
+	t := telemetry{}
+	var m metric.Meter
+	t.logger, t.tracer, m = operation.Providers(scope, cfg.Logger, cfg.TracerProvider, cfg.MeterProvider)
 	var err error
 	if t.deleted, err = m.Int64Counter("walletgate.sweep.deleted", metric.WithUnit("{record}"),
 		metric.WithDescription("Expired records deleted by the sweeper.")); err != nil {

@@ -13,10 +13,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -43,19 +42,9 @@ type telemetry struct {
 }
 
 func newTelemetry(cfg PublisherConfig) (telemetry, error) {
-	t := telemetry{logger: cfg.Logger}
-	if t.logger == nil {
-		t.logger = slog.New(slog.DiscardHandler)
-	}
-	tp, mp := cfg.TracerProvider, cfg.MeterProvider
-	if tp == nil {
-		tp = tracenoop.NewTracerProvider()
-	}
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
-	}
-	t.tracer = tp.Tracer(scope)
-	m := mp.Meter(scope)
+	t := telemetry{}
+	var m metric.Meter
+	t.logger, t.tracer, m = operation.Providers(scope, cfg.Logger, cfg.TracerProvider, cfg.MeterProvider)
 	var err1, err2 error
 	t.deliveries, err1 = m.Int64Counter("walletgate.webhook.deliveries", metric.WithUnit("{delivery}"),
 		metric.WithDescription("Webhook deliveries by outcome (ok: 2xx or 409) and receiver status."))

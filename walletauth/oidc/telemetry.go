@@ -7,9 +7,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/walletgate/walletgate/apierror/operation"
 )
 
 // scope is the instrumentation scope of the package's tracer and meter.
@@ -32,20 +32,11 @@ type telemetry struct {
 }
 
 func newTelemetry(cfg *Config) (*telemetry, error) {
-	t := &telemetry{log: cfg.Logger}
-	if t.log == nil {
-		t.log = slog.New(slog.DiscardHandler)
-	}
-	tp, mp := cfg.TracerProvider, cfg.MeterProvider
-	if tp == nil {
-		tp = tracenoop.NewTracerProvider()
-	}
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
-	}
-	t.tracer = tp.Tracer(scope)
+	t := &telemetry{}
+	var meter metric.Meter
+	t.log, t.tracer, meter = operation.Providers(scope, cfg.Logger, cfg.TracerProvider, cfg.MeterProvider)
 	var err error
-	t.fetches, err = mp.Meter(scope).Int64Counter("walletgate.oidc.jwks.fetches", metric.WithUnit("{fetch}"),
+	t.fetches, err = meter.Int64Counter("walletgate.oidc.jwks.fetches", metric.WithUnit("{fetch}"),
 		metric.WithDescription("Fetches of OpenID providers' key sets (with discovery when configured), by walletgate.outcome: ok, stale (failed; the last key set stays in use) or error (failed; no key set)."))
 	return t, err
 }
