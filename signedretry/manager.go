@@ -94,8 +94,11 @@ type Config struct {
 	Logger *slog.Logger
 	// TracerProvider receives a span per issued challenge
 	// ("signedretry.issue") and per completed retry
-	// ("signedretry.complete"), carrying the outcome and error code only.
-	// Nil means no tracing; the global provider is never used.
+	// ("signedretry.complete"), carrying the outcome and error code only;
+	// inside the span of another walletgate operation (a code
+	// verification running its signed retry) each is an event of that
+	// name on that span instead. Nil means no tracing; the global provider
+	// is never used.
 	TracerProvider trace.TracerProvider
 	// MeterProvider receives the outcome counters and duration histograms
 	// (the "Operating walletgate" section of the README lists them), whose

@@ -44,6 +44,9 @@ func ExampleConfig_telemetry() {
 
 	for _, s := range spans.Ended() {
 		fmt.Println("span", s.Name())
+		for _, ev := range s.Events() {
+			fmt.Println("  event", ev.Name) // a step of the span's operation
+		}
 	}
 	var rm metricdata.ResourceMetrics
 	_ = reader.Collect(ctx, &rm)
@@ -62,8 +65,8 @@ func ExampleConfig_telemetry() {
 	// level=WARN msg=refused operation=walletauth.otp.verify code=UNAUTHORIZED reason="Invalid OTP code"
 	// 401 UNAUTHORIZED: authentication failed: Invalid OTP code
 	// span walletauth.otp.start
-	// span signedretry.issue
 	// span walletauth.otp.verify
+	//   event signedretry.issue
 	// walletgate.walletauth.otp.outcomes walletauth.otp.start  1
 	// walletgate.walletauth.otp.outcomes walletauth.otp.verify invalid_code 1
 	// walletgate.signedretry.outcomes signedretry.issue  1

@@ -176,8 +176,10 @@ type Config struct {
 	// TracerProvider receives a span per operation ("walletauth.otp.start",
 	// "walletauth.otp.verify", "walletauth.passkey.verify",
 	// "walletauth.oidc.verify", "walletauth.session.refresh",
-	// "walletauth.wallet.export"; the signed-retry manager's under them),
-	// carrying the outcome, error code and reason only. Nil means no
+	// "walletauth.wallet.export"; the signed-retry step of one of these is
+	// an event on its span, and the other signed operations have the
+	// signed-retry manager's spans), carrying the outcome, error code and
+	// reason only. Nil means no
 	// tracing; the global provider is never used.
 	TracerProvider trace.TracerProvider
 	// MeterProvider receives the outcome counters and duration histograms

@@ -1,7 +1,10 @@
 // Package operation records each operation's outcome — ok, refused (a 4xx
 // answer) or error (a 5xx answer), by API error code — as a span, a count
 // on the operation's counter, a duration histogram and, for refusals of
-// authentication, a Warn log with the request id. It records operation
+// authentication, a Warn log with the request id. An operation begun inside
+// another one's span (a signed-retry step of a verification, say) is a step
+// of it: an event on that span, with the same attributes, rather than a
+// span of its own; it is counted and timed like any other. It records operation
 // names, outcomes, error codes, durations and the low-cardinality
 // attributes its caller adds: never an id, address, key, code, token or
 // body. A [Recorder] without a tracer or meter provider costs about nothing:
@@ -116,7 +119,8 @@ type Op struct {
 	r       *Recorder
 	name    string
 	counter metric.Int64Counter
-	span    trace.Span
+	span    trace.Span // nil for a step
+	parent  trace.Span // the enclosing operation's span, for a step
 	start   time.Time
 	// Reason, when set, replaces the refusal's reason in the Warn log.
 	Reason string
@@ -128,16 +132,30 @@ type Op struct {
 	Quiet bool
 }
 
+// enclosingKey is the context key of the recording span of the operation
+// in progress, which the operations begun inside it are steps of.
+type enclosingKey struct{}
+
 // Begin starts the span of the operation name, counted on counter (nil:
 // not counted) when it ends. name is the span name and the
 // walletgate.operation value: a constant, never a value of the request.
+// Inside the recording span of another operation begun by any Recorder,
+// the operation is a step of that one: no span of its own starts, and End
+// adds an event named name to the enclosing span.
 func (r *Recorder) Begin(ctx context.Context, name string, counter metric.Int64Counter) (context.Context, Op) {
 	o := Op{r: r, name: name, counter: counter}
 	if r.noop {
 		return ctx, o
 	}
 	o.start = time.Now()
+	if parent, ok := ctx.Value(enclosingKey{}).(trace.Span); ok {
+		o.parent = parent
+		return ctx, o
+	}
 	ctx, o.span = r.tracer.Start(ctx, name)
+	if o.span.IsRecording() {
+		ctx = context.WithValue(ctx, enclosingKey{}, o.span)
+	}
 	return ctx, o
 }
 
@@ -149,7 +167,7 @@ func (r *Recorder) Begin(ctx context.Context, name string, counter metric.Int64C
 // error has status Error. A refusal of authentication (401, 403, 429, and
 // the 4xx refusals Refused tells) logs at Warn with the code and reason
 // unless Quiet; a 5xx's cause is logged by the HTTP adapter
-// ([apierror.Observe]), once.
+// ([apierror.Observe]), once. A step's attributes go on its event.
 func (o *Op) End(ctx context.Context, err error, extra ...attribute.KeyValue) {
 	outcome, code, reason, status := o.r.outcomeOf(err)
 	if o.Reason != "" {
@@ -166,6 +184,10 @@ func (o *Op) End(ctx context.Context, err error, extra ...attribute.KeyValue) {
 		o.counter.Add(ctx, 1, a.set)
 	}
 	o.r.duration.Record(ctx, time.Since(o.start).Seconds(), a.set)
+	if o.parent != nil {
+		o.parent.AddEvent(o.name, trace.WithAttributes(a.span...))
+		return
+	}
 	if o.span.IsRecording() {
 		o.span.SetAttributes(a.span...)
 		if outcome == outcomeError {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -129,6 +130,79 @@ func TestEnd(t *testing.T) {
 				t.Errorf("metrics %v", seen)
 			}
 		})
+	}
+}
+
+// TestStep: an operation begun inside another one's span is an event on
+// that span, counted and timed like the other; inside a span that is not
+// an operation's (the host's), it is a span of its own.
+func TestStep(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	reader := sdkmetric.NewManualReader()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	outer, err := operation.New(operation.Config{Scope: "example.com/outer", TracerProvider: tp, MeterProvider: mp, Duration: "outer.duration"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := operation.New(operation.Config{Scope: "example.com/inner", TracerProvider: tp, MeterProvider: mp, Duration: "inner.duration"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter, err := inner.Meter().Int64Counter("inner.outcomes")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, o := outer.Begin(context.Background(), "outer.op", nil)
+	sctx, step := inner.Begin(ctx, "inner.step", counter)
+	step.End(sctx, apierror.Unauthenticated("wrong"))
+	o.End(ctx, nil)
+	hostCtx, host := tp.Tracer("host").Start(context.Background(), "host.request")
+	ictx, alone := inner.Begin(hostCtx, "inner.step", counter)
+	alone.End(ictx, nil)
+	host.End()
+
+	var got []string
+	for _, s := range spans.Ended() {
+		line := s.Name() + " parent=" + s.Parent().SpanID().String()
+		for _, ev := range s.Events() {
+			line += " event=" + ev.Name
+			for _, kv := range ev.Attributes {
+				line += " " + string(kv.Key) + "=" + kv.Value.Emit()
+			}
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		"outer.op parent=0000000000000000 event=inner.step walletgate.operation=inner.step walletgate.outcome=refused walletgate.code=UNAUTHORIZED error.type=UNAUTHORIZED",
+		"inner.step parent=" + host.SpanContext().SpanID().String(),
+		"host.request parent=0000000000000000",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("spans (-want +got):\n%s", diff)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					counts[m.Name] += p.Value
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					counts[m.Name] += int64(p.Count)
+				}
+			}
+		}
+	}
+	if want := map[string]int64{"inner.outcomes": 2, "inner.duration": 2, "outer.duration": 1}; !cmp.Equal(want, counts) {
+		t.Errorf("metric counts %v, want %v", counts, want)
 	}
 }
 
