@@ -25,8 +25,8 @@ import (
 func BenchmarkComplete(b *testing.B) { benchComplete(b, nil) }
 
 // BenchmarkCompleteTelemetry is BenchmarkComplete with the telemetry on:
-// noop with the no-op providers given explicitly (the instruments resolved
-// and called, recording nothing), sdk with the OpenTelemetry SDK recording
+// noop with the no-op providers given explicitly (recognised as
+// recording nothing: the path of no providers), sdk with the OpenTelemetry SDK recording
 // every span (batched to a discarding exporter) and every metric (a manual
 // reader), and a JSON logger to io.Discard. BenchmarkComplete itself runs
 // with no providers, the default.

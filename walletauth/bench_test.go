@@ -50,8 +50,8 @@ func pendingLogins(b *testing.B, e *env, n int) ([]string, []walletauth.VerifyRe
 func BenchmarkVerifyOTPLeg1(b *testing.B) { benchVerifyOTPLeg1(b, nil) }
 
 // BenchmarkVerifyOTPLeg1Telemetry is BenchmarkVerifyOTPLeg1 with the
-// telemetry on: noop with the no-op providers given explicitly (the
-// instruments resolved and called, recording nothing), sdk with the
+// telemetry on: noop with the no-op providers given explicitly (recognised
+// as recording nothing: the path of no providers), sdk with the
 // OpenTelemetry SDK recording every span (batched to a discarding exporter)
 // and every metric (a manual reader), and a JSON logger to io.Discard.
 // BenchmarkVerifyOTPLeg1 itself runs with no providers, the default.

@@ -7,8 +7,9 @@
 // span of its own; it is counted and timed like any other. It records operation
 // names, outcomes, error codes, durations and the low-cardinality
 // attributes its caller adds: never an id, address, key, code, token or
-// body. A [Recorder] without a tracer or meter provider costs about nothing:
-// no clock reads, no spans, no attribute sets.
+// body. A [Recorder] without a tracer or meter provider (or with
+// OpenTelemetry's no-op ones) costs about nothing: no clock reads, no
+// spans, no attribute sets.
 package operation
 
 import (
@@ -67,8 +68,8 @@ type Recorder struct {
 	duration metric.Float64Histogram
 	reason   func(*apierror.Error) string
 	attrs    attrCache
-	// noop is set when neither a tracer nor a meter provider was given:
-	// operations then skip the clock reads and attribute sets.
+	// noop is set when neither provider records (each nil or a no-op
+	// one): operations then skip the clock reads and attribute sets.
 	noop bool
 }
 
@@ -89,11 +90,26 @@ func Providers(scope string, logger *slog.Logger, tp trace.TracerProvider, mp me
 	return logger, tp.Tracer(scope), mp.Meter(scope)
 }
 
+// isNoop reports whether tp and mp record nothing: each nil or
+// OpenTelemetry's no-op provider.
+func isNoop(tp trace.TracerProvider, mp metric.MeterProvider) bool {
+	switch tp.(type) {
+	case nil, tracenoop.TracerProvider, *tracenoop.TracerProvider:
+	default:
+		return false
+	}
+	switch mp.(type) {
+	case nil, metricnoop.MeterProvider, *metricnoop.MeterProvider:
+		return true
+	}
+	return false
+}
+
 // New resolves the tracer and the meter of cfg's providers and the
 // duration histogram; it fails when the meter refuses the histogram (the
 // SDK refuses an empty or malformed name).
 func New(cfg Config) (*Recorder, error) {
-	r := &Recorder{log: cfg.Logger, reason: cfg.Reason, noop: cfg.TracerProvider == nil && cfg.MeterProvider == nil,
+	r := &Recorder{log: cfg.Logger, reason: cfg.Reason, noop: isNoop(cfg.TracerProvider, cfg.MeterProvider),
 		attrs: attrCache{m: map[attrKey]*attrs{}}}
 	r.log, r.tracer, r.meter = Providers(cfg.Scope, cfg.Logger, cfg.TracerProvider, cfg.MeterProvider)
 	var err error

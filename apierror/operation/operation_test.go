@@ -13,10 +13,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/operation"
@@ -227,19 +229,27 @@ func TestWarnRequestID(t *testing.T) {
 	}
 }
 
-// TestNoProvidersAllocatesNothing: without providers and logger, an
-// operation that succeeds allocates nothing.
+// TestNoProvidersAllocatesNothing: without providers and logger, or with
+// OpenTelemetry's no-op providers, an operation that succeeds allocates
+// nothing.
 func TestNoProvidersAllocatesNothing(t *testing.T) {
-	r, err := operation.New(operation.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if n := testing.AllocsPerRun(100, func() {
-		ctx, o := r.Begin(ctx, "test.op", nil)
-		o.End(ctx, nil, attribute.String("walletgate.reason", ""))
-	}); n != 0 {
-		t.Fatalf("%v allocations per operation", n)
+	for name, cfg := range map[string]operation.Config{
+		"nil":  {},
+		"noop": {TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, err := operation.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if n := testing.AllocsPerRun(100, func() {
+				ctx, o := r.Begin(ctx, "test.op", nil)
+				o.End(ctx, nil, attribute.String("walletgate.reason", ""))
+			}); n != 0 {
+				t.Fatalf("%v allocations per operation", n)
+			}
+		})
 	}
 }
 
