@@ -197,9 +197,9 @@ func (o *Op) End(ctx context.Context, err error, extra ...attribute.KeyValue) {
 	}
 	a := o.r.attrs.get(o.name, outcome, code, extra)
 	if o.counter != nil {
-		o.counter.Add(ctx, 1, a.set)
+		o.counter.Add(ctx, 1, a.add...)
 	}
-	o.r.duration.Record(ctx, time.Since(o.start).Seconds(), a.set)
+	o.r.duration.Record(ctx, time.Since(o.start).Seconds(), a.record...)
 	if o.parent != nil {
 		o.parent.AddEvent(o.name, trace.WithAttributes(a.span...))
 		return
@@ -257,11 +257,13 @@ type attrKey struct {
 	extra               [2]attribute.KeyValue
 }
 
-// attrs are the attributes of an outcome: the metric option and the span's
+// attrs are the attributes of an outcome: the metric options (made once,
+// so that a measurement allocates no option slice) and the span's
 // (error.type included).
 type attrs struct {
-	set  metric.MeasurementOption
-	span []attribute.KeyValue
+	add    []metric.AddOption
+	record []metric.RecordOption
+	span   []attribute.KeyValue
 }
 
 // attrCache keeps the attributes of each outcome seen, made once: their
@@ -296,7 +298,8 @@ func (c *attrCache) get(name, outcome, code string, extra []attribute.KeyValue) 
 		kvs = append(kvs, attribute.String("walletgate.code", code))
 	}
 	kvs = append(kvs, k.extra[:n]...)
-	a = &attrs{set: metric.WithAttributeSet(attribute.NewSet(slices.Clone(kvs)...))} // NewSet sorts what it is given
+	set := metric.WithAttributeSet(attribute.NewSet(slices.Clone(kvs)...)) // NewSet sorts what it is given
+	a = &attrs{add: []metric.AddOption{set}, record: []metric.RecordOption{set}}
 	if code != "" {
 		kvs = append(kvs, attribute.String("error.type", code))
 	}
