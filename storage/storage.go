@@ -255,6 +255,14 @@ type Credentials interface {
 	// before (Lock answers ErrNotFound) or after (and then sees the
 	// session). ErrNotFound when the credential does not exist.
 	Lock(ctx context.Context, id string) (Credential, error)
+	// LockWithOTP is Lock followed by [OTPIssuances.GetByCredential] of
+	// the credential: it returns the credential, held as Lock holds it,
+	// and its live issuance (consumed or expired ones included) read
+	// after the lock was granted, or a nil issuance when the credential
+	// has none. A verification of a one-time code takes the credential
+	// this way before it decides on the issuance; a store may read both
+	// in one round trip. ErrNotFound when the credential does not exist.
+	LockWithOTP(ctx context.Context, id string) (Credential, *OTPIssuance, error)
 	// LockEmail holds the address email until the transaction ends: another
 	// transaction's LockEmail of the same address waits until then. It
 	// needs no record to exist. Callers take it before they check which

@@ -304,17 +304,14 @@ func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID strin
 	// AUTH_CREDENTIAL.OTP_LOCKED event below never follows the
 	// credential's AUTH_CREDENTIAL.REVOKED. It also orders the attempts
 	// of one credential.
-	c, err := lockCredentialOfType(ctx, tx, credentialID, req.Type)
+	c, live, err := lockOTPCredential(ctx, tx, credentialID, req.Type)
 	if err != nil {
 		return nil, nil, err
 	}
-	iss, err := tx.OTPIssuances().GetByCredential(ctx, c.ID)
-	if errors.Is(err, storage.ErrNotFound) {
+	if live == nil {
 		return nil, nil, apierror.Unauthenticated("no pending OTP for this credential")
 	}
-	if err != nil {
-		return nil, nil, err
-	}
+	iss := *live
 	now := s.cfg.Clock()
 	switch {
 	case !iss.ConsumedAt.IsZero():

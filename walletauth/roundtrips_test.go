@@ -25,10 +25,12 @@ import (
 
 // flightCounter counts round trips to PostgreSQL: a write on a connection
 // after a read from it is one more flight (the client waited for the
-// server in between).
+// server in between). It also counts the statements sent, BEGIN and
+// COMMIT aside, which cost the server its per-statement work.
 type flightCounter struct {
 	mu    sync.Mutex
 	n     int
+	stmts int
 	reads map[net.Conn]bool
 	log   []string
 }
@@ -53,6 +55,9 @@ func (flightTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndD
 func (f *flightCounter) note(sql string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if w := strings.ToUpper(strings.Fields(sql + " .")[0]); w != "BEGIN" && w != "COMMIT" {
+		f.stmts++
+	}
 	if len(sql) > 110 {
 		sql = sql[:110]
 	}
@@ -81,18 +86,20 @@ func (c *countedConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
-func (f *flightCounter) take() int {
+// take returns the flights and statements counted since the last take.
+func (f *flightCounter) take() (flights, stmts int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n := f.n
-	f.n = 0
+	flights, stmts = f.n, f.stmts
+	f.n, f.stmts = 0, 0
 	f.log = nil
-	return n
+	return flights, stmts
 }
 
 // TestRoundTripsPostgres pins the PostgreSQL round trips of the signed
 // flows (statements already prepared on the pool's one connection), as
-// documented in the package: a count that creeps up fails.
+// documented in the package, and the statements they send: a count that
+// creeps up fails.
 func TestRoundTripsPostgres(t *testing.T) {
 	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
 	if dsn == "" {
@@ -105,9 +112,8 @@ func TestRoundTripsPostgres(t *testing.T) {
 	}
 	cfg.MaxConns = 1
 	f := &flightCounter{reads: map[net.Conn]bool{}}
-	if os.Getenv("WALLETGATE_TRACE_FLIGHTS") != "" {
-		cfg.ConnConfig.Tracer = flightTracer{f}
-	}
+	cfg.ConnConfig.Tracer = flightTracer{f}
+	trace := os.Getenv("WALLETGATE_TRACE_FLIGHTS") != ""
 	var d net.Dialer
 	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
@@ -324,34 +330,40 @@ func TestRoundTripsPostgres(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		name string
-		max  int
-		run  func()
+		name  string
+		max   int // round trips
+		stmts int // statements, BEGIN and COMMIT aside
+		run   func()
 	}{
-		{"OTPLogin", 10, login}, // challenge (2), verify (4), its signed retry (4)
-		{"WalletPrivacy", 5, privacy},
-		{"RevokeSession", 7, revokeSession},
-		{"RefreshSession", 7, refreshSession},
-		{"ExportWallet", 5, exportWallet},
-		{"AddCredential", 10, addCredential},
-		{"AddPasskey", 12, addPasskey},
-		{"AddOAuth", 9, addOAuth},
-		{"RevokeCredential", 12, revokeCredential},
-		{"UpdateEmail", 16, updateEmail},
-		{"Authorize", 5, authorize},
+		{"OTPLogin", 10, 18, login}, // challenge (2), verify (4), its signed retry (4)
+		{"WalletPrivacy", 5, 8, privacy},
+		{"RevokeSession", 7, 12, revokeSession},
+		{"RefreshSession", 7, 15, refreshSession},
+		{"ExportWallet", 5, 8, exportWallet},
+		{"AddCredential", 10, 15, addCredential},
+		{"AddPasskey", 12, 17, addPasskey},
+		{"AddOAuth", 9, 14, addOAuth},
+		{"RevokeCredential", 12, 17, revokeCredential},
+		{"UpdateEmail", 16, 23, updateEmail},
+		{"Authorize", 5, 8, authorize},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run()
 			c.run()
 			f.take()
 			c.run()
-			for _, l := range f.log {
-				t.Log(l)
+			if trace {
+				for _, l := range f.log {
+					t.Log(l)
+				}
 			}
-			got := f.take()
-			t.Logf("%s: %d round trips", c.name, got)
+			got, stmts := f.take()
+			t.Logf("%s: %d round trips, %d statements", c.name, got, stmts)
 			if got > c.max {
 				t.Errorf("%s: %d round trips, want at most %d", c.name, got, c.max)
+			}
+			if stmts > c.stmts {
+				t.Errorf("%s: %d statements, want at most %d", c.name, stmts, c.stmts)
 			}
 		})
 	}

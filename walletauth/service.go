@@ -357,19 +357,21 @@ func credentialOfType(ctx context.Context, tx storage.Tx, id string, typ storage
 	return c, checkOfType(&c, typ)
 }
 
-// lockCredentialOfType is credentialOfType holding the credential until the
-// transaction ends ([storage.Credentials.Lock]), for a verification that
-// writes an event about it: a concurrent revoke either deleted it before
-// (404) or waits until this transaction commits.
-func lockCredentialOfType(ctx context.Context, tx storage.Tx, id string, typ storage.CredentialType) (storage.Credential, error) {
-	c, err := tx.Credentials().Lock(ctx, id)
+// lockOTPCredential is credentialOfType holding the credential until the
+// transaction ends, for a verification of a one-time code, which writes
+// its attempts and events about it: a concurrent revoke either deleted it
+// before (404) or waits until this transaction commits. It also returns the
+// credential's live issuance, read after the lock, or nil when it has none
+// ([storage.Credentials.LockWithOTP]).
+func lockOTPCredential(ctx context.Context, tx storage.Tx, id string, typ storage.CredentialType) (storage.Credential, *storage.OTPIssuance, error) {
+	c, iss, err := tx.Credentials().LockWithOTP(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {
-		return c, notFound("credential", id)
+		return c, nil, notFound("credential", id)
 	}
 	if err != nil {
-		return c, err
+		return c, nil, err
 	}
-	return c, checkOfType(&c, typ)
+	return c, iss, checkOfType(&c, typ)
 }
 
 // checkOfType is the type check of credentialOfType.

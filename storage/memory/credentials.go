@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/walletgate/walletgate/storage"
@@ -250,6 +251,22 @@ func (r credRepo) FindByWebAuthnID(ctx context.Context, credentialID []byte) (st
 // Lock is Get under an exclusive lock, held until the transaction ends.
 func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, error) {
 	return r.get(ctx, id, exclusive)
+}
+
+// LockWithOTP is Lock, then GetByCredential in the same transaction.
+func (r credRepo) LockWithOTP(ctx context.Context, id string) (storage.Credential, *storage.OTPIssuance, error) {
+	c, err := r.Lock(ctx, id)
+	if err != nil {
+		return storage.Credential{}, nil, err
+	}
+	o, err := otpRepo(r).GetByCredential(ctx, id)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return c, nil, nil
+	case err != nil:
+		return storage.Credential{}, nil, err
+	}
+	return c, &o, nil
 }
 
 // LockEmail takes the exclusive lock of the address: the one every write of

@@ -267,14 +267,15 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 	if !storableKey(id) {
 		return storage.Credential{}, notFoundOrDone(r.t)
 	}
-	// The credential's account and its OTP issuance are read in the same
-	// round trip, right after the lock (see readAhead); inside a host
-	// transaction they are not, since the host's statements may write
-	// them before a later read.
+	// The credential's account is read in the same round trip, right
+	// after the lock (see readAhead), for the account's later Get: a
+	// session's event names its customer. It is not when the transaction
+	// holds an account already (a signed operation's, whose Get answers
+	// from what its lock read), nor inside a host transaction, whose
+	// statements may write it before a later read.
 	var c storage.Credential
 	var a storage.InternalAccount
-	var o storage.OTPIssuance
-	foundC, foundA, foundO := false, false, false
+	foundC, foundA := false, false
 	b := &pgx.Batch{}
 	b.Queue(r.t.s.q.credLock, id).Query(func(rows pgx.Rows) error {
 		if !rows.Next() {
@@ -283,7 +284,7 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 		foundC = true
 		return scanCred(rows, &c)
 	})
-	ahead := !r.t.inHost()
+	ahead := r.t.mayReadAhead()
 	if ahead {
 		b.Queue(r.t.s.q.walletOfCred, id).Query(func(rows pgx.Rows) error {
 			if !rows.Next() {
@@ -291,13 +292,6 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 			}
 			foundA = true
 			return scanWallet(rows, &a)
-		})
-		b.Queue(r.t.s.q.otpGet, id).Query(func(rows pgx.Rows) error {
-			if !rows.Next() {
-				return nil
-			}
-			foundO = true
-			return scanOTP(rows, &o)
 		})
 	}
 	switch err := r.t.send(ctx, b); {
@@ -307,17 +301,49 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 		return storage.Credential{}, storage.ErrNotFound
 	}
 	r.t.hold(heldCredentials, c.ID, cloneCredential(c))
-	if ahead {
-		read := aheadRows{credentialID: c.ID}
-		if foundA && a.ID == c.AccountID {
-			read.wallet = &a
-		}
-		if foundO {
-			read.otp = &o
-		}
-		r.t.readAhead(read)
+	if ahead && foundA && a.ID == c.AccountID {
+		r.t.readAhead(aheadRows{wallet: &a})
 	}
 	return c, nil
+}
+
+// LockWithOTP is Lock that reads the credential's OTP issuance, instead of
+// its account, in the same round trip, right after the lock: at READ
+// COMMITTED that statement takes its snapshot after the lock was granted,
+// so it reads what a GetByCredential sent after the Lock would.
+func (r credRepo) LockWithOTP(ctx context.Context, id string) (storage.Credential, *storage.OTPIssuance, error) {
+	if !storableKey(id) {
+		return storage.Credential{}, nil, notFoundOrDone(r.t)
+	}
+	var c storage.Credential
+	var o storage.OTPIssuance
+	foundC, foundO := false, false
+	b := &pgx.Batch{}
+	b.Queue(r.t.s.q.credLock, id).Query(func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return nil
+		}
+		foundC = true
+		return scanCred(rows, &c)
+	})
+	b.Queue(r.t.s.q.otpGet, id).Query(func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return nil
+		}
+		foundO = true
+		return scanOTP(rows, &o)
+	})
+	switch err := r.t.send(ctx, b); {
+	case err != nil:
+		return storage.Credential{}, nil, wrap("lock credential", err)
+	case !foundC:
+		return storage.Credential{}, nil, storage.ErrNotFound
+	}
+	r.t.hold(heldCredentials, c.ID, cloneCredential(c))
+	if !foundO {
+		return c, nil, nil
+	}
+	return c, &o, nil
 }
 
 // LockEmail takes a transaction-level advisory lock derived from the schema

@@ -70,12 +70,13 @@
 // (InternalAccounts.Lock, Credentials.Lock, the signer locks) are answered
 // from what the lock read until a statement of the transaction writes that
 // table: no one else can change a row while it is held. Credentials.Lock
-// also reads the credential's account and OTP issuance in its round trip,
-// right after the lock, and InternalAccounts.Get and
-// OTPIssuances.GetByCredential answer from those reads until the
-// transaction sends its next statement: nothing of the transaction ran in
-// between, so at READ COMMITTED they read what their own statements would
-// have.
+// also reads the credential's account in its round trip, right after the
+// lock, unless the transaction holds an account already, and
+// InternalAccounts.Get answers from that read until the transaction sends
+// its next statement: nothing of the transaction ran in between, so at
+// READ COMMITTED it reads what its own statement would have.
+// Credentials.LockWithOTP reads the credential's OTP issuance the same way
+// instead, and returns it.
 // Serialization failures and deadlocks are rerun a bounded number of times
 // ([Config.MaxRetries]). A cancelled context rolls back: with pgx's default
 // settings a statement in flight is interrupted by closing its connection
@@ -87,9 +88,10 @@
 // # Round trips of the signed flows
 //
 // Counted on one warm connection (statements prepared) by walletauth's
-// TestRoundTripsPostgres, which fails when one grows:
+// TestRoundTripsPostgres, which fails when one grows, as round trips and
+// statements (BEGIN and COMMIT aside):
 //
-//   - an EMAIL_OTP (or SMS_OTP) login, 10: the challenge 2 (the credential
+//   - an EMAIL_OTP (or SMS_OTP) login, 10 and 18: the challenge 2 (the credential
 //     read; BEGIN, the re-issue limit's hit, the issuance and the COMMIT),
 //     the verification 4 (BEGIN, the credential lock and the read of its
 //     issuance; the attempt budget; the attempt; the code's consumption, the
@@ -97,22 +99,22 @@
 //     4 (the credential type read; the request read; BEGIN, the request's
 //     consumption, the credential lock and the read of its account; the
 //     session, its event and the COMMIT);
-//   - a signed wallet privacy update (both legs), 5: the wallet read, the
+//   - a signed wallet privacy update (both legs), 5 and 8: the wallet read, the
 //     challenge with BEGIN and COMMIT; the request read, BEGIN with the
 //     request's consumption and the signer locks, the COMMIT;
-//   - a signed session revoke (both legs), 7;
-//   - a signed session refresh (both legs), 7;
-//   - a signed wallet export (both legs), 5;
-//   - a signed SMS_OTP credential addition (both legs), 10, of which the
+//   - a signed session revoke (both legs), 7 and 12;
+//   - a signed session refresh (both legs), 7 and 15;
+//   - a signed wallet export (both legs), 5 and 8;
+//   - a signed SMS_OTP credential addition (both legs), 10 and 15, of which the
 //     new credential's first code, issued in its own transaction, is 1;
 //   - a signed PASSKEY credential addition (both legs, after the
-//     registration challenge), 12, of which the registration challenge's
+//     registration challenge), 12 and 17, of which the registration challenge's
 //     read and consumption are 2;
-//   - a signed OAUTH credential addition (both legs), 9;
-//   - a signed credential revoke (both legs), 12;
-//   - a signed email change of a customer's one wallet (both legs), 16;
+//   - a signed OAUTH credential addition (both legs), 9 and 14;
+//   - a signed credential revoke (both legs), 12 and 17;
+//   - a signed email change of a customer's one wallet (both legs), 16 and 23;
 //   - a signed host operation through Authorize, without an Effect (both
-//     legs), 5.
+//     legs), 5 and 8.
 //
 // Every signed operation follows the same pattern: its first leg costs its
 // own reads plus one round trip for the challenge (the insert is deferred

@@ -123,24 +123,39 @@ func cloneCredential(c storage.Credential) storage.Credential {
 	return c
 }
 
-// Credentials.Lock reads the credential's account and its OTP issuance in
-// its own round trip, with statements that run right after the lock was
-// granted and take no lock, and keeps them with readAhead.
-// InternalAccounts.Get and OTPIssuances.GetByCredential answer from them
+// Credentials.Lock reads the credential's account in its own round trip,
+// with a statement that runs right after the lock was granted and takes no
+// lock, and keeps it with readAhead. InternalAccounts.Get answers from it
 // until the transaction sends its next statement or defers a write of
-// internal_accounts or otp_issuances: such a read returns what its own
-// statement would have returned had it been sent with the lock, where
-// nothing of the transaction ran in between, so at READ COMMITTED it reads
-// the same. A rule that decides on a row still locks it or writes it with
-// a guarded statement (InternalAccounts.Lock, OTPIssuances.Attempt).
-// Inside a host transaction nothing is read ahead.
+// internal_accounts: such a read returns what its own statement would have
+// returned had it been sent with the lock, where nothing of the
+// transaction ran in between, so at READ COMMITTED it reads the same. A
+// rule that decides on the account still locks it (InternalAccounts.Lock).
+// Nothing is read ahead inside a host transaction, nor when the
+// transaction holds an account already (see mayReadAhead).
 
-// aheadRows are the rows Credentials.Lock read after locking credentialID:
-// its account and its OTP issuance, each nil when there was none.
+// aheadRows are the rows Credentials.Lock read after its lock: the
+// credential's account.
 type aheadRows struct {
-	credentialID string
-	wallet       *storage.InternalAccount
-	otp          *storage.OTPIssuance
+	wallet *storage.InternalAccount
+}
+
+// mayReadAhead reports whether a lock should read rows ahead: not inside a
+// host transaction, and not when the transaction holds an account, which
+// is the one a signed operation locked first and whose credentials it then
+// locks, so that a Get of it answers from the held row.
+func (t *tx) mayReadAhead() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.host != nil {
+		return false
+	}
+	for k := range t.held {
+		if k.table == heldWallets {
+			return false
+		}
+	}
+	return true
 }
 
 // readAhead keeps rows read by the statements just sent. Called with t.mu
@@ -162,21 +177,4 @@ func (t *tx) aheadWallet(id string) (storage.InternalAccount, bool) {
 		return storage.InternalAccount{}, false
 	}
 	return *t.ahead.wallet, true
-}
-
-// aheadOTP returns the issuance kept by readAhead for the credential
-// credentialID (found is false when it had none); ok is false when nothing
-// was read ahead for it.
-func (t *tx) aheadOTP(credentialID string) (o storage.OTPIssuance, found, ok bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.host != nil || t.done || t.broken != nil || t.ahead == nil || t.ahead.credentialID != credentialID {
-		return o, false, false
-	}
-	if t.ahead.otp == nil {
-		return o, false, true
-	}
-	o = *t.ahead.otp
-	o.TargetKey = slices.Clone(o.TargetKey)
-	return o, true, true
 }

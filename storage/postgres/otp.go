@@ -76,12 +76,6 @@ func (r otpRepo) GetByCredential(ctx context.Context, credentialID string) (stor
 	if !storableKey(credentialID) {
 		return o, notFoundOrDone(r.t)
 	}
-	if o, found, ok := r.t.aheadOTP(credentialID); ok {
-		if !found {
-			return o, storage.ErrNotFound
-		}
-		return o, nil
-	}
 	found, err := r.t.readRow(ctx, r.t.s.q.otpGet, []any{credentialID}, func(row pgx.Row) error { return scanOTP(row, &o) })
 	switch {
 	case err != nil:

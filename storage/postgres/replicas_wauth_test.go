@@ -235,6 +235,7 @@ type pausingTx struct {
 }
 
 func (t pausingTx) OTPIssuances() storage.OTPIssuances { return pausingOTP{t.Tx.OTPIssuances(), t.p} }
+func (t pausingTx) Credentials() storage.Credentials   { return pausingCreds{t.Tx.Credentials(), t.p} }
 
 type pausingOTP struct {
 	storage.OTPIssuances
@@ -243,18 +244,35 @@ type pausingOTP struct {
 
 func (o pausingOTP) GetByCredential(ctx context.Context, credentialID string) (storage.OTPIssuance, error) {
 	iss, err := o.OTPIssuances.GetByCredential(ctx, credentialID)
-	o.p.mu.Lock()
-	pause := o.p.pause
-	if credentialID == o.p.credID {
-		o.p.credID, o.p.pause = "", nil
+	o.p.reached(credentialID)
+	return iss, err
+}
+
+type pausingCreds struct {
+	storage.Credentials
+	p *pausingStore
+}
+
+func (c pausingCreds) LockWithOTP(ctx context.Context, id string) (storage.Credential, *storage.OTPIssuance, error) {
+	cred, iss, err := c.Credentials.LockWithOTP(ctx, id)
+	c.p.reached(id)
+	return cred, iss, err
+}
+
+// reached runs the armed pause, once, when credentialID is the armed
+// credential's.
+func (p *pausingStore) reached(credentialID string) {
+	p.mu.Lock()
+	pause := p.pause
+	if credentialID == p.credID {
+		p.credID, p.pause = "", nil
 	} else {
 		pause = nil
 	}
-	o.p.mu.Unlock()
+	p.mu.Unlock()
 	if pause != nil {
 		pause()
 	}
-	return iss, err
 }
 
 // TestReplicasOTPLockedNotAfterRevoked runs a revoke of an SMS_OTP credential

@@ -340,7 +340,7 @@ func (t *tx) deferWrite(ctx context.Context, b *pgx.Batch) error {
 	t.forget(b.QueuedQueries, false)
 	t.later = append(t.later, b.QueuedQueries...)
 	for _, q := range b.QueuedQueries {
-		if strings.Contains(q.SQL, "."+heldWallets) || strings.Contains(q.SQL, ".otp_issuances") {
+		if strings.Contains(q.SQL, "."+heldWallets) {
 			t.ahead = nil
 		}
 	}

@@ -74,6 +74,49 @@ func testGuards(t *testing.T, newStore Factory) {
 			return nil
 		})
 	})
+	t.Run("LockWithOTP", func(t *testing.T) {
+		s := newStore(t)
+		acct := id(t, "InternalAccount")
+		c := storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct, Type: storage.EmailOTP, Email: "ada@example.com",
+			Nickname: "ada@example.com", CreatedAt: t0, UpdatedAt: t0}
+		o := newIssuance(t)
+		o.CredentialID, o.AccountID = c.ID, acct
+		run(t, s, func(tx storage.Tx) error { return tx.Credentials().Create(ctx, &c) })
+		run(t, s, func(tx storage.Tx) error {
+			got, iss, err := tx.Credentials().LockWithOTP(ctx, c.ID)
+			wantErr(t, "LockWithOTP without an issuance", err, nil)
+			diff(t, "LockWithOTP without an issuance", got, c)
+			if iss != nil {
+				t.Fatalf("LockWithOTP without an issuance returned %+v", *iss)
+			}
+			return nil
+		})
+		run(t, s, func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
+		run(t, s, func(tx storage.Tx) error {
+			r := tx.Credentials()
+			got, iss, err := r.LockWithOTP(ctx, c.ID)
+			wantErr(t, "LockWithOTP", err, nil)
+			diff(t, "LockWithOTP", got, c)
+			if iss == nil {
+				t.Fatal("LockWithOTP returned no issuance")
+			}
+			diff(t, "LockWithOTP's issuance", *iss, o)
+			if _, err := tx.OTPIssuances().Attempt(ctx, o.ID, 5, t0); err != nil {
+				return err
+			}
+			_, iss, err = r.LockWithOTP(ctx, c.ID)
+			wantErr(t, "LockWithOTP after Attempt", err, nil)
+			if iss == nil || iss.Attempts != 1 {
+				t.Fatalf("LockWithOTP after Attempt returned %+v, want the issuance with 1 attempt", iss)
+			}
+			wantErr(t, "Delete of the locked credential", r.Delete(ctx, c.ID), nil)
+			_, _, err = r.LockWithOTP(ctx, c.ID)
+			wantErr(t, "LockWithOTP after Delete", err, storage.ErrNotFound)
+			_, _, err = r.LockWithOTP(ctx, id(t, "AuthMethod"))
+			wantErr(t, "LockWithOTP unknown", err, storage.ErrNotFound)
+			return nil
+		})
+	})
 	t.Run("LockEmail", func(t *testing.T) {
 		s := newStore(t)
 		run(t, s, func(tx storage.Tx) error {
@@ -200,6 +243,8 @@ func testGuards(t *testing.T, newStore Factory) {
 		wantErr(t, "ExternalAccounts.Lock through a finished Tx", err, storage.ErrTxDone)
 		_, err = kept.Credentials().Lock(ctx, id(t, "AuthMethod"))
 		wantErr(t, "Credentials.Lock through a finished Tx", err, storage.ErrTxDone)
+		_, _, err = kept.Credentials().LockWithOTP(ctx, id(t, "AuthMethod"))
+		wantErr(t, "Credentials.LockWithOTP through a finished Tx", err, storage.ErrTxDone)
 		wantErr(t, "LockEmail through a finished Tx", kept.Credentials().LockEmail(ctx, "a@example.com"), storage.ErrTxDone)
 		_, err = kept.OTPIssuances().Attempt(ctx, id(t, "OTP"), 5, t0)
 		wantErr(t, "Attempt through a finished Tx", err, storage.ErrTxDone)

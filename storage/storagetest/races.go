@@ -30,6 +30,10 @@ type Replicas func(tb testing.TB) []storage.Store
 //   - concurrent verification attempts on one OTP issuance
 //     ([storage.OTPIssuances.Attempt]) compare at most the limit of codes,
 //     and a right code after the limit is refused;
+//   - concurrent transactions that each take a credential with
+//     [storage.Credentials.LockWithOTP], decide on the attempts of the
+//     issuance it returned and write the issuance back with one more lose
+//     no attempt: the issuance is read after the lock;
 //   - concurrent adds of an EMAIL_OTP (or SMS_OTP) credential to one account
 //     leave one;
 //   - concurrent ties of one address to EMAIL_OTP credentials of different
@@ -69,6 +73,7 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"RevokeKeepsOne", raceRevokeKeepsOne},
 		{"AttemptLimit", raceAttemptLimit},
 		{"AttemptLimitRightCode", raceAttemptLimitRightCode},
+		{"LockWithOTP", raceLockWithOTP},
 		{"OneEmailOTP", func(t *testing.T, s []storage.Store, w int) { raceOneOTP(t, s, w, storage.EmailOTP) }},
 		{"OneSMSOTP", func(t *testing.T, s []storage.Store, w int) { raceOneOTP(t, s, w, storage.SMSOTP) }},
 		{"EmailTiedOnce", raceEmailTiedOnce},
@@ -294,6 +299,55 @@ func raceAttemptLimitRightCode(t *testing.T, stores []storage.Store, workers int
 			t.Fatalf("the right code failed with %v, want ErrExhausted", errs[0])
 		case errs[0] != nil && !got.ConsumedAt.IsZero():
 			t.Fatal("the right code was refused but the issuance is consumed")
+		}
+		return nil
+	})
+}
+
+// raceLockWithOTP: workers take one credential with LockWithOTP and,
+// while fewer than the limit of attempts were made, write its issuance
+// back with one attempt more, a plain write after a pause. The decision
+// holds only when the issuance is read under the lock: then exactly the
+// limit of workers write and the issuance ends with the limit of attempts.
+func raceLockWithOTP(t *testing.T, stores []storage.Store, workers int) {
+	ctx := t.Context()
+	acct := id(t, "InternalAccount")
+	cred := storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct, Type: storage.SMSOTP, Phone: "+14155550100",
+		Nickname: "+14155550100", CreatedAt: t0, UpdatedAt: t0}
+	o := newIssuance(t)
+	o.CredentialID, o.AccountID = cred.ID, acct
+	run(t, stores[0], func(tx storage.Tx) error {
+		if err := tx.Credentials().Create(ctx, &cred); err != nil {
+			return err
+		}
+		return tx.OTPIssuances().Put(ctx, &o)
+	})
+	errs := race(t, stores, workers, func(c context.Context, _ int, s storage.Store) error {
+		return s.Atomic(c, func(tx storage.Tx) error {
+			got, iss, err := tx.Credentials().LockWithOTP(c, cred.ID)
+			switch {
+			case err != nil:
+				return err
+			case got.ID != cred.ID || iss == nil || iss.ID != o.ID:
+				return fmt.Errorf("LockWithOTP returned credential %s and issuance %v, want %s and %s", got.ID, iss, cred.ID, o.ID)
+			case iss.Attempts >= attemptLimit:
+				return storage.ErrExhausted
+			}
+			pause()
+			next := *iss
+			next.Attempts++
+			return tx.OTPIssuances().Put(c, &next)
+		})
+	})
+	wins := tally(t, "attempt", errs, storage.ErrExhausted)
+	want := min(attemptLimit, len(errs))
+	run(t, stores[0], func(tx storage.Tx) error {
+		_, got, err := tx.Credentials().LockWithOTP(ctx, cred.ID)
+		if err != nil {
+			return err
+		}
+		if wins != want || got == nil || got.Attempts != want {
+			t.Fatalf("%d writes committed and the issuance has %v, want %d writes and %d attempts", wins, got, want, want)
 		}
 		return nil
 	})
