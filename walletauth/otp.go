@@ -173,10 +173,10 @@ type VerifyRequest struct {
 // repeats the body stamped by that key and returns the session, whose key is
 // that key (no encryptedSessionSigningKey).
 //
-// Before anything else the credential is looked up and its type compared with
-// req.Type: an unknown credential is 404 REFERENCE_NOT_FOUND and every
-// mismatch, whatever the two types, the same 400 INVALID_INPUT on field
-// "type" naming both.
+// An unknown credential is 404 REFERENCE_NOT_FOUND and every mismatch of
+// req.Type and the credential's type, whatever the two types, the same 400
+// INVALID_INPUT on field "type" naming both; these come before any other
+// error of the call, the signed retry's 401s included.
 //
 // Errors: 404 REFERENCE_NOT_FOUND, 400 INVALID_INPUT (body, type mismatch,
 // malformed bundle), 401 UNAUTHORIZED with details.reason ("Invalid OTP
@@ -190,18 +190,26 @@ type VerifyRequest struct {
 func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Request) (sess *AuthSession, ch *signedretry.Challenge, err error) {
 	ctx, o, note := s.beginVerify(ctx, req.Type)
 	defer func() { s.endVerify(ctx, &o, note, call, err) }()
-	// The first leg of a one-time code locks the credential and answers
-	// the same 404 and type mismatch from that lock: it needs no read
-	// before it.
-	firstOTP := (req.Type == storage.EmailOTP || req.Type == storage.SMSOTP) && !call.IsRetry()
-	if !firstOTP {
+	// A one-time code needs no read before its legs: the first leg locks
+	// the credential and answers the same 404 and type mismatch from that
+	// lock; the retry's session is created under the same lock and
+	// checks, and a retry that fails reads the credential then, so that
+	// its 404 and type mismatch still come before the retry's own errors.
+	otp := req.Type == storage.EmailOTP || req.Type == storage.SMSOTP
+	if !otp {
 		if err := s.checkVerifyType(ctx, credentialID, req.Type); err != nil {
 			return nil, nil, err
 		}
 	}
 	switch req.Type {
 	case storage.EmailOTP, storage.SMSOTP:
-		return s.verifyOTP(ctx, credentialID, req, call)
+		sess, ch, err := s.verifyOTP(ctx, credentialID, req, call)
+		if err != nil && call.IsRetry() {
+			if terr := s.checkVerifyType(ctx, credentialID, req.Type); terr != nil {
+				return nil, nil, terr
+			}
+		}
+		return sess, ch, err
 	case storage.OAuth:
 		sess, err := s.verifyOAuth(ctx, credentialID, req)
 		return sess, nil, err
@@ -269,7 +277,7 @@ func (s *Service) verifyOTP(ctx context.Context, credentialID string, req Verify
 		},
 		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
 			var err error
-			sess, err = s.otpSession(ctx, tx, credentialID, a)
+			sess, err = s.otpSession(ctx, tx, credentialID, req.Type, a)
 			return err
 		},
 	})
@@ -407,8 +415,9 @@ func (s *Service) otpThrottled(ctx context.Context, tx storage.Tx, c *storage.Cr
 }
 
 // otpSession is the effect of an OTP verification's retry: the session of
-// the credential the first leg bound, under the key it bound.
-func (s *Service) otpSession(ctx context.Context, tx storage.Tx, credentialID string, a *signedretry.Authorization) (*AuthSession, error) {
+// the credential the first leg bound, under the key it bound. The
+// credential, read under its lock, must still be of type typ.
+func (s *Service) otpSession(ctx context.Context, tx storage.Tx, credentialID string, typ storage.CredentialType, a *signedretry.Authorization) (*AuthSession, error) {
 	var p otpParams
 	if err := a.DecodeParameters(&p); err != nil {
 		return nil, err
@@ -423,6 +432,9 @@ func (s *Service) otpSession(ctx context.Context, tx storage.Tx, credentialID st
 		return nil, notFound("credential", credentialID)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := checkOfType(&c, typ); err != nil {
 		return nil, err
 	}
 	pub, err := signedretry.ParsePublicKey(p.PublicKey)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
@@ -93,5 +95,60 @@ func TestVerifyTypeMismatchHTTP(t *testing.T) {
 	status, got := client.do("POST", "/auth/credentials/"+e.email.ID+"/verify", `{"type":"FAX"}`, nil, nil)
 	if status != 400 || got["code"] != "INVALID_INPUT" {
 		t.Errorf("unknown type: %d %v", status, got)
+	}
+}
+
+// TestVerifyOTPRetryAnswersTypeFirst checks the answers of a one-time
+// code's signed retry that reads no credential before it runs: an unknown
+// credential and a type mismatch still answer 404 and 400 before the
+// retry's 401s, also when the retry is stamped right, and a credential
+// deleted between the legs answers 404 and leaves the request unconsumed.
+func TestVerifyOTPRetryAnswersTypeFirst(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t, nil)
+	_, key := e.login(t, e.email.ID, storage.EmailOTP)
+	sms := e.addSMS(t, key)
+	smsKey := newKey(t)
+	bundle, err := smsKey.SealOTP(sms.OTPEncryptionTargetBundle, e.svc.SigningPublicKey(), e.outbox.last(t).Code, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := walletauth.VerifyRequest{Type: storage.SMSOTP, EncryptedOTPBundle: bundle}
+	c := call("POST", "/auth/credentials/"+sms.ID+"/verify", `{"type":"SMS_OTP","encryptedOtpBundle":`+quote(bundle)+`}`)
+	_, ch, err := e.svc.Verify(ctx, sms.ID, req, c)
+	if err != nil || ch == nil {
+		t.Fatalf("leg 1: %v", err)
+	}
+	good, bad := signed(t, c, ch, smsKey), signed(t, c, ch, newKey(t))
+	unknown := "AuthMethod:00000000-0000-4000-8000-000000000000"
+
+	// Stamped right or not: the other type's credential is 400 on "type",
+	// an unknown credential 404.
+	for _, retry := range []signedretry.Request{good, bad} {
+		_, _, err = e.svc.Verify(ctx, e.email.ID, req, retry)
+		apierrortest.WantFields(t, err, apierror.InvalidInput, "type")
+		_, _, err = e.svc.Verify(ctx, unknown, req, retry)
+		apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
+	}
+	_, _, err = e.svc.Verify(ctx, sms.ID, req, bad)
+	apierrortest.Want(t, err, apierror.WalletSignatureInvalid, "")
+
+	// The credential deleted between the legs: 404, and the request is
+	// still live.
+	if err := e.store.Atomic(ctx, func(tx storage.Tx) error { return tx.Credentials().Delete(ctx, sms.ID) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, retry := range []signedretry.Request{good, bad} {
+		_, _, err = e.svc.Verify(ctx, sms.ID, req, retry)
+		apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
+	}
+	if err := e.store.Atomic(ctx, func(tx storage.Tx) error {
+		p, err := tx.PendingRequests().Get(ctx, ch.RequestID)
+		if err == nil && !p.ConsumedAt.IsZero() {
+			t.Error("the refused retry consumed the request")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -91,14 +91,15 @@
 // TestRoundTripsPostgres, which fails when one grows, as round trips and
 // statements (BEGIN and COMMIT aside):
 //
-//   - an EMAIL_OTP (or SMS_OTP) login, 10 and 18: the challenge 2 (the credential
-//     read; BEGIN, the re-issue limit's hit, the issuance and the COMMIT),
-//     the verification 4 (BEGIN, the credential lock and the read of its
-//     issuance; the attempt budget; the attempt; the code's consumption, the
-//     signed-retry challenge and the COMMIT together) and its signed retry
-//     4 (the credential type read; the request read; BEGIN, the request's
+//   - an EMAIL_OTP (or SMS_OTP) login, 9 and 17: the challenge 2 (the
+//     credential read; BEGIN, the re-issue limit's hit, the issuance and
+//     the COMMIT), the verification 4 (BEGIN, the credential lock and the
+//     read of its issuance; the attempt budget; the attempt; the code's
+//     consumption, the signed-retry challenge and the COMMIT together) and
+//     its signed retry 3 (the request read; BEGIN, the request's
 //     consumption, the credential lock and the read of its account; the
-//     session, its event and the COMMIT);
+//     session, its event and the COMMIT), which reads the credential
+//     before the request only when it fails;
 //   - a signed wallet privacy update (both legs), 5 and 8: the wallet read, the
 //     challenge with BEGIN and COMMIT; the request read, BEGIN with the
 //     request's consumption and the signer locks, the COMMIT;
