@@ -291,6 +291,17 @@ type OTPIssuances interface {
 	// replica, at most limit succeed per issuance in transactions that
 	// commit, so at most limit codes are compared and answered.
 	Attempt(ctx context.Context, id string, limit int, now time.Time) (OTPIssuance, error)
+	// AttemptWithin is Attempt charged to a budget, in one step: it first
+	// counts a hit of the rate-limit window key as [RateLimits.Allow] does
+	// (at most budget hits per window) and reserves the attempt only when
+	// the window allows the hit. When the window refuses the hit, it
+	// changes nothing and returns how long until the window ends as wait,
+	// with a nil error. Otherwise it returns what Attempt returns: the
+	// issuance as updated, or Attempt's errors, the hit then counted in
+	// the transaction, which a caller that fails rolls back. The hit and
+	// the attempt are guarded as Allow's and Attempt's are, and both rows
+	// stay held until the transaction ends.
+	AttemptWithin(ctx context.Context, id string, limit int, now time.Time, key string, window time.Duration, budget int) (o OTPIssuance, wait time.Duration, err error)
 	// Consume marks issuance id used and returns it: ErrNotFound (unknown or
 	// superseded), ErrExpired (now is not before ExpiresAt) or ErrConsumed.
 	Consume(ctx context.Context, id string, now time.Time) (OTPIssuance, error)

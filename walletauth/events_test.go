@@ -203,6 +203,15 @@ func (o recOTP) Attempt(ctx context.Context, id string, limit int, now time.Time
 	return iss, err
 }
 
+func (o recOTP) AttemptWithin(ctx context.Context, id string, limit int, now time.Time, key string, window time.Duration,
+	budget int) (storage.OTPIssuance, time.Duration, error) {
+	iss, wait, err := o.OTPIssuances.AttemptWithin(ctx, id, limit, now, key, window, budget)
+	if err == nil && wait == 0 {
+		o.log("OTPIssuances.Attempt", iss.CredentialID)
+	}
+	return iss, wait, err
+}
+
 // changeOf is the change each event type reports: the logged operation
 // that must commit in the event's transaction, and the data member naming
 // its record.

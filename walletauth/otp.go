@@ -330,21 +330,15 @@ func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID strin
 		return nil, nil, apierror.Unauthenticated("too many failed attempts; request a new code")
 	}
 	// Spend one of the credential's budget of compared codes, across
-	// issuances, before any code is compared. The store counts it only
-	// within the budget (and only if this transaction commits, so
-	// every check below that fails returns it); past the budget nothing
-	// is compared.
-	wait, err := tx.RateLimits().Allow(ctx, otpBudgetKey+c.ID, now, s.cfg.OTP.AttemptBudgetWindow, s.cfg.OTP.AttemptBudget)
-	if err != nil {
-		return nil, nil, err
-	}
-	if wait > 0 {
-		return nil, apierror.TooManyRequests(wait), s.otpThrottled(ctx, tx, &c, now, wait)
-	}
-	// Reserve the attempt before any code is compared: the store counts
-	// it only while fewer than MaxAttempts were made, so no burst of
-	// concurrent guesses gets more codes compared than that.
-	reserved, err := tx.OTPIssuances().Attempt(ctx, iss.ID, s.cfg.OTP.MaxAttempts, now)
+	// issuances, and reserve the attempt, in one step, before any code is
+	// compared. The store counts the budget's hit only within the budget
+	// (and only if this transaction commits, so every check below that
+	// fails returns it); past the budget nothing is reserved or compared.
+	// It reserves the attempt only while fewer than MaxAttempts were
+	// made, so no burst of concurrent guesses gets more codes compared
+	// than that.
+	reserved, wait, err := tx.OTPIssuances().AttemptWithin(ctx, iss.ID, s.cfg.OTP.MaxAttempts, now,
+		otpBudgetKey+c.ID, s.cfg.OTP.AttemptBudgetWindow, s.cfg.OTP.AttemptBudget)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return nil, nil, apierror.Unauthenticated("no pending OTP for this credential")
@@ -356,6 +350,8 @@ func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID strin
 		return nil, nil, apierror.Unauthenticated("too many failed attempts; request a new code")
 	case err != nil:
 		return nil, nil, err
+	case wait > 0:
+		return nil, apierror.TooManyRequests(wait), s.otpThrottled(ctx, tx, &c, now, wait)
 	}
 	attempt, err := s.openOTP(&iss, req.EncryptedOTPBundle)
 	if apierror.CodeOf(err) == apierror.Unauthorized {

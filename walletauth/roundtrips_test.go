@@ -335,7 +335,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 		stmts int // statements, BEGIN and COMMIT aside
 		run   func()
 	}{
-		{"OTPLogin", 9, 17, login}, // challenge (2), verify (4), its signed retry (3)
+		{"OTPLogin", 8, 16, login}, // challenge (2), verify (3), its signed retry (3)
 		{"WalletPrivacy", 5, 8, privacy},
 		{"RevokeSession", 7, 12, revokeSession},
 		{"RefreshSession", 7, 15, refreshSession},

@@ -91,11 +91,12 @@
 // TestRoundTripsPostgres, which fails when one grows, as round trips and
 // statements (BEGIN and COMMIT aside):
 //
-//   - an EMAIL_OTP (or SMS_OTP) login, 9 and 17: the challenge 2 (the
+//   - an EMAIL_OTP (or SMS_OTP) login, 8 and 16: the challenge 2 (the
 //     credential read; BEGIN, the re-issue limit's hit, the issuance and
-//     the COMMIT), the verification 4 (BEGIN, the credential lock and the
-//     read of its issuance; the attempt budget; the attempt; the code's
-//     consumption, the signed-retry challenge and the COMMIT together) and
+//     the COMMIT), the verification 3 (BEGIN, the credential lock and the
+//     read of its issuance; the attempt budget's hit and the attempt in
+//     one statement; the code's consumption, the signed-retry challenge
+//     and the COMMIT together) and
 //     its signed retry 3 (the request read; BEGIN, the request's
 //     consumption, the credential lock and the read of its account; the
 //     session, its event and the COMMIT), which reads the credential
@@ -188,6 +189,10 @@
 //
 // OTPIssuances.Attempt is such an UPDATE too: attempts < limit is part of its
 // WHERE clause, so no more than the limit of attempts pass across replicas.
+// OTPIssuances.AttemptWithin sends the budget's hit (the rate-limit upsert,
+// whose WHERE clause is the budget) and that UPDATE as one statement, the
+// UPDATE conditioned on the hit's returned row, so a refused hit reserves
+// nothing.
 // Rules that span rows are kept by locks held to the end of the transaction:
 // InternalAccounts.Lock and Credentials.Lock are SELECT ... FOR UPDATE of the
 // row, and Credentials.LockEmail is a transaction-level advisory lock derived

@@ -42,6 +42,24 @@ const (
 	otpAttemptSQL = `UPDATE {s}.otp_issuances SET attempts = attempts + 1
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 AND attempts < $3 RETURNING ` + otpColumns
 	otpAttemptStateSQL = `SELECT consumed_at, expires_at, attempts FROM {s}.otp_issuances WHERE id = $1`
+	// otpAttemptWithinSQL is limitHitSQL ($4 the key, $5 the window's end,
+	// $6 the budget) and otpAttemptSQL in one statement: the UPDATE runs
+	// only when the hit returned its row, so a refused hit reserves
+	// nothing. It returns one row: whether the hit counted and the
+	// issuance as reserved (NULLs when no attempt was reserved).
+	otpAttemptWithinSQL = `WITH hit AS (
+	INSERT INTO {s}.rate_limit_windows AS w (key, window_end, hits) VALUES ($4, $5, 1)
+	ON CONFLICT (key) DO UPDATE SET
+		window_end = CASE WHEN w.window_end <= $2 THEN EXCLUDED.window_end ELSE w.window_end END,
+		hits = CASE WHEN w.window_end <= $2 THEN 1 ELSE w.hits + 1 END
+	WHERE w.window_end <= $2 OR w.hits < $6
+	RETURNING 1
+), att AS (
+	UPDATE {s}.otp_issuances SET attempts = attempts + 1
+	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 AND attempts < $3 AND EXISTS (SELECT 1 FROM hit)
+	RETURNING ` + otpColumns + `
+)
+SELECT EXISTS (SELECT 1 FROM hit), att.* FROM (SELECT 1) AS one LEFT JOIN att ON true`
 )
 
 type otpRepo struct{ t *tx }
@@ -100,27 +118,72 @@ func (r otpRepo) Attempt(ctx context.Context, id string, limit int, now time.Tim
 	case found:
 		return o, nil
 	}
+	return storage.OTPIssuance{}, r.attemptMiss(ctx, id, limit, now)
+}
+
+// AttemptWithin sends the hit and the attempt as one statement, one round
+// trip; a refused hit or attempt costs a read more, as Allow's and
+// Attempt's do. A budget below one is Allow's, which refuses every hit.
+func (r otpRepo) AttemptWithin(ctx context.Context, id string, limit int, now time.Time, k string, window time.Duration, budget int) (storage.OTPIssuance, time.Duration, error) {
+	lr := limitRepo{r.t}
+	if budget < 1 || !storableKey(id) {
+		wait, err := lr.Allow(ctx, k, now, window, budget)
+		if err != nil || wait > 0 {
+			return storage.OTPIssuance{}, wait, err
+		}
+		return storage.OTPIssuance{}, 0, notFoundOrDone(r.t)
+	}
+	if err := r.t.valid("rate-limit window", key("key", k)); err != nil {
+		return storage.OTPIssuance{}, 0, err
+	}
+	limit = min(max(limit, 0), math.MaxInt32)
+	var o storage.OTPIssuance
+	var counted bool
+	var oid, cred, acct, code pgtype.Text
+	var attempts pgtype.Int4
+	_, err := r.t.queryRow(ctx, r.t.s.q.otpAttemptWithin, []any{id, now, int32(limit), k, now.Add(window), int64(budget)},
+		func(row pgx.Row) error {
+			return row.Scan(&counted, &oid, &cred, &acct, &code, &o.TargetKey, utc(&o.IssuedAt), utc(&o.ExpiresAt),
+				&attempts, utc(&o.ConsumedAt))
+		})
+	switch {
+	case err != nil:
+		return storage.OTPIssuance{}, 0, wrap("reserve OTP attempt", err)
+	case !counted:
+		// The refused hit left the window's row locked by this
+		// transaction: the read sees the window that refused it.
+		wait, err := lr.windowWait(ctx, k, now)
+		return storage.OTPIssuance{}, wait, err
+	case oid.Valid:
+		o.ID, o.CredentialID, o.AccountID, o.Code, o.Attempts = oid.String, cred.String, acct.String, code.String, int(attempts.Int32)
+		return o, 0, nil
+	}
+	return storage.OTPIssuance{}, 0, r.attemptMiss(ctx, id, limit, now)
+}
+
+// attemptMiss reads why an attempt of issuance id was refused.
+func (r otpRepo) attemptMiss(ctx context.Context, id string, limit int, now time.Time) error {
 	// The UPDATE waited for any transaction holding the row, so this read
 	// sees the state that refused the attempt.
 	var consumed, expires pgtype.Timestamptz
 	var attempts int32
-	found, err = r.t.queryRow(ctx, r.t.s.q.otpAttemptState, []any{id},
+	found, err := r.t.queryRow(ctx, r.t.s.q.otpAttemptState, []any{id},
 		func(row pgx.Row) error { return row.Scan(&consumed, &expires, &attempts) })
 	switch {
 	case err != nil:
-		return storage.OTPIssuance{}, wrap("reserve OTP attempt", err)
+		return wrap("reserve OTP attempt", err)
 	case !found:
-		return storage.OTPIssuance{}, storage.ErrNotFound
+		return storage.ErrNotFound
 	case consumed.Valid:
-		return storage.OTPIssuance{}, storage.ErrConsumed
+		return storage.ErrConsumed
 	case !now.Before(expires.Time):
-		return storage.OTPIssuance{}, storage.ErrExpired
+		return storage.ErrExpired
 	case int(attempts) >= limit:
-		return storage.OTPIssuance{}, storage.ErrExhausted
+		return storage.ErrExhausted
 	}
 	// Live and under the limit now: the row was replaced between the two
 	// statements (a supersede reusing the id). Report the lost race.
-	return storage.OTPIssuance{}, fmt.Errorf("postgres: reserve OTP attempt %s: %w (changed concurrently)", id, storage.ErrConflict)
+	return fmt.Errorf("postgres: reserve OTP attempt %s: %w (changed concurrently)", id, storage.ErrConflict)
 }
 
 func (r otpRepo) Consume(ctx context.Context, id string, now time.Time) (storage.OTPIssuance, error) {

@@ -57,8 +57,14 @@ func (r limitRepo) Allow(ctx context.Context, k string, now time.Time, window ti
 	if found {
 		return 0, nil
 	}
+	return r.windowWait(ctx, k, now)
+}
+
+// windowWait reads how long until the window of k, which refused a hit of
+// this transaction and is held by it, ends.
+func (r limitRepo) windowWait(ctx context.Context, k string, now time.Time) (time.Duration, error) {
 	var stored time.Time
-	found, err = r.t.queryRow(ctx, r.t.s.q.limitEnd, []any{k}, func(row pgx.Row) error { return row.Scan(utc(&stored)) })
+	found, err := r.t.queryRow(ctx, r.t.s.q.limitEnd, []any{k}, func(row pgx.Row) error { return row.Scan(utc(&stored)) })
 	switch {
 	case err != nil:
 		return 0, wrap("read rate-limit window", err)

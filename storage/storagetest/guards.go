@@ -233,6 +233,66 @@ func testGuards(t *testing.T, newStore Factory) {
 			return nil
 		})
 	})
+	t.Run("AttemptWithin", func(t *testing.T) {
+		s := newStore(t)
+		o := newIssuance(t)
+		run(t, s, func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
+		key, window := "budget:"+o.CredentialID, time.Minute
+		attemptsNow := func(tx storage.Tx) int {
+			got, err := tx.OTPIssuances().GetByCredential(ctx, o.CredentialID)
+			wantErr(t, "GetByCredential", err, nil)
+			return got.Attempts
+		}
+		// A failed attempt rolled back returns its hit.
+		err := s.Atomic(ctx, func(tx storage.Tx) error {
+			_, _, err := tx.OTPIssuances().AttemptWithin(ctx, o.ID, 0, t0, key, window, 1)
+			wantErr(t, "AttemptWithin past the limit of attempts", err, storage.ErrExhausted)
+			_, _, err = tx.OTPIssuances().AttemptWithin(ctx, id(t, "OTP"), 5, t0, "budget:other", window, 1)
+			wantErr(t, "AttemptWithin unknown", err, storage.ErrNotFound)
+			return errRollback
+		})
+		wantErr(t, "rolled-back AttemptWithin", err, errRollback)
+		run(t, s, func(tx storage.Tx) error {
+			r := tx.OTPIssuances()
+			for want := 1; want <= 2; want++ {
+				got, wait, err := r.AttemptWithin(ctx, o.ID, 5, t0, key, window, 2)
+				wantErr(t, "AttemptWithin within the budget", err, nil)
+				upd := o
+				upd.Attempts = want
+				diff(t, "AttemptWithin within the budget", got, upd)
+				if wait != 0 {
+					t.Fatalf("AttemptWithin %d: wait %v, want 0", want, wait)
+				}
+			}
+			// Past the budget: nothing reserved, the window's end.
+			got, wait, err := r.AttemptWithin(ctx, o.ID, 5, t0.Add(10*time.Second), key, window, 2)
+			n := got.Attempts
+			wantErr(t, "AttemptWithin past the budget", err, nil)
+			if n != 0 || wait != 50*time.Second || attemptsNow(tx) != 2 {
+				t.Fatalf("AttemptWithin past the budget: attempts %d, wait %v, issuance attempts %d; want 0, 50s and 2", n, wait, attemptsNow(tx))
+			}
+			// A budget below one refuses, and opens a window.
+			got, wait, err = r.AttemptWithin(ctx, o.ID, 5, t0, "budget:none", window, 0)
+			n = got.Attempts
+			wantErr(t, "AttemptWithin with no budget", err, nil)
+			if n != 0 || wait != window || attemptsNow(tx) != 2 {
+				t.Fatalf("AttemptWithin with no budget: attempts %d, wait %v, issuance attempts %d; want 0, %v and 2", n, wait, attemptsNow(tx), window)
+			}
+			// The window over, the budget is whole again; the attempt
+			// errors are Attempt's.
+			got, _, err = r.AttemptWithin(ctx, o.ID, 5, t0.Add(window), key, window, 2)
+			n = got.Attempts
+			wantErr(t, "AttemptWithin in a new window", err, nil)
+			if n != 3 {
+				t.Fatalf("AttemptWithin in a new window: attempts %d, want 3", n)
+			}
+			_, _, err = r.AttemptWithin(ctx, o.ID, 3, t0.Add(window), key, window, 2)
+			wantErr(t, "AttemptWithin at the limit of attempts", err, storage.ErrExhausted)
+			_, _, err = r.AttemptWithin(ctx, o.ID, 5, o.ExpiresAt, "budget:late", window, 2)
+			wantErr(t, "AttemptWithin expired", err, storage.ErrExpired)
+			return nil
+		})
+	})
 	t.Run("TxAfterReturn", func(t *testing.T) {
 		s := newStore(t)
 		var kept storage.Tx
@@ -248,6 +308,8 @@ func testGuards(t *testing.T, newStore Factory) {
 		wantErr(t, "LockEmail through a finished Tx", kept.Credentials().LockEmail(ctx, "a@example.com"), storage.ErrTxDone)
 		_, err = kept.OTPIssuances().Attempt(ctx, id(t, "OTP"), 5, t0)
 		wantErr(t, "Attempt through a finished Tx", err, storage.ErrTxDone)
+		_, _, err = kept.OTPIssuances().AttemptWithin(ctx, id(t, "OTP"), 5, t0, "k", time.Minute, 1)
+		wantErr(t, "AttemptWithin through a finished Tx", err, storage.ErrTxDone)
 	})
 }
 

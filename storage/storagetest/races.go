@@ -30,6 +30,10 @@ type Replicas func(tb testing.TB) []storage.Store
 //   - concurrent verification attempts on one OTP issuance
 //     ([storage.OTPIssuances.Attempt]) compare at most the limit of codes,
 //     and a right code after the limit is refused;
+//   - concurrent [storage.OTPIssuances.AttemptWithin] calls on one
+//     issuance, with a budget below the limit of attempts and some rolled
+//     back after they reserved: exactly the budget of reservations commit,
+//     and a refused hit reserves nothing;
 //   - concurrent transactions that each take a credential with
 //     [storage.Credentials.LockWithOTP], decide on the attempts of the
 //     issuance it returned and write the issuance back with one more lose
@@ -74,6 +78,7 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"AttemptLimit", raceAttemptLimit},
 		{"AttemptLimitRightCode", raceAttemptLimitRightCode},
 		{"LockWithOTP", raceLockWithOTP},
+		{"AttemptWithinBudget", raceAttemptWithin},
 		{"OneEmailOTP", func(t *testing.T, s []storage.Store, w int) { raceOneOTP(t, s, w, storage.EmailOTP) }},
 		{"OneSMSOTP", func(t *testing.T, s []storage.Store, w int) { raceOneOTP(t, s, w, storage.SMSOTP) }},
 		{"EmailTiedOnce", raceEmailTiedOnce},
@@ -299,6 +304,58 @@ func raceAttemptLimitRightCode(t *testing.T, stores []storage.Store, workers int
 			t.Fatalf("the right code failed with %v, want ErrExhausted", errs[0])
 		case errs[0] != nil && !got.ConsumedAt.IsZero():
 			t.Fatal("the right code was refused but the issuance is consumed")
+		}
+		return nil
+	})
+}
+
+// raceAttemptWithin: workers reserve attempts on one issuance charged to
+// one budget smaller than the limit of attempts; some roll back after they
+// reserved, which returns both the hit and the attempt, and those the
+// budget refuses commit what they did. Exactly the budget of reservations
+// commit, and the issuance counts exactly those attempts.
+func raceAttemptWithin(t *testing.T, stores []storage.Store, workers int) {
+	ctx := t.Context()
+	const budget = 3
+	o := newIssuance(t)
+	run(t, stores[0], func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
+	key := "budget:" + o.CredentialID
+	var reserved, refused atomic.Int32
+	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
+		return s.Atomic(c, func(tx storage.Tx) error {
+			got, wait, err := tx.OTPIssuances().AttemptWithin(c, o.ID, attemptLimit, t0, key, time.Hour, budget)
+			n := got.Attempts
+			switch {
+			case err != nil:
+				return err
+			case wait > 0:
+				if got.ID != "" {
+					return fmt.Errorf("a refused hit returned issuance %s", got.ID)
+				}
+				refused.Add(1)
+				return nil // commits nothing
+			case n < 1 || n > budget:
+				return fmt.Errorf("reserved attempt %d, want 1 to %d", n, budget)
+			}
+			pause()
+			if i%3 == 0 {
+				return errRollback
+			}
+			reserved.Add(1)
+			return nil
+		})
+	})
+	tally(t, "reservation", errs, errRollback)
+	if got := reserved.Load(); got != min(budget, int32(len(errs))) {
+		t.Fatalf("%d reservations committed, want %d", got, budget)
+	}
+	run(t, stores[0], func(tx storage.Tx) error {
+		got, err := tx.OTPIssuances().GetByCredential(ctx, o.CredentialID)
+		if err != nil {
+			return err
+		}
+		if got.Attempts != int(reserved.Load()) {
+			t.Fatalf("the issuance counts %d attempts after %d committed reservations (%d refused)", got.Attempts, reserved.Load(), refused.Load())
 		}
 		return nil
 	})
