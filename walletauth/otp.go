@@ -205,7 +205,10 @@ func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyReq
 	case storage.EmailOTP, storage.SMSOTP:
 		sess, ch, err := s.verifyOTP(ctx, credentialID, req, call)
 		if err != nil && call.IsRetry() {
-			if terr := s.checkVerifyType(ctx, credentialID, req.Type); terr != nil {
+			// Only the check's own answers take the place of the
+			// retry's error, not a failure of its read.
+			terr := s.checkVerifyType(ctx, credentialID, req.Type)
+			if code := apierror.CodeOf(terr); code == apierror.ReferenceNotFound || code == apierror.InvalidInput {
 				return nil, nil, terr
 			}
 		}
