@@ -277,13 +277,7 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 	var a storage.InternalAccount
 	foundC, foundA := false, false
 	b := &pgx.Batch{}
-	b.Queue(r.t.s.q.credLock, id).Query(func(rows pgx.Rows) error {
-		if !rows.Next() {
-			return nil
-		}
-		foundC = true
-		return scanCred(rows, &c)
-	})
+	r.queueLock(b, id, &c, &foundC)
 	ahead := r.t.mayReadAhead()
 	if ahead {
 		b.Queue(r.t.s.q.walletOfCred, id).Query(func(rows pgx.Rows) error {
@@ -307,6 +301,18 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 	return c, nil
 }
 
+// queueLock queues the locking read of credential id into b, which sets
+// *found and scans the row into c when the credential exists.
+func (r credRepo) queueLock(b *pgx.Batch, id string, c *storage.Credential, found *bool) {
+	b.Queue(r.t.s.q.credLock, id).Query(func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return nil
+		}
+		*found = true
+		return scanCred(rows, c)
+	})
+}
+
 // LockWithOTP is Lock that reads the credential's OTP issuance, instead of
 // its account, in the same round trip, right after the lock: at READ
 // COMMITTED that statement takes its snapshot after the lock was granted,
@@ -319,13 +325,7 @@ func (r credRepo) LockWithOTP(ctx context.Context, id string) (storage.Credentia
 	var o storage.OTPIssuance
 	foundC, foundO := false, false
 	b := &pgx.Batch{}
-	b.Queue(r.t.s.q.credLock, id).Query(func(rows pgx.Rows) error {
-		if !rows.Next() {
-			return nil
-		}
-		foundC = true
-		return scanCred(rows, &c)
-	})
+	r.queueLock(b, id, &c, &foundC)
 	b.Queue(r.t.s.q.otpGet, id).Query(func(rows pgx.Rows) error {
 		if !rows.Next() {
 			return nil
