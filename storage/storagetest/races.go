@@ -53,6 +53,11 @@ type Replicas func(tb testing.TB) []storage.Store
 //   - relays leasing one outbox ([storage.Outbox.Lease]) and marking what
 //     they leased delivered hand out every event exactly once, the events
 //     of an account one at a time and in Seq order;
+//   - concurrent appends of events of one account, each holding its
+//     transaction open after its event was written, while a relay leases
+//     and delivers: the events are delivered in Seq order, so an event's
+//     Seq was drawn in commit order (a later Seq never commits while an
+//     earlier one is pending);
 //   - operations that lock their signer ([storage.Sessions.LockSigner]),
 //     check it and write an effect race a revoke of the session, or a
 //     delete of its credential, that takes no other lock: no effect
@@ -85,6 +90,7 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"SessionOfDeletedCredential", raceSessionOfDeletedCredential},
 		{"IdempotencyBeginOnce", raceIdempotencyBeginOnce},
 		{"LeaseOnce", raceLeaseOnce},
+		{"AppendCommitOrder", raceAppendCommitOrder},
 		{"RateLimit", raceRateLimit},
 		{"RateLimitHit", raceRateLimitHit},
 		{"SignerSessionRevoked", func(t *testing.T, s []storage.Store, w int) { raceSignerRevoked(t, s, w, false, updateEffect) }},
@@ -551,6 +557,93 @@ func raceSessionOfDeletedCredential(t *testing.T, stores []storage.Store, worker
 // record what they got and mark it delivered, until every event is
 // delivered. Each event is handed out once, and each account's events in
 // Seq order.
+func raceAppendCommitOrder(t *testing.T, stores []storage.Store, workers int) {
+	ctx := t.Context()
+	const account = "ExternalAccount:order"
+	// Few appenders, each appending many times, so that a pool of a few
+	// connections per store leaves the relay room to lease between
+	// commits.
+	const appendRounds = 16
+	appenders := min(workers, 3)
+	total := int64(len(stores) * appenders * appendRounds)
+	now := t0.Add(time.Hour)
+	var (
+		delivered atomic.Int64
+		order     []int64
+		handed    = map[string]int{}
+		relayErr  = make(chan error, 1)
+	)
+	go func() {
+		c, cancel := context.WithTimeout(ctx, raceTimeout)
+		defer cancel()
+		relayErr <- func() error {
+			for delivered.Load() < total {
+				var got []storage.Event
+				err := stores[0].Atomic(c, func(tx storage.Tx) error {
+					var err error
+					got, err = tx.Outbox().Lease(c, "relay", now, time.Hour, 4)
+					return err
+				})
+				if err != nil {
+					return err
+				}
+				if len(got) == 0 {
+					time.Sleep(100 * time.Microsecond)
+					continue
+				}
+				ids := make([]string, 0, len(got))
+				for _, e := range got {
+					handed[e.ID]++
+					order = append(order, e.Seq)
+					ids = append(ids, e.ID)
+				}
+				if err := stores[0].Atomic(c, func(tx storage.Tx) error { return tx.Outbox().MarkDelivered(c, ids, now) }); err != nil {
+					return err
+				}
+				delivered.Add(int64(len(ids)))
+			}
+			return nil
+		}()
+	}()
+	errs := race(t, stores, appenders, func(c context.Context, i int, s storage.Store) error {
+		for round := range appendRounds {
+			// Staggered, so that the relay leases between commits.
+			time.Sleep(time.Duration((i+round)%4) * time.Millisecond)
+			err := s.Atomic(c, func(tx storage.Tx) error {
+				e := storage.Event{ID: id(t, "Webhook"), Type: "T", AccountID: account, CreatedAt: t0}
+				if err := tx.Outbox().Append(c, &e); err != nil {
+					return err
+				}
+				// A lock after the append, so that a store that defers
+				// the append has written the event (and drawn its Seq)
+				// before the pause, whose length varies so that, without
+				// the rule, a later Seq would often commit first.
+				if err := tx.Credentials().LockEmail(c, fmt.Sprintf("order-%d@example.com", i)); err != nil {
+					return err
+				}
+				time.Sleep(time.Duration((i*7+round)%5) * time.Millisecond)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	tally(t, "append", errs)
+	if err := <-relayErr; err != nil {
+		t.Fatalf("relay: %v", err)
+	}
+	for id, n := range handed {
+		if n != 1 {
+			t.Fatalf("event %s was handed out %d times, want once", id, n)
+		}
+	}
+	if int64(len(handed)) != total || !slices.IsSorted(order) {
+		t.Fatalf("%d of %d events delivered, in Seq order %v", len(handed), total, order)
+	}
+}
+
 func raceLeaseOnce(t *testing.T, stores []storage.Store, workers int) {
 	ctx := t.Context()
 	const accounts, perAccount = 16, 4
