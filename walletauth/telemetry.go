@@ -33,9 +33,6 @@ type instruments struct {
 	*operation.Recorder
 	// log is the Recorder's logger, for the HTTP adapter.
 	log *slog.Logger
-	// noop is set when neither a tracer nor a meter provider was given:
-	// operations then record nothing but Warn logs.
-	noop bool
 	// otp counts one-time code operations (start and verify) by outcome,
 	// code and walletgate.reason.
 	otp metric.Int64Counter
@@ -52,7 +49,7 @@ func newInstruments(cfg *Config) (*instruments, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &instruments{Recorder: r, log: r.Logger(), noop: cfg.TracerProvider == nil && cfg.MeterProvider == nil}
+	in := &instruments{Recorder: r, log: r.Logger()}
 	meter := r.Meter()
 	if in.otp, err = meter.Int64Counter("walletgate.walletauth.otp.outcomes",
 		metric.WithDescription("One-time code starts and verifications, by walletgate.operation, walletgate.outcome, walletgate.code and walletgate.reason (invalid_code, expired, used, no_pending, locked, lockout, throttled).")); err != nil {
@@ -128,7 +125,7 @@ func (s *Service) beginVerify(ctx context.Context, typ storage.CredentialType) (
 		return ctx, o, nil
 	}
 	ctx, o := s.tel.Begin(ctx, opOTPVerify, s.tel.otp)
-	if s.tel.noop && !s.tel.log.Enabled(ctx, slog.LevelWarn) {
+	if !s.tel.Records() && !s.tel.log.Enabled(ctx, slog.LevelWarn) {
 		return ctx, o, nil // nothing to report a lockout to
 	}
 	ctx, note := withLockoutNote(ctx)

@@ -121,6 +121,11 @@ func New(cfg Config) (*Recorder, error) {
 	return r, nil
 }
 
+// Records reports whether the Recorder records spans or metrics: false
+// when neither provider records (each nil or a no-op one), when Begin and
+// End only log.
+func (r *Recorder) Records() bool { return !r.noop }
+
 // Meter is the meter of the Recorder's scope, for the package's own
 // counters (a no-op meter when no MeterProvider was given).
 func (r *Recorder) Meter() metric.Meter { return r.meter }

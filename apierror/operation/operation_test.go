@@ -151,6 +151,9 @@ func TestStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !inner.Records() {
+		t.Fatal("Records() is false with the SDK's providers")
+	}
 	counter, err := inner.Meter().Int64Counter("inner.outcomes")
 	if err != nil {
 		t.Fatal(err)
@@ -241,6 +244,9 @@ func TestNoProvidersAllocatesNothing(t *testing.T) {
 			r, err := operation.New(cfg)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if r.Records() {
+				t.Error("Records() with providers that record nothing")
 			}
 			ctx := context.Background()
 			if n := testing.AllocsPerRun(100, func() {
