@@ -335,16 +335,16 @@ func TestRoundTripsPostgres(t *testing.T) {
 		stmts int // statements, BEGIN and COMMIT aside
 		run   func()
 	}{
-		{"OTPLogin", 8, 16, login}, // challenge (2), verify (3), its signed retry (3)
+		{"OTPLogin", 8, 15, login}, // challenge (2), verify (3), its signed retry (3)
 		{"WalletPrivacy", 5, 8, privacy},
-		{"RevokeSession", 7, 12, revokeSession},
-		{"RefreshSession", 7, 15, refreshSession},
+		{"RevokeSession", 7, 11, revokeSession},
+		{"RefreshSession", 7, 13, refreshSession},
 		{"ExportWallet", 5, 8, exportWallet},
-		{"AddCredential", 10, 15, addCredential},
-		{"AddPasskey", 12, 17, addPasskey},
-		{"AddOAuth", 9, 14, addOAuth},
-		{"RevokeCredential", 12, 17, revokeCredential},
-		{"UpdateEmail", 16, 23, updateEmail},
+		{"AddCredential", 10, 14, addCredential},
+		{"AddPasskey", 12, 16, addPasskey},
+		{"AddOAuth", 9, 13, addOAuth},
+		{"RevokeCredential", 12, 16, revokeCredential},
+		{"UpdateEmail", 16, 22, updateEmail},
 		{"Authorize", 5, 8, authorize},
 	} {
 		t.Run(c.name, func(t *testing.T) {

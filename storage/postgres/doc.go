@@ -91,7 +91,7 @@
 // TestRoundTripsPostgres, which fails when one grows, as round trips and
 // statements (BEGIN and COMMIT aside):
 //
-//   - an EMAIL_OTP (or SMS_OTP) login, 8 and 16: the challenge 2 (the
+//   - an EMAIL_OTP (or SMS_OTP) login, 8 and 15: the challenge 2 (the
 //     credential read; BEGIN, the re-issue limit's hit, the issuance and
 //     the COMMIT), the verification 3 (BEGIN, the credential lock and the
 //     read of its issuance; the attempt budget's hit and the attempt in
@@ -104,17 +104,17 @@
 //   - a signed wallet privacy update (both legs), 5 and 8: the wallet read, the
 //     challenge with BEGIN and COMMIT; the request read, BEGIN with the
 //     request's consumption and the signer locks, the COMMIT;
-//   - a signed session revoke (both legs), 7 and 12;
-//   - a signed session refresh (both legs), 7 and 15;
+//   - a signed session revoke (both legs), 7 and 11;
+//   - a signed session refresh (both legs), 7 and 13;
 //   - a signed wallet export (both legs), 5 and 8;
-//   - a signed SMS_OTP credential addition (both legs), 10 and 15, of which the
+//   - a signed SMS_OTP credential addition (both legs), 10 and 14, of which the
 //     new credential's first code, issued in its own transaction, is 1;
 //   - a signed PASSKEY credential addition (both legs, after the
-//     registration challenge), 12 and 17, of which the registration challenge's
+//     registration challenge), 12 and 16, of which the registration challenge's
 //     read and consumption are 2;
-//   - a signed OAUTH credential addition (both legs), 9 and 14;
-//   - a signed credential revoke (both legs), 12 and 17;
-//   - a signed email change of a customer's one wallet (both legs), 16 and 23;
+//   - a signed OAUTH credential addition (both legs), 9 and 13;
+//   - a signed credential revoke (both legs), 12 and 16;
+//   - a signed email change of a customer's one wallet (both legs), 16 and 22;
 //   - a signed host operation through Authorize, without an Effect (both
 //     legs), 5 and 8.
 //

@@ -19,11 +19,14 @@ const eventColumns = `id, type, account_id, payload, created_at, seq, delivered_
 	attempts, next_attempt_at, lease_owner, leased_until, last_error, parked_at`
 
 const (
-	outboxLockSQL = `SELECT pg_advisory_xact_lock($1)`
-	// outboxInsertSQL raises a unique violation for an id that exists (no
-	// ON CONFLICT): an append is a deferred write (see deferWrite).
-	outboxInsertSQL = `INSERT INTO {s}.outbox_events (id, type, account_id, payload, created_at, delivered_at)
-	VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq`
+	// outboxInsertSQL takes the advisory lock of the event's account ($7)
+	// and then inserts the event, in one statement: the row of lock is
+	// produced, so the lock granted, before the insert's projection draws
+	// the identity seq. It raises a unique violation for an id that exists
+	// (no ON CONFLICT): an append is a deferred write (see deferWrite).
+	outboxInsertSQL = `WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($7))
+	INSERT INTO {s}.outbox_events (id, type, account_id, payload, created_at, delivered_at)
+	SELECT $1::text, $2::text, $3::text, $4::bytea, $5::timestamptz, $6::timestamptz FROM lock RETURNING seq`
 	// outboxLeaseSQL claims due events: at most {limit}, the due heads of lowest
 	// seq. An event is due only as the head of its account (its first
 	// pending event, neither delivered nor parked), so the cost is in
@@ -152,9 +155,9 @@ func deref(s *string) string {
 // also across replicas. Appends for different accounts do not wait for each
 // other. Seq values of rolled-back appends are skipped.
 //
-// The lock and the insert are a deferred write: they travel with the
-// transaction's next statement or its COMMIT, so an append costs no round
-// trip of its own. e.Seq is set once they ran (at the latest when Atomic
+// The lock and the insert are one statement and a deferred write: it
+// travels with the transaction's next statement or its COMMIT, so an
+// append costs no round trip of its own. e.Seq is set once it ran (at the latest when Atomic
 // returns), and an id that exists aborts the transaction with an error
 // wrapping [storage.ErrDuplicate], reported by that statement or by the
 // commit.
@@ -164,9 +167,8 @@ func (r outboxRepo) Append(ctx context.Context, e *storage.Event) error {
 		return err
 	}
 	b := &pgx.Batch{}
-	b.Queue(outboxLockSQL, lockKey("outbox/"+e.AccountID, r.t.s.cfg.Schema))
-	b.Queue(r.t.s.q.outboxInsert, e.ID, e.Type, e.AccountID, []byte(e.Payload), e.CreatedAt, nullTime(e.DeliveredAt)).
-		QueryRow(func(row pgx.Row) error { return row.Scan(&e.Seq) })
+	b.Queue(r.t.s.q.outboxInsert, e.ID, e.Type, e.AccountID, []byte(e.Payload), e.CreatedAt, nullTime(e.DeliveredAt),
+		lockKey("outbox/"+e.AccountID, r.t.s.cfg.Schema)).QueryRow(func(row pgx.Row) error { return row.Scan(&e.Seq) })
 	e.Attempts, e.NextAttemptAt, e.LeaseOwner, e.LeasedUntil, e.LastError, e.ParkedAt = 0, time.Time{}, "", time.Time{}, "", time.Time{}
 	return wrap("append event", r.t.deferWrite(ctx, b))
 }
