@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/walletgate/walletgate/signedretry"
@@ -26,23 +28,31 @@ func BenchmarkComplete(b *testing.B) { benchComplete(b, nil) }
 
 // BenchmarkCompleteTelemetry is BenchmarkComplete with the telemetry on:
 // noop with the no-op providers given explicitly (recognised as
-// recording nothing: the path of no providers), sdk with the OpenTelemetry SDK recording
-// every span (batched to a discarding exporter) and every metric (a manual
-// reader), and a JSON logger to io.Discard. BenchmarkComplete itself runs
-// with no providers, the default.
+// recording nothing: the path of no providers), sdk with the OpenTelemetry
+// SDK recording every span (batched to a discarding exporter) and every
+// metric (a manual reader), and a JSON logger to io.Discard; sdk-sync is
+// sdk with each span handed to the exporter as it ends, so that sdk minus
+// sdk-sync is what the batching processor's queue costs (its goroutine
+// woken for each span). BenchmarkComplete itself runs with no providers,
+// the default.
 func BenchmarkCompleteTelemetry(b *testing.B) {
 	b.Run("noop", func(b *testing.B) {
 		benchComplete(b, func(c *signedretry.Config) {
 			c.TracerProvider, c.MeterProvider = tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider()
 		})
 	})
-	b.Run("sdk", func(b *testing.B) {
-		tp, mp := telemetrytest.Discarding(b)
-		benchComplete(b, func(c *signedretry.Config) {
-			c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-			c.TracerProvider, c.MeterProvider = tp, mp
+	for _, sdk := range []struct {
+		name      string
+		providers func(testing.TB) (*sdktrace.TracerProvider, *sdkmetric.MeterProvider)
+	}{{"sdk", telemetrytest.Discarding}, {"sdk-sync", telemetrytest.DiscardingSync}} {
+		b.Run(sdk.name, func(b *testing.B) {
+			tp, mp := sdk.providers(b)
+			benchComplete(b, func(c *signedretry.Config) {
+				c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+				c.TracerProvider, c.MeterProvider = tp, mp
+			})
 		})
-	})
+	}
 }
 
 func benchComplete(b *testing.B, mod func(*signedretry.Config)) {

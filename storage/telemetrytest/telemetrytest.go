@@ -63,8 +63,20 @@ func New(tb testing.TB) *Capture {
 // keep nothing, so a benchmark measures what the SDK costs without memory
 // growing with b.N. Both are shut down when tb ends.
 func Discarding(tb testing.TB) (*sdktrace.TracerProvider, *sdkmetric.MeterProvider) {
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
-		sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	return discarding(tb, sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+}
+
+// DiscardingSync is Discarding with each span handed to the exporter by
+// the goroutine that ends it (the SDK's WithSyncer) instead of queued for
+// the batching processor's goroutine. Beside Discarding, a benchmark tells
+// the cost of that queue (the processor's goroutine woken for each span
+// that finds it idle) from the cost of the rest of the SDK.
+func DiscardingSync(tb testing.TB) (*sdktrace.TracerProvider, *sdkmetric.MeterProvider) {
+	return discarding(tb, sdktrace.WithSyncer(tracetest.NewNoopExporter()))
+}
+
+func discarding(tb testing.TB, spans sdktrace.TracerProviderOption) (*sdktrace.TracerProvider, *sdkmetric.MeterProvider) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), spans)
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	tb.Cleanup(func() {
 		_ = tp.Shutdown(context.Background())
