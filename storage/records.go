@@ -142,6 +142,35 @@ type OTPIssuance struct {
 	ConsumedAt time.Time
 }
 
+// OTPAttempt is what [Credentials.LockForOTPAttempt] charges an attempt
+// at a one-time code: one of the issuance's Limit attempts, and one hit of
+// the rate-limit window Key, which allows Budget hits per Window (a budget
+// of compared codes across issuances).
+type OTPAttempt struct {
+	Limit  int
+	Now    time.Time
+	Key    string
+	Window time.Duration
+	Budget int
+}
+
+// OTPAttemptResult is what [Credentials.LockForOTPAttempt] found and did.
+type OTPAttemptResult struct {
+	// Credential is the credential, held until the transaction ends.
+	Credential Credential
+	// Issuance is the credential's issuance as read once the lock was
+	// granted, consumed or expired ones included; nil when it has none.
+	Issuance *OTPIssuance
+	// Reserved is the issuance with the attempt reserved (Attempts
+	// counting it); nil when none was: the issuance was not live, the
+	// window refused the hit, or another transaction superseded the
+	// issuance while this one waited for it.
+	Reserved *OTPIssuance
+	// Wait, when positive, is how long until the budget's window ends:
+	// the window refused the hit, and nothing was reserved.
+	Wait time.Duration
+}
+
 // Session is an authenticated session of an internal account; its public key
 // signs the account's signed retries.
 type Session struct {

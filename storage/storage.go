@@ -255,14 +255,26 @@ type Credentials interface {
 	// before (Lock answers ErrNotFound) or after (and then sees the
 	// session). ErrNotFound when the credential does not exist.
 	Lock(ctx context.Context, id string) (Credential, error)
-	// LockWithOTP is Lock followed by [OTPIssuances.GetByCredential] of
-	// the credential: it returns the credential, held as Lock holds it,
-	// and its live issuance (consumed or expired ones included) read
-	// after the lock was granted, or a nil issuance when the credential
-	// has none. A verification of a one-time code takes the credential
-	// this way before it decides on the issuance; a store may read both
-	// in one round trip. ErrNotFound when the credential does not exist.
-	LockWithOTP(ctx context.Context, id string) (Credential, *OTPIssuance, error)
+	// LockForOTPAttempt is Lock, then one attempt at the credential's
+	// one-time code charged to a budget, in one step. Once the lock is
+	// granted it reads the credential's issuance (as
+	// [OTPIssuances.GetByCredential]) and, only when that issuance is
+	// live for an attempt (unconsumed, a.Now before ExpiresAt, fewer than
+	// a.Limit attempts made), counts a hit of the rate-limit window a.Key
+	// as [RateLimits.Allow] does (at most a.Budget hits per a.Window) and,
+	// when the window allows the hit, reserves the attempt as
+	// [OTPIssuances.Attempt] does. An issuance that is not live is
+	// returned with nothing hit or reserved; a refused hit reserves
+	// nothing and returns how long until the window ends. Whatever it
+	// counted commits or rolls back with the transaction, so a caller
+	// that finds the credential or the issuance unfit returns an error
+	// and nothing stays counted. The hit and the attempt are guarded as
+	// Allow's and Attempt's are, and the credential, the window and the
+	// issuance stay held until the transaction ends. A verification of a
+	// one-time code takes the credential this way before it compares a
+	// code; a store may do it all in one round trip. ErrNotFound when the
+	// credential does not exist.
+	LockForOTPAttempt(ctx context.Context, id string, a OTPAttempt) (OTPAttemptResult, error)
 	// LockEmail holds the address email until the transaction ends: another
 	// transaction's LockEmail of the same address waits until then. It
 	// needs no record to exist. Callers take it before they check which
@@ -291,17 +303,6 @@ type OTPIssuances interface {
 	// replica, at most limit succeed per issuance in transactions that
 	// commit, so at most limit codes are compared and answered.
 	Attempt(ctx context.Context, id string, limit int, now time.Time) (OTPIssuance, error)
-	// AttemptWithin is Attempt charged to a budget, in one step: it first
-	// counts a hit of the rate-limit window key as [RateLimits.Allow] does
-	// (at most budget hits per window) and reserves the attempt only when
-	// the window allows the hit. When the window refuses the hit, it
-	// changes nothing and returns how long until the window ends as wait,
-	// with a nil error. Otherwise it returns what Attempt returns: the
-	// issuance as updated, or Attempt's errors, the hit then counted in
-	// the transaction, which a caller that fails rolls back. The hit and
-	// the attempt are guarded as Allow's and Attempt's are, and both rows
-	// stay held until the transaction ends.
-	AttemptWithin(ctx context.Context, id string, limit int, now time.Time, key string, window time.Duration, budget int) (o OTPIssuance, wait time.Duration, err error)
 	// Consume marks issuance id used and returns it: ErrNotFound (unknown or
 	// superseded), ErrExpired (now is not before ExpiresAt) or ErrConsumed.
 	Consume(ctx context.Context, id string, now time.Time) (OTPIssuance, error)

@@ -203,13 +203,12 @@ func (o recOTP) Attempt(ctx context.Context, id string, limit int, now time.Time
 	return iss, err
 }
 
-func (o recOTP) AttemptWithin(ctx context.Context, id string, limit int, now time.Time, key string, window time.Duration,
-	budget int) (storage.OTPIssuance, time.Duration, error) {
-	iss, wait, err := o.OTPIssuances.AttemptWithin(ctx, id, limit, now, key, window, budget)
-	if err == nil && wait == 0 {
-		o.log("OTPIssuances.Attempt", iss.CredentialID)
+func (c recCredentials) LockForOTPAttempt(ctx context.Context, id string, a storage.OTPAttempt) (storage.OTPAttemptResult, error) {
+	r, err := c.Credentials.LockForOTPAttempt(ctx, id, a)
+	if err == nil && r.Reserved != nil {
+		c.log("OTPIssuances.Attempt", r.Reserved.CredentialID)
 	}
-	return iss, wait, err
+	return r, err
 }
 
 // changeOf is the change each event type reports: the logged operation

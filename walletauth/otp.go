@@ -315,15 +315,27 @@ func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID strin
 	// AUTH_CREDENTIAL.OTP_LOCKED event below never follows the
 	// credential's AUTH_CREDENTIAL.REVOKED. It also orders the attempts
 	// of one credential.
-	c, live, err := lockOTPCredential(ctx, tx, credentialID, req.Type)
+	//
+	// With the lock, spend one of the credential's budget of compared
+	// codes, across issuances, and reserve the attempt, in one step,
+	// before any code is compared. The store does both only for an
+	// issuance live for an attempt, counts the budget's hit only within
+	// the budget (and only if this transaction commits, so every check
+	// below that fails returns it; past the budget nothing is reserved or
+	// compared), and reserves the attempt only while fewer than
+	// MaxAttempts were made, so no burst of concurrent guesses gets more
+	// codes compared than that.
+	now := s.cfg.Clock()
+	r, err := lockOTPAttempt(ctx, tx, credentialID, req.Type, storage.OTPAttempt{Limit: s.cfg.OTP.MaxAttempts, Now: now,
+		Key: otpBudgetKey + credentialID, Window: s.cfg.OTP.AttemptBudgetWindow, Budget: s.cfg.OTP.AttemptBudget})
 	if err != nil {
 		return nil, nil, err
 	}
-	if live == nil {
+	c := r.Credential
+	if r.Issuance == nil {
 		return nil, nil, apierror.Unauthenticated("no pending OTP for this credential")
 	}
-	iss := *live
-	now := s.cfg.Clock()
+	iss := *r.Issuance
 	switch {
 	case !iss.ConsumedAt.IsZero():
 		return nil, nil, apierror.Unauthenticated("OTP already used")
@@ -331,31 +343,14 @@ func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID strin
 		return nil, nil, apierror.Unauthenticated("OTP expired")
 	case iss.Attempts >= s.cfg.OTP.MaxAttempts:
 		return nil, nil, apierror.Unauthenticated("too many failed attempts; request a new code")
-	}
-	// Spend one of the credential's budget of compared codes, across
-	// issuances, and reserve the attempt, in one step, before any code is
-	// compared. The store counts the budget's hit only within the budget
-	// (and only if this transaction commits, so every check below that
-	// fails returns it); past the budget nothing is reserved or compared.
-	// It reserves the attempt only while fewer than MaxAttempts were
-	// made, so no burst of concurrent guesses gets more codes compared
-	// than that.
-	reserved, wait, err := tx.OTPIssuances().AttemptWithin(ctx, iss.ID, s.cfg.OTP.MaxAttempts, now,
-		otpBudgetKey+c.ID, s.cfg.OTP.AttemptBudgetWindow, s.cfg.OTP.AttemptBudget)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
+	case r.Wait > 0:
+		return nil, apierror.TooManyRequests(r.Wait), s.otpThrottled(ctx, tx, &c, now, r.Wait)
+	case r.Reserved == nil:
+		// Superseded by a new code while this verification waited for
+		// the credential.
 		return nil, nil, apierror.Unauthenticated("no pending OTP for this credential")
-	case errors.Is(err, storage.ErrConsumed):
-		return nil, nil, apierror.Unauthenticated("OTP already used")
-	case errors.Is(err, storage.ErrExpired):
-		return nil, nil, apierror.Unauthenticated("OTP expired")
-	case errors.Is(err, storage.ErrExhausted):
-		return nil, nil, apierror.Unauthenticated("too many failed attempts; request a new code")
-	case err != nil:
-		return nil, nil, err
-	case wait > 0:
-		return nil, apierror.TooManyRequests(wait), s.otpThrottled(ctx, tx, &c, now, wait)
 	}
+	reserved := *r.Reserved
 	attempt, err := s.openOTP(&iss, req.EncryptedOTPBundle)
 	if apierror.CodeOf(err) == apierror.Unauthorized {
 		// Sealed to another key: a failed attempt like a wrong code.

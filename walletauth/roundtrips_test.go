@@ -335,7 +335,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 		stmts int // statements, BEGIN and COMMIT aside
 		run   func()
 	}{
-		{"OTPLogin", 8, 15, login}, // challenge (2), verify (3), its signed retry (3)
+		{"OTPLogin", 7, 14, login}, // challenge (2), verify (2), its signed retry (3)
 		{"WalletPrivacy", 5, 8, privacy},
 		{"RevokeSession", 7, 11, revokeSession},
 		{"RefreshSession", 7, 13, refreshSession},

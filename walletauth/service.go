@@ -357,21 +357,22 @@ func credentialOfType(ctx context.Context, tx storage.Tx, id string, typ storage
 	return c, checkOfType(&c, typ)
 }
 
-// lockOTPCredential is credentialOfType holding the credential until the
+// lockOTPAttempt is credentialOfType holding the credential until the
 // transaction ends, for a verification of a one-time code, which writes
 // its attempts and events about it: a concurrent revoke either deleted it
-// before (404) or waits until this transaction commits. It also returns the
-// credential's live issuance, read after the lock, or nil when it has none
-// ([storage.Credentials.LockWithOTP]).
-func lockOTPCredential(ctx context.Context, tx storage.Tx, id string, typ storage.CredentialType) (storage.Credential, *storage.OTPIssuance, error) {
-	c, iss, err := tx.Credentials().LockWithOTP(ctx, id)
+// before (404) or waits until this transaction commits. In the same step
+// the store reads the credential's issuance and, when it is live, charges
+// the attempt a ([storage.Credentials.LockForOTPAttempt]); an error
+// returned here, a credential of another type included, rolls that back.
+func lockOTPAttempt(ctx context.Context, tx storage.Tx, id string, typ storage.CredentialType, a storage.OTPAttempt) (storage.OTPAttemptResult, error) {
+	r, err := tx.Credentials().LockForOTPAttempt(ctx, id, a)
 	if errors.Is(err, storage.ErrNotFound) {
-		return c, nil, notFound("credential", id)
+		return r, notFound("credential", id)
 	}
 	if err != nil {
-		return c, nil, err
+		return r, err
 	}
-	return c, iss, checkOfType(&c, typ)
+	return r, checkOfType(&r.Credential, typ)
 }
 
 // checkOfType is the type check of credentialOfType.

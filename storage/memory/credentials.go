@@ -253,20 +253,37 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 	return r.get(ctx, id, exclusive)
 }
 
-// LockWithOTP is Lock, then GetByCredential in the same transaction.
-func (r credRepo) LockWithOTP(ctx context.Context, id string) (storage.Credential, *storage.OTPIssuance, error) {
+// LockForOTPAttempt is Lock and GetByCredential, then, when the issuance
+// is live for an attempt, Allow and Attempt, in the same transaction.
+func (r credRepo) LockForOTPAttempt(ctx context.Context, id string, a storage.OTPAttempt) (storage.OTPAttemptResult, error) {
 	c, err := r.Lock(ctx, id)
 	if err != nil {
-		return storage.Credential{}, nil, err
+		return storage.OTPAttemptResult{}, err
 	}
+	res := storage.OTPAttemptResult{Credential: c}
 	o, err := otpRepo(r).GetByCredential(ctx, id)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		return c, nil, nil
+		return res, nil
 	case err != nil:
-		return storage.Credential{}, nil, err
+		return storage.OTPAttemptResult{}, err
 	}
-	return c, &o, nil
+	res.Issuance = &o
+	if !o.ConsumedAt.IsZero() || !a.Now.Before(o.ExpiresAt) || o.Attempts >= a.Limit {
+		return res, nil
+	}
+	if res.Wait, err = limitRepo(r).Allow(ctx, a.Key, a.Now, a.Window, a.Budget); err != nil || res.Wait > 0 {
+		return res, err
+	}
+	reserved, err := otpRepo(r).Attempt(ctx, o.ID, a.Limit, a.Now)
+	switch {
+	case err == nil:
+		res.Reserved = &reserved
+	case !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrConsumed) &&
+		!errors.Is(err, storage.ErrExpired) && !errors.Is(err, storage.ErrExhausted):
+		return storage.OTPAttemptResult{}, err
+	}
+	return res, nil
 }
 
 // LockEmail takes the exclusive lock of the address: the one every write of

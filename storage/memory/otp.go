@@ -90,16 +90,6 @@ func (r otpRepo) Attempt(ctx context.Context, id string, limit int, now time.Tim
 	return *cloneOTP(o), nil
 }
 
-// AttemptWithin is Allow, then Attempt when the hit was allowed.
-func (r otpRepo) AttemptWithin(ctx context.Context, id string, limit int, now time.Time, key string, window time.Duration, budget int) (storage.OTPIssuance, time.Duration, error) {
-	wait, err := limitRepo(r).Allow(ctx, key, now, window, budget)
-	if err != nil || wait > 0 {
-		return storage.OTPIssuance{}, wait, err
-	}
-	o, err := r.Attempt(ctx, id, limit, now)
-	return o, 0, err
-}
-
 func (r otpRepo) Consume(ctx context.Context, id string, now time.Time) (storage.OTPIssuance, error) {
 	o, err := r.live(ctx, id, now)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -313,37 +314,67 @@ func (r credRepo) queueLock(b *pgx.Batch, id string, c *storage.Credential, foun
 	})
 }
 
-// LockWithOTP is Lock that reads the credential's OTP issuance, instead of
-// its account, in the same round trip, right after the lock: at READ
-// COMMITTED that statement takes its snapshot after the lock was granted,
-// so it reads what a GetByCredential sent after the Lock would.
-func (r credRepo) LockWithOTP(ctx context.Context, id string) (storage.Credential, *storage.OTPIssuance, error) {
+// LockForOTPAttempt sends the credential's locking read and the attempt
+// (otpLockAttemptSQL) in one round trip: at READ COMMITTED the attempt's
+// statement takes its snapshot once the lock was granted, so it reads the
+// issuance as a GetByCredential sent after the Lock would. A refused hit
+// costs a read more, as Allow's does. A budget below one is Allow's, which
+// refuses every hit: the issuance is read with the lock, and the window
+// opened after.
+func (r credRepo) LockForOTPAttempt(ctx context.Context, id string, a storage.OTPAttempt) (storage.OTPAttemptResult, error) {
 	if !storableKey(id) {
-		return storage.Credential{}, nil, notFoundOrDone(r.t)
+		return storage.OTPAttemptResult{}, notFoundOrDone(r.t)
 	}
+	if err := r.t.valid("rate-limit window", key("key", a.Key)); err != nil {
+		return storage.OTPAttemptResult{}, err
+	}
+	limit := min(max(a.Limit, 0), math.MaxInt32)
 	var c storage.Credential
-	var o storage.OTPIssuance
-	foundC, foundO := false, false
+	var cur, att otpRow
+	foundC, counted := false, false
 	b := &pgx.Batch{}
 	r.queueLock(b, id, &c, &foundC)
-	b.Queue(r.t.s.q.otpGet, id).Query(func(rows pgx.Rows) error {
-		if !rows.Next() {
-			return nil
-		}
-		foundO = true
-		return scanOTP(rows, &o)
-	})
+	if a.Budget < 1 {
+		b.Queue(r.t.s.q.otpGet, id).Query(func(rows pgx.Rows) error {
+			if !rows.Next() {
+				return nil
+			}
+			return rows.Scan(cur.dest()...)
+		})
+	} else {
+		b.Queue(r.t.s.q.otpLockAttempt, id, a.Now, int32(limit), a.Key, a.Now.Add(a.Window), int64(a.Budget)).Query(
+			func(rows pgx.Rows) error {
+				if !rows.Next() {
+					return nil
+				}
+				return rows.Scan(append(append([]any{&counted}, cur.dest()...), att.dest()...)...)
+			})
+	}
 	switch err := r.t.send(ctx, b); {
 	case err != nil:
-		return storage.Credential{}, nil, wrap("lock credential", err)
+		return storage.OTPAttemptResult{}, wrap("lock credential for an OTP attempt", err)
 	case !foundC:
-		return storage.Credential{}, nil, storage.ErrNotFound
+		return storage.OTPAttemptResult{}, storage.ErrNotFound
 	}
 	r.t.hold(heldCredentials, c.ID, cloneCredential(c))
-	if !foundO {
-		return c, nil, nil
+	res := storage.OTPAttemptResult{Credential: c, Issuance: cur.issuance(), Reserved: att.issuance()}
+	o := res.Issuance
+	if o == nil || !o.ConsumedAt.IsZero() || !a.Now.Before(o.ExpiresAt) || o.Attempts >= limit || counted {
+		return res, nil
 	}
-	return c, &o, nil
+	// Live, and the hit did not count: the window refused it (and is held
+	// by this transaction), or the budget is below one.
+	lr := limitRepo{r.t}
+	var err error
+	if a.Budget < 1 {
+		res.Wait, err = lr.Allow(ctx, a.Key, a.Now, a.Window, a.Budget)
+	} else {
+		res.Wait, err = lr.windowWait(ctx, a.Key, a.Now)
+	}
+	if err != nil {
+		return storage.OTPAttemptResult{}, err
+	}
+	return res, nil
 }
 
 // LockEmail takes a transaction-level advisory lock derived from the schema

@@ -75,8 +75,8 @@
 // InternalAccounts.Get answers from that read until the transaction sends
 // its next statement: nothing of the transaction ran in between, so at
 // READ COMMITTED it reads what its own statement would have.
-// Credentials.LockWithOTP reads the credential's OTP issuance the same way
-// instead, and returns it.
+// Credentials.LockForOTPAttempt sends its attempt the same way, right
+// after the lock, in the same round trip (see below).
 // Serialization failures and deadlocks are rerun a bounded number of times
 // ([Config.MaxRetries]). A cancelled context rolls back: with pgx's default
 // settings a statement in flight is interrupted by closing its connection
@@ -91,11 +91,11 @@
 // TestRoundTripsPostgres, which fails when one grows, as round trips and
 // statements (BEGIN and COMMIT aside):
 //
-//   - an EMAIL_OTP (or SMS_OTP) login, 8 and 15: the challenge 2 (the
+//   - an EMAIL_OTP (or SMS_OTP) login, 7 and 14: the challenge 2 (the
 //     credential read; BEGIN, the re-issue limit's hit, the issuance and
-//     the COMMIT), the verification 3 (BEGIN, the credential lock and the
-//     read of its issuance; the attempt budget's hit and the attempt in
-//     one statement; the code's consumption, the signed-retry challenge
+//     the COMMIT), the verification 2 (BEGIN, the credential lock and, in
+//     one statement, the read of its issuance, the attempt budget's hit
+//     and the attempt; the code's consumption, the signed-retry challenge
 //     and the COMMIT together) and
 //     its signed retry 3 (the request read; BEGIN, the request's
 //     consumption, the credential lock and the read of its account; the
@@ -189,10 +189,12 @@
 //
 // OTPIssuances.Attempt is such an UPDATE too: attempts < limit is part of its
 // WHERE clause, so no more than the limit of attempts pass across replicas.
-// OTPIssuances.AttemptWithin sends the budget's hit (the rate-limit upsert,
-// whose WHERE clause is the budget) and that UPDATE as one statement, the
-// UPDATE conditioned on the hit's returned row, so a refused hit reserves
-// nothing.
+// Credentials.LockForOTPAttempt sends, right after the credential's
+// locking read, one statement that reads the credential's issuance, the
+// budget's hit (the rate-limit upsert, whose WHERE clause is the budget,
+// made only for an issuance live for an attempt) and that UPDATE,
+// conditioned on the hit's returned row, so a refused hit reserves
+// nothing and an issuance that is not live counts nothing.
 // Rules that span rows are kept by locks held to the end of the transaction:
 // InternalAccounts.Lock and Credentials.Lock are SELECT ... FOR UPDATE of the
 // row, and Credentials.LockEmail is a transaction-level advisory lock derived

@@ -42,24 +42,35 @@ const (
 	otpAttemptSQL = `UPDATE {s}.otp_issuances SET attempts = attempts + 1
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 AND attempts < $3 RETURNING ` + otpColumns
 	otpAttemptStateSQL = `SELECT consumed_at, expires_at, attempts FROM {s}.otp_issuances WHERE id = $1`
-	// otpAttemptWithinSQL is limitHitSQL ($4 the key, $5 the window's end,
-	// $6 the budget) and otpAttemptSQL in one statement: the UPDATE runs
-	// only when the hit returned its row, so a refused hit reserves
-	// nothing. It returns one row: whether the hit counted and the
-	// issuance as reserved (NULLs when no attempt was reserved).
-	otpAttemptWithinSQL = `WITH hit AS (
-	INSERT INTO {s}.rate_limit_windows AS w (key, window_end, hits) VALUES ($4, $5, 1)
+	// otpLockAttemptSQL is the attempt of Credentials.LockForOTPAttempt,
+	// sent right after the credential's locking read ($1 the credential,
+	// $2 now, $3 the limit of attempts, $4 the budget's key, $5 its
+	// window's end, $6 the budget). It reads the credential's issuance
+	// (cur); only when that is live for an attempt does it count the hit
+	// (limitHitSQL's upsert), and only when the hit counted does it
+	// reserve the attempt (otpAttemptSQL's guarded UPDATE, which re-checks
+	// its WHERE clause on the row as committed if another transaction
+	// changed it). It returns one row: whether the hit counted, the
+	// issuance as read and the issuance as reserved (NULLs for what is
+	// not there).
+	otpLockAttemptSQL = `WITH cur AS (
+	SELECT ` + otpColumns + ` FROM {s}.otp_issuances WHERE credential_id = $1
+), hit AS (
+	INSERT INTO {s}.rate_limit_windows AS w (key, window_end, hits)
+	SELECT $4::text, $5::timestamptz, 1 FROM cur
+	WHERE cur.consumed_at IS NULL AND cur.expires_at > $2 AND cur.attempts < $3
 	ON CONFLICT (key) DO UPDATE SET
 		window_end = CASE WHEN w.window_end <= $2 THEN EXCLUDED.window_end ELSE w.window_end END,
 		hits = CASE WHEN w.window_end <= $2 THEN 1 ELSE w.hits + 1 END
 	WHERE w.window_end <= $2 OR w.hits < $6
 	RETURNING 1
 ), att AS (
-	UPDATE {s}.otp_issuances SET attempts = attempts + 1
-	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 AND attempts < $3 AND EXISTS (SELECT 1 FROM hit)
-	RETURNING ` + otpColumns + `
+	UPDATE {s}.otp_issuances o SET attempts = o.attempts + 1
+	FROM cur WHERE o.id = cur.id AND o.consumed_at IS NULL AND o.expires_at > $2 AND o.attempts < $3
+	AND EXISTS (SELECT 1 FROM hit)
+	RETURNING o.id, o.credential_id, o.account_id, o.code, o.target_key, o.issued_at, o.expires_at, o.attempts, o.consumed_at
 )
-SELECT EXISTS (SELECT 1 FROM hit), att.* FROM (SELECT 1) AS one LEFT JOIN att ON true`
+SELECT EXISTS (SELECT 1 FROM hit), cur.*, att.* FROM (SELECT 1) AS one LEFT JOIN cur ON true LEFT JOIN att ON true`
 )
 
 type otpRepo struct{ t *tx }
@@ -121,44 +132,27 @@ func (r otpRepo) Attempt(ctx context.Context, id string, limit int, now time.Tim
 	return storage.OTPIssuance{}, r.attemptMiss(ctx, id, limit, now)
 }
 
-// AttemptWithin sends the hit and the attempt as one statement, one round
-// trip; a refused hit or attempt costs a read more, as Allow's and
-// Attempt's do. A budget below one is Allow's, which refuses every hit.
-func (r otpRepo) AttemptWithin(ctx context.Context, id string, limit int, now time.Time, k string, window time.Duration, budget int) (storage.OTPIssuance, time.Duration, error) {
-	lr := limitRepo{r.t}
-	if budget < 1 || !storableKey(id) {
-		wait, err := lr.Allow(ctx, k, now, window, budget)
-		if err != nil || wait > 0 {
-			return storage.OTPIssuance{}, wait, err
-		}
-		return storage.OTPIssuance{}, 0, notFoundOrDone(r.t)
+// otpRow is the scan target of an issuance's columns that may all be
+// NULL: the side of a LEFT JOIN that matched no row.
+type otpRow struct {
+	o                    storage.OTPIssuance
+	id, cred, acct, code pgtype.Text
+	attempts             pgtype.Int4
+}
+
+func (n *otpRow) dest() []any {
+	return []any{&n.id, &n.cred, &n.acct, &n.code, &n.o.TargetKey, utc(&n.o.IssuedAt), utc(&n.o.ExpiresAt),
+		&n.attempts, utc(&n.o.ConsumedAt)}
+}
+
+// issuance is the issuance scanned, or nil when the columns were NULL.
+func (n *otpRow) issuance() *storage.OTPIssuance {
+	if !n.id.Valid {
+		return nil
 	}
-	if err := r.t.valid("rate-limit window", key("key", k)); err != nil {
-		return storage.OTPIssuance{}, 0, err
-	}
-	limit = min(max(limit, 0), math.MaxInt32)
-	var o storage.OTPIssuance
-	var counted bool
-	var oid, cred, acct, code pgtype.Text
-	var attempts pgtype.Int4
-	_, err := r.t.queryRow(ctx, r.t.s.q.otpAttemptWithin, []any{id, now, int32(limit), k, now.Add(window), int64(budget)},
-		func(row pgx.Row) error {
-			return row.Scan(&counted, &oid, &cred, &acct, &code, &o.TargetKey, utc(&o.IssuedAt), utc(&o.ExpiresAt),
-				&attempts, utc(&o.ConsumedAt))
-		})
-	switch {
-	case err != nil:
-		return storage.OTPIssuance{}, 0, wrap("reserve OTP attempt", err)
-	case !counted:
-		// The refused hit left the window's row locked by this
-		// transaction: the read sees the window that refused it.
-		wait, err := lr.windowWait(ctx, k, now)
-		return storage.OTPIssuance{}, wait, err
-	case oid.Valid:
-		o.ID, o.CredentialID, o.AccountID, o.Code, o.Attempts = oid.String, cred.String, acct.String, code.String, int(attempts.Int32)
-		return o, 0, nil
-	}
-	return storage.OTPIssuance{}, 0, r.attemptMiss(ctx, id, limit, now)
+	o := n.o
+	o.ID, o.CredentialID, o.AccountID, o.Code, o.Attempts = n.id.String, n.cred.String, n.acct.String, n.code.String, int(n.attempts.Int32)
+	return &o
 }
 
 // attemptMiss reads why an attempt of issuance id was refused.

@@ -14,7 +14,7 @@ type queries struct {
 	challengePut, challengeGet, challengeConsume                                                    string
 	credInsert, credGet, credUpdate, credExists, credDelete, credList, credByWebAuthn, credByEmail  string
 	credLock, walletOfCred                                                                          string
-	otpPut, otpGet, otpConsume, otpSpend, otpState, otpAttempt, otpAttemptState, otpAttemptWithin   string
+	otpPut, otpGet, otpConsume, otpSpend, otpState, otpAttempt, otpAttemptState, otpLockAttempt     string
 	sessionInsert, sessionGet, sessionActive, sessionRevoke, sessionExists, sessionRevokeAll        string
 	signerAccount, signerCredential, signerSession, signerKeyCredentials, signerKeySessions         string
 	pendingLimited, pendingLiveState                                                                string
@@ -40,7 +40,7 @@ func renderQueries(quotedSchema string) queries {
 		walletOfCred: r.Replace(walletOfCredSQL),
 		otpPut:       r.Replace(otpPutSQL), otpGet: r.Replace(otpGetSQL),
 		otpConsume: r.Replace(otpConsumeSQL), otpSpend: r.Replace(otpSpendSQL), otpState: r.Replace(otpStateSQL),
-		otpAttempt: r.Replace(otpAttemptSQL), otpAttemptState: r.Replace(otpAttemptStateSQL), otpAttemptWithin: r.Replace(otpAttemptWithinSQL),
+		otpAttempt: r.Replace(otpAttemptSQL), otpAttemptState: r.Replace(otpAttemptStateSQL), otpLockAttempt: r.Replace(otpLockAttemptSQL),
 		sessionInsert: r.Replace(sessionInsertSQL), sessionGet: r.Replace(sessionGetSQL), sessionActive: r.Replace(sessionActiveSQL),
 		sessionRevoke: r.Replace(sessionRevokeSQL), sessionExists: r.Replace(sessionExistsSQL), sessionRevokeAll: r.Replace(sessionRevokeAllSQL),
 		signerAccount: r.Replace(signerAccountSQL), signerCredential: r.Replace(signerCredentialSQL), signerSession: r.Replace(signerSessionSQL),

@@ -211,7 +211,8 @@ func TestReplicasAddEmailOTPRacesEmailChange(t *testing.T) {
 
 // pausingStore runs pause, once armed, when a transaction reads the live OTP
 // issuance of the armed credential, and then goes on: the point of an OTP
-// verify between reading the credential and recording the attempt.
+// verify between taking the credential (with its attempt) and writing what
+// the attempt decided.
 type pausingStore struct {
 	storage.Store
 	mu     sync.Mutex
@@ -253,10 +254,10 @@ type pausingCreds struct {
 	p *pausingStore
 }
 
-func (c pausingCreds) LockWithOTP(ctx context.Context, id string) (storage.Credential, *storage.OTPIssuance, error) {
-	cred, iss, err := c.Credentials.LockWithOTP(ctx, id)
+func (c pausingCreds) LockForOTPAttempt(ctx context.Context, id string, a storage.OTPAttempt) (storage.OTPAttemptResult, error) {
+	r, err := c.Credentials.LockForOTPAttempt(ctx, id, a)
 	c.p.reached(id)
-	return cred, iss, err
+	return r, err
 }
 
 // reached runs the armed pause, once, when credentialID is the armed

@@ -74,49 +74,6 @@ func testGuards(t *testing.T, newStore Factory) {
 			return nil
 		})
 	})
-	t.Run("LockWithOTP", func(t *testing.T) {
-		s := newStore(t)
-		acct := id(t, "InternalAccount")
-		c := storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct, Type: storage.EmailOTP, Email: "ada@example.com",
-			Nickname: "ada@example.com", CreatedAt: t0, UpdatedAt: t0}
-		o := newIssuance(t)
-		o.CredentialID, o.AccountID = c.ID, acct
-		run(t, s, func(tx storage.Tx) error { return tx.Credentials().Create(ctx, &c) })
-		run(t, s, func(tx storage.Tx) error {
-			got, iss, err := tx.Credentials().LockWithOTP(ctx, c.ID)
-			wantErr(t, "LockWithOTP without an issuance", err, nil)
-			diff(t, "LockWithOTP without an issuance", got, c)
-			if iss != nil {
-				t.Fatalf("LockWithOTP without an issuance returned %+v", *iss)
-			}
-			return nil
-		})
-		run(t, s, func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
-		run(t, s, func(tx storage.Tx) error {
-			r := tx.Credentials()
-			got, iss, err := r.LockWithOTP(ctx, c.ID)
-			wantErr(t, "LockWithOTP", err, nil)
-			diff(t, "LockWithOTP", got, c)
-			if iss == nil {
-				t.Fatal("LockWithOTP returned no issuance")
-			}
-			diff(t, "LockWithOTP's issuance", *iss, o)
-			if _, err := tx.OTPIssuances().Attempt(ctx, o.ID, 5, t0); err != nil {
-				return err
-			}
-			_, iss, err = r.LockWithOTP(ctx, c.ID)
-			wantErr(t, "LockWithOTP after Attempt", err, nil)
-			if iss == nil || iss.Attempts != 1 {
-				t.Fatalf("LockWithOTP after Attempt returned %+v, want the issuance with 1 attempt", iss)
-			}
-			wantErr(t, "Delete of the locked credential", r.Delete(ctx, c.ID), nil)
-			_, _, err = r.LockWithOTP(ctx, c.ID)
-			wantErr(t, "LockWithOTP after Delete", err, storage.ErrNotFound)
-			_, _, err = r.LockWithOTP(ctx, id(t, "AuthMethod"))
-			wantErr(t, "LockWithOTP unknown", err, storage.ErrNotFound)
-			return nil
-		})
-	})
 	t.Run("LockEmail", func(t *testing.T) {
 		s := newStore(t)
 		run(t, s, func(tx storage.Tx) error {
@@ -233,63 +190,102 @@ func testGuards(t *testing.T, newStore Factory) {
 			return nil
 		})
 	})
-	t.Run("AttemptWithin", func(t *testing.T) {
+	t.Run("LockForOTPAttempt", func(t *testing.T) {
 		s := newStore(t)
+		acct := id(t, "InternalAccount")
+		c := storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct, Type: storage.EmailOTP, Email: "ada@example.com",
+			Nickname: "ada@example.com", CreatedAt: t0, UpdatedAt: t0}
 		o := newIssuance(t)
+		o.CredentialID, o.AccountID = c.ID, acct
+		run(t, s, func(tx storage.Tx) error { return tx.Credentials().Create(ctx, &c) })
+		key, window := "budget:"+c.ID, time.Minute
+		at := func(limit int, now time.Time, key string, budget int) storage.OTPAttempt {
+			return storage.OTPAttempt{Limit: limit, Now: now, Key: key, Window: window, Budget: budget}
+		}
+		// attempt is LockForOTPAttempt of c, which must return c.
+		attempt := func(tx storage.Tx, what string, a storage.OTPAttempt) storage.OTPAttemptResult {
+			t.Helper()
+			r, err := tx.Credentials().LockForOTPAttempt(ctx, c.ID, a)
+			wantErr(t, what, err, nil)
+			diff(t, what+": the credential", r.Credential, c)
+			return r
+		}
+		// nothing fails unless a does nothing: no issuance reserved, no wait.
+		nothing := func(tx storage.Tx, what string, a storage.OTPAttempt) storage.OTPAttemptResult {
+			t.Helper()
+			r := attempt(tx, what, a)
+			if r.Reserved != nil || r.Wait != 0 {
+				t.Fatalf("%s: reserved %v, wait %v; want nothing", what, r.Reserved, r.Wait)
+			}
+			return r
+		}
+		run(t, s, func(tx storage.Tx) error {
+			if r := nothing(tx, "LockForOTPAttempt without an issuance", at(5, t0, key, 1)); r.Issuance != nil {
+				t.Fatalf("LockForOTPAttempt without an issuance read %+v", *r.Issuance)
+			}
+			return nil
+		})
 		run(t, s, func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
-		key, window := "budget:"+o.CredentialID, time.Minute
 		attemptsNow := func(tx storage.Tx) int {
 			got, err := tx.OTPIssuances().GetByCredential(ctx, o.CredentialID)
 			wantErr(t, "GetByCredential", err, nil)
 			return got.Attempts
 		}
-		// A failed attempt rolled back returns its hit.
+		// A caller that fails rolls back the hit and the attempt.
 		err := s.Atomic(ctx, func(tx storage.Tx) error {
-			_, _, err := tx.OTPIssuances().AttemptWithin(ctx, o.ID, 0, t0, key, window, 1)
-			wantErr(t, "AttemptWithin past the limit of attempts", err, storage.ErrExhausted)
-			_, _, err = tx.OTPIssuances().AttemptWithin(ctx, id(t, "OTP"), 5, t0, "budget:other", window, 1)
-			wantErr(t, "AttemptWithin unknown", err, storage.ErrNotFound)
+			if r := attempt(tx, "LockForOTPAttempt rolled back", at(5, t0, key, 1)); r.Reserved == nil || r.Reserved.Attempts != 1 {
+				t.Fatalf("LockForOTPAttempt rolled back reserved %v, want attempt 1", r.Reserved)
+			}
 			return errRollback
 		})
-		wantErr(t, "rolled-back AttemptWithin", err, errRollback)
+		wantErr(t, "rolled-back LockForOTPAttempt", err, errRollback)
 		run(t, s, func(tx storage.Tx) error {
-			r := tx.OTPIssuances()
 			for want := 1; want <= 2; want++ {
-				got, wait, err := r.AttemptWithin(ctx, o.ID, 5, t0, key, window, 2)
-				wantErr(t, "AttemptWithin within the budget", err, nil)
-				upd := o
-				upd.Attempts = want
-				diff(t, "AttemptWithin within the budget", got, upd)
-				if wait != 0 {
-					t.Fatalf("AttemptWithin %d: wait %v, want 0", want, wait)
+				r := attempt(tx, "LockForOTPAttempt within the budget", at(5, t0, key, 2))
+				before, upd := o, o
+				before.Attempts, upd.Attempts = want-1, want
+				if r.Issuance == nil || r.Reserved == nil || r.Wait != 0 {
+					t.Fatalf("LockForOTPAttempt %d within the budget: read %v, reserved %v, wait %v", want, r.Issuance, r.Reserved, r.Wait)
 				}
+				diff(t, "LockForOTPAttempt within the budget: the issuance read", *r.Issuance, before)
+				diff(t, "LockForOTPAttempt within the budget: the issuance reserved", *r.Reserved, upd)
 			}
 			// Past the budget: nothing reserved, the window's end.
-			got, wait, err := r.AttemptWithin(ctx, o.ID, 5, t0.Add(10*time.Second), key, window, 2)
-			n := got.Attempts
-			wantErr(t, "AttemptWithin past the budget", err, nil)
-			if n != 0 || wait != 50*time.Second || attemptsNow(tx) != 2 {
-				t.Fatalf("AttemptWithin past the budget: attempts %d, wait %v, issuance attempts %d; want 0, 50s and 2", n, wait, attemptsNow(tx))
+			r := attempt(tx, "LockForOTPAttempt past the budget", at(5, t0.Add(10*time.Second), key, 2))
+			if r.Reserved != nil || r.Wait != 50*time.Second || attemptsNow(tx) != 2 {
+				t.Fatalf("LockForOTPAttempt past the budget: reserved %v, wait %v, issuance attempts %d; want nothing, 50s and 2", r.Reserved, r.Wait, attemptsNow(tx))
 			}
 			// A budget below one refuses, and opens a window.
-			got, wait, err = r.AttemptWithin(ctx, o.ID, 5, t0, "budget:none", window, 0)
-			n = got.Attempts
-			wantErr(t, "AttemptWithin with no budget", err, nil)
-			if n != 0 || wait != window || attemptsNow(tx) != 2 {
-				t.Fatalf("AttemptWithin with no budget: attempts %d, wait %v, issuance attempts %d; want 0, %v and 2", n, wait, attemptsNow(tx), window)
+			r = attempt(tx, "LockForOTPAttempt with no budget", at(5, t0, "budget:none", 0))
+			if r.Reserved != nil || r.Wait != window || attemptsNow(tx) != 2 {
+				t.Fatalf("LockForOTPAttempt with no budget: reserved %v, wait %v, issuance attempts %d; want nothing, %v and 2", r.Reserved, r.Wait, attemptsNow(tx), window)
 			}
-			// The window over, the budget is whole again; the attempt
-			// errors are Attempt's.
-			got, _, err = r.AttemptWithin(ctx, o.ID, 5, t0.Add(window), key, window, 2)
-			n = got.Attempts
-			wantErr(t, "AttemptWithin in a new window", err, nil)
-			if n != 3 {
-				t.Fatalf("AttemptWithin in a new window: attempts %d, want 3", n)
+			// The window over, the budget is whole again.
+			r = attempt(tx, "LockForOTPAttempt in a new window", at(5, t0.Add(window), key, 2))
+			if r.Reserved == nil || r.Reserved.Attempts != 3 {
+				t.Fatalf("LockForOTPAttempt in a new window reserved %v, want attempt 3", r.Reserved)
 			}
-			_, _, err = r.AttemptWithin(ctx, o.ID, 3, t0.Add(window), key, window, 2)
-			wantErr(t, "AttemptWithin at the limit of attempts", err, storage.ErrExhausted)
-			_, _, err = r.AttemptWithin(ctx, o.ID, 5, o.ExpiresAt, "budget:late", window, 2)
-			wantErr(t, "AttemptWithin expired", err, storage.ErrExpired)
+			// An issuance not live for an attempt hits nothing: the
+			// budget of one is whole when it is.
+			exhausted := "budget:exhausted"
+			if r = nothing(tx, "LockForOTPAttempt at the limit of attempts", at(3, t0.Add(window), exhausted, 1)); r.Issuance == nil || r.Issuance.Attempts != 3 {
+				t.Fatalf("LockForOTPAttempt at the limit of attempts read %v, want the issuance with 3 attempts", r.Issuance)
+			}
+			nothing(tx, "LockForOTPAttempt expired", at(5, o.ExpiresAt, exhausted, 1))
+			if r = attempt(tx, "LockForOTPAttempt on an untouched budget", at(5, t0.Add(window), exhausted, 1)); r.Reserved == nil || r.Reserved.Attempts != 4 {
+				t.Fatalf("LockForOTPAttempt on an untouched budget reserved %v, want attempt 4", r.Reserved)
+			}
+			if _, err := tx.OTPIssuances().Consume(ctx, o.ID, t0.Add(window)); err != nil {
+				return err
+			}
+			if r = nothing(tx, "LockForOTPAttempt consumed", at(5, t0.Add(window), "budget:consumed", 1)); r.Issuance == nil || r.Issuance.ConsumedAt.IsZero() {
+				t.Fatalf("LockForOTPAttempt consumed read %v, want the consumed issuance", r.Issuance)
+			}
+			wantErr(t, "Delete of the locked credential", tx.Credentials().Delete(ctx, c.ID), nil)
+			_, err := tx.Credentials().LockForOTPAttempt(ctx, c.ID, at(5, t0, key, 2))
+			wantErr(t, "LockForOTPAttempt after Delete", err, storage.ErrNotFound)
+			_, err = tx.Credentials().LockForOTPAttempt(ctx, id(t, "AuthMethod"), at(5, t0, key, 2))
+			wantErr(t, "LockForOTPAttempt unknown", err, storage.ErrNotFound)
 			return nil
 		})
 	})
@@ -303,13 +299,11 @@ func testGuards(t *testing.T, newStore Factory) {
 		wantErr(t, "ExternalAccounts.Lock through a finished Tx", err, storage.ErrTxDone)
 		_, err = kept.Credentials().Lock(ctx, id(t, "AuthMethod"))
 		wantErr(t, "Credentials.Lock through a finished Tx", err, storage.ErrTxDone)
-		_, _, err = kept.Credentials().LockWithOTP(ctx, id(t, "AuthMethod"))
-		wantErr(t, "Credentials.LockWithOTP through a finished Tx", err, storage.ErrTxDone)
+		_, err = kept.Credentials().LockForOTPAttempt(ctx, id(t, "AuthMethod"), storage.OTPAttempt{Limit: 5, Now: t0, Key: "k", Window: time.Minute, Budget: 1})
+		wantErr(t, "Credentials.LockForOTPAttempt through a finished Tx", err, storage.ErrTxDone)
 		wantErr(t, "LockEmail through a finished Tx", kept.Credentials().LockEmail(ctx, "a@example.com"), storage.ErrTxDone)
 		_, err = kept.OTPIssuances().Attempt(ctx, id(t, "OTP"), 5, t0)
 		wantErr(t, "Attempt through a finished Tx", err, storage.ErrTxDone)
-		_, _, err = kept.OTPIssuances().AttemptWithin(ctx, id(t, "OTP"), 5, t0, "k", time.Minute, 1)
-		wantErr(t, "AttemptWithin through a finished Tx", err, storage.ErrTxDone)
 	})
 }
 

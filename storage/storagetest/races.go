@@ -30,14 +30,15 @@ type Replicas func(tb testing.TB) []storage.Store
 //   - concurrent verification attempts on one OTP issuance
 //     ([storage.OTPIssuances.Attempt]) compare at most the limit of codes,
 //     and a right code after the limit is refused;
-//   - concurrent [storage.OTPIssuances.AttemptWithin] calls on one
-//     issuance, with a budget below the limit of attempts and some rolled
+//   - concurrent [storage.Credentials.LockForOTPAttempt] calls on one
+//     credential, with a budget below the limit of attempts and some rolled
 //     back after they reserved: exactly the budget of reservations commit,
 //     and a refused hit reserves nothing;
 //   - concurrent transactions that each take a credential with
-//     [storage.Credentials.LockWithOTP], decide on the attempts of the
-//     issuance it returned and write the issuance back with one more lose
-//     no attempt: the issuance is read after the lock;
+//     [storage.Credentials.LockForOTPAttempt] (reserving nothing), decide
+//     on the attempts of the issuance it returned and write the issuance
+//     back with one more lose no attempt: the issuance is read after the
+//     lock;
 //   - concurrent adds of an EMAIL_OTP (or SMS_OTP) credential to one account
 //     leave one;
 //   - concurrent ties of one address to EMAIL_OTP credentials of different
@@ -82,8 +83,8 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"RevokeKeepsOne", raceRevokeKeepsOne},
 		{"AttemptLimit", raceAttemptLimit},
 		{"AttemptLimitRightCode", raceAttemptLimitRightCode},
-		{"LockWithOTP", raceLockWithOTP},
-		{"AttemptWithinBudget", raceAttemptWithin},
+		{"LockForOTPAttemptReads", raceLockForOTPAttemptReads},
+		{"OTPAttemptBudget", raceOTPAttemptBudget},
 		{"OneEmailOTP", func(t *testing.T, s []storage.Store, w int) { raceOneOTP(t, s, w, storage.EmailOTP) }},
 		{"OneSMSOTP", func(t *testing.T, s []storage.Store, w int) { raceOneOTP(t, s, w, storage.SMSOTP) }},
 		{"EmailTiedOnce", raceEmailTiedOnce},
@@ -315,33 +316,52 @@ func raceAttemptLimitRightCode(t *testing.T, stores []storage.Store, workers int
 	})
 }
 
-// raceAttemptWithin: workers reserve attempts on one issuance charged to
-// one budget smaller than the limit of attempts; some roll back after they
-// reserved, which returns both the hit and the attempt, and those the
-// budget refuses commit what they did. Exactly the budget of reservations
-// commit, and the issuance counts exactly those attempts.
-func raceAttemptWithin(t *testing.T, stores []storage.Store, workers int) {
+// otpCredential stores an SMS_OTP credential and an issuance of it.
+func otpCredential(t *testing.T, s storage.Store) (storage.Credential, storage.OTPIssuance) {
+	acct := id(t, "InternalAccount")
+	cred := storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct, Type: storage.SMSOTP, Phone: "+14155550100",
+		Nickname: "+14155550100", CreatedAt: t0, UpdatedAt: t0}
+	o := newIssuance(t)
+	o.CredentialID, o.AccountID = cred.ID, acct
+	run(t, s, func(tx storage.Tx) error {
+		if err := tx.Credentials().Create(t.Context(), &cred); err != nil {
+			return err
+		}
+		return tx.OTPIssuances().Put(t.Context(), &o)
+	})
+	return cred, o
+}
+
+// raceOTPAttemptBudget: workers reserve attempts at one credential's
+// issuance charged to one budget smaller than the limit of attempts; some
+// roll back after they reserved, which returns both the hit and the
+// attempt, and those the budget refuses commit what they did. Exactly the
+// budget of reservations commit, and the issuance counts exactly those
+// attempts.
+func raceOTPAttemptBudget(t *testing.T, stores []storage.Store, workers int) {
 	ctx := t.Context()
 	const budget = 3
-	o := newIssuance(t)
-	run(t, stores[0], func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
-	key := "budget:" + o.CredentialID
+	cred, o := otpCredential(t, stores[0])
+	a := storage.OTPAttempt{Limit: attemptLimit, Now: t0, Key: "budget:" + cred.ID, Window: time.Hour, Budget: budget}
 	var reserved, refused atomic.Int32
 	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
 		return s.Atomic(c, func(tx storage.Tx) error {
-			got, wait, err := tx.OTPIssuances().AttemptWithin(c, o.ID, attemptLimit, t0, key, time.Hour, budget)
-			n := got.Attempts
+			r, err := tx.Credentials().LockForOTPAttempt(c, cred.ID, a)
 			switch {
 			case err != nil:
 				return err
-			case wait > 0:
-				if got.ID != "" {
-					return fmt.Errorf("a refused hit returned issuance %s", got.ID)
+			case r.Issuance == nil || r.Issuance.ID != o.ID:
+				return fmt.Errorf("LockForOTPAttempt read issuance %v, want %s", r.Issuance, o.ID)
+			case r.Wait > 0:
+				if r.Reserved != nil {
+					return fmt.Errorf("a refused hit reserved attempt %d", r.Reserved.Attempts)
 				}
 				refused.Add(1)
 				return nil // commits nothing
-			case n < 1 || n > budget:
-				return fmt.Errorf("reserved attempt %d, want 1 to %d", n, budget)
+			case r.Reserved == nil:
+				return fmt.Errorf("LockForOTPAttempt of a live issuance within the budget reserved nothing (read %d attempts)", r.Issuance.Attempts)
+			case r.Reserved.Attempts < 1 || r.Reserved.Attempts > budget:
+				return fmt.Errorf("reserved attempt %d, want 1 to %d", r.Reserved.Attempts, budget)
 			}
 			pause()
 			if i%3 == 0 {
@@ -367,37 +387,31 @@ func raceAttemptWithin(t *testing.T, stores []storage.Store, workers int) {
 	})
 }
 
-// raceLockWithOTP: workers take one credential with LockWithOTP and,
+// raceLockForOTPAttemptReads: workers take one credential with
+// LockForOTPAttempt, reserving nothing (a limit of zero attempts), and,
 // while fewer than the limit of attempts were made, write its issuance
 // back with one attempt more, a plain write after a pause. The decision
 // holds only when the issuance is read under the lock: then exactly the
 // limit of workers write and the issuance ends with the limit of attempts.
-func raceLockWithOTP(t *testing.T, stores []storage.Store, workers int) {
+func raceLockForOTPAttemptReads(t *testing.T, stores []storage.Store, workers int) {
 	ctx := t.Context()
-	acct := id(t, "InternalAccount")
-	cred := storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct, Type: storage.SMSOTP, Phone: "+14155550100",
-		Nickname: "+14155550100", CreatedAt: t0, UpdatedAt: t0}
-	o := newIssuance(t)
-	o.CredentialID, o.AccountID = cred.ID, acct
-	run(t, stores[0], func(tx storage.Tx) error {
-		if err := tx.Credentials().Create(ctx, &cred); err != nil {
-			return err
-		}
-		return tx.OTPIssuances().Put(ctx, &o)
-	})
+	cred, o := otpCredential(t, stores[0])
+	a := storage.OTPAttempt{Now: t0, Key: "budget:" + cred.ID, Window: time.Hour, Budget: 1}
 	errs := race(t, stores, workers, func(c context.Context, _ int, s storage.Store) error {
 		return s.Atomic(c, func(tx storage.Tx) error {
-			got, iss, err := tx.Credentials().LockWithOTP(c, cred.ID)
+			r, err := tx.Credentials().LockForOTPAttempt(c, cred.ID, a)
 			switch {
 			case err != nil:
 				return err
-			case got.ID != cred.ID || iss == nil || iss.ID != o.ID:
-				return fmt.Errorf("LockWithOTP returned credential %s and issuance %v, want %s and %s", got.ID, iss, cred.ID, o.ID)
-			case iss.Attempts >= attemptLimit:
+			case r.Credential.ID != cred.ID || r.Issuance == nil || r.Issuance.ID != o.ID:
+				return fmt.Errorf("LockForOTPAttempt returned credential %s and issuance %v, want %s and %s", r.Credential.ID, r.Issuance, cred.ID, o.ID)
+			case r.Reserved != nil || r.Wait != 0:
+				return fmt.Errorf("LockForOTPAttempt with a limit of 0 reserved %v (wait %v)", r.Reserved, r.Wait)
+			case r.Issuance.Attempts >= attemptLimit:
 				return storage.ErrExhausted
 			}
 			pause()
-			next := *iss
+			next := *r.Issuance
 			next.Attempts++
 			return tx.OTPIssuances().Put(c, &next)
 		})
@@ -405,12 +419,12 @@ func raceLockWithOTP(t *testing.T, stores []storage.Store, workers int) {
 	wins := tally(t, "attempt", errs, storage.ErrExhausted)
 	want := min(attemptLimit, len(errs))
 	run(t, stores[0], func(tx storage.Tx) error {
-		_, got, err := tx.Credentials().LockWithOTP(ctx, cred.ID)
+		got, err := tx.OTPIssuances().GetByCredential(ctx, cred.ID)
 		if err != nil {
 			return err
 		}
-		if wins != want || got == nil || got.Attempts != want {
-			t.Fatalf("%d writes committed and the issuance has %v, want %d writes and %d attempts", wins, got, want, want)
+		if wins != want || got.Attempts != want {
+			t.Fatalf("%d writes committed and the issuance has %d attempts, want %d writes and %d attempts", wins, got.Attempts, want, want)
 		}
 		return nil
 	})
