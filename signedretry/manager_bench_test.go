@@ -12,8 +12,6 @@ import (
 	"testing"
 
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/walletgate/walletgate/signedretry"
@@ -41,12 +39,9 @@ func BenchmarkCompleteTelemetry(b *testing.B) {
 			c.TracerProvider, c.MeterProvider = tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider()
 		})
 	})
-	for _, sdk := range []struct {
-		name      string
-		providers func(testing.TB) (*sdktrace.TracerProvider, *sdkmetric.MeterProvider)
-	}{{"sdk", telemetrytest.Discarding}, {"sdk-sync", telemetrytest.DiscardingSync}} {
-		b.Run(sdk.name, func(b *testing.B) {
-			tp, mp := sdk.providers(b)
+	for _, sdk := range telemetrytest.SDKVariants {
+		b.Run(sdk.Name, func(b *testing.B) {
+			tp, mp := sdk.Providers(b)
 			benchComplete(b, func(c *signedretry.Config) {
 				c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 				c.TracerProvider, c.MeterProvider = tp, mp

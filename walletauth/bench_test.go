@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/walletgate/walletgate/storage"
@@ -66,12 +64,9 @@ func BenchmarkVerifyOTPLeg1Telemetry(b *testing.B) {
 			c.TracerProvider, c.MeterProvider = tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider()
 		})
 	})
-	for _, sdk := range []struct {
-		name      string
-		providers func(testing.TB) (*sdktrace.TracerProvider, *sdkmetric.MeterProvider)
-	}{{"sdk", telemetrytest.Discarding}, {"sdk-sync", telemetrytest.DiscardingSync}} {
-		b.Run(sdk.name, func(b *testing.B) {
-			tp, mp := sdk.providers(b)
+	for _, sdk := range telemetrytest.SDKVariants {
+		b.Run(sdk.Name, func(b *testing.B) {
+			tp, mp := sdk.Providers(b)
 			benchVerifyOTPLeg1(b, func(c *walletauth.Config) {
 				c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 				c.TracerProvider, c.MeterProvider = tp, mp

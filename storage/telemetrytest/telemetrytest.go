@@ -75,6 +75,17 @@ func DiscardingSync(tb testing.TB) (*sdktrace.TracerProvider, *sdkmetric.MeterPr
 	return discarding(tb, sdktrace.WithSyncer(tracetest.NewNoopExporter()))
 }
 
+// SDKVariant is a configuration of the SDK a benchmark of telemetry's cost
+// runs under its Name.
+type SDKVariant struct {
+	Name      string
+	Providers func(testing.TB) (*sdktrace.TracerProvider, *sdkmetric.MeterProvider)
+}
+
+// SDKVariants are the SDK configurations a benchmark of telemetry's cost
+// runs: sdk (Discarding) and sdk-sync (DiscardingSync).
+var SDKVariants = []SDKVariant{{"sdk", Discarding}, {"sdk-sync", DiscardingSync}}
+
 func discarding(tb testing.TB, spans sdktrace.TracerProviderOption) (*sdktrace.TracerProvider, *sdkmetric.MeterProvider) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), spans)
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
