@@ -346,8 +346,8 @@ func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID strin
 	case r.Wait > 0:
 		return nil, apierror.TooManyRequests(r.Wait), s.otpThrottled(ctx, tx, &c, now, r.Wait)
 	case r.Reserved == nil:
-		// Superseded by a new code while this verification waited for
-		// the credential.
+		// Superseded by a new code (another transaction's) between the
+		// store's read of the issuance and its reservation.
 		return nil, nil, apierror.Unauthenticated("no pending OTP for this credential")
 	}
 	reserved := *r.Reserved
