@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/walletgate/walletgate/apierror"
 )
 
 func TestContractChainOf(t *testing.T) {
@@ -76,6 +78,53 @@ func FuzzContractAccount(f *testing.F) {
 		}
 		if chain != 0 && !json.Valid([]byte(info)) {
 			t.Fatalf("%q: accepted invalid JSON", info)
+		}
+	})
+}
+
+// FuzzContractAccountChain checks the registration rule of contract
+// accounts on any accountInfo, account type and network: it never panics,
+// every refusal names a field under accountInfo.contractAccount (or
+// accountInfo), and an accepted contract account names exactly its type's
+// chain on the network, which the type's verifier serves.
+func FuzzContractAccountChain(f *testing.F) {
+	types := []string{AccountBase, AccountEthereum, AccountPolygon, AccountPlasma, AccountSolana, "ARBITRUM_WALLET", ""}
+	for _, s := range []string{`{"contractAccount":{"chainId":8453}}`, `{"contractAccount":{"chainId":1}}`,
+		`{"contractAccount":{"chainId":84532}}`, `{"contractAccount":{"chainId":137}}`, `{"contractAccount":{"chainId":1337}}`,
+		`{"contractAccount":{"chainId":0}}`, `{}`, ``} {
+		for i := range types {
+			for n := range 4 {
+				f.Add(uint8(i), uint8(n), s)
+			}
+		}
+	}
+	vs := DefaultVerifiers()
+	vs[AccountBase] = newChainsVerifier(8453, 84532)
+	vs[AccountEthereum] = newChainsVerifier(1)
+	f.Fuzz(func(t *testing.T, typ, network uint8, info string) {
+		n := NewAccount{AccountType: types[int(typ)%len(types)], Info: json.RawMessage(info)}
+		nw := Network(network % 4)
+		var v apierror.Validation
+		vs.checkContractAccount(&v, n, nw)
+		if err := v.Err(); err != nil {
+			for _, fe := range apierror.As(err).FieldErrors() {
+				if !strings.HasPrefix(fe.Field, "accountInfo") {
+					t.Fatalf("%s %s %q: refusal of field %q", n.AccountType, nw, info, fe.Field)
+				}
+			}
+			return
+		}
+		chain, _, err := contractChainOf(n.Info)
+		if err != nil && json.Valid(n.Info) {
+			t.Fatalf("%s %s %q: accepted a malformed member (%v)", n.AccountType, nw, info, err)
+		}
+		if chain == 0 {
+			return
+		}
+		c, ok := ContractChainFor(n.AccountType, nw)
+		cv, isCV := vs[n.AccountType].(ContractVerifier)
+		if !ok || c.ChainID != chain || !isCV || !cv.ServesChain(chain) {
+			t.Fatalf("%s %s %q: accepted chain %d; the type's chain is %+v (%v)", n.AccountType, nw, info, chain, c, ok)
 		}
 	})
 }

@@ -46,16 +46,43 @@
 // rejection is 400 INVALID_INPUT whose details.reason names the failed
 // check; no input panics.
 //
+// # HTTP
+//
+// [Service.Handler] serves challenge and verify over net/http for both path
+// trees. It takes an [AccountGuard] in its [HandlerConfig] and refuses to be
+// built without one: before a route acts, it reads the account of the path
+// through the route's tree and asks the guard whether the calling principal
+// may act on it. A refused request writes nothing: no challenge is stored
+// or consumed and no status changes; it answers as an unknown account
+// does, unless the guard returns an *apierror.Error of its own.
+//
 // # Contract accounts
 //
-// An EVM wallet registered with accountInfo.contractAccount.chainId is a
-// contract account on that chain (a Safe, a passkey smart wallet, an
-// ERC-6492 account not deployed yet): its code, not a key, decides which
-// signatures are its own. Its challenge message also names the chain id,
-// and a [ContractVerifier] registered for its account type checks the
-// proof on a node of that chain (ownership/evmcontract, which keeps
-// go-ethereum's node packages out of this package). Registration refuses a
-// contract account whose type has no ContractVerifier serving its chain.
+// An EVM wallet registered with accountInfo.contractAccount is a contract
+// account (a Safe, a passkey smart wallet, an ERC-6492 account not
+// deployed yet): its code, not a key, decides which signatures are its
+// own. The same address can hold code of another owner on another chain,
+// so the chain is not the customer's choice: each EVM account type has one
+// chain per network, stated in one table ([ContractChains]; on mainnet
+// BASE_WALLET is Base 8453, ETHEREUM_WALLET Ethereum 1, POLYGON_WALLET
+// Polygon 137, PLASMA_WALLET Plasma 9745; a testnet service uses their
+// test chains; signet and regtest have none). A type missing from the
+// table has no contract accounts.
+//
+// Registration requires accountInfo.contractAccount.chainId to name the
+// type's chain and answers 400 INVALID_INPUT on that field otherwise, and
+// on accountInfo.contractAccount for a type without contract accounts. The
+// challenge message names the chain id, and [Service.Verify] asks the
+// [ContractVerifier] registered for the account type about the table's
+// chain only, never a chain read from the stored account; an account
+// stored with another chain id (registered before this rule) can be
+// neither challenged nor verified (409 CONFLICT with a reason; register it
+// again). Verifiers are mapped to account types explicitly, in
+// [Config].Verifiers: [New] refuses a ContractVerifier under a type that
+// has no chain on the service's network or whose chain it does not serve,
+// and a type whose verifier is not a ContractVerifier has no contract
+// accounts. ownership/evmcontract implements ContractVerifier on the
+// host's nodes and keeps go-ethereum's node packages out of this package.
 // When the node fails or is too slow, Verify answers 500 with a reason and
 // the challenge stays outstanding: the signature was not judged.
 //

@@ -111,11 +111,13 @@ type NewAccount struct {
 	PlatformAccountID string
 	// Info is the accountInfo object as the host stores it; it must be
 	// valid JSON when set. An EVM wallet is registered as a contract
-	// account (EIP-1271, ERC-6492) on one chain by the member
+	// account (EIP-1271, ERC-6492) by the member
 	// "contractAccount": {"chainId": <id>}, decoded strictly (see
-	// [ContractVerifier]); the account type's verifier must be a
-	// ContractVerifier that serves the chain. The starting status and the
-	// payout gate treat a contract account like any other wallet.
+	// [ContractVerifier]). The chain id must be the chain of the account
+	// type on the service's network ([ContractChainFor]: 8453 for a
+	// BASE_WALLET on mainnet), and the account type's verifier must be a
+	// ContractVerifier. The starting status and the payout gate treat a
+	// contract account like any other wallet.
 	Info json.RawMessage
 }
 
@@ -141,7 +143,10 @@ func (vs Verifiers) StartingStatus(a *storage.ExternalAccount) storage.AccountSt
 // (accountInfo.accountType: missing or not a known type, see
 // [Verifiers.KnownType]; accountInfo.address; accountInfo.vaspName: not in
 // the VASP directory; network; currency: missing or not a currency code;
-// ownershipType; accountInfo), 409 CONFLICT when the id exists.
+// ownershipType; accountInfo; accountInfo.contractAccount and its
+// chainId: malformed, on a type without contract accounts, not the chain
+// of the type on the service's network, or a type without a
+// [ContractVerifier]), 409 CONFLICT when the id exists.
 func (s *Service) RegisterAccount(ctx context.Context, n NewAccount) (*storage.ExternalAccount, error) {
 	var out *storage.ExternalAccount
 	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
@@ -214,7 +219,7 @@ func (s *Service) newAccount(n NewAccount) (storage.ExternalAccount, error) {
 			v.Add("accountInfo.address", nil, reasonOf(err))
 		}
 	}
-	s.cfg.Verifiers.checkContractAccount(&v, n)
+	s.cfg.Verifiers.checkContractAccount(&v, n, s.cfg.Network)
 	if _, err := s.cfg.Verifiers.Lookup(n.AccountType); err == nil && n.VaspName == "" {
 		v.Check(n.OwnershipType != "", "ownershipType", apierror.OneOf(FirstParty, ThirdParty), "is required for self-custody wallets")
 	}

@@ -49,7 +49,9 @@ type Config struct {
 	Store storage.Store
 	// Verifiers selects the signature verifier per account type; nil means
 	// DefaultVerifiers(). An account type is eligible for WALLET_SIGNATURE
-	// challenges exactly when it has a verifier here.
+	// challenges exactly when it has a verifier here. An EVM type has
+	// contract accounts exactly when its verifier is a [ContractVerifier],
+	// which must serve the type's chain on Network (see [ContractChains]).
 	Verifiers Verifiers
 	// Liveness starts LIVENESS challenges; without it they answer 400.
 	Liveness Liveness
@@ -104,9 +106,11 @@ type Service struct {
 }
 
 // New returns a service for cfg. It refuses a Config without a Store, a
-// Service name that is not printable ASCII and a payout policy that
-// [PayoutPolicy.Validate] refuses; every other zero field takes the default
-// its doc names.
+// Service name that is not printable ASCII, a payout policy that
+// [PayoutPolicy.Validate] refuses and a [ContractVerifier] in Verifiers
+// under an account type that has no contract-account chain on Network
+// ([ContractChainFor]) or whose chain it does not serve; every other zero
+// field takes the default its doc names.
 func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("ownership: Config.Store is required")
@@ -117,6 +121,9 @@ func New(cfg Config) (*Service, error) {
 	cfg.Payouts = PayoutPolicy{VerificationThresholds: cfg.Payouts.VerificationThresholds.clone(), MaxAmounts: cfg.Payouts.MaxAmounts.clone()}
 	if cfg.Verifiers == nil {
 		cfg.Verifiers = DefaultVerifiers()
+	}
+	if err := cfg.Verifiers.checkContractVerifiers(cfg.Network); err != nil {
+		return nil, err
 	}
 	if cfg.Service == "" {
 		cfg.Service = "walletgate"
@@ -344,13 +351,23 @@ type VerifyRequest struct {
 //
 // Errors: 400 INVALID_INPUT (missing signature, unknown scheme, invalid or
 // expired signature), 404 REFERENCE_NOT_FOUND, 409 CONFLICT (no outstanding
-// WALLET_SIGNATURE challenge, a challenge for other account details, or an
-// account changed during the call; details.reason says which), 500
+// WALLET_SIGNATURE challenge, a challenge for other account details, an
+// account changed during the call, or a contract account stored with a
+// chain id other than its type's, see [ContractChainFor]; details.reason
+// says which), 500
 // INTERNAL_ERROR with details.reason when a network-backed verifier could
 // not check the signature (a contract account's node failed or timed out):
 // the signature was not judged, so nothing changes and the challenge stays
 // outstanding.
+//
+// Verify commits in transactions of its own and refuses to run inside a
+// host's (see [storage.Standalone]): an invalid signature's UNVERIFIED and
+// its consumed challenge commit before the 400 answers, whatever the host
+// does next. Called with a context bound to a host transaction it sends
+// nothing and answers 500 INTERNAL_ERROR whose cause wraps
+// [storage.ErrStandalone].
 func (s *Service) Verify(ctx context.Context, accountID string, req VerifyRequest, tree Tree) (_ *storage.ExternalAccount, err error) {
+	ctx = storage.Standalone(ctx, "ownership.Verify")
 	ctx, o := s.tel.Begin(ctx, opVerify, s.tel.verify)
 	o.Refused = signatureRefused
 	defer func() { o.End(ctx, err) }()
@@ -448,9 +465,15 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 // The challenge is consumed. It returns the updated account.
 // An outcome that arrives after expiresAt counts as failed.
 //
+// CompleteLiveness commits in a transaction of its own and refuses to run
+// inside a host's (see [storage.Standalone]), as [Service.Verify] does: a
+// failed check's UNVERIFIED and consumed challenge stay recorded.
+//
 // Errors: 404 REFERENCE_NOT_FOUND, 409 CONFLICT (no outstanding LIVENESS
-// challenge, or the account is no longer pending).
+// challenge, or the account is no longer pending), 500 INTERNAL_ERROR
+// wrapping [storage.ErrStandalone] inside a host transaction.
 func (s *Service) CompleteLiveness(ctx context.Context, accountID string, passed bool) (*storage.ExternalAccount, error) {
+	ctx = storage.Standalone(ctx, "ownership.CompleteLiveness")
 	now := s.cfg.Clock()
 	var out storage.ExternalAccount
 	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {

@@ -492,7 +492,7 @@ func TestRelayDeliversEvents(t *testing.T) {
 
 func TestHTTP(t *testing.T) {
 	l := newLifecycle(t)
-	srv := httptest.NewServer(l.svc.Handler())
+	srv := httptest.NewServer(handler(t, l.svc))
 	defer srv.Close()
 	id := l.account(t, nil)
 	platform := l.account(t, func(a *storage.ExternalAccount) { a.CustomerID = "" })

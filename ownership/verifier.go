@@ -44,10 +44,12 @@ type Wallet struct {
 	// addresses must belong to it; EVM, Solana and TRON addresses do not
 	// encode a network and ignore it.
 	Network Network
-	// ChainID is the EVM chain id of a wallet registered as a contract
-	// account (accountInfo.contractAccount.chainId), zero for every other
-	// wallet. Only a [ContractVerifier] checks a wallet with a chain id;
-	// [EVMVerifier] refuses one with 500 INTERNAL_ERROR.
+	// ChainID is, for a wallet registered as a contract account, the EVM
+	// chain its proof is checked on: the chain of AccountType on Network
+	// ([ContractChainFor]), which [Service] takes from the table, never
+	// from the stored accountInfo.contractAccount.chainId. Zero for every
+	// other wallet. Only a [ContractVerifier] checks a wallet with a chain
+	// id; [EVMVerifier] refuses one with 500 INTERNAL_ERROR.
 	ChainID uint64
 }
 
@@ -143,8 +145,10 @@ const (
 // Verifiers selects a [Verifier] by account type. Build it once with
 // [DefaultVerifiers], add or replace entries (for example a
 // [ContractVerifier], such as ownership/evmcontract's, in place of the
-// EIP-191 verifier of an EVM type) before sharing it, and do not modify it afterwards: concurrent reads are safe,
-// concurrent writes are not.
+// EIP-191 verifier of each EVM type whose contract accounts it proves; it
+// must serve that type's chain, see [ContractChains]) before sharing it,
+// and do not modify it afterwards: concurrent reads are safe, concurrent
+// writes are not.
 type Verifiers map[string]Verifier
 
 // DefaultVerifiers returns the built-in verifiers: EIP-191 for the EVM

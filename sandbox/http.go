@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth"
 )
 
 // Handler returns the simulator's HTTP handler, for httptest.NewServer or
@@ -128,13 +130,19 @@ func (s *Simulator) routes() error {
 	r("POST /sandbox/uma/receive", s.hReceive)
 	r("POST /sandbox/webhooks/test", s.hTestWebhook)
 
-	auth := http.StripPrefix(s.cfg.BasePath, s.auth.Handler())
+	authHandler, aerr := s.auth.Handler(walletauth.HandlerConfig{Guard: s.platformWallet})
+	if aerr != nil {
+		return aerr
+	}
+	auth := http.StripPrefix(s.cfg.BasePath, authHandler)
 	for _, p := range []string{"POST /auth/credentials", "GET /auth/credentials", "DELETE /auth/credentials/{id}",
 		"POST /auth/credentials/{id}/challenge", "POST /auth/credentials/{id}/verify", "GET /auth/sessions",
 		"DELETE /auth/sessions/{id}", "POST /auth/sessions/{id}/refresh"} {
 		r(p, auth.ServeHTTP)
 	}
-	s.ownershipRoutes(r)
+	if oerr := s.ownershipRoutes(r); oerr != nil && err == nil {
+		err = oerr
+	}
 	s.listRoutes(r)
 	s.platformRoutes(r)
 	s.scaRoutes(r)
@@ -153,6 +161,12 @@ func (s *Simulator) routes() error {
 	}), s.cfg.Logger)
 	return nil
 }
+
+// platformWallet is the guard of walletauth's routes. The simulator serves
+// one platform, which the Basic credentials authenticate, and every wallet
+// of its store is that platform's (simulators sharing a store are replicas
+// of one platform), so every wallet the routes resolve is the caller's.
+func (s *Simulator) platformWallet(*http.Request, storage.InternalAccount) error { return nil }
 
 // serve authenticates the platform, then routes, answering unknown routes
 // and wrong methods in JSON.

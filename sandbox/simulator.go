@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -108,16 +109,22 @@ type Config struct {
 	// Network is the network Bitcoin and Spark wallet addresses must belong
 	// to in ownership proofs; the zero value is mainnet.
 	Network ownership.Network
-	// ContractWallets proves the EVM wallets registered as contract
-	// accounts (EIP-1271 and ERC-6492; accountInfo.contractAccount.chainId
-	// names the chain) of BASE_WALLET, ETHEREUM_WALLET, POLYGON_WALLET and
-	// PLASMA_WALLET: it becomes their verifier, and still checks the wallets
-	// without a chain id by EIP-191 alone. Typically an
-	// evmcontract.Verifier on the host's own nodes or simulated chains, so
-	// a test suite runs contract-wallet proofs against its own chain. Nil:
-	// a contract account is refused at creation (400 on
+	// ContractWallets maps EVM account types to the verifier that proves
+	// their wallets registered as contract accounts (EIP-1271 and
+	// ERC-6492): each entry becomes its type's verifier, and still checks
+	// the type's wallets without a chain id by EIP-191 alone. A contract
+	// account is proven on its type's chain on Network only
+	// (ownership.ContractChains: BASE_WALLET on 8453, ETHEREUM_WALLET on 1,
+	// POLYGON_WALLET on 137, PLASMA_WALLET on 9745 on mainnet), which
+	// accountInfo.contractAccount.chainId must name. Typically an
+	// evmcontract.Verifier on the host's own nodes or on simulated chains
+	// that run under those chain ids, so a test suite runs contract-wallet
+	// proofs against its own chain. New refuses a nil entry, and (through
+	// ownership.New) a type that has no chain on Network or whose chain its
+	// verifier does not serve. A type without an entry has no contract
+	// accounts: one is refused at creation (400 on
 	// accountInfo.contractAccount.chainId).
-	ContractWallets ownership.ContractVerifier
+	ContractWallets map[string]ownership.ContractVerifier
 	// Sealer and CodeMACKey are the at-rest keys of the walletauth service
 	// (walletauth.Keys.Sealer and CodeMACKey): the sealed OTP target keys
 	// and the code MACs in the Store are made with them. Nil means keys
@@ -204,7 +211,9 @@ type Simulator struct {
 // New returns a simulator for cfg, with a walletauth service in sandbox mode
 // on the same store. It fails, without starting anything, when cfg names a
 // wallet currency the sandbox does not have, a verification threshold beyond
-// a currency's range, or a base path that is no valid route prefix.
+// a currency's range, a base path that is no valid route prefix, or a
+// ContractWallets entry that is nil, under a type without a contract-account
+// chain on Network, or whose verifier does not serve its type's chain.
 func New(cfg Config) (*Simulator, error) {
 	cfg, err := cfg.normalize()
 	if err != nil {
@@ -285,6 +294,14 @@ func (cfg Config) normalize() (Config, error) {
 	if cfg.UMADomain == "" {
 		cfg.UMADomain = DefaultUMADomain
 	}
+	contracts := make(map[string]ownership.ContractVerifier, len(cfg.ContractWallets))
+	for t, cv := range cfg.ContractWallets {
+		if cv == nil {
+			return cfg, errors.New("sandbox: Config.ContractWallets[" + strconv.Quote(t) + "] is nil")
+		}
+		contracts[t] = cv
+	}
+	cfg.ContractWallets = contracts
 	if cfg.VerificationThreshold <= 0 {
 		cfg.VerificationThreshold = DefaultVerificationThreshold
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -61,10 +62,8 @@ func (sandboxLiveness) Start(_ context.Context, a storage.ExternalAccount, _ tim
 
 func (s *Simulator) newOwnership() (*ownership.Service, error) {
 	vs := ownership.DefaultVerifiers()
-	if s.cfg.ContractWallets != nil {
-		for _, t := range []string{ownership.AccountBase, ownership.AccountEthereum, ownership.AccountPolygon, ownership.AccountPlasma} {
-			vs[t] = s.cfg.ContractWallets
-		}
+	for t, cv := range s.cfg.ContractWallets {
+		vs[t] = cv // checked by normalize; ownership.New checks each serves its type's chain
 	}
 	return ownership.New(ownership.Config{Store: s.cfg.Store, Clock: s.cfg.Clock, Rand: s.cfg.Rand, Liveness: sandboxLiveness{}, Verifiers: vs,
 		Logger: s.cfg.Logger, TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider,
@@ -111,9 +110,10 @@ func (s *Simulator) CompleteLiveness(ctx context.Context, id string, passed bool
 }
 
 // ownershipRoutes adds the ownership endpoints: the customer tree through
-// the simulator (deleted accounts are not found), the platform tree straight
-// to the ownership adapter.
-func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) {
+// the simulator (deleted accounts are not found), the platform tree through
+// ownership's handler behind platformAccount. It fails only when that
+// handler cannot be built.
+func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) error {
 	r("POST /customers/external-accounts/{id}/challenge", func(w http.ResponseWriter, req *http.Request) {
 		var body struct {
 			Method string `json:"method"`
@@ -132,7 +132,11 @@ func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) {
 		a, err := s.VerifyOwnership(req.Context(), req.PathValue("id"), body)
 		signedretry.WriteResult(w, http.StatusOK, a, nil, err)
 	})
-	platform := http.StripPrefix(s.cfg.BasePath, s.own.Handler())
+	own, err := s.own.Handler(ownership.HandlerConfig{Guard: s.platformAccount})
+	if err != nil {
+		return err
+	}
+	platform := http.StripPrefix(s.cfg.BasePath, own)
 	r("POST /platform/external-accounts/{id}/challenge", platform.ServeHTTP)
 	r("POST /platform/external-accounts/{id}/verify", platform.ServeHTTP)
 	r("POST /sandbox/passkeys/registration-challenge", func(w http.ResponseWriter, req *http.Request) {
@@ -164,4 +168,21 @@ func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) {
 		a, err := s.CompleteLiveness(req.Context(), req.PathValue("id"), *body.Passed)
 		signedretry.WriteResult(w, http.StatusOK, a, nil, err)
 	})
+	return nil
+}
+
+// platformAccount is the guard of the platform tree: the platform's own
+// accounts (without a customer) that were not deleted. The tree already
+// leaves out customers' accounts; the guard refuses them again, so that
+// the handler never acts on one whatever route reaches it.
+func (s *Simulator) platformAccount(_ *http.Request, a storage.ExternalAccount) error {
+	if a.CustomerID != "" {
+		return errors.New("sandbox: the account is a customer's, not the platform's")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m := s.state.extMeta[a.ID]; m != nil && m.deleted {
+		return errors.New("sandbox: the account was deleted")
+	}
+	return nil
 }

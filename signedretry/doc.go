@@ -29,6 +29,13 @@
 // (after the operation's account, in the store's lock order), so a revoke of
 // either commits before the check, and the retry is refused, or waits for
 // the operation: an operation never commits after its signer's revoke.
+// Expiry is judged after those locks: the request's expiresAt and the signing
+// session's expiry are compared with a time read from the manager's clock
+// once the request's consumption and the signer's locks are granted, and read
+// again whenever the store runs the transaction again. A retry that waited
+// for a lock past either expiry (behind a revoke that then rolled back, say)
+// is refused as expired, and the effect receives the time of the decision as
+// [Authorization].Now.
 // A host that writes its own rows with the operation (a debit, an audit row
 // naming the signer) runs both legs inside its own database transaction: on
 // PostgreSQL it binds the transaction to the context (Store.WithTx of
@@ -37,7 +44,11 @@
 // and nothing commits until the host commits. See the storage/postgres
 // documentation for the pattern, the same for every operation.
 // An account holds at most [Config].MaxPending live challenges; a first leg
-// beyond it is 429 RATE_LIMITED with Retry-After. Failures are the 401s of the service:
+// beyond it is 429 RATE_LIMITED with Retry-After. The challenge of a login
+// by one-time code ([BoundKey]), which only a caller who proved the code can
+// create, is kept apart, among the account's MaxPending newest of its
+// kind, so first legs of other operations never lock the owner out of a
+// login. Failures are the 401s of the service:
 // WALLET_SIGNATURE_MISSING, REQUEST_ID_MISSING, WALLET_SIGNATURE_MALFORMED,
 // WALLET_SIGNATURE_BODY_MISMATCH, WALLET_SIGNATURE_INVALID, and UNAUTHORIZED
 // with details.reason for a Request-Id that is unknown, expired, already used

@@ -31,6 +31,10 @@ const DefaultTTL = 5 * time.Minute
 // expired) one account may hold by default.
 const DefaultMaxPending = 64
 
+// boundKeyScope, followed by the account id, is the scope of the
+// challenges bound to a key ([storage.PendingRequests.CreateBounded]).
+const boundKeyScope = "bound-key:"
+
 // SandboxSignature is the legacy header value that sandbox managers accept in
 // place of a real signature.
 const SandboxSignature = "sandbox-valid-signature"
@@ -81,6 +85,11 @@ type Config struct {
 	// MaxPending caps the live challenges of one account (issued, neither
 	// used nor expired), so first legs cannot pile up records without
 	// bound; zero means DefaultMaxPending. Negative is refused by [New].
+	// Challenges bound to a key ([BoundKey]: the second leg of a login by
+	// one-time code) are bounded apart, at MaxPending per account too, a
+	// new one superseding the oldest: only a caller who proved the code
+	// creates one, so they are never refused, and first legs of other
+	// operations cannot fill the place a login needs.
 	MaxPending int
 	// Sandbox makes the literal SandboxSignature pass the signature check.
 	// The request is still single use and the Request-Id still required.
@@ -195,7 +204,9 @@ type payload struct {
 // [Config].MaxPending live challenges gets 429 RATE_LIMITED, with
 // Retry-After until the first of them expires; the count and the insert are
 // one step in the store, so concurrent first legs, on any replica, never
-// exceed the cap. A first leg with effects of its own that must commit
+// exceed the cap. A challenge bound to a key ([BoundKey]) is never
+// refused: it is kept among the account's MaxPending newest of its kind,
+// apart from the cap (see [Config].MaxPending). A first leg with effects of its own that must commit
 // together with the challenge uses [Manager.Run].
 func (m *Manager) Issue(ctx context.Context, r Request, op Operation) (_ *Challenge, err error) {
 	ctx, o := m.tel.Begin(ctx, opIssue, m.tel.outcomes)
@@ -252,6 +263,13 @@ func (m *Manager) issueIn(ctx context.Context, tx storage.Tx, r Request, op *Ope
 		ID: id, Kind: op.Type, AccountID: op.AccountID, Method: r.Method, Path: r.Path,
 		BodyDigest: digest[:], Payload: p, SignerRule: string(op.Signer.Rule), SignerRef: op.Signer.Ref,
 		Data: params, CreatedAt: now, ExpiresAt: expires,
+	}
+	if op.Signer.Rule == BoundKey {
+		// A login's challenge: bounded apart (see Config.MaxPending).
+		if err := tx.PendingRequests().CreateBounded(ctx, &rec, boundKeyScope+op.AccountID, m.cfg.MaxPending); err != nil {
+			return nil, apierror.Internal(err)
+		}
+		return &Challenge{PayloadToSign: string(p), RequestID: id, ExpiresAt: expires, Type: op.CredentialType}, nil
 	}
 	// The store may report the limit here or, having deferred the insert,
 	// from Atomic: limitReached answers it either way.
@@ -323,6 +341,15 @@ type Authorization struct {
 	PublicKey *ecdsa.PublicKey
 	// Sandbox reports that the sandbox literal stood in for a signature.
 	Sandbox bool
+	// Now is the time, in UTC, at which the request was found unexpired and
+	// the signer allowed: read from the manager's clock in the consuming
+	// transaction, after the request's consumption, the lock step's locks
+	// and the signer's locks were granted, and read again on every run of
+	// that transaction. An effect that stamps its writes or judges an
+	// expiry uses it, so that it acts on the time the retry was decided
+	// on. It is zero in the lock step of [Manager.CompleteLocking], which
+	// runs before the decision.
+	Now time.Time
 }
 
 // DecodeParameters decodes the operation's parameters, as the first call
@@ -369,6 +396,14 @@ type Effect func(ctx context.Context, tx storage.Tx, a *Authorization) error
 //
 // Errors from effect are returned unchanged. A failed retry never consumes the
 // request.
+//
+// Expiry is decided on a time read after the locks: the consuming
+// transaction reads the clock once the request's consumption and the
+// signer's locks are granted, and refuses a request expired by then
+// (UNAUTHORIZED, "request id expired") or a signing session expired by then
+// (WALLET_SIGNATURE_INVALID), however long it waited for those locks. A
+// transaction the store runs again reads the clock again. The effect gets
+// that time as [Authorization.Now].
 //
 // The signer check and the effect are one serializable unit. Under the
 // session rules the consuming transaction locks the operation's internal
@@ -450,18 +485,24 @@ func (m *Manager) CompleteLocking(ctx context.Context, r Request, opType string,
 		a.PublicKey = stamp.PublicKey()
 	}
 	err = m.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-		// The request was found live at now above; the store may send its
-		// consumption with the next statement (the first lock) or the
-		// commit, and reports a lost race wherever it surfaces.
-		if err := tx.PendingRequests().Spend(ctx, p.ID, now); err != nil {
-			return requestError(err)
+		// The time read above only spared a doomed request the signature
+		// check. Each run of this transaction reads the clock anew: a
+		// rerun may start long after the first. authorize decides on a
+		// later reading still, taken once every lock is granted.
+		a.Now, a.SessionID, a.CredentialID = time.Time{}, "", ""
+		now := m.cfg.Clock()
+		if !now.Before(p.ExpiresAt) {
+			return requestError(storage.ErrExpired)
+		}
+		if err := m.consume(ctx, tx, &p, now); err != nil {
+			return err
 		}
 		if lock != nil {
 			if err := lock(ctx, tx, a); err != nil {
 				return err
 			}
 		}
-		if err := m.authorize(ctx, tx, &p, stamp, now, a); err != nil {
+		if err := m.authorize(ctx, tx, &p, stamp, a); err != nil {
 			return err
 		}
 		if effect != nil {
@@ -547,32 +588,64 @@ func (m *Manager) runFirst(ctx context.Context, r Request, op Steps) (_ *Authori
 	return nil, c, nil
 }
 
-// authorize checks the signer rule against the sessions in storage at now and
-// records the signing session in a. stamp is nil for the sandbox literal,
-// which stands in for the key match but not for the rule: a session rule
-// still needs a qualifying active session. Every session rule decides on a
-// session locked with [storage.Sessions.LockSigner], so a revoke of the
-// session or its credential cannot commit between the check and the end of
-// the transaction.
-func (m *Manager) authorize(ctx context.Context, tx storage.Tx, p *storage.PendingRequest, stamp *Stamp, now time.Time, a *Authorization) error {
+// consume marks the request p used in tx at now, a time at which it was found
+// unexpired. Under the session rules the store may send the consumption with
+// its next statement, the signer's lock, whose answer comes only once both
+// are granted. A BoundKey request has no signer to lock: it is consumed by a
+// statement of its own, so that its lock too is granted before the time is
+// read that the request is decided on.
+func (m *Manager) consume(ctx context.Context, tx storage.Tx, p *storage.PendingRequest, now time.Time) error {
+	var err error
+	if Rule(p.SignerRule) == BoundKey {
+		_, err = tx.PendingRequests().Consume(ctx, p.ID, now)
+	} else {
+		// The store reports a lost race wherever it surfaces.
+		err = tx.PendingRequests().Spend(ctx, p.ID, now)
+	}
+	if err != nil {
+		return requestError(err)
+	}
+	return nil
+}
+
+// authorize checks the signer rule against the sessions in storage and records
+// the signing session in a. stamp is nil for the sandbox literal, which stands
+// in for the key match but not for the rule: a session rule still needs a
+// qualifying active session. Every session rule decides on a session locked
+// with [storage.Sessions.LockSigner], so a revoke of the session or its
+// credential cannot commit between the check and the end of the transaction.
+// The request's expiry and the session's are decided on a.Now, which decide
+// reads once the signer's locks are granted.
+func (m *Manager) authorize(ctx context.Context, tx storage.Tx, p *storage.PendingRequest, stamp *Stamp, a *Authorization) error {
 	denied := apierror.New(apierror.WalletSignatureInvalid, "the signing key is not allowed to authorize this request")
 	rule := Rule(p.SignerRule)
-	// qualifies reports whether s, read under its lock, may sign.
+	// decide reads the time of the decision into a.Now, after every lock
+	// it rests on was granted (a lock wait moves it on), and refuses a
+	// request expired by then.
+	decide := func() error {
+		now := m.cfg.Clock().UTC()
+		if !now.Before(p.ExpiresAt) {
+			return requestError(storage.ErrExpired)
+		}
+		a.Now = now
+		return nil
+	}
+	// qualifies reports whether s, read under its lock, may sign at a.Now.
 	qualifies := func(s *storage.Session) bool {
-		return s.Active(now) && s.AccountID == p.AccountID &&
+		return s.Active(a.Now) && s.AccountID == p.AccountID &&
 			(rule != OtherCredentialSession || s.CredentialID != p.SignerRef) &&
 			(stamp == nil || sessionKey(stamp, s))
 	}
-	// signer locks session id and reports whether it qualifies.
+	// signer locks session id, decides, and reports whether it qualifies.
 	signer := func(id string) (bool, error) {
-		s, err := tx.Sessions().LockSigner(ctx, p.AccountID, id)
-		if errors.Is(err, storage.ErrNotFound) {
-			return false, nil
+		s, lockErr := tx.Sessions().LockSigner(ctx, p.AccountID, id)
+		if lockErr != nil && !errors.Is(lockErr, storage.ErrNotFound) {
+			return false, apierror.Internal(lockErr)
 		}
-		if err != nil {
-			return false, apierror.Internal(err)
+		if err := decide(); err != nil {
+			return false, err
 		}
-		if !qualifies(&s) {
+		if lockErr != nil || !qualifies(&s) {
 			return false, nil
 		}
 		a.SessionID, a.CredentialID = s.ID, s.CredentialID
@@ -580,6 +653,9 @@ func (m *Manager) authorize(ctx context.Context, tx storage.Tx, p *storage.Pendi
 	}
 	switch rule {
 	case BoundKey:
+		if err := decide(); err != nil {
+			return err
+		}
 		if stamp == nil {
 			return nil
 		}
@@ -589,12 +665,15 @@ func (m *Manager) authorize(ctx context.Context, tx storage.Tx, p *storage.Pendi
 		}
 		return nil
 	case Session:
-		s, err := tx.Sessions().LockSigner(ctx, p.AccountID, p.SignerRef)
-		if errors.Is(err, storage.ErrNotFound) || err == nil && !s.Active(now) {
-			return apierror.New(apierror.WalletSignatureInvalid, "the session allowed to sign is no longer active")
+		s, lockErr := tx.Sessions().LockSigner(ctx, p.AccountID, p.SignerRef)
+		if lockErr != nil && !errors.Is(lockErr, storage.ErrNotFound) {
+			return apierror.Internal(lockErr)
 		}
-		if err != nil {
-			return apierror.Internal(err)
+		if err := decide(); err != nil {
+			return err
+		}
+		if lockErr != nil || !s.Active(a.Now) {
+			return apierror.New(apierror.WalletSignatureInvalid, "the session allowed to sign is no longer active")
 		}
 		if stamp != nil && !sessionKey(stamp, &s) {
 			return denied
@@ -610,6 +689,9 @@ func (m *Manager) authorize(ctx context.Context, tx storage.Tx, p *storage.Pendi
 			if err != nil {
 				return apierror.Internal(err)
 			}
+			if err := decide(); err != nil {
+				return err
+			}
 			for i := range sessions {
 				if qualifies(&sessions[i]) {
 					a.SessionID, a.CredentialID = sessions[i].ID, sessions[i].CredentialID
@@ -619,19 +701,25 @@ func (m *Manager) authorize(ctx context.Context, tx storage.Tx, p *storage.Pendi
 		} else {
 			// The list only names candidates; each is decided on under
 			// its lock, since a revoke may commit between the list and
-			// the lock.
-			sessions, err := tx.Sessions().ListActive(ctx, p.AccountID, now)
+			// the lock, and a session may expire while the lock is
+			// waited for.
+			sessions, err := tx.Sessions().ListActive(ctx, p.AccountID, m.cfg.Clock())
 			if err != nil {
 				return apierror.Internal(err)
 			}
 			for i := range sessions {
-				if !qualifies(&sessions[i]) {
+				if rule == OtherCredentialSession && sessions[i].CredentialID == p.SignerRef {
 					continue
 				}
 				ok, err := signer(sessions[i].ID)
 				if err != nil || ok {
 					return err
 				}
+			}
+			// No session qualified, or none was listed: the refusal
+			// still names a request expired by now as such.
+			if err := decide(); err != nil {
+				return err
 			}
 		}
 		if rule == OtherCredentialSession {

@@ -52,7 +52,13 @@ type fixture struct {
 
 func newFixture(t testing.TB, sandbox bool) *fixture {
 	t.Helper()
-	f := &fixture{store: memory.New(), clock: &clock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}}
+	return newFixtureOn(t, memory.New(), sandbox)
+}
+
+// newFixtureOn is newFixture on store.
+func newFixtureOn(t testing.TB, store storage.Store, sandbox bool) *fixture {
+	t.Helper()
+	f := &fixture{store: store, clock: &clock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}}
 	f.mgr = newManager(t, signedretry.Config{Store: f.store, Clock: f.clock.Now, Sandbox: sandbox})
 	f.account = newID(t, "InternalAccount")
 	f.credA, f.credB = newID(t, "AuthMethod"), newID(t, "AuthMethod")

@@ -38,7 +38,13 @@
 // transaction, commits nothing and never reruns fn (a serialization failure
 // is returned for the host to roll back and rerun), and an effect reaches
 // the transaction with postgres.HostTx. The host commits or rolls back. The
-// pattern is the same for every operation. storage/memory has no host
+// pattern is the same for every operation that accepts a host transaction.
+// One that records what it refuses runs under a context marked by
+// [Standalone], and a store refuses to run its Atomic in a host's
+// transaction ([ErrStandalone]), so that no decision of the host's can
+// erase the record. A store also refuses a host transaction at an
+// isolation level its rules were not proven at (storage/postgres: any
+// level but that of its own transactions). storage/memory has no host
 // transaction: its Atomic is always its own.
 //
 // # Exactly once
@@ -69,15 +75,18 @@
 //     [Credentials.LockEmail] orders changes that tie an email address to
 //     EMAIL_OTP credentials, [Sessions.LockSigner] keeps the session that
 //     signs an operation, and its credential, from being revoked until the
-//     operation commits, and [PendingRequests.CreateLimited] counts an
-//     account's live requests and adds one under a lock of them.
+//     operation commits, [PendingRequests.CreateLimited] counts an
+//     account's live requests and adds one under a lock of them, and
+//     [PendingRequests.CreateBounded] deletes the oldest requests of a
+//     scope and adds one under a lock of the scope.
 //
 // Locks are taken in this order, so transactions never wait for each other
 // in a cycle: internal accounts (several in ascending id order), then an
 // email address, then credentials, then sessions, then external accounts
 // (a payout signed by a session locks its signer before the external account
 // it pays, [ExternalAccounts.Lock]), then the lock of an account's pending
-// requests ([PendingRequests.CreateLimited]). [Outbox.Append] comes last: a
+// requests ([PendingRequests.CreateLimited]), then the lock of a scope of
+// pending requests ([PendingRequests.CreateBounded]). [Outbox.Append] comes last: a
 // store may order an account's events with a lock held until commit
 // (storage/postgres takes a lock per account, storage/memory one for the
 // whole outbox), so a transaction appends its events after every other lock
@@ -86,8 +95,8 @@
 // # Deferrable writes
 //
 // A few writes return nothing a caller decides on but an error that ends
-// the transaction: [Sessions.Create], [OTPIssuances.Put] and
-// [Outbox.Append]. A store may
+// the transaction: [Sessions.Create], [OTPIssuances.Put],
+// [PendingRequests.CreateBounded] and [Outbox.Append]. A store may
 // defer them, sending them with the transaction's next statement or with its
 // commit, so they cost no round trip of their own (storage/postgres does).
 // A deferred write that fails (a duplicate id) is then reported by that
@@ -361,7 +370,8 @@ type PendingRequests interface {
 	Create(ctx context.Context, p *PendingRequest) error
 	// CreateLimited is Create for a request that counts against its
 	// account: it stores p only while p.AccountID has fewer than limit live
-	// requests (unconsumed, ExpiresAt after p.CreatedAt). Otherwise it stores
+	// requests (unconsumed, ExpiresAt after p.CreatedAt, and not stored by
+	// CreateBounded, whose requests count only in their scope). Otherwise it stores
 	// nothing and returns ErrExhausted and retryAt, the earliest ExpiresAt
 	// of those live requests (by then at the latest one stops counting).
 	// The count and the insert are one step under a lock of the
@@ -377,6 +387,24 @@ type PendingRequests interface {
 	// or Atomic that carried it. A caller therefore answers the limit from
 	// the error of Atomic.
 	CreateLimited(ctx context.Context, p *PendingRequest, limit int) (retryAt time.Time, err error)
+	// CreateBounded is Create for a request that anyone may start: instead
+	// of counting against p.AccountID (CreateLimited does not count it),
+	// it belongs to scope, which keeps at most limit requests. It never
+	// refuses p for the bound but makes room by deleting the oldest: in
+	// one step, under a lock of the scope held until the transaction ends,
+	// it deletes the scope's requests that are no longer live at
+	// p.CreatedAt (consumed, or ExpiresAt not after it) and, of the live
+	// ones, all but the limit-1 newest (by CreatedAt, then by id compared
+	// bytewise), and stores p in the scope. A deleted request is
+	// superseded: Get and Consume then answer ErrNotFound for it, as for
+	// an unknown id. Of any number of concurrent CreateBounded calls for
+	// one scope, on any replica, none fails for the bound, and the scope
+	// never holds more than limit requests, live or not. ErrDuplicate when
+	// the id exists (nothing is deleted then). scope must not be empty and
+	// limit must be positive. It is a deferrable write (see the package
+	// documentation): ErrDuplicate may come from a later call or from
+	// Atomic, the transaction rolled back.
+	CreateBounded(ctx context.Context, p *PendingRequest, scope string, limit int) error
 	// Get returns the request (consumed and expired ones included, until
 	// swept) or ErrNotFound.
 	Get(ctx context.Context, id string) (PendingRequest, error)

@@ -24,6 +24,7 @@ import (
 	"github.com/ethereum/go-ethereum/accounts"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -103,6 +104,10 @@ const (
 	kindMaximum            = "F: payout above the maximum committed"
 	kindUnproven           = "F: wallet of an unknown type or custodian paid without a proof"
 	kindGuessBudget        = "G: wrong OTP codes compared for one credential beyond a day's budget"
+	kindIssuanceAttempts   = "G: wrong OTP codes compared for one issuance beyond its attempt limit"
+	kindPaidTwice          = "H: one payout paid more than once"
+	kindDebitNoCommit      = "H: a host debit committed without walletgate's payout"
+	kindCommitNoDebit      = "H: walletgate's payout committed without the host's debit"
 	kindLost               = "a 200 left no trace in the outbox"
 	kindRefusedCommitted   = "a refused operation committed"
 )
@@ -169,6 +174,8 @@ type chaosPayoutData struct {
 	Currency string `json:"currency"`
 	Address  string `json:"address"`
 	Status   string `json:"status"`
+	// Ledger: the host debited its ledger in the same transaction.
+	Ledger bool `json:"ledger,omitempty"`
 }
 
 // chaosParams are the signed parameters of a host operation.
@@ -190,6 +197,14 @@ type chaosWorld struct {
 	own    []*ownership.Service
 	stores []storage.Store
 	check  storage.Store // the checker's store (a pool that is never killed)
+	// replicas are what operations run on: one per store, and on
+	// PostgreSQL one host replica more per store (see do).
+	replicas  []chaosReplica
+	checkPool *pgxpool.Pool // the checker's pool, nil on the memory store
+	ledger    string        // the host's ledger table, debited by payouts in host transactions
+	audit     string        // the host's audit table, written by every host transaction
+	hostStats chaosHostStats
+	level     pgx.TxIsoLevel // the stores' isolation level; host transactions run at it
 
 	wallets []*chaosWallet
 	// target is a wallet only guessed at: wrong codes against its
@@ -204,6 +219,9 @@ type chaosWorld struct {
 	hostResult map[string]string // host op id -> "ok", "refused" or "maybe"
 	proofs     map[[2]string]int // (account, address) -> verify calls proving it
 	wrong      map[string]int    // credential -> wrong codes compared
+	compared   map[string]int    // issuance (its target bundle) -> wrong codes compared
+	payouts    map[string]int    // payout op id -> CHAOS.PAYOUT events
+	debits     map[string]bool   // payout op id -> its CHAOS.PAYOUT says the host debited
 	client     []violation
 	kills      atomic.Int64
 	seq        atomic.Int64
@@ -311,7 +329,11 @@ func renderChaos(a storage.ExternalAccount) any {
 // newChaosWorld builds one walletauth and one ownership service per store
 // (replicas sharing one database), and the wallets with their external
 // accounts.
-func newChaosWorld(t *testing.T, stores []storage.Store, check storage.Store) *chaosWorld {
+//
+// On PostgreSQL (pools set, one per store, and checkPool), every store also
+// serves a host replica, whose calls run in transactions of the host's
+// that write its audit rows and, for payouts, its ledger (see do).
+func newChaosWorld(t *testing.T, stores []storage.Store, check storage.Store, pools []*pgxpool.Pool, checkPool *pgxpool.Pool) *chaosWorld {
 	t.Helper()
 	ctx := t.Context()
 	signing, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
@@ -320,7 +342,18 @@ func newChaosWorld(t *testing.T, stores []storage.Store, check storage.Store) *c
 	}
 	sealer := testKeyring(t, "chaos-1")
 	w := &chaosWorld{ctx: t.Context(), stores: stores, check: check, ops: map[string]*[3]int{}, hostSigner: map[string]string{},
-		hostResult: map[string]string{}, proofs: map[[2]string]int{}, wrong: map[string]int{}}
+		hostResult: map[string]string{}, proofs: map[[2]string]int{}, wrong: map[string]int{}, compared: map[string]int{},
+		payouts: map[string]int{}, debits: map[string]bool{}, checkPool: checkPool}
+	if checkPool != nil {
+		pg := check.(*postgres.Store)
+		w.ledger = pgx.Identifier{pg.Schema(), "chaos_ledger"}.Sanitize()
+		w.audit = pgx.Identifier{pg.Schema(), "chaos_audit"}.Sanitize()
+		// No key on the ledger: a payout debited twice shows as two rows.
+		if _, err := checkPool.Exec(ctx, "CREATE TABLE "+w.ledger+" (op_id text NOT NULL, account_id text NOT NULL, amount bigint NOT NULL);"+
+			"CREATE TABLE "+w.audit+" (at timestamptz NOT NULL)"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, st := range stores {
 		v, err := oidc.New(context.Background(), oidc.Config{Issuers: []oidc.Issuer{oidc.Google("chaos-client")}, Sandbox: true})
 		if err != nil {
@@ -340,6 +373,12 @@ func newChaosWorld(t *testing.T, stores []storage.Store, check storage.Store) *c
 			t.Fatal(err)
 		}
 		w.auth, w.own = append(w.auth, svc), append(w.own, own)
+		r := chaosReplica{auth: svc, own: own, st: st}
+		w.replicas = append(w.replicas, r)
+		if pools != nil {
+			r.pg, r.pool, r.host = st.(*postgres.Store), pools[len(w.auth)-1], true
+			w.replicas = append(w.replicas, r)
+		}
 	}
 	for i := range chaosWallets {
 		w.emails = append(w.emails, fmt.Sprintf("shared%d@example.com", i))
@@ -406,9 +445,156 @@ func (w *chaosWorld) opCtx(rng *rand.Rand) (context.Context, context.CancelFunc)
 	}
 }
 
-func (w *chaosWorld) svc(rng *rand.Rand) (*walletauth.Service, *ownership.Service, storage.Store) {
-	i := rng.IntN(len(w.auth))
-	return w.auth[i], w.own[i], w.stores[i]
+// chaosReplica is one replica: its services and their store, and, on a
+// PostgreSQL run, the pool a host of it begins its transactions on.
+type chaosReplica struct {
+	auth *walletauth.Service
+	own  *ownership.Service
+	st   storage.Store
+	pg   *postgres.Store // nil on the memory store
+	pool *pgxpool.Pool
+	host bool // a host replica: every call runs in a transaction of the host's
+}
+
+// chaosHostStats counts what the host replicas did.
+type chaosHostStats struct {
+	calls, offLevel                  atomic.Int64
+	rolledBackErr, rolledBackOK      atomic.Int64
+	committedErr, reruns, standalone atomic.Int64
+	isolation, commitFailed          atomic.Int64
+}
+
+// errHostRolledBack is what a host answers when it rolled back its
+// transaction after walletgate's call succeeded: nothing of it committed.
+var errHostRolledBack = apierror.New(apierror.Conflict, "the host rolled its transaction back")
+
+// Host behaviour: the shares of host calls that begin at an isolation
+// level other than the store's (SERIALIZABLE beside a READ COMMITTED
+// store and the reverse), and of errors and successes after which the
+// host rolls back.
+const (
+	chaosHostOffLevel    = 30 // percent of host transactions begun at a level other than the store's
+	chaosHostRollbackErr = 50 // percent of errors the host rolls back (it commits its own rows otherwise)
+	chaosHostRollbackOK  = 10 // percent of successes the host rolls back
+	chaosHostReruns      = 5  // reruns of a transaction that lost a conflict
+)
+
+type ledgerKey struct{}
+
+// chaosLedger is the host's ledger table a payout effect debits, carried by
+// the context of a host transaction; empty outside one.
+func chaosLedger(ctx context.Context) string {
+	name, _ := ctx.Value(ledgerKey{}).(string)
+	return name
+}
+
+// do runs op on a random replica. On a host replica op runs inside a
+// transaction of the host's, bound with Store.WithTx, that first writes the
+// host's audit row; the host then rolls back after a share of errors and
+// of successes (answering errHostRolledBack for a success it undid), and
+// commits otherwise. A share of its transactions begin at another
+// isolation level than the store's. It reruns the whole transaction on
+// ErrRerun or a serialization failure of its own COMMIT, begins again at
+// the store's level when walletgate refuses the level, and calls op again
+// without a host transaction when walletgate refuses one for the
+// operation (storage.ErrStandalone), as a host that follows the
+// documentation does.
+func (w *chaosWorld) do(c context.Context, rng *rand.Rand, op func(ctx context.Context, r chaosReplica) error) error {
+	r := w.replicas[rng.IntN(len(w.replicas))]
+	if !r.host {
+		return op(c, r)
+	}
+	w.hostStats.calls.Add(1)
+	level := w.level
+	if rng.IntN(100) < chaosHostOffLevel {
+		w.hostStats.offLevel.Add(1)
+		level = pgx.Serializable
+		if w.level == pgx.Serializable {
+			level = pgx.ReadCommitted
+		}
+	}
+	for run := 0; ; run++ {
+		err := w.hostOnce(c, rng, r, level, op)
+		switch {
+		case errors.Is(err, storage.ErrStandalone):
+			w.hostStats.standalone.Add(1)
+			return op(c, r)
+		case errors.Is(err, postgres.ErrIsolation) && level != w.level:
+			w.hostStats.isolation.Add(1)
+			level = w.level
+		case (errors.Is(err, postgres.ErrRerun) || errors.Is(err, errHostCommitConflict)) && run < chaosHostReruns:
+			w.hostStats.reruns.Add(1)
+			time.Sleep(time.Duration(rng.Int64N(int64(time.Millisecond) << run)))
+		default:
+			return err
+		}
+	}
+}
+
+// errHostCommitConflict: the host's own COMMIT failed with a
+// serialization failure (at SERIALIZABLE the serializable checks may
+// refuse the commit itself); nothing committed and the host reruns.
+var errHostCommitConflict = errors.New("the host's commit lost a serialization conflict")
+
+// hostOnce is one run of a host transaction around op (see do).
+func (w *chaosWorld) hostOnce(c context.Context, rng *rand.Rand, r chaosReplica, level pgx.TxIsoLevel,
+	op func(ctx context.Context, r chaosReplica) error) error {
+	tx, err := r.pool.BeginTx(c, pgx.TxOptions{IsoLevel: level})
+	if err != nil {
+		return apierror.Internal(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(c)) }() // a no-op after Commit
+	if _, err := tx.Exec(c, "INSERT INTO "+w.audit+" (at) VALUES (clock_timestamp())"); err != nil {
+		return apierror.Internal(err)
+	}
+	err = op(context.WithValue(r.pg.WithTx(c, tx), ledgerKey{}, w.ledger), r)
+	switch {
+	case errors.Is(err, storage.ErrStandalone) || errors.Is(err, postgres.ErrIsolation) || errors.Is(err, postgres.ErrRerun):
+		return err // rolled back
+	case err != nil && rng.IntN(100) < chaosHostRollbackErr:
+		w.hostStats.rolledBackErr.Add(1)
+		return err
+	case err == nil && rng.IntN(100) < chaosHostRollbackOK:
+		w.hostStats.rolledBackOK.Add(1)
+		return errHostRolledBack
+	}
+	if cerr := tx.Commit(c); cerr != nil {
+		if pe := (*pgconn.PgError)(nil); errors.As(cerr, &pe) && pe.Code == "40001" {
+			return fmt.Errorf("%w: %w", errHostCommitConflict, cerr)
+		}
+		w.hostStats.commitFailed.Add(1)
+		if err == nil {
+			// The commit's outcome is unknown to the host: "maybe".
+			return apierror.Internal(fmt.Errorf("host commit: %w", cerr))
+		}
+		return err
+	}
+	if err != nil {
+		w.hostStats.committedErr.Add(1)
+	}
+	return err
+}
+
+// challenge issues a one-time code for cred on a random replica.
+func (w *chaosWorld) challenge(c context.Context, rng *rand.Rand, cred string) (*walletauth.ChallengeResponse, error) {
+	var m *walletauth.ChallengeResponse
+	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		m, err = r.auth.Challenge(ctx, cred, walletauth.ChallengeRequest{})
+		return err
+	})
+	return m, err
+}
+
+// verify runs one leg of a verification of cred on a random replica.
+func (w *chaosWorld) verify(c context.Context, rng *rand.Rand, cred string, req walletauth.VerifyRequest,
+	call signedretry.Request) (*walletauth.AuthSession, *signedretry.Challenge, error) {
+	var sess *walletauth.AuthSession
+	var ch *signedretry.Challenge
+	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		sess, ch, err = r.auth.Verify(ctx, cred, req, call)
+		return err
+	})
+	return sess, ch, err
 }
 
 // pick helpers read the clients' beliefs of a wallet.
@@ -502,21 +688,19 @@ func (w *chaosWorld) loginOTP(c context.Context, rng *rand.Rand, cw *chaosWallet
 	if !ok {
 		return
 	}
-	svc, _, _ := w.svc(rng)
-	m, err := svc.Challenge(c, cred.ID, walletauth.ChallengeRequest{})
+	m, err := w.challenge(c, rng, cred.ID)
 	if w.count("otp challenge", err) != "ok" {
 		return
 	}
 	key, _ := walletauth.NewClientKey()
-	bundle, err := key.SealOTP(m.OTPEncryptionTargetBundle, svc.SigningPublicKey(), walletauth.SandboxOTPCode, nil)
+	bundle, err := key.SealOTP(m.OTPEncryptionTargetBundle, w.auth[0].SigningPublicKey(), walletauth.SandboxOTPCode, nil)
 	if err != nil {
 		panic(err)
 	}
 	req := walletauth.VerifyRequest{Type: cred.Type, EncryptedOTPBundle: bundle}
 	body, _ := json.Marshal(req)
 	first := call("POST", "/auth/credentials/"+cred.ID+"/verify", string(body))
-	svc, _, _ = w.svc(rng)
-	_, ch, err := svc.Verify(c, cred.ID, req, first)
+	_, ch, err := w.verify(c, rng, cred.ID, req, first)
 	if w.count("otp verify leg 1", err) != "ok" {
 		return
 	}
@@ -524,8 +708,7 @@ func (w *chaosWorld) loginOTP(c context.Context, rng *rand.Rand, cw *chaosWallet
 	if err != nil {
 		panic(err)
 	}
-	svc, _, _ = w.svc(rng)
-	sess, _, err := svc.Verify(c, cred.ID, req, retry)
+	sess, _, err := w.verify(c, rng, cred.ID, req, retry)
 	if w.count("otp login", err) != "ok" {
 		return
 	}
@@ -538,8 +721,7 @@ func (w *chaosWorld) wrongOTP(c context.Context, rng *rand.Rand, cw *chaosWallet
 	if !ok {
 		return
 	}
-	svc, _, _ := w.svc(rng)
-	m, err := svc.Challenge(c, cred.ID, walletauth.ChallengeRequest{})
+	m, err := w.challenge(c, rng, cred.ID)
 	if w.count("otp challenge", err) != "ok" {
 		return
 	}
@@ -549,33 +731,34 @@ func (w *chaosWorld) wrongOTP(c context.Context, rng *rand.Rand, cw *chaosWallet
 		fns[i] = w.guess(c, rng, cred, m.OTPEncryptionTargetBundle)
 	}
 	for _, err := range together(fns...) {
-		w.countGuess(cred.ID, err)
+		w.countGuess(cred.ID, m.OTPEncryptionTargetBundle, err)
 	}
 }
 
 // guess returns a leg 1 of cred with a wrong code sealed to bundle.
 func (w *chaosWorld) guess(c context.Context, rng *rand.Rand, cred chaosCredential, bundle string) func() error {
-	svc, _, _ := w.svc(rng)
+	r := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
 	return func() error {
 		key, _ := walletauth.NewClientKey()
-		sealed, err := key.SealOTP(bundle, svc.SigningPublicKey(), "123456", nil)
+		sealed, err := key.SealOTP(bundle, w.auth[0].SigningPublicKey(), "123456", nil)
 		if err != nil {
 			return err
 		}
 		req := walletauth.VerifyRequest{Type: cred.Type, EncryptedOTPBundle: sealed}
 		body, _ := json.Marshal(req)
-		_, _, err = svc.Verify(c, cred.ID, req, call("POST", "/auth/credentials/"+cred.ID+"/verify", string(body)))
+		_, _, err = w.verify(c, r, cred.ID, req, call("POST", "/auth/credentials/"+cred.ID+"/verify", string(body)))
 		return err
 	}
 }
 
-// countGuess records the answer to a wrong code: "Invalid OTP code" means
-// the code was compared.
-func (w *chaosWorld) countGuess(cred string, err error) {
+// countGuess records the answer to a wrong code sent for the issuance of
+// bundle: "Invalid OTP code" means the code was compared.
+func (w *chaosWorld) countGuess(cred, bundle string, err error) {
 	w.count("otp wrong code", err)
 	if isAPIError(err, 401, apierror.Unauthorized, "Invalid OTP code") {
 		w.mu.Lock()
 		w.wrong[cred]++
+		w.compared[bundle]++
 		w.mu.Unlock()
 	}
 }
@@ -586,8 +769,7 @@ func (w *chaosWorld) loginOAuth(c context.Context, rng *rand.Rand, cw *chaosWall
 		return
 	}
 	key, _ := walletauth.NewClientKey()
-	svc, _, _ := w.svc(rng)
-	sess, _, err := svc.Verify(c, cred.ID, walletauth.VerifyRequest{Type: storage.OAuth,
+	sess, _, err := w.verify(c, rng, cred.ID, walletauth.VerifyRequest{Type: storage.OAuth,
 		OIDCToken: chaosToken(cred.Subject, oidc.NonceFor(key.PublicKeyHex())), ClientPublicKey: key.PublicKeyHex()}, signedretry.Request{})
 	if w.count("oauth login", err) != "ok" {
 		return
@@ -632,8 +814,11 @@ func (w *chaosWorld) addCredential(c context.Context, rng *rand.Rand, cw *chaosW
 	}
 	body, _ := json.Marshal(req)
 	first := call("POST", "/auth/credentials", string(body))
-	svc, _, _ := w.svc(rng)
-	_, ch, err := svc.AddCredential(c, req, first)
+	var ch *signedretry.Challenge
+	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		_, ch, err = r.auth.AddCredential(ctx, req, first)
+		return err
+	})
 	if w.count("add credential leg 1", err) != "ok" {
 		return
 	}
@@ -641,8 +826,11 @@ func (w *chaosWorld) addCredential(c context.Context, rng *rand.Rand, cw *chaosW
 	if err != nil {
 		panic(err)
 	}
-	svc, _, _ = w.svc(rng)
-	m, _, err := svc.AddCredential(c, req, retry)
+	var m *walletauth.AuthMethod
+	err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		m, _, err = r.auth.AddCredential(ctx, req, retry)
+		return err
+	})
 	if w.count("add credential", err) != "ok" {
 		return
 	}
@@ -659,21 +847,27 @@ func (w *chaosWorld) addCredential(c context.Context, rng *rand.Rand, cw *chaosW
 // challenge.
 func (w *chaosWorld) revokeCredentialLeg1(c context.Context, rng *rand.Rand, cred string) (signedretry.Request, *signedretry.Challenge, error) {
 	first := call("DELETE", "/auth/credentials/"+cred, "")
-	svc, _, _ := w.svc(rng)
-	ch, err := svc.RevokeCredential(c, cred, first)
+	var ch *signedretry.Challenge
+	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		ch, err = r.auth.RevokeCredential(ctx, cred, first)
+		return err
+	})
 	w.count("revoke credential leg 1", err)
 	return first, ch, err
 }
 
 // revokeCredentialLeg2 sends the retry of a revoke stamped by signer and
 // returns its error.
-func (w *chaosWorld) revokeCredentialLeg2(c context.Context, svc *walletauth.Service, cw *chaosWallet, cred string,
+func (w *chaosWorld) revokeCredentialLeg2(c context.Context, rng *rand.Rand, cw *chaosWallet, cred string,
 	first signedretry.Request, ch *signedretry.Challenge, signer chaosSession) error {
 	retry, err := stamp(first, ch, signer.Key)
 	if err != nil {
 		panic(err)
 	}
-	_, err = svc.RevokeCredential(c, cred, retry)
+	err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		_, err = r.auth.RevokeCredential(ctx, cred, retry)
+		return err
+	})
 	if w.count("revoke credential", err) == "ok" {
 		cw.dropCredential(cred)
 		w.expect(cw.ID, "AUTH_CREDENTIAL.REVOKED of "+cred+" signed by "+signer.ID, func(r *replay) bool {
@@ -697,8 +891,7 @@ func (w *chaosWorld) revokeCredential(c context.Context, rng *rand.Rand, cw *cha
 	if err != nil {
 		return
 	}
-	svc, _, _ := w.svc(rng)
-	_ = w.revokeCredentialLeg2(c, svc, cw, cred.ID, first, ch, signer)
+	_ = w.revokeCredentialLeg2(c, rng, cw, cred.ID, first, ch, signer)
 }
 
 // revokeWhileGuessing revokes a one-time-code credential while wrong codes
@@ -712,8 +905,7 @@ func (w *chaosWorld) revokeWhileGuessing(c context.Context, rng *rand.Rand, cw *
 	if !ok {
 		return
 	}
-	svc, _, _ := w.svc(rng)
-	m, err := svc.Challenge(c, cred.ID, walletauth.ChallengeRequest{})
+	m, err := w.challenge(c, rng, cred.ID)
 	if w.count("otp challenge", err) != "ok" {
 		return
 	}
@@ -721,12 +913,13 @@ func (w *chaosWorld) revokeWhileGuessing(c context.Context, rng *rand.Rand, cw *
 	if err != nil {
 		return
 	}
-	fns := []func() error{func() error { return w.revokeCredentialLeg2(c, svc, cw, cred.ID, first, ch, signer) }}
+	r := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+	fns := []func() error{func() error { return w.revokeCredentialLeg2(c, r, cw, cred.ID, first, ch, signer) }}
 	for range walletauth.DefaultOTPMaxAttempts + 1 {
 		fns = append(fns, w.guess(c, rng, cred, m.OTPEncryptionTargetBundle))
 	}
 	for _, err := range together(fns...)[1:] {
-		w.countGuess(cred.ID, err)
+		w.countGuess(cred.ID, m.OTPEncryptionTargetBundle, err)
 	}
 }
 
@@ -756,11 +949,10 @@ func (w *chaosWorld) crossRevoke(c context.Context, rng *rand.Rand, cw *chaosWal
 	if err != nil {
 		return
 	}
-	svcX, _, _ := w.svc(rng)
-	svcY, _, _ := w.svc(rng)
+	rx, ry := rand.New(rand.NewPCG(rng.Uint64(), 1)), rand.New(rand.NewPCG(rng.Uint64(), 2))
 	errs := together(
-		func() error { return w.revokeCredentialLeg2(c, svcX, cw, x.ID, fx, chx, sy) },
-		func() error { return w.revokeCredentialLeg2(c, svcY, cw, y.ID, fy, chy, sx) },
+		func() error { return w.revokeCredentialLeg2(c, rx, cw, x.ID, fx, chx, sy) },
+		func() error { return w.revokeCredentialLeg2(c, ry, cw, y.ID, fy, chy, sx) },
 	)
 	won := 0
 	for _, err := range errs {
@@ -784,8 +976,11 @@ func (w *chaosWorld) refreshSession(c context.Context, rng *rand.Rand, cw *chaos
 	req := walletauth.RefreshRequest{ClientPublicKey: key.PublicKeyHex()}
 	body, _ := json.Marshal(req)
 	first := call("POST", "/auth/sessions/"+s.ID+"/refresh", string(body))
-	svc, _, _ := w.svc(rng)
-	_, ch, err := svc.RefreshSession(c, s.ID, req, first)
+	var ch *signedretry.Challenge
+	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		_, ch, err = r.auth.RefreshSession(ctx, s.ID, req, first)
+		return err
+	})
 	if w.count("refresh session leg 1", err) != "ok" {
 		return
 	}
@@ -793,8 +988,11 @@ func (w *chaosWorld) refreshSession(c context.Context, rng *rand.Rand, cw *chaos
 	if err != nil {
 		panic(err)
 	}
-	svc, _, _ = w.svc(rng)
-	fresh, _, err := svc.RefreshSession(c, s.ID, req, retry)
+	var fresh *walletauth.AuthSession
+	err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		fresh, _, err = r.auth.RefreshSession(ctx, s.ID, req, retry)
+		return err
+	})
 	if w.count("refresh session", err) != "ok" {
 		return
 	}
@@ -815,8 +1013,11 @@ func (w *chaosWorld) revokeSession(c context.Context, rng *rand.Rand, cw *chaosW
 		return
 	}
 	first := call("DELETE", "/auth/sessions/"+target.ID, "")
-	svc, _, _ := w.svc(rng)
-	ch, err := svc.RevokeSession(c, target.ID, first)
+	var ch *signedretry.Challenge
+	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		ch, err = r.auth.RevokeSession(ctx, target.ID, first)
+		return err
+	})
 	if w.count("revoke session leg 1", err) != "ok" {
 		return
 	}
@@ -824,8 +1025,10 @@ func (w *chaosWorld) revokeSession(c context.Context, rng *rand.Rand, cw *chaosW
 	if err != nil {
 		panic(err)
 	}
-	svc, _, _ = w.svc(rng)
-	_, err = svc.RevokeSession(c, target.ID, retry)
+	err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		_, err = r.auth.RevokeSession(ctx, target.ID, retry)
+		return err
+	})
 	if w.count("revoke session", err) != "ok" {
 		return
 	}
@@ -840,8 +1043,12 @@ func (w *chaosWorld) updateEmail(c context.Context, rng *rand.Rand, cw *chaosWal
 	email := w.emails[rng.IntN(len(w.emails))]
 	body := `{"email":"` + email + `"}`
 	first := call("PATCH", "/customers/"+cw.Customer, body)
-	svc, _, _ := w.svc(rng)
-	change, ch, err := svc.UpdateEmail(c, cw.Customer, email, nil, first)
+	var change *walletauth.EmailChange
+	var ch *signedretry.Challenge
+	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		change, ch, err = r.auth.UpdateEmail(ctx, cw.Customer, email, nil, first)
+		return err
+	})
 	if w.count("email change leg 1", err) != "ok" {
 		return
 	}
@@ -854,8 +1061,10 @@ func (w *chaosWorld) updateEmail(c context.Context, rng *rand.Rand, cw *chaosWal
 		if err != nil {
 			panic(err)
 		}
-		svc, _, _ = w.svc(rng)
-		change, _, err = svc.UpdateEmail(c, cw.Customer, email, nil, retry)
+		err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+			change, _, err = r.auth.UpdateEmail(ctx, cw.Customer, email, nil, retry)
+			return err
+		})
 		if w.count("email change", err) != "ok" {
 			return
 		}
@@ -878,8 +1087,11 @@ func (w *chaosWorld) hostOperation(c context.Context, rng *rand.Rand, cw *chaosW
 	}
 	body, _ := json.Marshal(p)
 	first := call("POST", "/chaos/operations", string(body))
-	i := rng.IntN(len(w.auth))
-	_, ch, err := w.auth[i].Authorize(c, walletauth.HostOperation{Type: chaosHostOp, AccountID: cw.ID, Parameters: p}, first)
+	var ch *signedretry.Challenge
+	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		_, ch, err = r.auth.Authorize(ctx, walletauth.HostOperation{Type: chaosHostOp, AccountID: cw.ID, Parameters: p}, first)
+		return err
+	})
 	if w.count("host operation leg 1", err) != "ok" {
 		return
 	}
@@ -890,21 +1102,23 @@ func (w *chaosWorld) hostOperation(c context.Context, rng *rand.Rand, cw *chaosW
 	w.mu.Lock()
 	w.hostSigner[p.OpID] = signer.ID
 	w.mu.Unlock()
-	i = rng.IntN(len(w.auth))
-	own := w.own[i]
-	effect := func(_ context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-		var sp chaosParams
-		if err := json.Unmarshal(a.Parameters, &sp); err != nil {
-			return err
-		}
-		if sp.Payout != nil {
-			if err := payout(c, tx, own, sp.OpID, sp.Payout); err != nil {
+	var a *signedretry.Authorization
+	err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		effect := func(ectx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
+			var sp chaosParams
+			if err := json.Unmarshal(a.Parameters, &sp); err != nil {
 				return err
 			}
+			if sp.Payout != nil {
+				if err := payout(ectx, tx, r.own, sp.OpID, sp.Payout); err != nil {
+					return err
+				}
+			}
+			return appendEvent(ectx, tx, eventHostOp, cw.ID, map[string]string{"opId": sp.OpID})
 		}
-		return appendEvent(c, tx, eventHostOp, cw.ID, map[string]string{"opId": sp.OpID})
-	}
-	a, _, err := w.auth[i].Authorize(c, walletauth.HostOperation{Type: chaosHostOp, AccountID: cw.ID, Effect: effect}, retry)
+		a, _, err = r.auth.Authorize(ctx, walletauth.HostOperation{Type: chaosHostOp, AccountID: cw.ID, Effect: effect}, retry)
+		return err
+	})
 	op := "host operation"
 	if p.Payout != nil {
 		op = "host payout"
@@ -934,14 +1148,27 @@ func randomCurrency(rng *rand.Rand) string {
 }
 
 // payout decides the gate in tx and records the payout on the external
-// account, as a host that debits in the same database does.
+// account, as a host that debits in the same database does. Inside a host
+// transaction it also writes the host's ledger debit through
+// postgres.HostTx, in the same transaction as the gate and the event.
 func payout(c context.Context, tx storage.Tx, own *ownership.Service, opID string, p *chaosPayParam) error {
 	d, err := own.CheckPayoutIn(c, tx, ownership.Payout{AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency})
 	if err != nil {
 		return err
 	}
-	return appendEvent(c, tx, eventPayout, p.AccountID, chaosPayoutData{OpID: opID, Amount: p.Amount, Currency: p.Currency,
-		Address: d.Account.Address, Status: string(d.Account.Status)})
+	data := chaosPayoutData{OpID: opID, Amount: p.Amount, Currency: p.Currency, Address: d.Account.Address, Status: string(d.Account.Status)}
+	if ledger := chaosLedger(c); ledger != "" {
+		host, err := postgres.HostTx(c, tx)
+		if err != nil {
+			return err
+		}
+		data.Ledger = true
+		if _, err := host.Exec(c, "INSERT INTO "+ledger+" (op_id, account_id, amount) VALUES ($1, $2, $3)",
+			opID, p.AccountID, p.Amount); err != nil {
+			return err
+		}
+	}
+	return appendEvent(c, tx, eventPayout, p.AccountID, data)
 }
 
 func appendEvent(c context.Context, tx storage.Tx, typ, subject string, data any) error {
@@ -957,15 +1184,20 @@ func (w *chaosWorld) directPayout(c context.Context, rng *rand.Rand, cw *chaosWa
 		return
 	}
 	x := cw.ext[rng.IntN(len(cw.ext))]
-	_, own, st := w.svc(rng)
 	p := &chaosPayParam{AccountID: x.ID, Amount: randomAmount(rng), Currency: randomCurrency(rng)}
-	err := st.Atomic(c, func(tx storage.Tx) error { return payout(c, tx, own, w.newOpID(), p) })
+	id := w.newOpID()
+	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) error {
+		return r.st.Atomic(ctx, func(tx storage.Tx) error { return payout(ctx, tx, r.own, id, p) })
+	})
 	w.count("payout", err)
 }
 
 func (w *chaosWorld) startChallenge(c context.Context, rng *rand.Rand, x *chaosExternal) {
-	_, own, _ := w.svc(rng)
-	ch, err := own.StartChallenge(c, x.ID, ownership.MethodWalletSignature, ownership.CustomerTree)
+	var ch *ownership.Challenge
+	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		ch, err = r.own.StartChallenge(ctx, x.ID, ownership.MethodWalletSignature, ownership.CustomerTree)
+		return err
+	})
 	if w.count("ownership challenge", err) != "ok" {
 		return
 	}
@@ -993,8 +1225,11 @@ func (w *chaosWorld) verifyOwnership(c context.Context, rng *rand.Rand, x *chaos
 	w.mu.Lock()
 	w.proofs[[2]string{x.ID, addr}]++
 	w.mu.Unlock()
-	_, own, _ := w.svc(rng)
-	out, err := own.Verify(c, x.ID, ownership.VerifyRequest{Signature: evmSignText(key, msg)}, ownership.CustomerTree)
+	var out *storage.ExternalAccount
+	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		out, err = r.own.Verify(ctx, x.ID, ownership.VerifyRequest{Signature: evmSignText(key, msg)}, ownership.CustomerTree)
+		return err
+	})
 	if w.count("ownership verify", err) != "ok" {
 		return
 	}
@@ -1029,7 +1264,12 @@ func (w *chaosWorld) proveWhileMoving(c context.Context, rng *rand.Rand, x *chao
 }
 
 func (w *chaosWorld) moveAddress(c context.Context, rng *rand.Rand, x *chaosExternal) error {
-	_, _, st := w.svc(rng)
+	return w.do(c, rng, func(ctx context.Context, r chaosReplica) error { return moveAddressIn(ctx, r.st, x) })
+}
+
+// moveAddressIn moves the account to its other address in one transaction
+// of st.
+func moveAddressIn(c context.Context, st storage.Store, x *chaosExternal) error {
 	return st.Atomic(c, func(tx storage.Tx) error {
 		a, err := tx.ExternalAccounts().Lock(c, x.ID)
 		if err != nil {
@@ -1054,12 +1294,14 @@ func (w *chaosWorld) moveAddress(c context.Context, rng *rand.Rand, x *chaosExte
 }
 
 func (w *chaosWorld) review(c context.Context, rng *rand.Rand, x *chaosExternal) {
-	_, own, _ := w.svc(rng)
 	to := storage.StatusUnderReview
 	if rng.IntN(2) == 0 {
 		to = storage.StatusPendingOwnershipVerification
 	}
-	_, err := own.SetStatus(c, x.ID, to)
+	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		_, err = r.own.SetStatus(ctx, x.ID, to)
+		return err
+	})
 	w.count("status change", err)
 }
 
@@ -1068,9 +1310,8 @@ func (w *chaosWorld) step(rng *rand.Rand) {
 	c, cancel := w.opCtx(rng)
 	defer cancel()
 	cw := w.wallets[rng.IntN(len(w.wallets))]
-	svc, _, _ := w.svc(rng)
 	if rng.IntN(10) == 0 {
-		w.resync(c, svc, cw)
+		w.resync(c, w.auth[rng.IntN(len(w.auth))], cw)
 	}
 	cw.mu.Lock()
 	noSession := len(cw.sessions) == 0
@@ -1252,6 +1493,12 @@ func (w *chaosWorld) verdict(t *testing.T) []violation {
 			out = append(out, violation{Kind: kindRefusedCommitted, Detail: "host operation " + id + " answered 4xx and committed"})
 		}
 	}
+	for bundle, n := range w.compared {
+		if n > walletauth.DefaultOTPMaxAttempts {
+			out = append(out, violation{Kind: kindIssuanceAttempts, Detail: fmt.Sprintf("%d wrong codes compared for one issuance; its limit is %d",
+				n, walletauth.DefaultOTPMaxAttempts), Account: bundle[:min(len(bundle), 24)] + "..."})
+		}
+	}
 	for cred, n := range w.wrong {
 		if n > chaosDailyGuessBudget {
 			out = append(out, violation{Kind: kindGuessBudget, Account: cred,
@@ -1267,7 +1514,56 @@ func (w *chaosWorld) verdict(t *testing.T) []violation {
 			out = append(out, vs...)
 		}
 	}
-	return out
+	vs, err := w.checkLedger(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, vs...)
+}
+
+// checkLedger compares the host's ledger with walletgate's payouts: each
+// payout committed at most once, a debit for every payout made in a host
+// transaction and none for a payout that did not commit.
+func (w *chaosWorld) checkLedger(ctx context.Context) ([]violation, error) {
+	var out []violation
+	for id, n := range w.payouts {
+		if n > 1 {
+			out = append(out, violation{Kind: kindPaidTwice, Detail: fmt.Sprintf("payout %s has %d CHAOS.PAYOUT events", id, n)})
+		}
+	}
+	if w.checkPool == nil {
+		return out, nil
+	}
+	rows, err := w.checkPool.Query(ctx, "SELECT op_id, count(*) FROM "+w.ledger+" GROUP BY op_id")
+	if err != nil {
+		return nil, err
+	}
+	debited := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		debited[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for id, n := range debited {
+		switch {
+		case n > 1:
+			out = append(out, violation{Kind: kindPaidTwice, Detail: fmt.Sprintf("payout %s debited %d times", id, n)})
+		case !w.debits[id]:
+			out = append(out, violation{Kind: kindDebitNoCommit, Detail: "payout " + id + " debited, and no payout of it committed"})
+		}
+	}
+	for id := range w.debits {
+		if debited[id] == 0 {
+			out = append(out, violation{Kind: kindCommitNoDebit, Detail: "payout " + id + " committed in a host transaction without its debit"})
+		}
+	}
+	return out, nil
 }
 
 // checkExternal replays an external account's outbox: its status and
@@ -1361,6 +1657,12 @@ func (w *chaosWorld) checkExternal(x *chaosExternal) ([]violation, error) {
 			if p.Address != cur.Address {
 				bad(kindStalePayout, e.Seq, "paid to %s while the account's address was %s", p.Address, cur.Address)
 			}
+			w.mu.Lock()
+			w.payouts[p.OpID]++
+			if p.Ledger {
+				w.debits[p.OpID] = true
+			}
+			w.mu.Unlock()
 		}
 	}
 	var stored storage.ExternalAccount
@@ -1397,6 +1699,12 @@ func (w *chaosWorld) summarize(t *testing.T, d time.Duration, vs []violation) {
 		c := w.ops[name]
 		fmt.Fprintf(&b, "  %-26s ok %6d  refused %6d  maybe %6d\n", name, c[0], c[1], c[2])
 	}
+	if h := &w.hostStats; h.calls.Load() > 0 {
+		fmt.Fprintf(&b, "  host calls %d: %d rolled back after an error, %d after a success, %d committed after an error, "+
+			"%d commits failed, %d reruns, %d begun at another level than the store's (%d refused), %d refused as standalone and run outside\n",
+			h.calls.Load(), h.rolledBackErr.Load(), h.rolledBackOK.Load(), h.committedErr.Load(), h.commitFailed.Load(),
+			h.reruns.Load(), h.offLevel.Load(), h.isolation.Load(), h.standalone.Load())
+	}
 	t.Log(b.String())
 	if len(vs) == 0 {
 		return
@@ -1428,8 +1736,19 @@ func (w *chaosWorld) summarize(t *testing.T, d time.Duration, vs []violation) {
 }
 
 // TestChaosPostgres runs the chaos test on 4 pools sharing one schema, with
-// backends of the test's application_name terminated at random.
-func TestChaosPostgres(t *testing.T) {
+// backends of the test's application_name terminated at random; half the
+// calls are a host's, in host transactions (see chaosWorld.do).
+func TestChaosPostgres(t *testing.T) { chaosPostgres(t, postgres.Config{}) }
+
+// TestChaosPostgresSerializable runs it on stores configured SERIALIZABLE,
+// whose host transactions run SERIALIZABLE too, for half the time.
+func TestChaosPostgresSerializable(t *testing.T) {
+	chaosPostgres(t, postgres.Config{Isolation: pgx.Serializable, MaxRetries: 50})
+}
+
+// chaosPostgres runs the chaos test on stores configured with cfg (its
+// Schema is the run's own).
+func chaosPostgres(t *testing.T, cfg postgres.Config) {
 	ctx := t.Context()
 	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
 	if dsn == "" {
@@ -1461,10 +1780,11 @@ func TestChaosPostgres(t *testing.T) {
 			t.Errorf("dropping schema %s: %v", schema, err)
 		}
 	})
-	if _, err := postgres.Migrate(ctx, checkPool, postgres.Config{Schema: schema}); err != nil {
+	cfg.Schema = schema
+	if _, err := postgres.Migrate(ctx, checkPool, cfg); err != nil {
 		t.Fatal(err)
 	}
-	check, err := postgres.New(checkPool, postgres.Config{Schema: schema})
+	check, err := postgres.New(checkPool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1472,14 +1792,21 @@ func TestChaosPostgres(t *testing.T) {
 	var stores []storage.Store
 	for range chaosServices {
 		p := open(app, chaosConnsPerPool)
-		s, err := postgres.New(p, postgres.Config{Schema: schema})
+		s, err := postgres.New(p, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		pools, stores = append(pools, p), append(stores, s)
 	}
-	w := newChaosWorld(t, stores, check)
+	w := newChaosWorld(t, stores, check, pools, checkPool)
+	w.level = cfg.Isolation
+	if w.level == "" {
+		w.level = pgx.ReadCommitted
+	}
 	d := chaosRunTime(t, false)
+	if cfg.Isolation == pgx.Serializable {
+		d /= 2
+	}
 	seed := rand.Uint64()
 	t.Logf("seed %d, application_name %s", seed, app)
 
@@ -1523,7 +1850,7 @@ func TestChaosMemory(t *testing.T) {
 	for i := range stores {
 		stores[i] = st
 	}
-	w := newChaosWorld(t, stores, st)
+	w := newChaosWorld(t, stores, st, nil, nil)
 	d := chaosRunTime(t, true)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)

@@ -25,9 +25,39 @@
 // ([signedretry.Manager.Run]): what the first call binds into the challenge,
 // and what the signed retry does with the bound parameters alone.
 //
+// # Live challenges
+//
+// The first leg of a signed operation, the verification of a one-time code
+// among them, stores a challenge until it is used or expires; a wallet
+// holds at most [Config].MaxPendingChallenges of them, and a first leg
+// beyond that is 429 RATE_LIMITED with Retry-After. A passkey login
+// challenge needs no session and no code: whoever knows a PASSKEY
+// credential's id may ask for one. So passkey login challenges do not count
+// toward that cap, and asking for them cannot keep the owner from a
+// one-time code login or a signed operation. Each PASSKEY credential keeps
+// at most [Config].MaxPasskeyChallenges live login challenges instead: a
+// new one is never refused but supersedes the credential's oldest, whose
+// verification then answers 401 UNAUTHORIZED with reason "unknown request
+// id". The store therefore holds a bounded number of them per credential,
+// and the owner's passkey login fails only when at least
+// MaxPasskeyChallenges other challenges of the credential are issued from
+// the instant of its challenge to its verification. A host that admits
+// fewer challenge requests per credential than that in the time a
+// ceremony takes (a rate limit at its ingress) makes that impossible.
+//
 // [Service] has transport-agnostic methods; [Service.Handler] serves them over
 // net/http. All state lives in the storage.Store; the service itself holds
 // none and is safe for concurrent use.
+//
+// The methods trust their caller with the ids they are given; the handler
+// does not trust its clients. It takes a [WalletGuard] in its
+// [HandlerConfig] and refuses to be built without one: before a route acts,
+// it resolves the wallet, credential or session id of the request to its
+// wallet and asks the guard whether the calling principal (a platform, in
+// a host serving several) may act on that wallet. A refused request writes
+// nothing: no code is sent, no attempt or budget spent, no challenge
+// stored; it answers as an unknown id does, unless the guard returns an
+// *apierror.Error of its own.
 //
 // # The host's transaction
 //

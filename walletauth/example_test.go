@@ -2,6 +2,7 @@ package walletauth_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -45,16 +46,38 @@ func Example_otpLogin() {
 	// 1
 }
 
-// The service mounts under the host's base path.
+// The service mounts under the host's base path, behind a guard that lets
+// a platform act on its own customers' wallets only. Another platform's
+// wallet answers as an unknown one would.
 func ExampleService_Handler() {
+	ctx := context.Background()
 	keys, _ := walletauth.EphemeralKeys(nil)
 	svc, _ := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true, Keys: keys})
+	wallet, _, _ := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:42", Email: "ada@example.com"})
+	platformOf := map[string]string{"Customer:42": "platform-a"} // the host's customers table
+	h, err := svc.Handler(walletauth.HandlerConfig{Guard: func(r *http.Request, w storage.InternalAccount) error {
+		// The host's authentication, here a header, names the caller.
+		if platformOf[w.CustomerID] != r.Header.Get("X-Platform") {
+			return errors.New("the wallet of another platform")
+		}
+		return nil
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/2025-10-13/", http.StripPrefix("/2025-10-13", svc.Handler()))
-	rec := httptest.NewRecorder()
-	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/2025-10-13/auth/credentials?accountId=nope", nil))
-	fmt.Println(rec.Code, rec.Body.String())
-	// Output: 400 {"status":400,"code":"INVALID_INPUT","message":"invalid field accountId: must be an InternalAccount id","details":{"errors":[{"field":"accountId","constraint":{"pattern":"^InternalAccount:[0-9a-fA-F-]{36}$"},"message":"must be an InternalAccount id"}]}}
+	mux.Handle("/2025-10-13/", http.StripPrefix("/2025-10-13", h))
+	for _, platform := range []string{"platform-a", "platform-b"} {
+		r := httptest.NewRequest("GET", "/2025-10-13/auth/credentials?accountId="+wallet.ID, nil)
+		r.Header.Set("X-Platform", platform)
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, r)
+		fmt.Println(platform, rec.Code)
+	}
+	// Output:
+	// platform-a 200
+	// platform-b 404
 }
 
 // A host operation (here a payout) authorized by a session of the wallet:

@@ -49,7 +49,7 @@ func (c httpClient) do(method, path, body string, headers map[string]string, out
 
 func TestHTTPLogin(t *testing.T) {
 	e := newEnv(t, nil)
-	srv := httptest.NewServer(e.svc.Handler())
+	srv := httptest.NewServer(handler(t, e.svc))
 	defer srv.Close()
 	c := httpClient{t, srv}
 
@@ -86,9 +86,9 @@ func TestHTTPLogin(t *testing.T) {
 	if code, _ := c.do("GET", "/auth/credentials?accountId="+e.wallet.ID, "", nil, &creds); code != 200 || len(creds.Data) != 1 {
 		t.Fatalf("list credentials: %d %+v", code, creds)
 	}
-	var empty map[string][]any
-	if code, _ := c.do("GET", "/auth/sessions?accountId=InternalAccount:00000000-0000-4000-8000-000000000000", "", nil, &empty); code != 200 || empty["data"] == nil {
-		t.Fatalf("unknown account: %d %v", code, empty)
+	// The guard needs the wallet: an unknown one is 404, not an empty list.
+	if code, got := c.do("GET", "/auth/sessions?accountId=InternalAccount:00000000-0000-4000-8000-000000000000", "", nil, nil); code != 404 || got["code"] != "REFERENCE_NOT_FOUND" {
+		t.Fatalf("unknown account: %d %v", code, got)
 	}
 
 	// Add SMS_OTP: 202 then 201.

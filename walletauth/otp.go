@@ -30,9 +30,17 @@ type ChallengeRequest struct {
 // it binds req.ClientPublicKey into a WebAuthn challenge and returns it with
 // the Request-Id the verify call must carry. OAUTH takes no challenge.
 //
+// Challenge commits in transactions of its own and refuses to run inside a
+// host's (see [storage.Standalone]): the code is delivered once the
+// issuance and its rate-limit hit committed, so no host rollback can
+// undo the count of a code that was sent. Called with a context bound to
+// a host transaction it sends nothing and answers 500 INTERNAL_ERROR whose
+// cause wraps [storage.ErrStandalone].
+//
 // Errors: 404 REFERENCE_NOT_FOUND, 400 INVALID_INPUT (OAUTH, a bad
 // clientPublicKey), 429 RATE_LIMITED.
 func (s *Service) Challenge(ctx context.Context, credentialID string, req ChallengeRequest) (*ChallengeResponse, error) {
+	ctx = storage.Standalone(ctx, "walletauth.Challenge")
 	var c storage.Credential
 	err := s.atomic(ctx, func(tx storage.Tx) error {
 		var err error
@@ -187,7 +195,15 @@ type VerifyRequest struct {
 // signedretry, and 500 INTERNAL_ERROR when the issuance's stored
 // target key does not open (sealed under a key the Sealer no longer holds,
 // or altered in the store); that charges no attempt.
+//
+// Verify commits in transactions of its own and refuses to run inside a
+// host's (see [storage.Standalone]): a wrong code's counted attempt, the
+// budget it spent and the lockout it may cause commit before the 401
+// answers, so that no host decision can give a guesser more attempts.
+// Called with a context bound to a host transaction it sends nothing and
+// answers 500 INTERNAL_ERROR whose cause wraps [storage.ErrStandalone].
 func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Request) (sess *AuthSession, ch *signedretry.Challenge, err error) {
+	ctx = storage.Standalone(ctx, "walletauth.Verify")
 	ctx, o, note := s.beginVerify(ctx, req.Type)
 	defer func() { s.endVerify(ctx, &o, note, call, err) }()
 	// A one-time code needs no read before its legs: the first leg locks
@@ -336,6 +352,11 @@ func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID strin
 		return nil, nil, apierror.Unauthenticated("no pending OTP for this credential")
 	}
 	iss := *r.Issuance
+	// The code's expiry is decided on a time read once the credential's
+	// lock was granted (and again on a rerun of the transaction), not on
+	// the one the store was given before it waited: a verification that
+	// waited past the expiry is refused, its reservation rolled back.
+	now = s.cfg.Clock()
 	switch {
 	case !iss.ConsumedAt.IsZero():
 		return nil, nil, apierror.Unauthenticated("OTP already used")

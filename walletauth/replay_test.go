@@ -289,8 +289,11 @@ func (r *replay) credentialEvent(e *storage.Event, d *walletauth.CredentialEvent
 				live++
 			}
 		}
-		if d.RevokedSessionCount == nil || *d.RevokedSessionCount != live {
-			r.report(kindEventData, e.Seq, "revokedSessionCount %v, the replay revoked %d sessions of %s", d.RevokedSessionCount, live, c.ID)
+		switch {
+		case d.RevokedSessionCount == nil:
+			r.report(kindEventData, e.Seq, "no revokedSessionCount; the replay revoked %d sessions of %s", live, c.ID)
+		case *d.RevokedSessionCount != live:
+			r.report(kindEventData, e.Seq, "revokedSessionCount %d, the replay revoked %d sessions of %s", *d.RevokedSessionCount, live, c.ID)
 		}
 		if r.liveCredentials() == 0 {
 			r.report(kindNoCredential, e.Seq, "revoke of %s left no credential", c.ID)

@@ -272,7 +272,7 @@ func TestTargetKeyUnopenable(t *testing.T) {
 				t.Fatalf("a 500 charged an attempt: %d -> %d", iss.Attempts, got.Attempts)
 			}
 
-			srv := httptest.NewServer(svc.Handler())
+			srv := httptest.NewServer(handler(t, svc))
 			defer srv.Close()
 			sealed, _ := newKey(t).SealOTP(m.OTPEncryptionTargetBundle, nil, code, nil)
 			body, _ := json.Marshal(map[string]string{"type": "EMAIL_OTP", "encryptedOtpBundle": sealed})

@@ -33,6 +33,9 @@ const (
 	// [OTPConfig].AttemptBudget for the bound this gives).
 	DefaultOTPAttemptBudget       = 24
 	DefaultOTPAttemptBudgetWindow = 24 * time.Hour
+	// DefaultMaxPasskeyChallenges live login challenges are kept per
+	// PASSKEY credential (see [Config].MaxPasskeyChallenges).
+	DefaultMaxPasskeyChallenges = 64
 	// SandboxOTPCode is the code every one-time code is in sandbox mode.
 	SandboxOTPCode = "000000"
 )
@@ -138,12 +141,30 @@ type Config struct {
 	// RetryTTL is the lifetime of signed-retry challenges; zero means
 	// signedretry.DefaultTTL.
 	RetryTTL time.Duration
-	// MaxPendingChallenges caps the live challenges of one wallet
-	// (signed-retry and passkey login challenges issued, neither used nor
-	// expired, counted together); a first leg beyond it is 429 RATE_LIMITED
-	// with Retry-After. Zero means
-	// signedretry.DefaultMaxPending; negative is refused.
+	// MaxPendingChallenges caps the live signed-retry challenges of one
+	// wallet (first legs issued, neither used nor expired); a first leg
+	// beyond it is 429 RATE_LIMITED with Retry-After. Passkey login
+	// challenges do not count: MaxPasskeyChallenges bounds them, per
+	// credential. Zero means signedretry.DefaultMaxPending; negative is
+	// refused.
 	MaxPendingChallenges int
+	// MaxPasskeyChallenges bounds the live login challenges of one PASSKEY
+	// credential (issued, neither used nor expired). Anyone who knows the
+	// credential's id may ask for one, so a new challenge is never
+	// refused: when the credential holds this many, the new one supersedes
+	// the oldest, whose verification then answers 401 UNAUTHORIZED with
+	// reason "unknown request id", as an unknown one does. So the store
+	// holds at most this many challenges per passkey, and passkey login
+	// challenges, whoever asks for them, neither take from the wallet's
+	// MaxPendingChallenges (on which one-time code logins and signed
+	// operations depend) nor are ever refused to the owner. An owner's
+	// passkey login fails this way only when at least MaxPasskeyChallenges
+	// other challenges of the same credential are issued between its
+	// challenge and its verification; a host whose ingress admits fewer
+	// challenge requests per credential than that in the time a ceremony
+	// takes makes that impossible. Zero means DefaultMaxPasskeyChallenges;
+	// negative is refused.
+	MaxPasskeyChallenges int
 	// OTP is the one-time code policy.
 	OTP OTPConfig
 	// ClientHeldKeys makes a compressed clientPublicKey itself the session
@@ -198,8 +219,9 @@ type Service struct {
 
 // New returns a service for cfg. It fails, returning a plain error, when
 // Store is missing, when Sender is missing outside sandbox mode, when
-// MaxPendingChallenges is negative, and when cfg.Keys does not hold working
-// keys (see [Keys]; a missing key is [ErrKeysRequired]).
+// MaxPendingChallenges or MaxPasskeyChallenges is negative, and when
+// cfg.Keys does not hold working keys (see [Keys]; a missing key is
+// [ErrKeysRequired]).
 func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("walletauth: Config.Store is required")
@@ -209,6 +231,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.MaxPendingChallenges < 0 {
 		return nil, errors.New("walletauth: Config.MaxPendingChallenges is negative")
+	}
+	if cfg.MaxPasskeyChallenges < 0 {
+		return nil, errors.New("walletauth: Config.MaxPasskeyChallenges is negative")
 	}
 	if err := cfg.Keys.check(); err != nil {
 		return nil, err
@@ -228,6 +253,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.MaxPendingChallenges == 0 {
 		cfg.MaxPendingChallenges = signedretry.DefaultMaxPending
+	}
+	if cfg.MaxPasskeyChallenges == 0 {
+		cfg.MaxPasskeyChallenges = DefaultMaxPasskeyChallenges
 	}
 	cfg.OTP = cfg.OTP.withDefaults()
 	retry, err := signedretry.New(signedretry.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand,

@@ -2,18 +2,12 @@ package walletauth_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
@@ -21,6 +15,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
 )
 
@@ -31,43 +26,11 @@ import (
 func eachStore(t *testing.T, fn func(t *testing.T, newStore func(t *testing.T) storage.Store)) {
 	t.Run("memory", func(t *testing.T) { fn(t, func(*testing.T) storage.Store { return memory.New() }) })
 	t.Run("postgres", func(t *testing.T) {
-		dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
-		if dsn == "" {
-			t.Skip("set WALLETGATE_POSTGRES_DSN to run on PostgreSQL")
-		}
-		fn(t, func(t *testing.T) storage.Store { return postgresStore(t, dsn) })
+		dsn := pgtest.DSN(t)
+		fn(t, func(t *testing.T) storage.Store {
+			return pgtest.Store(t, pgtest.Pool(t, dsn, 16, nil), postgres.Config{})
+		})
 	})
-}
-
-// postgresStore migrates a fresh schema, dropped on cleanup, through a pool
-// of 16 connections.
-func postgresStore(t *testing.T, dsn string) storage.Store {
-	t.Helper()
-	ctx := t.Context()
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 16
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	schema := "wgtest_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-	})
-	if _, err := postgres.Migrate(ctx, pool, postgres.Config{Schema: schema}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := postgres.New(pool, postgres.Config{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // twoSessions returns an environment whose wallet has an EMAIL_OTP and an

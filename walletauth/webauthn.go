@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
@@ -104,8 +103,13 @@ type passkeySession struct {
 	Challenge       string `json:"challenge"`
 }
 
+// passkeyScope names the bounded scope of the login challenges of the
+// PASSKEY credential credentialID (see [storage.PendingRequests.CreateBounded]).
+func passkeyScope(credentialID string) string { return kindPasskeySession + "/" + credentialID }
+
 // passkeyChallenge binds clientPublicKey into a WebAuthn challenge stored as a
-// single-use pending request.
+// single-use pending request, one of at most Config.MaxPasskeyChallenges
+// live ones of the credential: a new one supersedes the oldest.
 func (s *Service) passkeyChallenge(ctx context.Context, c *storage.Credential, req ChallengeRequest) (*ChallengeResponse, error) {
 	v, err := s.passkeys()
 	if err != nil {
@@ -131,20 +135,15 @@ func (s *Service) passkeyChallenge(ctx context.Context, c *storage.Credential, r
 	p := storage.PendingRequest{ID: id, Kind: kindPasskeySession, AccountID: c.AccountID,
 		Payload: v.AssertionPayload(req.ClientPublicKey, m.CredentialID, id), Data: data,
 		CreatedAt: now, ExpiresAt: now.Add(s.cfg.RetryTTL)}
-	// A passkey challenge is a first leg like a signed-retry challenge and
-	// counts against the same cap of live challenges per wallet.
-	// The store reports the limit from CreateLimited or, having deferred
-	// the insert, from Atomic.
+	// Anyone who knows the credential's id may ask for a login challenge,
+	// so these challenges must not fill the wallet's cap of signed first
+	// legs (MaxPendingChallenges), which would lock its owner out. They
+	// are bounded per credential instead: the store keeps at most
+	// MaxPasskeyChallenges of them, a new one superseding the oldest, so
+	// issuing one is never refused.
 	err = s.atomic(ctx, func(tx storage.Tx) error {
-		_, err := tx.PendingRequests().CreateLimited(ctx, &p, s.cfg.MaxPendingChallenges)
-		return err
+		return tx.PendingRequests().CreateBounded(ctx, &p, passkeyScope(c.ID), s.cfg.MaxPasskeyChallenges)
 	})
-	var limit *storage.LimitError
-	if errors.As(err, &limit) {
-		e := apierror.TooManyRequests(max(limit.RetryAt.Sub(now), time.Second))
-		e.Message = "the wallet holds too many live challenges; complete one or wait until one expires"
-		return nil, e
-	}
 	if err != nil {
 		return nil, apierror.From(err)
 	}
@@ -213,6 +212,12 @@ func (s *Service) verifyPasskey(ctx context.Context, credentialID string, req Ve
 				return apierror.Unauthenticated("request id expired")
 			}
 			return err
+		}
+		// Decided on a time read after the consumption's lock was
+		// granted, again on every rerun: a login that waited past the
+		// challenge's expiry is refused and consumes nothing.
+		if !s.cfg.Clock().Before(p.ExpiresAt) {
+			return apierror.Unauthenticated("request id expired")
 		}
 		c := cred
 		c.WebAuthn, c.UpdatedAt = updated, s.cfg.Clock().UTC()

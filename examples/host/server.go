@@ -136,11 +136,19 @@ func (s *Server) Handler() (http.Handler, error) {
 	mux.HandleFunc("POST /customers/{id}/payouts", s.payout)
 	// Ownership proof (challenge, verify) through ownership's own handler,
 	// for accounts of the calling platform's customers only.
-	proof := s.ownAccount(s.owner.Handler())
+	proof, err := s.owner.Handler(ownership.HandlerConfig{Guard: s.ownAccount})
+	if err != nil {
+		return nil, err
+	}
 	mux.Handle("POST /customers/external-accounts/{id}/challenge", proof)
 	mux.Handle("POST /customers/external-accounts/{id}/verify", proof)
-	// EMAIL_OTP login and the wallet's sessions through walletauth's.
-	mux.Handle("/auth/", s.auth.Handler())
+	// EMAIL_OTP login and the wallet's credentials and sessions through
+	// walletauth's, for wallets of the calling platform's customers only.
+	auth, err := s.auth.Handler(walletauth.HandlerConfig{Guard: s.ownWallet})
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle("/auth/", auth)
 	// The Idempotency-Key middleware buffers the answers of keyed
 	// requests; the Observe inside it reports what the routes write, the
 	// outermost one everything else, each answer once, under one request
@@ -261,32 +269,32 @@ func (s *Server) customer(r *http.Request) (id, wallet, currency string, err err
 	return id, wallet, currency, err
 }
 
-// ownAccount lets a request on the external account {id} through only when
-// the account belongs to a customer of the calling platform: 404 otherwise,
-// as for an account that does not exist.
-func (s *Server) ownAccount(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		var a storage.ExternalAccount
-		err := s.store.Atomic(r.Context(), func(tx storage.Tx) error {
-			var err error
-			a, err = tx.ExternalAccounts().Get(r.Context(), id)
-			return err
-		})
-		var ok bool
-		if err == nil {
-			err = s.pool.QueryRow(r.Context(), "SELECT EXISTS (SELECT 1 FROM "+s.t.customers+" WHERE id = $1 AND platform = $2)",
-				a.CustomerID, platformOf(r)).Scan(&ok)
-		}
-		switch {
-		case errors.Is(err, storage.ErrNotFound) || err == nil && !ok:
-			apierror.Write(w, apierror.New(apierror.ReferenceNotFound, "no external account %s", id))
-		case err != nil:
-			apierror.Write(w, err)
-		default:
-			next.ServeHTTP(w, r)
-		}
-	})
+// ownAccount is the guard of ownership's routes: the account must belong
+// to a customer of the calling platform. A refusal is a plain error, which
+// the handler answers as it answers an account that does not exist (404).
+func (s *Server) ownAccount(r *http.Request, a storage.ExternalAccount) error {
+	return s.owns(r, "SELECT EXISTS (SELECT 1 FROM "+s.t.customers+" WHERE id = $1 AND platform = $2)", a.CustomerID)
+}
+
+// ownWallet is the guard of walletauth's routes, which the handler asks
+// with the wallet of every credential, session and account id: the wallet
+// must be the one of a customer of the calling platform.
+func (s *Server) ownWallet(r *http.Request, w storage.InternalAccount) error {
+	return s.owns(r, "SELECT EXISTS (SELECT 1 FROM "+s.t.customers+" WHERE wallet_id = $1 AND platform = $2)", w.ID)
+}
+
+// owns runs query, which asks whether the customers table has a row of
+// the calling platform ($2) for id ($1): nil when it has, a plain error
+// when it has not, 500 when the table cannot be read.
+func (s *Server) owns(r *http.Request, query, id string) error {
+	var ok bool
+	if err := s.pool.QueryRow(r.Context(), query, id, platformOf(r)).Scan(&ok); err != nil {
+		return apierror.Internal(err)
+	}
+	if !ok {
+		return fmt.Errorf("host: %s is not the calling platform's", id)
+	}
+	return nil
 }
 
 type newAccount struct {

@@ -17,10 +17,10 @@ import (
 // the raw primitive: an eth_call of the wallet's isValidSignature, on the
 // same simulated chain.
 func BenchmarkEIP1271(b *testing.B) {
-	ch := newChain(b, 1337)
+	ch := newChain(b, 1)
 	owner := crypto.PubkeyToAddress(ownerKey.PublicKey)
 	wallet := ch.deploy(b, "OwnerWallet", owner)
-	const message = "payments.example.com asks you to prove that you control this wallet.\nChain ID: 1337"
+	const message = "payments.example.com asks you to prove that you control this wallet.\nChain ID: 1"
 	sig := sign(b, ownerKey, message)
 	hash := ownership.EVMMessageHash([]byte(message))
 

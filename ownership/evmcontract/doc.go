@@ -8,10 +8,17 @@
 // registers its [Verifier] in [ownership.Verifiers] for the EVM account
 // types concerned; every other host keeps ownership's small import graph.
 //
-// A contract account is registered on one chain
-// (accountInfo.contractAccount.chainId, see [ownership.NewAccount]); its
-// challenge message names that chain, and the verifier asks a node of that
-// chain, so a proof is bound to its chain. Verification only reads the
+// A contract account is proven on the chain of its account type and on no
+// other: [ownership.ContractChains] is the table (BASE_WALLET on Base 8453,
+// ETHEREUM_WALLET on Ethereum 1, POLYGON_WALLET on Polygon 137,
+// PLASMA_WALLET on Plasma 9745, and their test chains on a testnet
+// service). Registration requires accountInfo.contractAccount.chainId to
+// name that chain (see [ownership.NewAccount]); the challenge message
+// names it, and the verifier asks a node of that chain only, so a proof is
+// bound to its chain and the code at the same address on another chain,
+// which may belong to someone else, is never asked. [Config].Chains gives
+// a node per chain of the table; the host's [ownership.Verifiers] says
+// which account types the verifier proves. Verification only reads the
 // chain (eth_call): it never signs or sends a transaction, and an ERC-6492
 // account stays undeployed.
 //

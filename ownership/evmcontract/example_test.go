@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"math/big"
 	"time"
 
 	"github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/eth/ethconfig"
 	"github.com/ethereum/go-ethereum/ethclient/simulated"
+	"github.com/ethereum/go-ethereum/node"
 
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/ownership/evmcontract"
@@ -17,16 +20,22 @@ import (
 )
 
 // Register the contract-wallet verifier for Ethereum wallets, with a node
-// per chain (here a simulated chain; in production an *ethclient.Client),
-// register a wallet as a contract account on that chain and prove it. The
+// of Ethereum's chain (here a simulated chain running under chain id 1; in
+// production an *ethclient.Client), register a wallet as a contract account
+// on that chain, the one chain of ETHEREUM_WALLET, and prove it. The
 // address below has no code, so the proof falls back to the EOA check.
 func ExampleNew() {
 	ctx := context.Background()
-	backend := simulated.NewBackend(types.GenesisAlloc{})
+	ethereum, _ := ownership.ContractChainFor(ownership.AccountEthereum, ownership.Mainnet)
+	backend := simulated.NewBackend(types.GenesisAlloc{}, func(_ *node.Config, ec *ethconfig.Config) {
+		cfg := *ec.Genesis.Config
+		cfg.ChainID = new(big.Int).SetUint64(ethereum.ChainID)
+		ec.Genesis.Config = &cfg
+	})
 	defer backend.Close()
 
 	cv, err := evmcontract.New(evmcontract.Config{
-		Chains:      map[uint64]bind.ContractCaller{1337: backend.Client()},
+		Chains:      map[uint64]bind.ContractCaller{ethereum.ChainID: backend.Client()},
 		CallTimeout: 3 * time.Second,
 	})
 	if err != nil {
@@ -43,7 +52,7 @@ func ExampleNew() {
 	addr := crypto.PubkeyToAddress(key.PublicKey).Hex()
 	a, err := svc.RegisterAccount(ctx, ownership.NewAccount{CustomerID: "Customer:1", AccountType: ownership.AccountEthereum,
 		Address: addr, Currency: "USDC", OwnershipType: ownership.FirstParty,
-		Info: []byte(`{"accountType":"ETHEREUM_WALLET","address":"` + addr + `","contractAccount":{"chainId":1337}}`)})
+		Info: []byte(`{"accountType":"ETHEREUM_WALLET","address":"` + addr + `","contractAccount":{"chainId":1}}`)})
 	if err != nil {
 		panic(err)
 	}

@@ -43,7 +43,7 @@ func TestEthersVectors(t *testing.T) {
 	if err := json.Unmarshal(b, &file); err != nil {
 		t.Fatal(err)
 	}
-	ch := newChain(t, 1337)
+	ch := newChain(t, 1) // Ethereum mainnet, the chain of ETHEREUM_WALLET
 	if got := ch.deploy(t, "WalletFactory"); got != file.Factory {
 		t.Fatalf("factory at %s, vectors say %s", got, file.Factory)
 	}

@@ -50,8 +50,12 @@ type Config struct {
 	// caller also has ChainID(ctx) (*big.Int, error), as ethclient does,
 	// the node's chain id is checked once before its first answer is
 	// trusted, and a node of another chain answers 500. Required: at least
-	// one chain, each id from 1 to 9223372036854775771 with a non-nil
-	// caller.
+	// one chain, each the chain of an account type in
+	// [ownership.ContractChains] (8453 for Base, 1 for Ethereum, ...; a
+	// simulated chain in a test runs under one of these ids) with a non-nil
+	// caller. Which account types the verifier proves is the host's
+	// [ownership.Verifiers]: register it under each type whose chain is
+	// here, and [ownership.New] refuses it under any other.
 	Chains map[uint64]bind.ContractCaller
 	// CallTimeout bounds the node calls of one verification (a context
 	// deadline, within the caller's own); zero means DefaultCallTimeout.
@@ -65,12 +69,18 @@ type Config struct {
 // ERC-6492 wrapped signatures of accounts not deployed yet, on the chains
 // of its [Config]. It is an [ownership.ContractVerifier]: register it in
 // [ownership.Verifiers] for the EVM account types whose contract accounts
-// it should prove. It is safe for concurrent use.
+// it should prove, each of which it must serve the chain of
+// ([ownership.ContractChainFor]). It is safe for concurrent use.
 //
 // The hash a contract is asked about is [ownership.EVMMessageHash] of the
 // challenge message, the EIP-191 digest an externally owned account signs.
 // A wallet without [ownership.Wallet.ChainID] is an externally owned
 // account and is checked by [ownership.EVMVerifier] alone, without a node.
+//
+// A contract account is checked only on the chain of its account type on
+// its network: a [ownership.Wallet] whose ChainID is not
+// [ownership.ContractChainFor] of its AccountType and Network is refused
+// with 400 before any node is asked, whatever chains the verifier serves.
 //
 // For a contract account, Verify makes one eth_call without a recipient
 // whose data is the creation code of a checking contract and its arguments
@@ -88,8 +98,8 @@ type Config struct {
 //     the signature, exactly as for any EOA.
 //
 // Errors: 400 INVALID_INPUT with details.reason, caused by
-// [ownership.ErrMalformed] (not hex, too long, a malformed wrapper, an
-// invalid address) or [ownership.ErrMismatch] (the contract answered
+// [ownership.ErrMalformed] (a chain id that is not the account type's
+// chain, not hex, too long, a malformed wrapper, an invalid address) or [ownership.ErrMismatch] (the contract answered
 // another value or reverted, the factory call failed or deployed nothing,
 // or the EOA signature does not match; a contract that spends more than
 // GasCap counts as reverted). 500 INTERNAL_ERROR with
@@ -112,19 +122,21 @@ type chain struct {
 	checked atomic.Bool
 }
 
-// maxChainID is EIP-2294's bound on chain ids.
-const maxChainID = 1<<63 - 1 - 36
-
 // New returns a verifier for cfg. It refuses a Config without chains, with
-// chain id 0 or above 9223372036854775771, or with a nil caller.
+// a chain id that is no account type's chain in [ownership.ContractChains],
+// or with a nil caller.
 func New(cfg Config) (*Verifier, error) {
 	if len(cfg.Chains) == 0 {
 		return nil, errors.New("evmcontract: Config.Chains is required")
 	}
+	known := map[uint64]bool{}
+	for _, c := range ownership.ContractChains() {
+		known[c.ChainID] = true
+	}
 	v := &Verifier{chains: make(map[uint64]*chain, len(cfg.Chains)), timeout: cfg.CallTimeout, gasCap: cfg.GasCap}
 	for id, c := range cfg.Chains {
-		if id == 0 || id > maxChainID {
-			return nil, fmt.Errorf("evmcontract: chain id %d is out of range", id)
+		if !known[id] {
+			return nil, fmt.Errorf("evmcontract: chain %d in Config.Chains is not the chain of any account type (see ownership.ContractChains)", id)
 		}
 		if c == nil {
 			return nil, fmt.Errorf("evmcontract: chain %d has no caller", id)
@@ -141,8 +153,11 @@ func New(cfg Config) (*Verifier, error) {
 }
 
 // ServesChain implements [ownership.ContractVerifier]: chainID is in
-// Config.Chains.
+// Config.Chains. A nil *Verifier serves none.
 func (v *Verifier) ServesChain(chainID uint64) bool {
+	if v == nil {
+		return false
+	}
 	_, ok := v.chains[chainID]
 	return ok
 }
@@ -158,6 +173,10 @@ func (v *Verifier) Verify(ctx context.Context, w ownership.Wallet, message []byt
 	eoa := ownership.Wallet{AccountType: w.AccountType, Address: w.Address, Network: w.Network}
 	if w.ChainID == 0 {
 		return ownership.EVMVerifier{}.Verify(ctx, eoa, message, sig)
+	}
+	if want, ok := ownership.ContractChainFor(w.AccountType, w.Network); !ok || want.ChainID != w.ChainID {
+		return refusal(ownership.ErrMalformed, "chain "+strconv.FormatUint(w.ChainID, 10)+" is not the contract-account chain of "+
+			w.AccountType+" on "+w.Network.String())
 	}
 	c, ok := v.chains[w.ChainID]
 	if !ok {

@@ -24,8 +24,9 @@ import (
 	"github.com/walletgate/walletgate/storage/memory"
 )
 
-// harness is an ownership service whose Ethereum wallets are checked by an
-// evmcontract.Verifier against simulated chains.
+// harness is an ownership service on mainnet whose wallets of some EVM
+// types (Ethereum unless named) are checked by an evmcontract.Verifier
+// against simulated chains.
 type harness struct {
 	svc   *ownership.Service
 	store storage.Store
@@ -35,12 +36,20 @@ var testNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
 func newHarness(t *testing.T, cfg evmcontract.Config) *harness {
 	t.Helper()
+	return newHarnessFor(t, cfg, ownership.AccountEthereum)
+}
+
+// newHarnessFor is newHarness with the verifier registered for types.
+func newHarnessFor(t *testing.T, cfg evmcontract.Config, types ...string) *harness {
+	t.Helper()
 	cv, err := evmcontract.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	vs := ownership.DefaultVerifiers()
-	vs[ownership.AccountEthereum] = cv
+	for _, typ := range types {
+		vs[typ] = cv
+	}
 	store := memory.New()
 	svc, err := ownership.New(ownership.Config{Store: store, Verifiers: vs, Service: "payments.example.com",
 		Clock: func() time.Time { return testNow }})
@@ -54,16 +63,23 @@ func newHarness(t *testing.T, cfg evmcontract.Config) *harness {
 // account on chainID and returns it.
 func (h *harness) register(t *testing.T, addr common.Address, chainID uint64) *storage.ExternalAccount {
 	t.Helper()
-	a, err := h.svc.RegisterAccount(t.Context(), ownership.NewAccount{CustomerID: "Customer:1", AccountType: ownership.AccountEthereum,
-		Address: addr.Hex(), Currency: "USDC", OwnershipType: ownership.FirstParty, Info: contractInfo(addr, chainID)})
+	a, err := h.registerAs(t, ownership.AccountEthereum, addr, chainID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a
 }
 
-func contractInfo(addr common.Address, chainID uint64) json.RawMessage {
-	return json.RawMessage(`{"accountType":"ETHEREUM_WALLET","address":"` + addr.Hex() + `","contractAccount":{"chainId":` +
+// registerAs registers a FIRST_PARTY wallet of typ at addr as a contract
+// account on chainID.
+func (h *harness) registerAs(t *testing.T, typ string, addr common.Address, chainID uint64) (*storage.ExternalAccount, error) {
+	t.Helper()
+	return h.svc.RegisterAccount(t.Context(), ownership.NewAccount{CustomerID: "Customer:1", AccountType: typ,
+		Address: addr.Hex(), Currency: "USDC", OwnershipType: ownership.FirstParty, Info: contractInfo(typ, addr, chainID)})
+}
+
+func contractInfo(typ string, addr common.Address, chainID uint64) json.RawMessage {
+	return json.RawMessage(`{"accountType":"` + typ + `","address":"` + addr.Hex() + `","contractAccount":{"chainId":` +
 		strconv.FormatUint(chainID, 10) + `}}`)
 }
 
@@ -97,7 +113,7 @@ func (h *harness) status(t *testing.T, id string) storage.AccountStatus {
 }
 
 func TestContractWalletProofs(t *testing.T) {
-	ch := newChain(t, 1337)
+	ch := newChain(t, 1)
 	owner := crypto.PubkeyToAddress(ownerKey.PublicKey)
 	wallet := ch.deploy(t, "OwnerWallet", owner)
 	reverting := ch.deploy(t, "RevertingWallet")
@@ -223,28 +239,71 @@ func TestContractWalletProofs(t *testing.T) {
 // contract there (same code, same owner, same address) accepts any
 // signature of its owner over any hash.
 func TestContractWalletChainBinding(t *testing.T) {
-	a, b := newChain(t, 1337), newChain(t, 1338)
+	eth, base := newChain(t, 1), newChain(t, 8453)
 	owner := crypto.PubkeyToAddress(ownerKey.PublicKey)
-	wa, wb := a.deploy(t, "OwnerWallet", owner), b.deploy(t, "OwnerWallet", owner)
-	if wa != wb {
-		t.Fatalf("the wallets differ: %s on %d, %s on %d", wa, a.id, wb, b.id)
+	we, wb := eth.deploy(t, "OwnerWallet", owner), base.deploy(t, "OwnerWallet", owner)
+	if we != wb {
+		t.Fatalf("the wallets differ: %s on %d, %s on %d", we, eth.id, wb, base.id)
 	}
-	h := newHarness(t, evmcontract.Config{Chains: map[uint64]bind.ContractCaller{a.id: a.client, b.id: b.client}})
-	onA, onB := h.register(t, wa, a.id), h.register(t, wb, b.id)
-	msgA, msgB := h.challenge(t, onA.ID), h.challenge(t, onB.ID)
-	if !containsLine(msgA, "Chain ID: 1337") || !containsLine(msgB, "Chain ID: 1338") {
-		t.Fatalf("the messages do not name their chains:\n%s\n---\n%s", msgA, msgB)
-	}
-	_, err := h.verify(t, onB.ID, sign(t, ownerKey, msgA))
-	apierrortest.Want(t, err, apierror.InvalidInput, "the contract account did not return the EIP-1271 magic value")
-	if _, err := h.verify(t, onA.ID, sign(t, ownerKey, msgA)); err != nil {
+	h := newHarnessFor(t, evmcontract.Config{Chains: map[uint64]bind.ContractCaller{eth.id: eth.client, base.id: base.client}},
+		ownership.AccountEthereum, ownership.AccountBase)
+	onEth := h.register(t, we, eth.id)
+	onBase, err := h.registerAs(t, ownership.AccountBase, wb, base.id)
+	if err != nil {
 		t.Fatal(err)
 	}
+	msgEth, msgBase := h.challenge(t, onEth.ID), h.challenge(t, onBase.ID)
+	if !containsLine(msgEth, "Chain ID: 1") || !containsLine(msgBase, "Chain ID: 8453") {
+		t.Fatalf("the messages do not name their chains:\n%s\n---\n%s", msgEth, msgBase)
+	}
+	_, err = h.verify(t, onBase.ID, sign(t, ownerKey, msgEth))
+	apierrortest.Want(t, err, apierror.InvalidInput, "the contract account did not return the EIP-1271 magic value")
+	if _, err := h.verify(t, onEth.ID, sign(t, ownerKey, msgEth)); err != nil {
+		t.Fatal(err)
+	}
+}
 
-	// A chain the verifier has no node for cannot be registered.
-	_, err = h.svc.RegisterAccount(t.Context(), ownership.NewAccount{CustomerID: "Customer:1", AccountType: ownership.AccountEthereum,
-		Address: wa.Hex(), Currency: "USDC", OwnershipType: ownership.FirstParty, Info: contractInfo(wa, 1)})
+// TestContractAccountOnAnotherTypesChain: a BASE_WALLET is proven on Base
+// only. Registered with Ethereum's chain id, where the same address may
+// hold code that another party controls, it is refused, although the
+// verifier has an Ethereum node and the Ethereum contract would accept the
+// proof; and the verifier itself refuses a BASE_WALLET on chain 1 without
+// asking the node.
+func TestContractAccountOnAnotherTypesChain(t *testing.T) {
+	eth, base := newChain(t, 1), newChain(t, 8453)
+	attacker := crypto.PubkeyToAddress(strangerKey.PublicKey)
+	wallet := eth.deploy(t, "OwnerWallet", attacker) // the address's code on Ethereum belongs to the attacker
+	cfg := evmcontract.Config{Chains: map[uint64]bind.ContractCaller{eth.id: eth.client, base.id: base.client}}
+	h := newHarnessFor(t, cfg, ownership.AccountEthereum, ownership.AccountBase)
+
+	_, err := h.registerAs(t, ownership.AccountBase, wallet, eth.id)
 	apierrortest.WantFields(t, err, apierror.InvalidInput, "accountInfo.contractAccount.chainId")
+	_, err = h.registerAs(t, ownership.AccountEthereum, wallet, base.id)
+	apierrortest.WantFields(t, err, apierror.InvalidInput, "accountInfo.contractAccount.chainId")
+
+	cv, err := evmcontract.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const message = "payments.example.com asks you to prove that you control this wallet.\nChain ID: 1"
+	sig := ownership.Signature{Value: "0x" + hex.EncodeToString(sign(t, strangerKey, message))}
+	if err := cv.Verify(t.Context(), ownership.Wallet{AccountType: ownership.AccountEthereum, Address: wallet.Hex(), ChainID: eth.id},
+		[]byte(message), sig); err != nil {
+		t.Fatalf("the Ethereum contract does not accept its owner's proof: %v", err)
+	}
+	for _, w := range []ownership.Wallet{
+		{AccountType: ownership.AccountBase, Address: wallet.Hex(), ChainID: eth.id},
+		{AccountType: ownership.AccountBase, Address: wallet.Hex(), ChainID: eth.id, Network: ownership.Testnet},
+		{AccountType: ownership.AccountEthereum, Address: wallet.Hex(), ChainID: eth.id, Network: ownership.Testnet},
+		{AccountType: ownership.AccountSolana, Address: wallet.Hex(), ChainID: eth.id},
+	} {
+		err := cv.Verify(t.Context(), w, []byte(message), sig)
+		e := apierrortest.Want(t, err, apierror.InvalidInput,
+			"chain 1 is not the contract-account chain of "+w.AccountType+" on "+w.Network.String())
+		if !errors.Is(e, ownership.ErrMalformed) {
+			t.Fatalf("%+v: %v is not caused by ErrMalformed", w, err)
+		}
+	}
 }
 
 func containsLine(text, line string) bool {
@@ -269,7 +328,7 @@ func containsLine(text, line string) bool {
 // the account unchanged and the challenge still outstanding, so the same
 // signature succeeds once the node answers again.
 func TestNodeTimeoutKeepsChallenge(t *testing.T) {
-	ch := newChain(t, 1337)
+	ch := newChain(t, 1)
 	owner := crypto.PubkeyToAddress(ownerKey.PublicKey)
 	wallet := ch.deploy(t, "OwnerWallet", owner)
 	node := &switchable{Client: ch.client}
@@ -280,7 +339,7 @@ func TestNodeTimeoutKeepsChallenge(t *testing.T) {
 	node.down.Store(true)
 	start := time.Now()
 	_, err := h.verify(t, a.ID, sig)
-	e := apierrortest.Want(t, err, apierror.InternalError, "the EVM node for chain 1337 did not answer in time")
+	e := apierrortest.Want(t, err, apierror.InternalError, "the EVM node for chain 1 did not answer in time")
 	if !errors.Is(e, evmcontract.ErrNode) || !errors.Is(e, context.DeadlineExceeded) {
 		t.Fatalf("cause of %v is not ErrNode and the deadline", err)
 	}
@@ -318,22 +377,24 @@ func TestNodeOfAnotherChain(t *testing.T) {
 }
 
 func TestRegistration(t *testing.T) {
-	ch := newChain(t, 1337)
+	ch := newChain(t, 1)
 	h := newHarness(t, evmcontract.Config{Chains: map[uint64]bind.ContractCaller{ch.id: ch.client}})
 	addr := crypto.PubkeyToAddress(ownerKey.PublicKey)
 	for _, tc := range []struct {
 		name, typ, info, field string
 	}{
 		{"chain id zero", ownership.AccountEthereum, `{"contractAccount":{"chainId":0}}`, "accountInfo.contractAccount.chainId"},
-		{"chain id as a string", ownership.AccountEthereum, `{"contractAccount":{"chainId":"1337"}}`, "accountInfo.contractAccount.chainId"},
-		{"chain id with a fraction", ownership.AccountEthereum, `{"contractAccount":{"chainId":1337.0}}`, "accountInfo.contractAccount.chainId"},
+		{"chain id as a string", ownership.AccountEthereum, `{"contractAccount":{"chainId":"1"}}`, "accountInfo.contractAccount.chainId"},
+		{"chain id with a fraction", ownership.AccountEthereum, `{"contractAccount":{"chainId":1.0}}`, "accountInfo.contractAccount.chainId"},
 		{"chain id missing", ownership.AccountEthereum, `{"contractAccount":{}}`, "accountInfo.contractAccount.chainId"},
-		{"unknown member", ownership.AccountEthereum, `{"contractAccount":{"chainId":1337,"kind":"safe"}}`, "accountInfo.contractAccount.kind"},
-		{"given twice", ownership.AccountEthereum, `{"contractAccount":{"chainId":1},"contractAccount":{"chainId":1337}}`, "accountInfo.contractAccount"},
-		{"other spelling", ownership.AccountEthereum, `{"ContractAccount":{"chainId":1337}}`, "accountInfo.ContractAccount"},
+		{"unknown member", ownership.AccountEthereum, `{"contractAccount":{"chainId":1,"kind":"safe"}}`, "accountInfo.contractAccount.kind"},
+		{"given twice", ownership.AccountEthereum, `{"contractAccount":{"chainId":1},"contractAccount":{"chainId":1}}`, "accountInfo.contractAccount"},
+		{"other spelling", ownership.AccountEthereum, `{"ContractAccount":{"chainId":1}}`, "accountInfo.ContractAccount"},
 		{"not an object", ownership.AccountEthereum, `{"contractAccount":true}`, "accountInfo.contractAccount"},
-		{"chain without a node", ownership.AccountEthereum, `{"contractAccount":{"chainId":8453}}`, "accountInfo.contractAccount.chainId"},
-		{"type without a contract verifier", ownership.AccountBase, `{"contractAccount":{"chainId":1337}}`, "accountInfo.contractAccount.chainId"},
+		{"another type's chain", ownership.AccountEthereum, `{"contractAccount":{"chainId":8453}}`, "accountInfo.contractAccount.chainId"},
+		{"a local chain", ownership.AccountEthereum, `{"contractAccount":{"chainId":1337}}`, "accountInfo.contractAccount.chainId"},
+		{"the testnet chain on mainnet", ownership.AccountEthereum, `{"contractAccount":{"chainId":11155111}}`, "accountInfo.contractAccount.chainId"},
+		{"type without a contract verifier", ownership.AccountBase, `{"contractAccount":{"chainId":8453}}`, "accountInfo.contractAccount.chainId"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := h.svc.RegisterAccount(t.Context(), ownership.NewAccount{CustomerID: "Customer:1", AccountType: tc.typ,
@@ -371,15 +432,45 @@ func TestEOAVerifierRefusesContractAccounts(t *testing.T) {
 
 func TestNewRefusesBadConfig(t *testing.T) {
 	ch := newChain(t, 1337)
-	for name, cfg := range map[string]evmcontract.Config{
-		"no chains":  {},
-		"chain id 0": {Chains: map[uint64]bind.ContractCaller{0: ch.client}},
-		"huge chain": {Chains: map[uint64]bind.ContractCaller{1 << 63: ch.client}},
-		"nil caller": {Chains: map[uint64]bind.ContractCaller{1: nil}},
+	for name, tc := range map[string]struct {
+		cfg evmcontract.Config
+		err string
+	}{
+		"no chains":  {evmcontract.Config{}, "evmcontract: Config.Chains is required"},
+		"chain id 0": {evmcontract.Config{Chains: map[uint64]bind.ContractCaller{0: ch.client}}, "evmcontract: chain 0 in Config.Chains is not the chain of any account type (see ownership.ContractChains)"},
+		"huge chain": {evmcontract.Config{Chains: map[uint64]bind.ContractCaller{1 << 63: ch.client}}, "evmcontract: chain 9223372036854775808 in Config.Chains is not the chain of any account type (see ownership.ContractChains)"},
+		"a local chain": {evmcontract.Config{Chains: map[uint64]bind.ContractCaller{1: ch.client, 1337: ch.client}},
+			"evmcontract: chain 1337 in Config.Chains is not the chain of any account type (see ownership.ContractChains)"},
+		"nil caller": {evmcontract.Config{Chains: map[uint64]bind.ContractCaller{1: nil}}, "evmcontract: chain 1 has no caller"},
 	} {
-		if _, err := evmcontract.New(cfg); err == nil {
-			t.Errorf("%s: New accepted it", name)
+		if _, err := evmcontract.New(tc.cfg); err == nil || err.Error() != tc.err {
+			t.Errorf("%s: New = %v, want %s", name, err, tc.err)
 		}
+	}
+	// Every chain of the table is accepted, testnet chains included.
+	all := map[uint64]bind.ContractCaller{}
+	for _, c := range ownership.ContractChains() {
+		all[c.ChainID] = ch.client
+	}
+	if _, err := evmcontract.New(evmcontract.Config{Chains: all}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOwnershipRefusesVerifierOffTheTypesChain: the verifier is mapped to
+// account types in ownership.Verifiers, and ownership.New refuses it under
+// a type whose chain it has no node for.
+func TestOwnershipRefusesVerifierOffTheTypesChain(t *testing.T) {
+	cv, err := evmcontract.New(evmcontract.Config{Chains: map[uint64]bind.ContractCaller{1: newChain(t, 1).client}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := ownership.DefaultVerifiers()
+	vs[ownership.AccountEthereum], vs[ownership.AccountBase] = cv, cv
+	_, err = ownership.New(ownership.Config{Store: memory.New(), Verifiers: vs})
+	const want = `ownership: the ContractVerifier of Config.Verifiers["BASE_WALLET"] does not serve Base (chain 8453), the chain of BASE_WALLET on mainnet`
+	if err == nil || err.Error() != want {
+		t.Fatalf("ownership.New = %v, want %s", err, want)
 	}
 }
 
@@ -398,11 +489,11 @@ func TestNodeUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	h := newHarness(t, evmcontract.Config{Chains: map[uint64]bind.ContractCaller{1337: client}})
+	h := newHarness(t, evmcontract.Config{Chains: map[uint64]bind.ContractCaller{1: client}})
 	wallet := common.HexToAddress("0x00000000000000000000000000000000000a11e7")
-	a := h.register(t, wallet, 1337)
+	a := h.register(t, wallet, 1)
 	_, err = h.verify(t, a.ID, sign(t, ownerKey, h.challenge(t, a.ID)))
-	e := apierrortest.Want(t, err, apierror.InternalError, "the EVM node for chain 1337 failed")
+	e := apierrortest.Want(t, err, apierror.InternalError, "the EVM node for chain 1 failed")
 	if !errors.Is(e, evmcontract.ErrNode) {
 		t.Fatalf("cause of %v is not ErrNode", err)
 	}
@@ -415,5 +506,5 @@ func TestNodeUnreachable(t *testing.T) {
 	// The challenge is still outstanding: verifying again reaches the node
 	// again instead of answering 409 (no challenge).
 	_, err = h.verify(t, a.ID, sign(t, ownerKey, "x"))
-	apierrortest.Want(t, err, apierror.InternalError, "the EVM node for chain 1337 failed")
+	apierrortest.Want(t, err, apierror.InternalError, "the EVM node for chain 1 failed")
 }

@@ -75,6 +75,7 @@ const (
 	lkSessByCred                           // the sessions of a credential
 	lkPending                              // pending request by id
 	lkPendByAcct                           // the pending requests of an account
+	lkPendByScope                          // the pending requests of a bounded scope
 	lkLimit                                // rate-limit window by key
 	lkIdem                                 // idempotency record by scope and key
 	lkOutbox                               // the whole outbox (one key)

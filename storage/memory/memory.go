@@ -87,6 +87,7 @@ type Store struct {
 	sessByCred    table[[]string]
 	pending       table[*storage.PendingRequest]
 	pendByAcct    table[[]string] // requests by account, pruned by CreateLimited
+	pendByScope   table[[]string] // requests by bounded scope, pruned by CreateBounded
 	limits        table[*window]
 	idem          table[*storage.IdempotencyRecord] // by idemKey(scope, key)
 	expiry        [nShards]expiryShard

@@ -1,8 +1,11 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/walletgate/walletgate/storage"
@@ -111,6 +114,69 @@ func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingReques
 	}
 	r.insert(p)
 	return time.Time{}, nil
+}
+
+// CreateBounded holds the scope's list of requests exclusively, reads each
+// listed request under its shared lock (a consumption in flight is waited
+// for) and deletes, under its exclusive lock, every one that no longer
+// counts (consumed or expired at p.CreatedAt) and the oldest live ones
+// beyond limit-1. The list then holds the requests kept and p, never more
+// than limit; a request swept meanwhile only leaves the list.
+func (r pendingRepo) CreateBounded(ctx context.Context, p *storage.PendingRequest, scope string, limit int) error {
+	switch {
+	case limit <= 0:
+		return errors.New("memory: CreateBounded needs a positive limit")
+	case scope == "":
+		return errors.New("memory: CreateBounded needs a scope")
+	}
+	if err := r.lockX(ctx, lkPending, p.ID); err != nil {
+		return err
+	}
+	if _, ok := r.s.pending.get(p.ID); ok {
+		return storage.ErrDuplicate
+	}
+	if err := r.lockX(ctx, lkPendByScope, scope); err != nil {
+		return err
+	}
+	ids, _ := r.s.pendByScope.get(scope)
+	live := make([]*storage.PendingRequest, 0, len(ids))
+	var gone []string
+	for _, id := range ids {
+		if err := r.lockS(ctx, lkPending, id); err != nil {
+			return err
+		}
+		q, ok := r.s.pending.get(id)
+		switch {
+		case !ok:
+		case !q.ConsumedAt.IsZero() || !q.ExpiresAt.After(p.CreatedAt):
+			gone = append(gone, id)
+		default:
+			live = append(live, q)
+		}
+	}
+	slices.SortFunc(live, func(a, b *storage.PendingRequest) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	if n := len(live) - (limit - 1); n > 0 {
+		for _, q := range live[:n] {
+			gone = append(gone, q.ID)
+		}
+		live = live[n:]
+	}
+	for _, id := range gone {
+		if err := r.lockX(ctx, lkPending, id); err != nil {
+			return err
+		}
+		tdel(r.tx, &r.s.pending, id)
+	}
+	kept := make([]string, 0, len(live)+1)
+	for _, q := range live {
+		kept = append(kept, q.ID)
+	}
+	tput(r.tx, &r.s.pendByScope, scope, append(kept, p.ID))
+	tput(r.tx, &r.s.pending, p.ID, clonePending(p))
+	r.watch(kindPending, p.ID, p.ExpiresAt)
+	return nil
 }
 
 func (r pendingRepo) Get(ctx context.Context, id string) (storage.PendingRequest, error) {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -33,7 +34,29 @@ type Config struct {
 	// MaxRetries is how many times [Store.Atomic] reruns a transaction that
 	// failed with a serialization failure (40001) or a deadlock (40P01).
 	// 0 means [DefaultMaxRetries]; a negative value disables retries.
+	// At SERIALIZABLE every lost race on a row is such a failure, so a
+	// store with contended rows (many sessions of one wallet, many
+	// payouts to one account) wants more (see Isolation).
 	MaxRetries int
+	// Isolation is the level of the store's own transactions and the one
+	// level a host transaction bound with [Store.WithTx] must run at:
+	// pgx.ReadCommitted (the default, when empty) or pgx.Serializable;
+	// any other level is refused by [New]. The contract's rules hold at
+	// both, by different means: at READ COMMITTED by locks and guarded
+	// statements, each statement reading what committed before it, after
+	// the locks it waited for; at SERIALIZABLE by PostgreSQL's
+	// serializable snapshot isolation on top of the same statements, which
+	// aborts one of two transactions whose reads and writes could not have
+	// run one after the other (40001, rerun as MaxRetries allows).
+	// Serializable checks only see serializable transactions, so every
+	// store of one schema (every replica, and every host transaction
+	// bound to them) must run at the same level: choose Serializable when
+	// the host's own transactions do (a ledger run at SERIALIZABLE), and
+	// set it on every replica before any of them serves. At SERIALIZABLE
+	// a transaction's reads all run inside its transaction block, so one
+	// that only reads costs a BEGIN and a COMMIT more, and contended rows
+	// cost reruns.
+	Isolation pgx.TxIsoLevel
 	// Logger receives a Warn record for each transaction whose
 	// serialization retries ran out and an Error record for each transaction
 	// that failed unexpectedly (the error, never the statement arguments). Nothing secret
@@ -63,6 +86,13 @@ func (c Config) normalize() (Config, error) {
 		c.MaxRetries = DefaultMaxRetries
 	case c.MaxRetries < 0:
 		c.MaxRetries = 0
+	}
+	switch c.Isolation {
+	case "":
+		c.Isolation = pgx.ReadCommitted
+	case pgx.ReadCommitted, pgx.Serializable:
+	default:
+		return Config{}, fmt.Errorf("postgres: Config.Isolation %q is not supported: walletgate's rules are proven at READ COMMITTED and SERIALIZABLE only", string(c.Isolation))
 	}
 	if c.backoff <= 0 {
 		c.backoff = defaultBackoff

@@ -49,16 +49,19 @@
 //
 // # Transactions
 //
-// [Store.Atomic] is one PostgreSQL transaction at READ COMMITTED on one
-// pooled connection. Its BEGIN travels with its first statement that writes
-// or locks, so a transaction that writes costs one round trip more than its
-// statements (the COMMIT). Plain reads that come before that statement run
-// outside the transaction block: at READ COMMITTED each statement reads its
-// own snapshot and such a read has no write of the transaction to see, so
-// it reads the same; a transaction that only reads costs no COMMIT.
+// [Store.Atomic] is one PostgreSQL transaction at READ COMMITTED (or
+// SERIALIZABLE, see [Config.Isolation]) on one pooled connection. Its BEGIN
+// travels with its first statement that writes or locks, so a transaction
+// that writes costs one round trip more than its statements (the COMMIT).
+// At READ COMMITTED, plain reads that come before that statement run
+// outside the transaction block: each statement reads its own snapshot and
+// such a read has no write of the transaction to see, so it reads the
+// same; a transaction that only reads costs no COMMIT. At SERIALIZABLE
+// every read runs inside the block, where the serializable checks see it.
 // The deferrable writes of the storage contract (Sessions.Create,
 // OTPIssuances.Put, Outbox.Append, PendingRequests.CreateLimited,
-// RateLimits.Hit and the Spend methods) send nothing when called: they travel
+// PendingRequests.CreateBounded, RateLimits.Hit and the Spend methods) send
+// nothing when called: they travel
 // with the transaction's next statement or with its COMMIT, which then
 // costs no round trip of its own. Their statements raise an error rather
 // than skip a duplicate, so a deferred write that fails aborts the
@@ -142,10 +145,12 @@
 //
 // # Host transactions
 //
-// A host that keeps its own tables in the same database runs any walletgate
-// write inside a transaction it began, in one pattern for every operation:
+// A host that keeps its own tables in the same database runs walletgate's
+// writes inside a transaction it began, in one pattern for every operation
+// that accepts one (logins and ownership proofs, which record what they
+// refuse, commit on their own and refuse it: see [Store.WithTx]):
 //
-//	tx, err := pool.Begin(ctx) // READ COMMITTED (or SERIALIZABLE)
+//	tx, err := pool.Begin(ctx) // at the store's level: READ COMMITTED unless Config.Isolation says SERIALIZABLE
 //	if err != nil { ... }
 //	defer tx.Rollback(ctx)
 //	hctx := store.WithTx(ctx, tx)
@@ -212,7 +217,18 @@
 // the account's pending requests and then inserts with the count of its live
 // requests in the WHERE clause, two statements in one round trip: the
 // insert's snapshot is taken after the lock was granted, so it counts every
-// request committed under the lock.
+// request committed under the lock. It counts only the requests stored
+// without a scope (bound_scope NULL).
+//
+// PendingRequests.CreateBounded takes a transaction-level advisory lock of
+// its scope and then, in one statement, deletes what the scope no longer
+// keeps (its requests consumed or expired, and all but the limit-1 newest
+// live ones) and inserts the request with its scope in bound_scope: two
+// statements, deferred like the other deferrable writes, so a passkey
+// login challenge costs one round trip for BEGIN, these two statements and
+// the COMMIT, as it did when it counted against the account. The
+// statement's snapshot is taken after the lock was granted, so it sees
+// every request committed under the lock.
 //
 // Outbox appends take a transaction-level advisory lock of the event's
 // account before drawing Seq, so the Seq of one account's events increases

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -22,17 +23,23 @@ import (
 // driver's *pgconn.PgError stays in the chain.
 var ErrRerun = errors.New("postgres: the transaction lost a conflict with another (serialization failure or deadlock): roll it back and run it again")
 
+// ErrIsolation reports a host transaction ([Store.WithTx]) that does not run
+// at the store's isolation level ([Config.Isolation], READ COMMITTED unless
+// set), the level at which the store's rules hold (see WithTx). Nothing
+// walletgate sent in it stays: the host rolls back and begins again at the
+// store's level.
+var ErrIsolation = errors.New("postgres: the host transaction must run at the store's isolation level")
+
 // The statements of the savepoint [Store.Atomic] runs in inside a host
 // transaction, and of its isolation check. Savepoint names stack, so an
 // Atomic nested in another rolls back to its own. The undo has no
 // arguments and runs in the simple protocol, which an aborted transaction
 // accepts (it cannot prepare a statement).
 const (
-	hostSavepointSQL    = `SAVEPOINT walletgate_atomic`
-	hostReleaseSQL      = `RELEASE SAVEPOINT walletgate_atomic`
-	hostUndoSQL         = `ROLLBACK TO SAVEPOINT walletgate_atomic; RELEASE SAVEPOINT walletgate_atomic`
-	hostIsolationSQL    = `SELECT current_setting('transaction_isolation')`
-	isolationRepeatRead = "repeatable read"
+	hostSavepointSQL = `SAVEPOINT walletgate_atomic`
+	hostReleaseSQL   = `RELEASE SAVEPOINT walletgate_atomic`
+	hostUndoSQL      = `ROLLBACK TO SAVEPOINT walletgate_atomic; RELEASE SAVEPOINT walletgate_atomic`
+	hostIsolationSQL = `SELECT current_setting('transaction_isolation')`
 )
 
 // hostKey is the context key of a host transaction.
@@ -76,13 +83,26 @@ type hostBinding struct {
 //     consumed request or code stays consumed only when the host committed).
 //     So fn, and an effect, may count on one run per call.
 //
-// tx must run at READ COMMITTED (the store's level, whose rules it keeps
-// with locks and guarded statements) or SERIALIZABLE (which keeps them too,
-// at the cost of more conflicts returned as ErrRerun). REPEATABLE READ is
-// refused: its snapshot, taken at the first statement of tx, would hide
-// from a check what committed while it waited for its lock, so rules such as
-// "one EMAIL_OTP credential per address" would not hold. The level is read
-// with the first savepoint, in the same round trip.
+// tx must run at the store's isolation level ([Config.Isolation]): READ
+// COMMITTED unless the store was configured SERIALIZABLE. Any other level
+// is refused with an error wrapping [ErrIsolation], at the binding's first
+// statement, read or write, which carries the check in its round trip.
+// The rules the store keeps across transactions (one EMAIL_OTP credential
+// per address, a revoke that sees every session of its credential, a cap
+// on live challenges) hold only when every transaction of the schema runs
+// at one level: at READ COMMITTED a check that waited for a lock reads
+// what the lock's holder committed, which a snapshot taken earlier
+// (REPEATABLE READ, SERIALIZABLE) would hide; and PostgreSQL's
+// serializable checks, which make up for that snapshot at SERIALIZABLE,
+// see only serializable transactions. A SERIALIZABLE store reruns its
+// own transactions on 40001; a host's it returns as ErrRerun.
+//
+// Some operations refuse a host transaction whatever its level: those that
+// record what they refuse, or whose success already acted outside the
+// store (walletauth's Challenge and Verify, ownership's Verify and
+// CompleteLiveness). Their Atomic fails, sending nothing, with an error
+// wrapping [storage.ErrStandalone] (see [storage.Standalone]); call them
+// with a context that carries no host transaction.
 //
 // tx serves one statement at a time, as any pgx.Tx: the host calls
 // walletgate operations in its transaction one after another, not from
@@ -173,6 +193,10 @@ func (s *Store) atomicHost(ctx context.Context, b *hostBinding, fn func(storage.
 	if b.tx == nil || b.tx.Conn() == nil {
 		return errors.New("postgres: the context carries a nil host transaction")
 	}
+	if op, ok := storage.StandaloneOperation(ctx); ok {
+		return fmt.Errorf("postgres: %s records what it refuses (attempts, budgets, lockouts, consumed challenges) or has acted outside the store, so it commits on its own; call it without the host transaction (Store.WithTx): %w",
+			op, storage.ErrStandalone)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -212,23 +236,27 @@ func rerunError(err error) error {
 // runHost is run inside a host transaction. Plain reads before the first
 // statement that writes or locks run in the host's transaction without a
 // savepoint (they have nothing to undo); that statement travels with the
-// SAVEPOINT (and, the first time for the binding, the check of the
-// isolation level) in one round trip. t.mu is held.
+// SAVEPOINT in one round trip. The first statement of the binding, read or
+// write, carries the check of the host's isolation level. t.mu is held.
 func (t *tx) runHost(ctx context.Context, b *pgx.Batch, read bool) error {
+	var level string
+	checkLevel := !t.binding.isolationOK.Load()
+	first := &pgx.Batch{}
+	if checkLevel {
+		first.Queue(hostIsolationSQL).QueryRow(func(r pgx.Row) error { return r.Scan(&level) })
+	}
 	if t.sp || read {
-		err := rerunError(t.host.SendBatch(ctx, b).Close())
+		first.QueuedQueries = append(first.QueuedQueries, b.QueuedQueries...)
+		err := rerunError(t.host.SendBatch(ctx, first).Close())
+		if lerr := t.checkLevel(checkLevel, level); lerr != nil {
+			return lerr
+		}
 		if err != nil && !t.sp {
 			t.broken = fmt.Errorf("postgres: a read in the host transaction failed: %w", err)
 		}
 		return err
 	}
-	first := &pgx.Batch{}
 	first.Queue(hostSavepointSQL).Exec(func(pgconn.CommandTag) error { t.sp = true; return nil })
-	var level string
-	checkLevel := !t.binding.isolationOK.Load()
-	if checkLevel {
-		first.Queue(hostIsolationSQL).QueryRow(func(r pgx.Row) error { return r.Scan(&level) })
-	}
 	first.QueuedQueries = append(first.QueuedQueries, b.QueuedQueries...)
 	err := rerunError(t.host.SendBatch(ctx, first).Close())
 	if !t.sp {
@@ -238,12 +266,25 @@ func (t *tx) runHost(ctx context.Context, b *pgx.Batch, read bool) error {
 		t.broken = fmt.Errorf("postgres: beginning a savepoint in the host transaction: %w", err)
 		return t.broken
 	}
-	if checkLevel && level != "" {
-		if level == isolationRepeatRead {
-			t.broken = errors.New("postgres: the host transaction runs at REPEATABLE READ; walletgate's rules hold at READ COMMITTED or SERIALIZABLE only")
-			return t.broken
-		}
-		t.binding.isolationOK.Store(true)
+	if lerr := t.checkLevel(checkLevel, level); lerr != nil {
+		return lerr
 	}
 	return err
+}
+
+// checkLevel refuses a host transaction whose isolation level is not the
+// store's ([Config.Isolation]; see [Store.WithTx]); level is what the
+// check read, empty when the statement carrying it did not run. t.mu is
+// held.
+func (t *tx) checkLevel(checked bool, level string) error {
+	if !checked || level == "" {
+		return nil
+	}
+	if want := string(t.s.cfg.Isolation); level != want {
+		t.broken = fmt.Errorf("%w: it runs at %s and the store at %s; walletgate's rules hold when every transaction of the store's schema runs at the store's level",
+			ErrIsolation, strings.ToUpper(level), strings.ToUpper(want))
+		return t.broken
+	}
+	t.binding.isolationOK.Store(true)
+	return nil
 }

@@ -96,7 +96,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, cfg Config) (int, error) {
 		return 0, err
 	}
 	applied := 0
-	err = pgx.BeginTxFunc(ctx, pool, beginOptions(), func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, pool, migrateOptions(), func(tx pgx.Tx) error {
 		var err error
 		applied, err = migrate(ctx, tx, cfg.Schema, ms)
 		return err

@@ -42,7 +42,7 @@ const (
 	pendingLimitedSQL = `INSERT INTO {s}.pending_requests (` + pendingColumns + `)
 	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
 	WHERE (SELECT count(*) FROM {s}.pending_requests
-		WHERE account_id = $3 AND consumed_at IS NULL AND expires_at > $11) < $14
+		WHERE account_id = $3 AND consumed_at IS NULL AND expires_at > $11 AND bound_scope IS NULL) < $14
 	ON CONFLICT DO NOTHING`
 	// pendingLimitedDeferSQL is pendingLimitedSQL for a deferred insert: it
 	// raises division_by_zero (22012) when it inserted nothing (the limit,
@@ -51,11 +51,28 @@ const (
 	pendingLimitedDeferSQL = `WITH made AS (INSERT INTO {s}.pending_requests (` + pendingColumns + `)
 	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
 	WHERE (SELECT count(*) FROM {s}.pending_requests
-		WHERE account_id = $3 AND consumed_at IS NULL AND expires_at > $11) < $14
+		WHERE account_id = $3 AND consumed_at IS NULL AND expires_at > $11 AND bound_scope IS NULL) < $14
 	ON CONFLICT DO NOTHING RETURNING 1)
 	SELECT 1 / count(*) FROM made`
 	pendingLiveStateSQL = `SELECT EXISTS (SELECT 1 FROM {s}.pending_requests WHERE id = $1),
-	(SELECT min(expires_at) FROM {s}.pending_requests WHERE account_id = $2 AND consumed_at IS NULL AND expires_at > $3)`
+	(SELECT min(expires_at) FROM {s}.pending_requests
+		WHERE account_id = $2 AND consumed_at IS NULL AND expires_at > $3 AND bound_scope IS NULL)`
+	// pendingBoundedSQL stores a request in the scope $14 and deletes the
+	// scope's requests that no longer count at its creation time
+	// (consumed or expired) and, of the live ones, all but the $15-1
+	// newest. It runs after the advisory lock of the scope was granted,
+	// in its own statement, so its snapshot holds every request committed
+	// under that lock. The DELETE and the INSERT share that snapshot: the
+	// DELETE never sees the new row, and the id $1 is kept out of it, so
+	// an id that exists raises a unique violation (no ON CONFLICT: a
+	// deferred write) with nothing deleted. A row consumed concurrently is
+	// deleted after that commits, or kept when it was among the newest.
+	pendingBoundedSQL = `WITH gone AS (DELETE FROM {s}.pending_requests
+		WHERE bound_scope = $14 AND id <> $1 AND id NOT IN (SELECT id FROM {s}.pending_requests
+			WHERE bound_scope = $14 AND consumed_at IS NULL AND expires_at > $11
+			ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT $15::bigint - 1))
+	INSERT INTO {s}.pending_requests (` + pendingColumns + `, bound_scope)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 )
 
 type pendingRepo struct{ t *tx }
@@ -141,6 +158,32 @@ func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingReques
 		return time.Time{}, storage.ErrDuplicate
 	}
 	return earliest.Time.UTC(), &storage.LimitError{RetryAt: earliest.Time.UTC()}
+}
+
+// CreateBounded is a deferred write (see deferWrite): a transaction-level
+// advisory lock of the scope (derived from the schema and the scope, like
+// LockEmail) and, under it, one statement that deletes what the scope no
+// longer keeps and inserts p, both with the transaction's next statement
+// or its COMMIT. An id that exists aborts the transaction with an error
+// wrapping storage.ErrDuplicate, and the deletions roll back with it.
+func (r pendingRepo) CreateBounded(ctx context.Context, p *storage.PendingRequest, scope string, limit int) error {
+	switch {
+	case limit <= 0:
+		return errors.New("postgres: CreateBounded needs a positive limit")
+	case scope == "":
+		return errors.New("postgres: CreateBounded needs a scope")
+	}
+	err := r.t.valid("pending request", key("ID", p.ID), text("Kind", p.Kind), key("AccountID", p.AccountID),
+		text("Method", p.Method), text("Path", p.Path), text("SignerRule", p.SignerRule), text("SignerRef", p.SignerRef),
+		key("Scope", scope))
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(advisoryLockSQL, lockKey("pending-scope/"+scope, r.t.s.cfg.Schema))
+	b.Queue(r.t.s.q.pendingBounded, p.ID, p.Kind, p.AccountID, p.Method, p.Path, p.BodyDigest,
+		p.Payload, p.SignerRule, p.SignerRef, []byte(p.Data), p.CreatedAt, p.ExpiresAt, nullTime(p.ConsumedAt), scope, limit)
+	return wrap("create bounded pending request", r.t.deferWrite(ctx, b))
 }
 
 // limitMiss is the error of a deferred CreateLimited that inserted

@@ -17,7 +17,7 @@ type queries struct {
 	otpPut, otpGet, otpConsume, otpSpend, otpState, otpAttempt, otpAttemptState, otpLockAttempt     string
 	sessionInsert, sessionGet, sessionActive, sessionRevoke, sessionExists, sessionRevokeAll        string
 	signerAccount, signerCredential, signerSession, signerKeyCredentials, signerKeySessions         string
-	pendingLimited, pendingLiveState                                                                string
+	pendingLimited, pendingLiveState, pendingBounded                                                string
 	pendingInsert, pendingGet, pendingConsume, pendingSpend, pendingLimitedDefer, pendingState      string
 	outboxInsert, outboxLease, outboxMark, outboxFail, outboxFailState, outboxParked, outboxRedrive string
 	outboxList                                                                                      string
@@ -45,7 +45,7 @@ func renderQueries(quotedSchema string) queries {
 		sessionRevoke: r.Replace(sessionRevokeSQL), sessionExists: r.Replace(sessionExistsSQL), sessionRevokeAll: r.Replace(sessionRevokeAllSQL),
 		signerAccount: r.Replace(signerAccountSQL), signerCredential: r.Replace(signerCredentialSQL), signerSession: r.Replace(signerSessionSQL),
 		signerKeyCredentials: r.Replace(signerKeyCredentialsSQL), signerKeySessions: r.Replace(signerKeySessionsSQL),
-		pendingLimited: r.Replace(pendingLimitedSQL), pendingLiveState: r.Replace(pendingLiveStateSQL),
+		pendingLimited: r.Replace(pendingLimitedSQL), pendingLiveState: r.Replace(pendingLiveStateSQL), pendingBounded: r.Replace(pendingBoundedSQL),
 		pendingInsert: r.Replace(pendingInsertSQL), pendingGet: r.Replace(pendingGetSQL),
 		pendingConsume: r.Replace(pendingConsumeSQL), pendingSpend: r.Replace(pendingSpendSQL), pendingLimitedDefer: r.Replace(pendingLimitedDeferSQL), pendingState: r.Replace(pendingStateSQL),
 		outboxInsert: r.Replace(outboxInsertSQL), outboxLease: r.Replace(outboxLeaseSQL),

@@ -87,7 +87,15 @@ func newStoreWith(tb testing.TB, pool *pgxpool.Pool, cfg postgres.Config) *postg
 // second replica.
 func sameSchema(tb testing.TB, s *postgres.Store, pool *pgxpool.Pool) *postgres.Store {
 	tb.Helper()
-	r, err := postgres.New(pool, postgres.Config{Schema: s.Schema()})
+	return sameSchemaWith(tb, s, pool, postgres.Config{})
+}
+
+// sameSchemaWith is sameSchema with cfg, whose Schema it replaces by the
+// schema of s.
+func sameSchemaWith(tb testing.TB, s *postgres.Store, pool *pgxpool.Pool, cfg postgres.Config) *postgres.Store {
+	tb.Helper()
+	cfg.Schema = s.Schema()
+	r, err := postgres.New(pool, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -15,17 +15,30 @@ import (
 	"github.com/walletgate/walletgate/storage"
 )
 
-// beginOptions gives the isolation of every transaction: READ COMMITTED. Each
-// invariant of the contract is kept by a single statement whose WHERE clause
-// is re-evaluated on the latest row version after a lock wait (single-use
-// consumption, compare-and-set on version, attempt limits), by a unique
-// index, or by a lock the caller takes before reading what it decides on
-// (the Lock methods: every later statement of the transaction reads a fresh
-// snapshot, taken after the lock was granted), so a stronger level adds
-// nothing to correctness; under REPEATABLE READ or SERIALIZABLE every lost
-// race would instead abort with a serialization failure and be rerun,
-// multiplying work exactly when replicas contend.
-func beginOptions() pgx.TxOptions { return pgx.TxOptions{IsoLevel: pgx.ReadCommitted} }
+// beginOptions gives the isolation of the store's transactions
+// ([Config.Isolation]), READ COMMITTED unless set. At READ COMMITTED each
+// invariant of the contract is kept by a single statement whose WHERE
+// clause is re-evaluated on the latest row version after a lock wait
+// (single-use consumption, compare-and-set on version, attempt limits), by
+// a unique index, or by a lock the caller takes before reading what it
+// decides on (the Lock methods: every later statement of the transaction
+// reads a fresh snapshot, taken after the lock was granted), so a stronger
+// level adds nothing to correctness; under SERIALIZABLE every lost race
+// instead aborts with a serialization failure and is rerun, multiplying
+// work exactly when replicas contend. SERIALIZABLE is offered for hosts
+// whose own transactions run at it (see [Store.WithTx]): there a check
+// that waited for a lock reads the transaction's snapshot, older than
+// what the lock's holder committed, and the serializable checks abort
+// one of the two instead.
+func (s *Store) beginOptions() pgx.TxOptions { return pgx.TxOptions{IsoLevel: s.cfg.Isolation} }
+
+// migrateOptions gives the isolation of a migration's transaction.
+func migrateOptions() pgx.TxOptions { return pgx.TxOptions{IsoLevel: pgx.ReadCommitted} }
+
+// inBlock reports whether plain reads must run inside the transaction
+// block: at SERIALIZABLE a read outside it would escape the serializable
+// checks (see run).
+func (s *Store) inBlock() bool { return s.cfg.Isolation == pgx.Serializable }
 
 // finishTimeout bounds the rollback that runs after the caller's context was
 // cancelled.
@@ -291,7 +304,7 @@ func (t *tx) run(ctx context.Context, b *pgx.Batch, read bool) error {
 	switch {
 	case t.pg != nil:
 		return t.conn.SendBatch(ctx, b).Close()
-	case read:
+	case read && !t.s.inBlock():
 		err := t.conn.SendBatch(ctx, b).Close()
 		if err != nil {
 			t.broken = fmt.Errorf("postgres: a read of the transaction failed: %w", err)
@@ -299,7 +312,7 @@ func (t *tx) run(ctx context.Context, b *pgx.Batch, read bool) error {
 		return err
 	}
 	first := &pgx.Batch{}
-	first.BeginTx(beginOptions())
+	first.BeginTx(t.s.beginOptions())
 	first.QueuedQueries = append(first.QueuedQueries, b.QueuedQueries...)
 	br := t.conn.SendBatch(ctx, first)
 	err := br.Close()
@@ -354,7 +367,7 @@ func (t *tx) commitLater(ctx context.Context) error {
 	b := &pgx.Batch{}
 	began := t.pg == nil
 	if began {
-		b.BeginTx(beginOptions())
+		b.BeginTx(t.s.beginOptions())
 	}
 	b.QueuedQueries = append(b.QueuedQueries, t.later...)
 	t.later, t.ahead = nil, nil

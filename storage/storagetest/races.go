@@ -69,7 +69,11 @@ type Replicas func(tb testing.TB) []storage.Store
 //     session of the other's credential and locking it first: exactly one
 //     commits;
 //   - concurrent [storage.PendingRequests.CreateLimited] calls for one
-//     account store no more than the limit.
+//     account store no more than the limit;
+//   - concurrent [storage.PendingRequests.CreateBounded] calls for one
+//     scope, some rolled back after their insert: every one that does not
+//     roll back commits, none ever sees more than the limit of the
+//     scope's requests, and the scope ends with exactly the limit.
 //
 // [Run] runs them with 64 goroutines on one store. A store meant for several
 // replicas should run them with one store per replica (for example one
@@ -99,6 +103,7 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"RefreshSessionRevoked", func(t *testing.T, s []storage.Store, w int) { raceSignerRevoked(t, s, w, false, refreshEffect) }},
 		{"CrossSignedRevokes", raceCrossSignedRevokes},
 		{"PendingLimit", racePendingLimit},
+		{"PendingBounded", racePendingBounded},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -184,29 +189,36 @@ func raceRevokeKeepsOne(t *testing.T, stores []storage.Store, workers int) {
 		}
 		return err
 	})
-	var inside, most atomic.Int32
+	var holds lockHolds
 	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
 		target := creds[i%len(creds)].ID
 		return s.Atomic(c, func(tx storage.Tx) error {
 			if _, err := tx.InternalAccounts().Lock(c, acct.ID); err != nil {
 				return err
 			}
-			n := inside.Add(1)
-			defer inside.Add(-1)
-			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-			}
+			// held is from the lock to fn's end, or, when a statement
+			// fails, to just before it was sent: a failed statement
+			// aborts the transaction, and a database may release its
+			// locks then, before fn returns (PostgreSQL does), with
+			// nothing more of it able to commit.
+			h := holds.enter()
 			all, err := tx.Credentials().ListByAccount(c, acct.ID)
-			if err != nil {
-				return err
+			switch {
+			case err != nil:
+			case !slices.ContainsFunc(all, func(o storage.Credential) bool { return o.ID == target }):
+				err = errGone
+			case len(all) <= 1:
+				err = errLast
+			default:
+				pause()
+				sent := time.Now()
+				if err = tx.Credentials().Delete(c, target); err != nil {
+					holds.leave(h, sent)
+					return err
+				}
 			}
-			if !slices.ContainsFunc(all, func(o storage.Credential) bool { return o.ID == target }) {
-				return errGone
-			}
-			if len(all) <= 1 {
-				return errLast
-			}
-			pause()
-			return tx.Credentials().Delete(c, target)
+			holds.leave(h, time.Now())
+			return err
 		})
 	})
 	wins := tally(t, "revoke", errs, errGone, errLast)
@@ -221,9 +233,51 @@ func raceRevokeKeepsOne(t *testing.T, stores []storage.Store, workers int) {
 		}
 		return nil
 	})
-	if m := most.Load(); m != 1 {
-		t.Fatalf("%d transactions held the account lock at once", m)
+	if a, b, ok := holds.overlap(); ok {
+		t.Fatalf("two transactions held the account lock at once: one from %v to %v, the other from %v",
+			a.from.Format(time.StampMicro), a.to.Format(time.StampMicro), b.from.Format(time.StampMicro))
 	}
+}
+
+// lockHolds records when transactions held one lock, to find two that
+// held it at once.
+type lockHolds struct {
+	mu    sync.Mutex
+	spans []lockSpan
+}
+
+// lockSpan is one hold: from the lock's grant to when it may have been
+// released at the earliest.
+type lockSpan struct{ from, to time.Time }
+
+// enter records a hold that begins now and returns it.
+func (l *lockHolds) enter() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.spans = append(l.spans, lockSpan{from: time.Now()})
+	return len(l.spans) - 1
+}
+
+// leave records that hold h may have ended at to.
+func (l *lockHolds) leave(h int, to time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.spans[h].to = to
+}
+
+// overlap returns two holds of which the second began while the first
+// still held the lock.
+func (l *lockHolds) overlap() (lockSpan, lockSpan, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, a := range l.spans {
+		for _, b := range l.spans {
+			if a.from.Before(b.from) && b.from.Before(a.to) {
+				return a, b, true
+			}
+		}
+	}
+	return lockSpan{}, lockSpan{}, false
 }
 
 const attemptLimit = 5
@@ -728,5 +782,78 @@ func raceLeaseOnce(t *testing.T, stores []storage.Store, workers int) {
 		if !slices.IsSorted(seqs) {
 			t.Fatalf("events of %s were handed out in Seq order %v", acct, seqs)
 		}
+	}
+}
+
+// racePendingBounded: concurrent CreateBounded calls for one scope, each
+// holding its transaction open after its insert was sent and a quarter
+// rolling back then. Every other call commits; each transaction, after its
+// insert, finds at most the limit of the requests made so far, and the
+// scope ends with exactly the limit (the requests of the calls that rolled
+// back were never stored).
+func racePendingBounded(t *testing.T, stores []storage.Store, workers int) {
+	ctx := t.Context()
+	const limit = 5
+	acct, scope := id(t, "InternalAccount"), id(t, "AuthMethod")
+	n := len(stores) * workers
+	made := make([]storage.PendingRequest, n)
+	for i := range made {
+		made[i] = newPending(t, acct)
+		made[i].CreatedAt = t0.Add(time.Duration(i%7) * time.Millisecond)
+		made[i].ExpiresAt = made[i].CreatedAt.Add(5 * time.Minute)
+	}
+	// held counts the requests of made that tx sees.
+	held := func(c context.Context, tx storage.Tx) (int, error) {
+		k := 0
+		for i := range made {
+			_, err := tx.PendingRequests().Get(c, made[i].ID)
+			switch {
+			case err == nil:
+				k++
+			case !errors.Is(err, storage.ErrNotFound):
+				return 0, err
+			}
+		}
+		return k, nil
+	}
+	var most atomic.Int32
+	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
+		p := made[i]
+		return s.Atomic(c, func(tx storage.Tx) error {
+			if err := tx.PendingRequests().CreateBounded(c, &p, scope, limit); err != nil {
+				return err
+			}
+			// Reads after it send a deferred insert and count what this
+			// transaction sees; the insert is then held uncommitted a while.
+			k, err := held(c, tx)
+			if err != nil {
+				return err
+			}
+			for m := most.Load(); int32(k) > m && !most.CompareAndSwap(m, int32(k)); m = most.Load() {
+			}
+			pause()
+			if i%4 == 3 {
+				return errRollback
+			}
+			return nil
+		})
+	})
+	wins := tally(t, "bounded create", errs, errRollback)
+	for i, err := range errs {
+		if rolledBack := i%4 == 3; rolledBack != (err != nil) {
+			t.Fatalf("worker %d (rolls back: %v) ended with %v: a bounded create was refused", i, rolledBack, err)
+		}
+	}
+	if m := most.Load(); m > limit {
+		t.Fatalf("a transaction saw %d requests of a scope bounded to %d", m, limit)
+	}
+	var left int
+	run(t, stores[0], func(tx storage.Tx) error {
+		var err error
+		left, err = held(ctx, tx)
+		return err
+	})
+	if want := min(limit, wins); left != want {
+		t.Fatalf("after %d committed creates the scope holds %d requests, want %d", wins, left, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,8 +13,9 @@ import (
 	"github.com/walletgate/walletgate/storage"
 )
 
-// Signed operations: the signer's locks ([storage.Sessions.LockSigner]) and
-// the cap on live pending requests ([storage.PendingRequests.CreateLimited]).
+// Signed operations: the signer's locks ([storage.Sessions.LockSigner]), the
+// cap on live pending requests ([storage.PendingRequests.CreateLimited]) and
+// the bound of a scope of them ([storage.PendingRequests.CreateBounded]).
 
 var (
 	errSignerGone = errors.New("storagetest: the signer is revoked")
@@ -298,6 +300,110 @@ func testSigner(t *testing.T, newStore Factory) {
 		again.CreatedAt, again.ExpiresAt = later.CreatedAt, later.ExpiresAt
 		_, err = createLimited(ctx, s, &again, limit)
 		wantErr(t, "CreateLimited at the limit again", err, storage.ErrExhausted)
+	})
+	t.Run("CreateBounded", func(t *testing.T) {
+		s := newStore(t)
+		acct := id(t, "InternalAccount")
+		scope := id(t, "AuthMethod")
+		const limit = 3
+		bounded := func(p *storage.PendingRequest, scope string, limit int) error {
+			return s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().CreateBounded(ctx, p, scope, limit) })
+		}
+		// exists tells which of ps the store still holds.
+		exists := func(ps ...storage.PendingRequest) []bool {
+			out := make([]bool, len(ps))
+			run(t, s, func(tx storage.Tx) error {
+				for i, p := range ps {
+					_, err := tx.PendingRequests().Get(ctx, p.ID)
+					if err != nil && !errors.Is(err, storage.ErrNotFound) {
+						return err
+					}
+					out[i] = err == nil
+				}
+				return nil
+			})
+			return out
+		}
+		var made []storage.PendingRequest
+		for i := range limit + 1 {
+			p := newPending(t, acct)
+			p.CreatedAt = t0.Add(time.Duration(i) * time.Second)
+			p.ExpiresAt = p.CreatedAt.Add(5 * time.Minute)
+			wantErr(t, "CreateBounded", bounded(&p, scope, limit), nil)
+			made = append(made, p)
+		}
+		if got, want := exists(made...), []bool{false, true, true, true}; !slices.Equal(got, want) {
+			t.Fatalf("after %d requests in a scope of %d: held %v, want the oldest superseded %v", limit+1, limit, got, want)
+		}
+		run(t, s, func(tx storage.Tx) error {
+			got, err := tx.PendingRequests().Get(ctx, made[1].ID)
+			wantErr(t, "Get of a bounded request", err, nil)
+			diff(t, "Get of a bounded request", got, made[1])
+			_, err = tx.PendingRequests().Consume(ctx, made[0].ID, made[1].CreatedAt)
+			wantErr(t, "Consume of a superseded request", err, storage.ErrNotFound)
+			return nil
+		})
+		// The scope's requests do not count against the account, and the
+		// account's do not count in the scope nor are superseded by it.
+		limited := newPending(t, acct)
+		_, err := createLimited(ctx, s, &limited, 1)
+		wantErr(t, "CreateLimited beside a full scope", err, nil)
+		// A consumed request is deleted and stops counting: the next one
+		// supersedes nothing live.
+		run(t, s, func(tx storage.Tx) error {
+			_, err := tx.PendingRequests().Consume(ctx, made[1].ID, made[3].CreatedAt)
+			return err
+		})
+		next := newPending(t, acct)
+		next.CreatedAt, next.ExpiresAt = made[3].CreatedAt, made[3].ExpiresAt
+		wantErr(t, "CreateBounded after a consumption", bounded(&next, scope, limit), nil)
+		if got, want := exists(made[1], made[2], made[3], next, limited), []bool{false, true, true, true, true}; !slices.Equal(got, want) {
+			t.Fatalf("after a consumption: held %v, want %v", got, want)
+		}
+		// Of requests created at one instant, the lower id is the older.
+		tie := newPending(t, acct)
+		tie.CreatedAt, tie.ExpiresAt = next.CreatedAt, next.ExpiresAt
+		wantErr(t, "CreateBounded at one instant", bounded(&tie, scope, limit), nil)
+		if got, want := exists(made[2], made[3], next, tie), []bool{false, true, true, true}; !slices.Equal(got, want) {
+			t.Fatalf("requests of one instant: held %v, want %v", got, want)
+		}
+		same := []storage.PendingRequest{made[3], next, tie}
+		slices.SortFunc(same, func(a, b storage.PendingRequest) int { return strings.Compare(a.ID, b.ID) })
+		tie2 := newPending(t, acct)
+		tie2.CreatedAt, tie2.ExpiresAt = next.CreatedAt, next.ExpiresAt
+		wantErr(t, "CreateBounded at one instant", bounded(&tie2, scope, limit), nil)
+		if got, want := exists(same[0], same[1], same[2], tie2), []bool{false, true, true, true}; !slices.Equal(got, want) {
+			t.Fatalf("requests of one instant: held %v, want the lowest id superseded %v", got, want)
+		}
+		// A duplicate id stores and deletes nothing.
+		dup := tie2
+		dup.CreatedAt = tie2.ExpiresAt
+		err = bounded(&dup, scope, 1)
+		wantErr(t, "CreateBounded of an existing id", err, storage.ErrDuplicate)
+		if got := exists(same[1], same[2], tie2); !slices.Equal(got, []bool{true, true, true}) {
+			t.Fatalf("a refused duplicate changed the scope: held %v, want all", got)
+		}
+		// Another scope is its own.
+		other := newPending(t, acct)
+		wantErr(t, "CreateBounded in another scope", bounded(&other, id(t, "AuthMethod"), 1), nil)
+		if got := exists(same[1], same[2], tie2, other); !slices.Equal(got, []bool{true, true, true, true}) {
+			t.Fatalf("a request of another scope changed this one: held %v", got)
+		}
+		// Once they expired, a new request deletes them all, and a limit
+		// of one keeps only the new one.
+		late := newPending(t, acct)
+		late.CreatedAt, late.ExpiresAt = tie2.ExpiresAt, tie2.ExpiresAt.Add(5*time.Minute)
+		wantErr(t, "CreateBounded after expiry", bounded(&late, scope, 1), nil)
+		if got, want := exists(same[1], same[2], tie2, late, limited, other), []bool{false, false, false, true, true, true}; !slices.Equal(got, want) {
+			t.Fatalf("after expiry: held %v, want %v", got, want)
+		}
+		bad := newPending(t, acct)
+		if err := bounded(&bad, scope, 0); err == nil {
+			t.Fatal("CreateBounded with a limit of 0 succeeded")
+		}
+		if err := bounded(&bad, "", 1); err == nil {
+			t.Fatal("CreateBounded without a scope succeeded")
+		}
 	})
 }
 
