@@ -66,8 +66,10 @@
 // costs no round trip of its own. Their statements raise an error rather
 // than skip a duplicate, so a deferred write that fails aborts the
 // transaction and is reported by the statement or commit that carried it;
-// the guarded ones (CreateLimited, Hit, Spend) raise division_by_zero when
-// their guard fails, which the store reports as the contract's error (a
+// the guarded ones (CreateLimited, Hit, Spend) call the schema's function
+// guard_failed when their guard fails, which raises SQLSTATE WG001 naming
+// the guard (migration 7), and the store reports that as the contract's
+// error (a
 // *storage.LimitError or ErrDuplicate, or a *storage.RateLimitError, read
 // after the rollback; a *storage.SpendError). Reads of rows the transaction holds locked
 // (InternalAccounts.Lock, Credentials.Lock, the signer locks) are answered
@@ -90,36 +92,9 @@
 //
 // # Round trips of the signed flows
 //
-// Counted on one warm connection (statements prepared) by walletauth's
-// TestRoundTripsPostgres, which fails when one grows, as round trips and
-// statements (BEGIN and COMMIT aside):
-//
-//   - an EMAIL_OTP (or SMS_OTP) login, 7 and 14: the challenge 2 (the
-//     credential read; BEGIN, the re-issue limit's hit, the issuance and
-//     the COMMIT), the verification 2 (BEGIN, the credential lock and, in
-//     one statement, the read of its issuance, the attempt budget's hit
-//     and the attempt; the code's consumption, the signed-retry challenge
-//     and the COMMIT together) and
-//     its signed retry 3 (the request read; BEGIN, the request's
-//     consumption, the credential lock and the read of its account; the
-//     session, its event and the COMMIT), which reads the credential
-//     before the request only when it fails;
-//   - a signed wallet privacy update (both legs), 5 and 8: the wallet read, the
-//     challenge with BEGIN and COMMIT; the request read, BEGIN with the
-//     request's consumption and the signer locks, the COMMIT;
-//   - a signed session revoke (both legs), 7 and 11;
-//   - a signed session refresh (both legs), 7 and 13;
-//   - a signed wallet export (both legs), 5 and 8;
-//   - a signed SMS_OTP credential addition (both legs), 10 and 14, of which the
-//     new credential's first code, issued in its own transaction, is 1;
-//   - a signed PASSKEY credential addition (both legs, after the
-//     registration challenge), 12 and 16, of which the registration challenge's
-//     read and consumption are 2;
-//   - a signed OAUTH credential addition (both legs), 9 and 13;
-//   - a signed credential revoke (both legs), 12 and 16;
-//   - a signed email change of a customer's one wallet (both legs), 16 and 22;
-//   - a signed host operation through Authorize, without an Effect (both
-//     legs), 5 and 8.
+// walletauth's TestRoundTripsPostgres counts, on one warm connection
+// (statements prepared), the round trips and statements of every signed
+// flow, and fails when one grows; the counts live there alone.
 //
 // Every signed operation follows the same pattern: its first leg costs its
 // own reads plus one round trip for the challenge (the insert is deferred
@@ -128,8 +103,10 @@
 // signer's locks (Sessions.LockSigner or LockSignersByKey, whose rows
 // later reads of the transaction take without a round trip), then its
 // effect's statements, the last of them with the COMMIT when it is a
-// deferred write. An HTTP host adds its own reads; the sandbox's handler
-// adds none to these flows.
+// deferred write. A retry bound to a key (an OTP login's second leg) has no
+// signer to lock and consumes its request in a round trip of its own, so
+// that its expiry is decided after that consumption's lock. An HTTP host
+// adds its own reads; the sandbox's handler adds none to these flows.
 //
 // # Relay leases
 //

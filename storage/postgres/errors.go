@@ -32,9 +32,10 @@ const (
 	codeUniqueViolation      = "23505"
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
-	// codeDivisionByZero is what the statements of deferred guarded writes
-	// raise when their guard fails (see pendingSpendSQL).
-	codeDivisionByZero = "22012"
+	// codeGuardFailed is what the statements of deferred guarded writes
+	// raise when their guard fails: the function guard_failed of migration
+	// 7 (see pendingSpendSQL).
+	codeGuardFailed = "WG001"
 )
 
 // storableText reports whether PostgreSQL text can hold s.

@@ -29,11 +29,11 @@ const (
 	// the WHERE clause on the committed row and match nothing.
 	otpConsumeSQL = `UPDATE {s}.otp_issuances SET consumed_at = $2
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING ` + otpColumns
-	// otpSpendSQL is otpConsumeSQL for Spend, a deferred write: it raises
-	// division_by_zero (22012) when it consumed nothing.
+	// otpSpendSQL is otpConsumeSQL for Spend, a deferred write: its guard
+	// fails (guard_failed, SQLSTATE WG001) when it consumed nothing.
 	otpSpendSQL = `WITH spent AS (UPDATE {s}.otp_issuances SET consumed_at = $2
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING 1)
-	SELECT 1 / count(*) FROM spent`
+	SELECT CASE WHEN count(*) = 0 THEN {s}.guard_failed('one-time code spend') ELSE 1 END FROM spent`
 	otpStateSQL = `SELECT consumed_at, expires_at FROM {s}.otp_issuances WHERE id = $1`
 	// otpAttemptSQL reserves an attempt: the limit is checked and the count
 	// raised in one statement. Concurrent callers queue on the row lock and
@@ -206,7 +206,7 @@ func (r otpRepo) Spend(ctx context.Context, id string, now time.Time) error {
 	b := &pgx.Batch{}
 	b.Queue(r.t.s.q.otpSpend, id, now).Fn = func(br pgx.BatchResults) error {
 		_, err := br.Exec()
-		if pgCode(err) == codeDivisionByZero {
+		if pgCode(err) == codeGuardFailed {
 			return &storage.SpendError{ID: id, Err: storage.ErrConsumed}
 		}
 		return err

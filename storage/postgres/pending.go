@@ -28,12 +28,12 @@ const (
 	// nothing.
 	pendingConsumeSQL = `UPDATE {s}.pending_requests SET consumed_at = $2
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING ` + pendingColumns
-	// pendingSpendSQL is pendingConsumeSQL for Spend, a deferred write: it
-	// raises division_by_zero (22012) when it consumed nothing, so a miss
-	// aborts the transaction instead of passing unnoticed.
+	// pendingSpendSQL is pendingConsumeSQL for Spend, a deferred write: its
+	// guard fails (guard_failed, SQLSTATE WG001) when it consumed nothing,
+	// so a miss aborts the transaction instead of passing unnoticed.
 	pendingSpendSQL = `WITH spent AS (UPDATE {s}.pending_requests SET consumed_at = $2
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING 1)
-	SELECT 1 / count(*) FROM spent`
+	SELECT CASE WHEN count(*) = 0 THEN {s}.guard_failed('pending request spend') ELSE 1 END FROM spent`
 	pendingStateSQL = `SELECT consumed_at, expires_at FROM {s}.pending_requests WHERE id = $1`
 	// pendingLimitedSQL inserts the request only while its account has
 	// fewer than $14 live requests. It runs after the advisory lock of the
@@ -44,16 +44,16 @@ const (
 	WHERE (SELECT count(*) FROM {s}.pending_requests
 		WHERE account_id = $3 AND consumed_at IS NULL AND expires_at > $11 AND bound_scope IS NULL) < $14
 	ON CONFLICT DO NOTHING`
-	// pendingLimitedDeferSQL is pendingLimitedSQL for a deferred insert: it
-	// raises division_by_zero (22012) when it inserted nothing (the limit,
-	// or a duplicate id), so the transaction aborts and the COMMIT that
-	// carried it rolls back.
+	// pendingLimitedDeferSQL is pendingLimitedSQL for a deferred insert: its
+	// guard fails (guard_failed, SQLSTATE WG001) when it inserted nothing
+	// (the limit, or a duplicate id), so the transaction aborts and the
+	// COMMIT that carried it rolls back.
 	pendingLimitedDeferSQL = `WITH made AS (INSERT INTO {s}.pending_requests (` + pendingColumns + `)
 	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
 	WHERE (SELECT count(*) FROM {s}.pending_requests
 		WHERE account_id = $3 AND consumed_at IS NULL AND expires_at > $11 AND bound_scope IS NULL) < $14
 	ON CONFLICT DO NOTHING RETURNING 1)
-	SELECT 1 / count(*) FROM made`
+	SELECT CASE WHEN count(*) = 0 THEN {s}.guard_failed('pending request limit') ELSE 1 END FROM made`
 	pendingLiveStateSQL = `SELECT EXISTS (SELECT 1 FROM {s}.pending_requests WHERE id = $1),
 	(SELECT min(expires_at) FROM {s}.pending_requests
 		WHERE account_id = $2 AND consumed_at IS NULL AND expires_at > $3 AND bound_scope IS NULL)`
@@ -127,7 +127,7 @@ func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingReques
 			p.Payload, p.SignerRule, p.SignerRef, []byte(p.Data), p.CreatedAt, p.ExpiresAt, nullTime(p.ConsumedAt), limit).
 			Fn = func(br pgx.BatchResults) error {
 			_, err := br.Exec()
-			if pgCode(err) == codeDivisionByZero {
+			if pgCode(err) == codeGuardFailed {
 				return miss
 			}
 			return err
@@ -258,7 +258,7 @@ func (r pendingRepo) Spend(ctx context.Context, id string, now time.Time) error 
 	b := &pgx.Batch{}
 	b.Queue(r.t.s.q.pendingSpend, id, now).Fn = func(br pgx.BatchResults) error {
 		_, err := br.Exec()
-		if pgCode(err) == codeDivisionByZero {
+		if pgCode(err) == codeGuardFailed {
 			return &storage.SpendError{ID: id, Err: storage.ErrConsumed}
 		}
 		return err

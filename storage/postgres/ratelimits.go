@@ -30,9 +30,9 @@ const (
 		hits = CASE WHEN w.window_end <= $2 THEN 0 ELSE w.hits END
 	RETURNING window_end`
 	limitEndSQL = `SELECT window_end FROM {s}.rate_limit_windows WHERE key = $1`
-	// limitHitDeferSQL is limitHitSQL for Hit, a deferred write: a denied
-	// hit raises division_by_zero.
-	limitHitDeferSQL = `WITH hit AS (` + limitHitSQL + `) SELECT 1 / count(*) FROM hit`
+	// limitHitDeferSQL is limitHitSQL for Hit, a deferred write: the guard
+	// of a denied hit fails (guard_failed, SQLSTATE WG001).
+	limitHitDeferSQL = `WITH hit AS (` + limitHitSQL + `) SELECT CASE WHEN count(*) = 0 THEN {s}.guard_failed('rate-limit hit') ELSE 1 END FROM hit`
 )
 
 type limitRepo struct{ t *tx }
@@ -93,7 +93,7 @@ func (r limitRepo) Hit(ctx context.Context, k string, now time.Time, window time
 	b := &pgx.Batch{}
 	b.Queue(r.t.s.q.limitHitDefer, k, now, now.Add(window), int64(limit)).Fn = func(br pgx.BatchResults) error {
 		_, err := br.Exec()
-		if pgCode(err) == codeDivisionByZero {
+		if pgCode(err) == codeGuardFailed {
 			return miss
 		}
 		return err
