@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 )
 
 // TestObserve: a 5xx logs its cause once at Error with the request id, a

@@ -11,40 +11,24 @@ import (
 
 	"github.com/ethereum/go-ethereum/accounts"
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
-
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 )
 
 // regStores returns the stores the registration tests run on: memory, and
 // PostgreSQL when WALLETGATE_POSTGRES_DSN is set.
 func regStores(t *testing.T) map[string]storage.Store {
-	ctx := t.Context()
 	t.Helper()
 	out := map[string]storage.Store{"memory": memory.New()}
-	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
-	if dsn == "" {
-		return out
+	if dsn := os.Getenv(pgtest.EnvDSN); dsn != "" {
+		out["postgres"] = pgtest.Store(t, pgtest.Pool(t, dsn, 4, nil), postgres.Config{})
 	}
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if _, err := postgres.Migrate(ctx, pool, postgres.Config{}); err != nil {
-		t.Fatal(err)
-	}
-	pg, err := postgres.New(pool, postgres.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out["postgres"] = pg
 	return out
 }
 

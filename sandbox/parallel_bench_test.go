@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
@@ -82,10 +82,7 @@ func memoryReplicas(b *testing.B) *replicaSet {
 // postgresReplicas returns four simulators on four pools sharing a fresh
 // schema of the database WALLETGATE_POSTGRES_DSN names, or skips.
 func postgresReplicas(b *testing.B) *replicaSet {
-	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
-	if dsn == "" {
-		b.Skip("set WALLETGATE_POSTGRES_DSN to run the PostgreSQL variants")
-	}
+	dsn := pgtest.DSN(b)
 	ctx := b.Context()
 	var id [8]byte
 	_, _ = rand.Read(id[:])

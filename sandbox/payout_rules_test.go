@@ -2,16 +2,11 @@ package sandbox_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
@@ -19,6 +14,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 )
 
 // TestQuoteRefusesAnotherCustomersAccount: a quote cannot pay an external
@@ -233,41 +229,14 @@ func TestTransferOutDecidesOnTheHeldAccount(t *testing.T) {
 	}
 }
 
-// payoutPostgres returns a store on a fresh schema of the database
-// WALLETGATE_POSTGRES_DSN names (one pool of at most 4 connections), or nil
-// when it is not set.
+// payoutPostgres returns a store on a fresh schema of the test database
+// (one pool of at most 4 connections), or nil when none is configured.
 func payoutPostgres(t *testing.T) storage.Store {
-	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
+	dsn := os.Getenv(pgtest.EnvDSN)
 	if dsn == "" {
 		return nil
 	}
-	ctx := t.Context()
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	var id [8]byte
-	_, _ = rand.Read(id[:])
-	schema := "wgpayout_" + hex.EncodeToString(id[:])
-	t.Cleanup(func() { // registered after Close, so it runs before it
-		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	if _, err := postgres.Migrate(ctx, pool, postgres.Config{Schema: schema}); err != nil {
-		t.Fatal(err)
-	}
-	store, err := postgres.New(pool, postgres.Config{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return store
+	return pgtest.Store(t, pgtest.Pool(t, dsn, 4, nil), postgres.Config{})
 }
 
 func transferOutDecidesOnTheHeldAccount(t *testing.T, store func() storage.Store) {

@@ -415,7 +415,7 @@ func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signe
 	if err != nil {
 		return nil, nil, err
 	}
-	_, ch, err := s.auth.Authorize(ctx, quoteOperation(params), call)
+	_, _, ch, err := walletauth.Authorize(ctx, s.auth, quoteOperation(params), call)
 	return nil, ch, err
 }
 
@@ -448,8 +448,16 @@ func (q *quote) params() quoteParams {
 		ReceivingAmount: r.TotalReceivingAmount, ReceivingCurrency: r.ReceivingCurrency, ExchangeRate: r.ExchangeRate, Fees: r.Fees}
 }
 
-func quoteOperation(p quoteParams) walletauth.HostOperation {
-	return walletauth.HostOperation{Type: OpExecuteQuote, AccountID: p.SourceAccountID, Parameters: p}
+func quoteOperation(p quoteParams) walletauth.HostOperation[quoteParams, quoteExecution] {
+	return walletauth.HostOperation[quoteParams, quoteExecution]{Type: OpExecuteQuote, AccountID: p.SourceAccountID, Parameters: p}
+}
+
+// quoteExecution is what the retry of an execution decided: the signed
+// parameters, and the identifier of the destination account when it is
+// one.
+type quoteExecution struct {
+	signed     quoteParams
+	identifier string
 }
 
 // gateQuote decides the payout gate for the signed parameters p of quote q
@@ -494,35 +502,30 @@ func (s *Simulator) executeQuoteRetry(ctx context.Context, quoteID string, call 
 		return nil, nil, err
 	}
 	op := quoteOperation(q.params())
-	var signed quoteParams
-	identifier := ""
-	op.Effect = func(_ context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-		raw := a.Parameters
-		var p quoteParams
-		if err := apierror.DecodeBytes(raw, &p); err != nil {
-			return apierror.Internal(fmt.Errorf("sandbox: decoding signed parameters of quote %s: %w", quoteID, err))
-		}
+	op.Effect = func(_ context.Context, tx storage.Tx, _ *signedretry.Authorization, p quoteParams) (quoteExecution, error) {
 		// The quote is immutable and the simulator's lock is held, so a
 		// difference is a broken invariant; nothing is paid then.
 		if p != q.params() {
-			return apierror.Internal(fmt.Errorf("sandbox: quote %s no longer matches its signed execution", quoteID))
+			return quoteExecution{}, apierror.Internal(fmt.Errorf("sandbox: quote %s no longer matches its signed execution", quoteID))
 		}
+		identifier := ""
 		if p.DestinationAccountID != "" {
 			d, err := s.gateQuote(ctx, tx, q, p)
 			if err != nil {
-				return err
+				return quoteExecution{}, err
 			}
 			identifier = d.Account.Address
 		}
 		if err := balanceCheck(s.state, p.SourceAccountID, p.Amount, p.Currency); err != nil {
-			return err
+			return quoteExecution{}, err
 		}
-		signed = p
-		return nil
+		return quoteExecution{signed: p, identifier: identifier}, nil
 	}
-	if _, _, err := s.auth.Authorize(ctx, op, call); err != nil {
+	done, _, _, err := walletauth.Authorize(ctx, s.auth, op, call)
+	if err != nil {
 		return nil, nil, err
 	}
+	signed, identifier := done.signed, done.identifier
 	debit := []move{{signed.SourceAccountID, signed.Currency, -signed.Amount}}
 	refund := []move{{signed.SourceAccountID, signed.Currency, signed.Amount}}
 	s.state.startPayout(q, signed, identifier, txID, now, debit, refund)

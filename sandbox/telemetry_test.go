@@ -13,7 +13,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -26,11 +25,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/secret"
@@ -63,10 +63,7 @@ func telemetryNoSecrets(t *testing.T, pg bool) {
 	tc := telemetrytest.New(t)
 	var store storage.Store
 	if pg {
-		dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
-		if dsn == "" {
-			t.Skip("WALLETGATE_POSTGRES_DSN is not set")
-		}
+		dsn := pgtest.DSN(t)
 		store = telemetryPostgres(t, dsn, postgres.Config{Logger: tc.Logger, TracerProvider: tc.TracerProvider, MeterProvider: tc.MeterProvider})
 	}
 

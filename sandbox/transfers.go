@@ -203,7 +203,7 @@ func (s *Simulator) transferIn(ctx context.Context, req TransferRequest, body []
 // refunded when the transfer fails.
 //
 // Moving funds out of an embedded wallet is a wallet action, so it is a
-// signed retry ([walletauth.Service.Authorize], any active session of the
+// signed retry ([walletauth.Authorize], any active session of the
 // wallet signs): a call without the signed-retry headers checks the request
 // and answers the challenge (202), whose parameters bind the source wallet,
 // the destination account, the amount and the currency; the retry executes
@@ -258,7 +258,7 @@ type transferParams struct {
 
 func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call signedretry.Request) (*Transaction, *signedretry.Challenge, error) {
 	extID, walletID := req.Destination.AccountID, req.Source.AccountID
-	op := walletauth.HostOperation{Type: OpTransferOut, AccountID: walletID}
+	op := walletauth.HostOperation[transferParams, transferPlan]{Type: OpTransferOut, AccountID: walletID}
 	if call.Signature == "" && call.RequestID == "" {
 		// First leg: an early answer on the request as it is now.
 		if err := checkTransferIDs(extID, walletID, false); err != nil {
@@ -276,7 +276,7 @@ func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call s
 			return nil, nil, apierror.As(err)
 		}
 		op.Parameters = transferParams{SourceAccountID: walletID, DestinationAccountID: extID, Amount: req.Amount, Currency: plan.cur}
-		_, ch, err := s.auth.Authorize(ctx, op, call)
+		_, _, ch, err := walletauth.Authorize(ctx, s.auth, op, call)
 		return nil, ch, err
 	}
 	id, err := s.newID("Transaction")
@@ -293,23 +293,18 @@ func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call s
 	// between; the payout is ordered at the transaction's commit.
 	now := s.lock()
 	defer s.mu.Unlock()
-	var plan transferPlan
-	op.Effect = func(_ context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-		raw := a.Parameters
-		var p transferParams
-		if err := apierror.DecodeBytes(raw, &p); err != nil {
-			return apierror.Internal(fmt.Errorf("sandbox: decoding signed transfer parameters: %w", err))
-		}
-		var err error
-		if plan, err = s.planTransfer(ctx, tx, s.state, p.DestinationAccountID, p.SourceAccountID, p.Amount, false); err != nil {
-			return err
+	op.Effect = func(_ context.Context, tx storage.Tx, _ *signedretry.Authorization, p transferParams) (transferPlan, error) {
+		plan, err := s.planTransfer(ctx, tx, s.state, p.DestinationAccountID, p.SourceAccountID, p.Amount, false)
+		if err != nil {
+			return plan, err
 		}
 		if plan.cur != p.Currency {
-			return apierror.New(apierror.Conflict, "the destination account's currency is %s, the signed transfer is in %s", plan.cur, p.Currency)
+			return transferPlan{}, apierror.New(apierror.Conflict, "the destination account's currency is %s, the signed transfer is in %s", plan.cur, p.Currency)
 		}
-		return nil
+		return plan, nil
 	}
-	if _, _, err := s.auth.Authorize(ctx, op, call); err != nil {
+	plan, _, _, err := walletauth.Authorize(ctx, s.auth, op, call)
+	if err != nil {
 		return nil, nil, err
 	}
 	return s.state.scheduleTransfer(plan, id, now), nil, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/relay"
@@ -28,7 +29,7 @@ const WebhookPoll = 100 * time.Millisecond
 // when Config.WebhookURL is set, the publisher and the relay that delivers
 // the outbox.
 type webhooks struct {
-	signer *webhook.Signer
+	signer *webhooksig.Signer
 	pub    *webhook.Publisher // nil without a URL
 	stop   context.CancelFunc
 	done   chan struct{}
@@ -46,7 +47,7 @@ func (s *Simulator) startWebhooks() error {
 			return err
 		}
 	}
-	signer, err := webhook.NewSigner(key)
+	signer, err := webhooksig.NewSigner(key)
 	if err != nil {
 		return err
 	}
@@ -82,7 +83,7 @@ func (h *webhooks) close() {
 
 // WebhookPublicKeyPEM returns the SPKI PEM of the key the simulator signs
 // its webhooks with: the key a receiver verifies X-Grid-Signature with (see
-// storage/webhook).
+// apierror/webhooksig).
 func (s *Simulator) WebhookPublicKeyPEM() []byte { return s.hooks.signer.PublicKeyPEM() }
 
 // WebhookTestResult is the answer of POST /sandbox/webhooks/test: what the

@@ -10,30 +10,30 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/sandbox"
-	"github.com/walletgate/walletgate/storage/webhook"
 )
 
 // hookReceiver verifies each delivery with the simulator's public key and
 // answers with status.
 type hookReceiver struct {
 	mu     sync.Mutex
-	got    []webhook.Delivery
+	got    []webhooksig.Delivery
 	status int
 	srv    *httptest.Server
 }
 
-func (h *hookReceiver) deliveries() []webhook.Delivery {
+func (h *hookReceiver) deliveries() []webhooksig.Delivery {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]webhook.Delivery(nil), h.got...)
+	return append([]webhooksig.Delivery(nil), h.got...)
 }
 
 // newWebhookEnv starts a receiver and a simulator that delivers to it.
 func newWebhookEnv(t *testing.T) (*env, *hookReceiver) {
 	t.Helper()
 	h := &hookReceiver{status: http.StatusOK}
-	var v *webhook.Verifier
+	var v *webhooksig.Verifier
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, err := v.Verify(r)
 		if err != nil {
@@ -54,7 +54,7 @@ func newWebhookEnv(t *testing.T) (*env, *hookReceiver) {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Close)
-	if v, err = webhook.NewVerifierPEM(sim.WebhookPublicKeyPEM(), webhook.VerifierConfig{}); err != nil {
+	if v, err = webhooksig.NewVerifierPEM(sim.WebhookPublicKeyPEM(), webhooksig.VerifierConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(sim.Handler())

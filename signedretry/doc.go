@@ -19,10 +19,15 @@
 //   - the key is allowed to sign under the operation's [Rule], checked
 //     against the sessions in storage when the retry arrives.
 //
-// [Manager.Run] runs an operation written as its two legs ([Steps]): on the
-// first call, what it binds, in the transaction that issues the challenge;
-// on the retry, what it does.
-// [Manager.Complete] consumes the request, checks the signer and runs the
+// [Run] runs an operation written as its two legs ([Steps]): on the first
+// call, what it binds, in the transaction that issues the challenge; on the
+// retry, what it does. The retry's steps get the parameters the first call
+// stored, decoded strictly into the operation's own type, never values read
+// again from the retry: a signed retry executes exactly the parameters the
+// user signed. The lock step hands what it read to the effect, and the
+// effect's result is what Run returns, so no step keeps state in Go
+// variables across the store's reruns of a transaction.
+// The retry consumes the request, checks the signer and runs the
 // operation's effect in one store transaction: either all of it happens or
 // none does, and a failed retry leaves the request usable. The signing
 // session and its credential are checked under row locks held to the commit

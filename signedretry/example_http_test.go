@@ -30,13 +30,18 @@ func Example_httpRoute() {
 	// The route: DELETE /auth/sessions/{id}, written as its two legs.
 	route := func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		_, c, err := mgr.Run(r.Context(), signedretry.RequestFrom(r, body), signedretry.Steps{
+		type params struct {
+			SessionID string `json:"sessionId"`
+		}
+		_, _, c, err := signedretry.Run(r.Context(), mgr, signedretry.RequestFrom(r, body), signedretry.Steps[params, struct{}, struct{}]{
 			Type: "REVOKE_SESSION",
-			Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
-				return &signedretry.Operation{AccountID: account, Signer: signedretry.Signer{Rule: signedretry.AnySession}}, nil
+			Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation[params], struct{}, error) {
+				return &signedretry.Operation[params]{AccountID: account, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+					Parameters: params{SessionID: r.PathValue("id")}}, struct{}{}, nil
 			},
-			Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-				return tx.Sessions().Revoke(ctx, r.PathValue("id"), time.Now())
+			// The retry acts on the session the payload named.
+			Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p params, _ struct{}) (struct{}, error) {
+				return struct{}{}, tx.Sessions().Revoke(ctx, p.SessionID, a.Now)
 			},
 		})
 		signedretry.WriteResult(w, 0, nil, c, err)

@@ -228,7 +228,7 @@ func TestExpiryAfterLockWait(t *testing.T) {
 					})
 				}}, Clock: f.clock.Now, TTL: tc.ttl})
 				var err error
-				if c, err = mgr.Issue(ctx, first(), signedretry.Operation{Type: opType, AccountID: f.account, Signer: tc.signer(f)}); err != nil {
+				if c, err = mgr.Issue(ctx, first(), signedretry.TestOperation{Type: opType, AccountID: f.account, Signer: tc.signer(f)}); err != nil {
 					t.Fatal(err)
 				}
 				r := retry(c, stamp(t, tc.key(f), c.PayloadToSign))
@@ -281,7 +281,7 @@ func TestExpiryOnRerun(t *testing.T) {
 				f := newFixtureOn(t, store, false)
 				mgr := newManager(t, signedretry.Config{Store: rerunStore{Store: store, between: func() { f.clock.Add(tc.advance) }},
 					Clock: f.clock.Now, TTL: tc.ttl, Sandbox: tc.sandbox})
-				c, err := mgr.Issue(ctx, first(), signedretry.Operation{Type: opType, AccountID: f.account, Signer: tc.signer(f)})
+				c, err := mgr.Issue(ctx, first(), signedretry.TestOperation{Type: opType, AccountID: f.account, Signer: tc.signer(f)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -317,7 +317,7 @@ func TestAuthorizationNow(t *testing.T) {
 		mgr := newManager(t, signedretry.Config{Store: rerunStore{Store: store, between: func() { f.clock.Add(time.Minute) }},
 			Clock: f.clock.Now})
 		for _, signer := range []signedretry.Signer{anySession(f), sessionA(f), boundStranger(f)} {
-			c, err := mgr.Issue(ctx, first(), signedretry.Operation{Type: opType, AccountID: f.account, Signer: signer})
+			c, err := mgr.Issue(ctx, first(), signedretry.TestOperation{Type: opType, AccountID: f.account, Signer: signer})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,8 +14,8 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/signedretry"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 // BenchmarkComplete measures the server side of a signed retry on the memory

@@ -127,7 +127,7 @@ const body = `{"accountId":"InternalAccount:x","nickname":"laptop","amounts":[1,
 
 func (f *fixture) issue(t testing.TB, signer signedretry.Signer) *signedretry.Challenge {
 	t.Helper()
-	c, err := f.mgr.Issue(t.Context(), first(), signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: f.account,
+	c, err := f.mgr.Issue(t.Context(), first(), signedretry.TestOperation{Type: "ADD_CREDENTIAL", AccountID: f.account,
 		Signer: signer, Parameters: map[string]string{"credentialType": "PASSKEY"}, CredentialType: "PASSKEY"})
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func TestIssuePayload(t *testing.T) {
 func TestIssueRejects(t *testing.T) {
 	ctx := t.Context()
 	f := newFixture(t, false)
-	op := signedretry.Operation{Type: "X", AccountID: f.account, Signer: signedretry.Signer{Rule: signedretry.AnySession}}
+	op := signedretry.TestOperation{Type: "X", AccountID: f.account, Signer: signedretry.Signer{Rule: signedretry.AnySession}}
 	req := signedretry.Request{Method: "POST", Path: "/x"}
 	badReq := req
 	badReq.Body = []byte(`{"a":`)
@@ -582,7 +582,7 @@ func TestMaxPending(t *testing.T) {
 		}
 		f.clock.Add(10 * time.Second)
 	}
-	_, err := f.mgr.Issue(ctx, first(), signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: f.account,
+	_, err := f.mgr.Issue(ctx, first(), signedretry.TestOperation{Type: "ADD_CREDENTIAL", AccountID: f.account,
 		Signer: signedretry.Signer{Rule: signedretry.AnySession}})
 	apierrortest.Want(t, err, apierror.RateLimited, "")
 	if s := apierror.As(err).RetryAfterSeconds(); s != 30 {
@@ -594,7 +594,7 @@ func TestMaxPending(t *testing.T) {
 		t.Fatalf("written as %d with Retry-After %q, want 429 and 30", rec.Code, rec.Header().Get("Retry-After"))
 	}
 	// Another account has its own cap.
-	other := signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: newID(t, "InternalAccount"),
+	other := signedretry.TestOperation{Type: "ADD_CREDENTIAL", AccountID: newID(t, "InternalAccount"),
 		Signer: signedretry.Signer{Rule: signedretry.AnySession}}
 	if _, err := f.mgr.Issue(ctx, first(), other); err != nil {
 		t.Fatalf("another account: %v", err)
@@ -604,7 +604,7 @@ func TestMaxPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.issue(t, signedretry.Signer{Rule: signedretry.AnySession})
-	_, err = f.mgr.Issue(ctx, first(), signedretry.Operation{Type: "ADD_CREDENTIAL", AccountID: f.account,
+	_, err = f.mgr.Issue(ctx, first(), signedretry.TestOperation{Type: "ADD_CREDENTIAL", AccountID: f.account,
 		Signer: signedretry.Signer{Rule: signedretry.AnySession}})
 	apierrortest.Want(t, err, apierror.RateLimited, "")
 	// So does expiring.
@@ -641,54 +641,172 @@ func TestRun(t *testing.T) {
 		}
 		return wait > 0
 	}
+	type params struct {
+		CredentialType string `json:"credentialType"`
+	}
 	var order []string
-	steps := func(key string, bound *signedretry.Operation, bindErr error) signedretry.Steps {
-		return signedretry.Steps{
+	steps := func(key string, bound *signedretry.Operation[params], bindErr error) signedretry.Steps[params, string, int] {
+		return signedretry.Steps[params, string, int]{
 			Type: opType,
-			Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
+			Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation[params], int, error) {
 				order = append(order, "bind")
 				if _, err := tx.RateLimits().Allow(ctx, key, now, time.Hour, 1); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
-				return bound, bindErr
+				return bound, 7, bindErr
 			},
-			Lock: func(context.Context, storage.Tx, *signedretry.Authorization) error {
+			Lock: func(_ context.Context, _ storage.Tx, _ *signedretry.Authorization, p params) (string, error) {
 				order = append(order, "lock")
-				return nil
+				return "locked " + p.CredentialType, nil
 			},
-			Effect: func(context.Context, storage.Tx, *signedretry.Authorization) error {
+			Effect: func(_ context.Context, _ storage.Tx, _ *signedretry.Authorization, p params, l string) (int, error) {
 				order = append(order, "effect")
-				return nil
+				if l != "locked "+p.CredentialType {
+					t.Errorf("the effect got %q from the lock step", l)
+				}
+				return len(l), nil
 			},
 		}
 	}
-	op := &signedretry.Operation{AccountID: f.account, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-		Parameters: map[string]string{"credentialType": "PASSKEY"}}
+	op := &signedretry.Operation[params]{AccountID: f.account, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+		Parameters: params{CredentialType: "PASSKEY"}}
 
-	a, c, err := f.mgr.Run(ctx, first(), steps("bound", op, nil))
-	if err != nil || a != nil || c == nil || !spent("bound") {
-		t.Fatalf("first leg: %v, %v, %v; Bind's write committed: %v", a, c, err, spent("bound"))
+	res, a, c, err := signedretry.Run(ctx, f.mgr, first(), steps("bound", op, nil))
+	if err != nil || a != nil || c == nil || res != 0 || !spent("bound") {
+		t.Fatalf("first leg: %v, %v, %v, %v; Bind's write committed: %v", res, a, c, err, spent("bound"))
 	}
 	p, err := signedretry.ParsePayload(c.PayloadToSign)
 	if err != nil || p.Type != opType || p.AccountID != f.account {
 		t.Fatalf("payload %+v %v: want the type of Steps and the bound account", p, err)
 	}
-	if a, c, err := f.mgr.Run(ctx, first(), steps("nothing", nil, nil)); err != nil || a != nil || c != nil || !spent("nothing") {
-		t.Fatalf("a Bind that binds nothing: %v, %v, %v; its write committed: %v", a, c, err, spent("nothing"))
+	if res, a, c, err := signedretry.Run(ctx, f.mgr, first(), steps("nothing", nil, nil)); err != nil || a != nil || c != nil || res != 7 || !spent("nothing") {
+		t.Fatalf("a Bind that binds nothing: %v, %v, %v, %v; its write committed: %v; want Bind's result 7", res, a, c, err, spent("nothing"))
 	}
 	refused := apierror.New(apierror.InvalidInput, "refused")
-	_, _, err = f.mgr.Run(ctx, first(), steps("failed", op, refused))
+	_, _, _, err = signedretry.Run(ctx, f.mgr, first(), steps("failed", op, refused))
 	apierrortest.Want(t, err, apierror.InvalidInput, "")
 	if spent("failed") {
 		t.Fatal("a failed Bind's write committed")
 	}
 
 	order = nil
-	a, c, err = f.mgr.Run(ctx, retry(c, stamp(t, f.keyA, c.PayloadToSign)), steps("retry", op, nil))
+	res, a, c, err = signedretry.Run(ctx, f.mgr, retry(c, stamp(t, f.keyA, c.PayloadToSign)), steps("retry", op, nil))
 	if err != nil || c != nil || a == nil || a.Type != opType || a.SessionID != f.sessA {
 		t.Fatalf("retry: %+v, %v, %v", a, c, err)
 	}
 	if !slices.Equal(order, []string{"lock", "effect"}) {
 		t.Fatalf("the retry ran %v, want lock then effect", order)
+	}
+	if res != len("locked PASSKEY") {
+		t.Fatalf("Run returned %d, want the effect's result %d", res, len("locked PASSKEY"))
+	}
+}
+
+// TestRunStoredParameters: the retry's steps get the parameters the first
+// call stored, decoded strictly, whatever the Go values of the retry's own
+// Steps hold: an unknown field among the stored parameters is 500
+// INTERNAL_ERROR and leaves the request unconsumed, and an operation with
+// no parameters stores the empty object.
+func TestRunStoredParameters(t *testing.T) {
+	ctx := t.Context()
+	f := newFixture(t, false)
+	type wide struct {
+		Amount int    `json:"amount"`
+		Extra  string `json:"extra"`
+	}
+	type narrow struct {
+		Amount int `json:"amount"`
+	}
+	bind := func(amount int) func(context.Context, storage.Tx) (*signedretry.Operation[wide], int, error) {
+		return func(context.Context, storage.Tx) (*signedretry.Operation[wide], int, error) {
+			return &signedretry.Operation[wide]{AccountID: f.account, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+				Parameters: wide{Amount: amount, Extra: "x"}}, 0, nil
+		}
+	}
+	_, _, c, err := signedretry.Run(ctx, f.mgr, first(), signedretry.Steps[wide, struct{}, int]{Type: opType, Bind: bind(5)})
+	if err != nil || c == nil {
+		t.Fatalf("first leg: %v, %v", c, err)
+	}
+	r := retry(c, stamp(t, f.keyA, c.PayloadToSign))
+	ran := false
+	_, _, _, err = signedretry.Run(ctx, f.mgr, r, signedretry.Steps[narrow, struct{}, struct{}]{Type: opType,
+		Effect: func(context.Context, storage.Tx, *signedretry.Authorization, narrow, struct{}) (struct{}, error) {
+			ran = true
+			return struct{}{}, nil
+		}})
+	apierrortest.Want(t, err, apierror.InternalError, "")
+	if ran {
+		t.Fatal("the effect ran on parameters that did not decode")
+	}
+	// The retry's own Bind (here binding 500) is never run: the effect gets
+	// the 5 the first call stored, and the request was left unconsumed.
+	got, _, _, err := signedretry.Run(ctx, f.mgr, r, signedretry.Steps[wide, struct{}, int]{Type: opType, Bind: bind(500),
+		Effect: func(_ context.Context, _ storage.Tx, _ *signedretry.Authorization, p wide, _ struct{}) (int, error) {
+			return p.Amount, nil
+		}})
+	if err != nil || got != 5 {
+		t.Fatalf("retry: %d, %v; want the stored amount 5", got, err)
+	}
+
+	// No parameters (a nil map) is the empty object.
+	_, _, c, err = signedretry.Run(ctx, f.mgr, first(), signedretry.Steps[map[string]int, struct{}, struct{}]{Type: opType,
+		Bind: func(context.Context, storage.Tx) (*signedretry.Operation[map[string]int], struct{}, error) {
+			return &signedretry.Operation[map[string]int]{AccountID: f.account, Signer: signedretry.Signer{Rule: signedretry.AnySession}}, struct{}{}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := signedretry.ParsePayload(c.PayloadToSign); err != nil || string(p.Parameters) != "{}" {
+		t.Fatalf("payload parameters %s, %v; want {}", p.Parameters, err)
+	}
+	// Parameters that are not an object are refused on the first leg.
+	_, _, _, err = signedretry.Run(ctx, f.mgr, first(), signedretry.Steps[[]int, struct{}, struct{}]{Type: opType,
+		Bind: func(context.Context, storage.Tx) (*signedretry.Operation[[]int], struct{}, error) {
+			return &signedretry.Operation[[]int]{AccountID: f.account, Signer: signedretry.Signer{Rule: signedretry.AnySession}, Parameters: []int{1}}, struct{}{}, nil
+		}})
+	apierrortest.Want(t, err, apierror.InternalError, "")
+	_, _, _, err = signedretry.Run(ctx, f.mgr, first(), signedretry.Steps[wide, struct{}, struct{}]{Type: opType})
+	apierrortest.Want(t, err, apierror.InternalError, "")
+}
+
+// TestRunRerun: when the store runs the retry's transaction again, each run
+// decodes the stored parameters anew and starts from fresh lock and effect
+// values, so what a discarded run changed in them is not seen, and Run
+// returns the last run's result.
+func TestRunRerun(t *testing.T) {
+	ctx := t.Context()
+	store := memory.New()
+	f := newFixtureOn(t, store, false)
+	mgr := newManager(t, signedretry.Config{Store: rerunStore{Store: store, between: func() {}}, Clock: f.clock.Now})
+	type params struct {
+		Amounts map[string]int `json:"amounts"`
+	}
+	steps := signedretry.Steps[params, []string, int]{
+		Type: opType,
+		Bind: func(context.Context, storage.Tx) (*signedretry.Operation[params], int, error) {
+			return &signedretry.Operation[params]{AccountID: f.account, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+				Parameters: params{Amounts: map[string]int{"a": 5}}}, 0, nil
+		},
+		Lock: func(_ context.Context, _ storage.Tx, _ *signedretry.Authorization, p params) ([]string, error) {
+			return []string{"locked"}, nil
+		},
+	}
+	runs := 0
+	steps.Effect = func(_ context.Context, _ storage.Tx, _ *signedretry.Authorization, p params, l []string) (int, error) {
+		runs++
+		if p.Amounts["a"] != 5 || len(l) != 1 {
+			t.Errorf("run %d got %v and %v, want the stored parameters and one lock", runs, p.Amounts, l)
+		}
+		// A discarded run's changes must not reach the next run.
+		p.Amounts["a"] = 0
+		return runs, nil
+	}
+	_, _, c, err := signedretry.Run(ctx, mgr, first(), steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _, err := signedretry.Run(ctx, mgr, retry(c, stamp(t, f.keyA, c.PayloadToSign)), steps)
+	if err != nil || runs != 2 || got != 2 {
+		t.Fatalf("retry: %d, %v after %d runs; want the second run's result", got, err, runs)
 	}
 }

@@ -17,7 +17,8 @@
 //   - storage/relay: delivers the events of the [Outbox] after their
 //     transactions commit, through a Publisher it defines;
 //   - storage/webhook: signs and sends events as webhooks (a Publisher for
-//     the relay) and verifies them on the receiving side;
+//     the relay); a receiver verifies them with apierror/webhooksig, outside
+//     this tree;
 //   - storage/idempotency: runs a request at most once per Idempotency-Key,
 //     on [IdempotencyKeys];
 //   - storage/sweep: deletes expired records in the background through

@@ -11,8 +11,8 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/storage"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 )

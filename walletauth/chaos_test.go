@@ -33,6 +33,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 )
@@ -1089,7 +1090,7 @@ func (w *chaosWorld) hostOperation(c context.Context, rng *rand.Rand, cw *chaosW
 	first := call("POST", "/chaos/operations", string(body))
 	var ch *signedretry.Challenge
 	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-		_, ch, err = r.auth.Authorize(ctx, walletauth.HostOperation{Type: chaosHostOp, AccountID: cw.ID, Parameters: p}, first)
+		_, _, ch, err = walletauth.Authorize(ctx, r.auth, walletauth.HostOperation[chaosParams, struct{}]{Type: chaosHostOp, AccountID: cw.ID, Parameters: p}, first)
 		return err
 	})
 	if w.count("host operation leg 1", err) != "ok" {
@@ -1104,19 +1105,15 @@ func (w *chaosWorld) hostOperation(c context.Context, rng *rand.Rand, cw *chaosW
 	w.mu.Unlock()
 	var a *signedretry.Authorization
 	err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-		effect := func(ectx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-			var sp chaosParams
-			if err := json.Unmarshal(a.Parameters, &sp); err != nil {
-				return err
-			}
+		effect := func(ectx context.Context, tx storage.Tx, _ *signedretry.Authorization, sp chaosParams) (struct{}, error) {
 			if sp.Payout != nil {
 				if err := payout(ectx, tx, r.own, sp.OpID, sp.Payout); err != nil {
-					return err
+					return struct{}{}, err
 				}
 			}
-			return appendEvent(ectx, tx, eventHostOp, cw.ID, map[string]string{"opId": sp.OpID})
+			return struct{}{}, appendEvent(ectx, tx, eventHostOp, cw.ID, map[string]string{"opId": sp.OpID})
 		}
-		a, _, err = r.auth.Authorize(ctx, walletauth.HostOperation{Type: chaosHostOp, AccountID: cw.ID, Effect: effect}, retry)
+		_, a, _, err = walletauth.Authorize(ctx, r.auth, walletauth.HostOperation[chaosParams, struct{}]{Type: chaosHostOp, AccountID: cw.ID, Effect: effect}, retry)
 		return err
 	})
 	op := "host operation"
@@ -1750,10 +1747,7 @@ func TestChaosPostgresSerializable(t *testing.T) {
 // Schema is the run's own).
 func chaosPostgres(t *testing.T, cfg postgres.Config) {
 	ctx := t.Context()
-	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("set WALLETGATE_POSTGRES_DSN to run the chaos test on PostgreSQL (CI sets it)")
-	}
+	dsn := pgtest.DSN(t)
 	var nb [6]byte
 	if _, err := crand.Read(nb[:]); err != nil {
 		t.Fatal(err)

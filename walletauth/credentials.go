@@ -63,48 +63,35 @@ var credentialTypes = []string{string(storage.EmailOTP), string(storage.SMSOTP),
 // REFERENCE_NOT_FOUND (account), the 401s of OIDC and passkey verification
 // and of signedretry.
 func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, call signedretry.Request) (*AuthMethod, *signedretry.Challenge, error) {
-	var created *storage.Credential // on either leg
-	var (
-		p    AddParams
-		acct storage.InternalAccount
-	)
-	_, ch, err := s.run(ctx, call, signedretry.Steps{
+	created, ch, err := run(ctx, s, call, signedretry.Steps[AddParams, storage.InternalAccount, *storage.Credential]{
 		Type: OpAddCredential,
-		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
-			var op *signedretry.Operation
-			var err error
-			op, created, err = s.bindAdd(ctx, tx, &req)
-			return op, err
+		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation[AddParams], *storage.Credential, error) {
+			return s.bindAdd(ctx, tx, &req)
 		},
 		// The wallet and, for EMAIL_OTP, the address are locked before the
 		// signer (the store's lock order: internal accounts, then an
 		// address, then credentials and sessions).
-		Lock: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-			p = AddParams{}
-			if err := a.DecodeParameters(&p); err != nil {
-				return err
-			}
-			var err error
-			acct, err = tx.InternalAccounts().Lock(ctx, a.AccountID)
+		Lock: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p AddParams) (storage.InternalAccount, error) {
+			acct, err := tx.InternalAccounts().Lock(ctx, a.AccountID)
 			if errors.Is(err, storage.ErrNotFound) {
-				return notFound("internal account", a.AccountID)
+				return acct, notFound("internal account", a.AccountID)
 			}
 			if err != nil {
-				return err
+				return acct, err
 			}
 			if p.Type == storage.EmailOTP {
-				return tx.Credentials().LockEmail(ctx, p.Email)
+				return acct, tx.Credentials().LockEmail(ctx, p.Email)
 			}
-			return nil
+			return acct, nil
 		},
 		// The retry creates the credential the first call bound, from the
 		// stored parameters alone.
-		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-			var err error
-			if created, err = s.createFromParams(ctx, tx, &acct, &p, true); err != nil {
-				return err
+		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p AddParams, acct storage.InternalAccount) (*storage.Credential, error) {
+			created, err := s.createFromParams(ctx, tx, &acct, &p, true)
+			if err != nil {
+				return nil, err
 			}
-			return s.credentialAdded(ctx, tx, &acct, created, a.SessionID)
+			return created, s.credentialAdded(ctx, tx, &acct, created, a.SessionID)
 		},
 	})
 	if err != nil || ch != nil {
@@ -118,7 +105,7 @@ func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, c
 // against the account and returns the operation binding the credential to
 // be created, or, when the account has no credential, creates it at once and
 // returns it with no operation.
-func (s *Service) bindAdd(ctx context.Context, tx storage.Tx, req *AddCredentialRequest) (*signedretry.Operation, *storage.Credential, error) {
+func (s *Service) bindAdd(ctx context.Context, tx storage.Tx, req *AddCredentialRequest) (*signedretry.Operation[AddParams], *storage.Credential, error) {
 	var v apierror.Validation
 	v.Check(storage.ValidID(req.AccountID, "InternalAccount"), "accountId", apierror.Pattern(`^InternalAccount:[0-9a-fA-F-]{36}$`), "must be an InternalAccount id")
 	v.Check(slices.Contains(credentialTypes, string(req.Type)), "type", apierror.OneOf(credentialTypes...), "unknown credential type")
@@ -151,8 +138,8 @@ func (s *Service) bindAdd(ctx context.Context, tx storage.Tx, req *AddCredential
 	if err := checkUnique(existing, p); err != nil {
 		return nil, nil, err
 	}
-	return &signedretry.Operation{AccountID: acct.ID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-		Parameters: p, CredentialType: string(req.Type)}, nil, nil
+	return &signedretry.Operation[AddParams]{AccountID: acct.ID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+		Parameters: *p, CredentialType: string(req.Type)}, nil, nil
 }
 
 // AddParams are the parameters of an ADD_CREDENTIAL payload: every value the
@@ -373,13 +360,13 @@ func (s *Service) ListCredentials(ctx context.Context, accountID string) ([]Auth
 // last answers 400 INVALID_INPUT. An unknown credential is 404
 // REFERENCE_NOT_FOUND. On success both results are nil.
 func (s *Service) RevokeCredential(ctx context.Context, credentialID string, call signedretry.Request) (*signedretry.Challenge, error) {
-	// check locks the account before counting its credentials, so that of
-	// concurrent revokes of its credentials the count of each sees the
-	// deletes of those that committed before it.
-	check := func(ctx context.Context, tx storage.Tx) (*storage.Credential, error) {
-		c, err := tx.Credentials().Get(ctx, credentialID)
+	// check reads the credential id and locks its account before counting
+	// its credentials, so that of concurrent revokes of its credentials the
+	// count of each sees the deletes of those that committed before it.
+	check := func(ctx context.Context, tx storage.Tx, id string) (*storage.Credential, error) {
+		c, err := tx.Credentials().Get(ctx, id)
 		if errors.Is(err, storage.ErrNotFound) {
-			return nil, notFound("credential", credentialID)
+			return nil, notFound("credential", id)
 		}
 		if err != nil {
 			return nil, err
@@ -394,42 +381,48 @@ func (s *Service) RevokeCredential(ctx context.Context, credentialID string, cal
 			return nil, err
 		}
 		if !slices.ContainsFunc(all, func(o storage.Credential) bool { return o.ID == c.ID }) {
-			return nil, notFound("credential", credentialID)
+			return nil, notFound("credential", id)
 		}
 		if len(all) <= 1 {
 			return nil, apierror.New(apierror.InvalidInput, "an account must keep at least one credential; add another before revoking this one")
 		}
 		return &c, nil
 	}
-	_, ch, err := s.run(ctx, call, signedretry.Steps{
+	_, ch, err := run(ctx, s, call, signedretry.Steps[revokeParams, struct{}, struct{}]{
 		Type: OpRevokeCredential,
-		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
-			c, err := check(ctx, tx)
+		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation[revokeParams], struct{}, error) {
+			c, err := check(ctx, tx, credentialID)
 			if err != nil {
-				return nil, err
+				return nil, struct{}{}, err
 			}
-			return &signedretry.Operation{AccountID: c.AccountID,
+			return &signedretry.Operation[revokeParams]{AccountID: c.AccountID,
 				Signer:     signedretry.Signer{Rule: signedretry.OtherCredentialSession, Ref: c.ID},
-				Parameters: map[string]string{"credentialId": c.ID}, CredentialType: string(c.Type)}, nil
+				Parameters: revokeParams{CredentialID: c.ID}, CredentialType: string(c.Type)}, struct{}{}, nil
 		},
-		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-			c, err := check(ctx, tx)
+		// The retry revokes the credential the payload names.
+		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p revokeParams, _ struct{}) (struct{}, error) {
+			c, err := check(ctx, tx, p.CredentialID)
 			if err != nil {
-				return err
+				return struct{}{}, err
 			}
 			if c.AccountID != a.AccountID {
-				return apierror.Unauthenticated("request id is bound to another account")
+				return struct{}{}, apierror.Unauthenticated("request id is bound to another account")
 			}
 			if err := tx.Credentials().Delete(ctx, c.ID); err != nil {
-				return err
+				return struct{}{}, err
 			}
 			now := s.cfg.Clock().UTC()
 			revoked, err := tx.Sessions().RevokeByCredential(ctx, c.ID, now)
 			if err != nil {
-				return err
+				return struct{}{}, err
 			}
-			return s.credentialRevoked(ctx, tx, c, revoked, a.SessionID, now)
+			return struct{}{}, s.credentialRevoked(ctx, tx, c, revoked, a.SessionID, now)
 		},
 	})
 	return ch, err
+}
+
+// revokeParams are the parameters of a REVOKE_CREDENTIAL payload.
+type revokeParams struct {
+	CredentialID string `json:"credentialId"`
 }

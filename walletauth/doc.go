@@ -22,7 +22,7 @@
 // secret), so a read of the database does not let anyone complete a login.
 //
 // Each signed operation is written as its two legs
-// ([signedretry.Manager.Run]): what the first call binds into the challenge,
+// ([signedretry.Run]): what the first call binds into the challenge,
 // and what the signed retry does with the bound parameters alone.
 //
 // # Live challenges

@@ -122,65 +122,54 @@ func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, hos
 		}
 		return change, nil
 	}
-	var change *EmailChange
 	// The retry locks every wallet of the customer and the address; they
 	// come before the signer's credential and session in the lock order, so
 	// they are locked before the signer is checked.
-	var p emailParams
-	var locked []storage.InternalAccount
-	_, ch, err := s.run(ctx, call, signedretry.Steps{
+	change, ch, err := run(ctx, s, call, signedretry.Steps[emailParams, []storage.InternalAccount, *EmailChange]{
 		Type: OpUpdateEmail,
-		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
-			change = nil
-			p := &emailParams{CustomerID: customerID, Email: normalizeEmail(email)}
+		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation[emailParams], *EmailChange, error) {
+			p := emailParams{CustomerID: customerID, Email: normalizeEmail(email)}
 			if !validEmail(p.Email) {
-				return nil, apierror.InvalidField("email", apierror.Format("email"), "must be an email address")
+				return nil, nil, apierror.InvalidField("email", apierror.Format("email"), "must be an email address")
 			}
 			if host != nil {
 				b, err := json.Marshal(host)
 				if err != nil {
-					return nil, apierror.Internal(fmt.Errorf("walletauth: host values of an email change: %w", err))
+					return nil, nil, apierror.Internal(fmt.Errorf("walletauth: host values of an email change: %w", err))
 				}
 				p.Host = b
 			}
 			locked, err := s.lockCustomer(ctx, tx, customerID, p.Email)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
+			accts, tied, err := s.tiedCredentials(ctx, tx, p.CustomerID, locked, p.Email)
+			if err != nil {
+				return nil, nil, err
+			}
+			if len(tied) == 0 {
+				change, err := apply(tx, &p, accts, nil, "")
+				return nil, change, err
+			}
+			p.CredentialIDs = ids(tied)
+			return &signedretry.Operation[emailParams]{AccountID: tied[0].AccountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+				Parameters: p, CredentialType: string(storage.EmailOTP)}, nil, nil
+		},
+		Lock: func(ctx context.Context, tx storage.Tx, _ *signedretry.Authorization, p emailParams) ([]storage.InternalAccount, error) {
+			if p.CustomerID != customerID {
+				return nil, apierror.Unauthenticated("request id is bound to another customer")
+			}
+			return s.lockCustomer(ctx, tx, p.CustomerID, p.Email)
+		},
+		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p emailParams, locked []storage.InternalAccount) (*EmailChange, error) {
 			accts, tied, err := s.tiedCredentials(ctx, tx, p.CustomerID, locked, p.Email)
 			if err != nil {
 				return nil, err
 			}
-			if len(tied) == 0 {
-				change, err = apply(tx, p, accts, nil, "")
-				return nil, err
-			}
-			p.CredentialIDs = ids(tied)
-			return &signedretry.Operation{AccountID: tied[0].AccountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-				Parameters: p, CredentialType: string(storage.EmailOTP)}, nil
-		},
-		Lock: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-			p = emailParams{}
-			if err := a.DecodeParameters(&p); err != nil {
-				return err
-			}
-			if p.CustomerID != customerID {
-				return apierror.Unauthenticated("request id is bound to another customer")
-			}
-			var err error
-			locked, err = s.lockCustomer(ctx, tx, p.CustomerID, p.Email)
-			return err
-		},
-		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-			accts, tied, err := s.tiedCredentials(ctx, tx, customerID, locked, p.Email)
-			if err != nil {
-				return err
-			}
 			if !slices.Equal(ids(tied), p.CredentialIDs) {
-				return apierror.New(apierror.EmailOTPCredentialSetChanged, "the EMAIL_OTP credentials tied to the customer changed since the challenge was issued; start again")
+				return nil, apierror.New(apierror.EmailOTPCredentialSetChanged, "the EMAIL_OTP credentials tied to the customer changed since the challenge was issued; start again")
 			}
-			change, err = apply(tx, &p, accts, tied, a.SessionID)
-			return err
+			return apply(tx, &p, accts, tied, a.SessionID)
 		},
 	})
 	if err != nil {

@@ -79,7 +79,7 @@ import (
 // Sessions revoked because their credential was revoked are counted in the
 // AUTH_CREDENTIAL.REVOKED event (revokedSessionCount); they get no
 // AUTH_SESSION.REVOKED of their own. Operations of the host authorized
-// through [Service.Authorize] (and the wallet export and privacy update)
+// through [Authorize] (and the wallet export and privacy update)
 // write no event: the host reports its own effects.
 const (
 	EventCredentialAdded     = "AUTH_CREDENTIAL.ADDED"

@@ -83,7 +83,7 @@ func ExampleService_Handler() {
 // A host operation (here a payout) authorized by a session of the wallet:
 // the first call binds the parameters, the retry returns them as signed and
 // the host acts on those alone.
-func ExampleService_Authorize() {
+func ExampleAuthorize() {
 	ctx := context.Background()
 	keys, _ := walletauth.EphemeralKeys(nil)
 	svc, _ := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true, Keys: keys})
@@ -103,18 +103,22 @@ func ExampleService_Authorize() {
 		To     string `json:"to"`
 		Amount int64  `json:"amount"`
 	}
-	op := walletauth.HostOperation{Type: "PAYOUT", AccountID: wallet.ID, Parameters: payout{"ExternalAccount:1", 500}}
+	op := walletauth.HostOperation[payout, payout]{Type: "PAYOUT", AccountID: wallet.ID, Parameters: payout{"ExternalAccount:1", 500},
+		// The effect gets the parameters the first call stored, and its
+		// result is what Authorize returns.
+		Effect: func(_ context.Context, _ storage.Tx, _ *signedretry.Authorization, p payout) (payout, error) {
+			return p, nil
+		}}
 	call := signedretry.Request{Method: "POST", Path: "/payouts", Body: []byte(`{"to":"ExternalAccount:1","amount":500}`)}
 
 	// First call: 202 with the payload to sign.
-	_, challenge, _ := svc.Authorize(ctx, op, call)
+	_, _, challenge, _ := walletauth.Authorize(ctx, svc, op, call)
 
-	// Retry, stamped by the session key: the stored parameters come back.
+	// Retry, stamped by the session key: the effect runs on the stored
+	// parameters.
 	call.Signature, _ = key.Stamp(challenge.PayloadToSign)
 	call.RequestID = challenge.RequestID
-	a, _, err := svc.Authorize(ctx, op, call)
-	var p payout
-	_ = a.DecodeParameters(&p)
+	p, _, _, err := walletauth.Authorize(ctx, svc, op, call)
 	fmt.Println(err, p.To, p.Amount)
 	// Output:
 	// <nil> ExternalAccount:1 500

@@ -283,30 +283,33 @@ type otpParams struct {
 // binds the key it was sealed with, the retry, stamped by that key, creates
 // the session.
 func (s *Service) verifyOTP(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Request) (*AuthSession, *signedretry.Challenge, error) {
-	var failure error // a wrong code: the attempt is counted and committed
-	var sess *AuthSession
-	_, ch, err := s.run(ctx, call, signedretry.Steps{
+	out, ch, err := run(ctx, s, call, signedretry.Steps[otpParams, struct{}, otpOutcome]{
 		Type: OpVerifyOTP,
-		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
+		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation[otpParams], otpOutcome, error) {
 			resetLockout(ctx)
-			var op *signedretry.Operation
-			var err error
-			op, failure, err = s.bindOTP(ctx, tx, credentialID, req)
-			return op, err
+			op, failure, err := s.bindOTP(ctx, tx, credentialID, req)
+			return op, otpOutcome{failure: failure}, err
 		},
-		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-			var err error
-			sess, err = s.otpSession(ctx, tx, credentialID, req.Type, a)
-			return err
+		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p otpParams, _ struct{}) (otpOutcome, error) {
+			sess, err := s.otpSession(ctx, tx, credentialID, req.Type, p)
+			return otpOutcome{session: sess}, err
 		},
 	})
 	switch {
 	case err != nil:
 		return nil, nil, otpSpent(err)
-	case failure != nil:
-		return nil, nil, failure
+	case out.failure != nil:
+		return nil, nil, out.failure
 	}
-	return sess, ch, nil
+	return out.session, ch, nil
+}
+
+// otpOutcome is what a leg of an OTP verification ends with: on the first
+// leg a wrong code's failure, whose counted attempt commits; on the retry
+// the session.
+type otpOutcome struct {
+	failure error
+	session *AuthSession
 }
 
 // otpSpent answers an issuance that could not be consumed (a
@@ -325,7 +328,7 @@ func otpSpent(err error) error {
 // issuance and returns the operation binding the key the code was sealed
 // with. A wrong code returns no operation and the failure to answer, with
 // a nil error: the counted attempt commits.
-func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID string, req VerifyRequest) (op *signedretry.Operation, failure, err error) {
+func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID string, req VerifyRequest) (op *signedretry.Operation[otpParams], failure, err error) {
 	// Hold the credential to the end of the transaction: a revoke of it
 	// either committed before (404) or waits for this attempt, so the
 	// AUTH_CREDENTIAL.OTP_LOCKED event below never follows the
@@ -398,7 +401,7 @@ func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID strin
 	if err != nil {
 		return nil, nil, err
 	}
-	return &signedretry.Operation{AccountID: c.AccountID, Signer: signedretry.Signer{Rule: signedretry.BoundKey, Ref: key},
+	return &signedretry.Operation[otpParams]{AccountID: c.AccountID, Signer: signedretry.Signer{Rule: signedretry.BoundKey, Ref: key},
 		Parameters: otpParams{CredentialID: c.ID, PublicKey: key}, CredentialType: string(c.Type)}, nil, nil
 }
 
@@ -430,13 +433,10 @@ func (s *Service) otpThrottled(ctx context.Context, tx storage.Tx, c *storage.Cr
 }
 
 // otpSession is the effect of an OTP verification's retry: the session of
-// the credential the first leg bound, under the key it bound. The
-// credential, read under its lock, must still be of type typ.
-func (s *Service) otpSession(ctx context.Context, tx storage.Tx, credentialID string, typ storage.CredentialType, a *signedretry.Authorization) (*AuthSession, error) {
-	var p otpParams
-	if err := a.DecodeParameters(&p); err != nil {
-		return nil, err
-	}
+// the credential the first leg bound, under the key it bound (the stored
+// parameters p). The credential, read under its lock, must still be of
+// type typ.
+func (s *Service) otpSession(ctx context.Context, tx storage.Tx, credentialID string, typ storage.CredentialType, p otpParams) (*AuthSession, error) {
 	if p.CredentialID != credentialID {
 		return nil, apierror.Unauthenticated("request id is bound to another credential")
 	}

@@ -294,13 +294,13 @@ func TestRoundTripsPostgres(t *testing.T) {
 	}
 	authorize := func() {
 		k := fresh()
-		op := walletauth.HostOperation{Type: "PAY", AccountID: e.wallet.ID, Parameters: map[string]int{"amount": 5}}
+		op := walletauth.HostOperation[map[string]int, struct{}]{Type: "PAY", AccountID: e.wallet.ID, Parameters: map[string]int{"amount": 5}}
 		rc := call("POST", "/pay", `{"amount":5}`)
-		_, ch, err := e.svc.Authorize(ctx, op, rc)
+		_, _, ch, err := walletauth.Authorize(ctx, e.svc, op, rc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := e.svc.Authorize(ctx, op, signed(t, rc, ch, k)); err != nil {
+		if _, _, _, err := walletauth.Authorize(ctx, e.svc, op, signed(t, rc, ch, k)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -352,14 +352,14 @@ func (s *Service) atomic(ctx context.Context, fn func(tx storage.Tx) error) erro
 	return s.cfg.Store.Atomic(ctx, fn)
 }
 
-// run runs the leg of op that call is ([signedretry.Manager.Run]), with the
-// errors of the store mapped by storeErr.
-func (s *Service) run(ctx context.Context, call signedretry.Request, op signedretry.Steps) (*signedretry.Authorization, *signedretry.Challenge, error) {
-	a, c, err := s.retry.Run(ctx, call, op)
+// run runs the leg of op that call is ([signedretry.Run]) with the
+// service's manager, with the errors of the store mapped by storeErr.
+func run[P, L, R any](ctx context.Context, s *Service, call signedretry.Request, op signedretry.Steps[P, L, R]) (R, *signedretry.Challenge, error) {
+	res, _, c, err := signedretry.Run(ctx, s.retry, call, op)
 	if err != nil {
-		return nil, nil, apierror.From(err)
+		return res, nil, apierror.From(err)
 	}
-	return a, c, nil
+	return res, c, nil
 }
 
 // newID returns a fresh "<prefix>:<uuid>".

@@ -155,40 +155,43 @@ func credType(c *storage.Credential) string {
 // that is not active (unknown, revoked or expired) is 404
 // REFERENCE_NOT_FOUND, on either leg. On success both results are nil.
 func (s *Service) RevokeSession(ctx context.Context, sessionID string, call signedretry.Request) (*signedretry.Challenge, error) {
-	_, ch, err := s.run(ctx, call, signedretry.Steps{
+	_, ch, err := run(ctx, s, call, signedretry.Steps[sessionParams, struct{}, struct{}]{
 		Type: OpRevokeSession,
-		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
+		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation[sessionParams], struct{}, error) {
 			sess, c, err := s.activeSession(ctx, tx, sessionID)
 			if err != nil {
-				return nil, err
+				return nil, struct{}{}, err
 			}
-			return &signedretry.Operation{AccountID: sess.AccountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
-				Parameters: sessionParams{SessionID: sess.ID}, CredentialType: credType(c)}, nil
+			return &signedretry.Operation[sessionParams]{AccountID: sess.AccountID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+				Parameters: sessionParams{SessionID: sess.ID}, CredentialType: credType(c)}, struct{}{}, nil
 		},
-		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-			var p sessionParams
-			if err := a.DecodeParameters(&p); err != nil {
-				return err
-			}
-			sess, c, err := s.activeSession(ctx, tx, p.SessionID)
-			if err != nil {
-				return err
-			}
-			if sess.AccountID != a.AccountID {
-				return apierror.Unauthenticated("request id is bound to another account")
-			}
-			now := s.cfg.Clock().UTC()
-			err = tx.Sessions().Revoke(ctx, sess.ID, now)
-			if errors.Is(err, storage.ErrConflict) {
-				return notFound("active session", sessionID)
-			}
-			if err != nil {
-				return err
-			}
-			return s.sessionEvent(ctx, tx, EventSessionRevoked, sess, c, "", a.SessionID, now)
+		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p sessionParams, _ struct{}) (struct{}, error) {
+			return struct{}{}, s.revokeSession(ctx, tx, a, p)
 		},
 	})
 	return ch, err
+}
+
+// revokeSession is the effect of a signed REVOKE_SESSION: it revokes the
+// session the parameters p name, still active and of the authorized
+// account.
+func (s *Service) revokeSession(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p sessionParams) error {
+	sess, c, err := s.activeSession(ctx, tx, p.SessionID)
+	if err != nil {
+		return err
+	}
+	if sess.AccountID != a.AccountID {
+		return apierror.Unauthenticated("request id is bound to another account")
+	}
+	now := s.cfg.Clock().UTC()
+	err = tx.Sessions().Revoke(ctx, sess.ID, now)
+	if errors.Is(err, storage.ErrConflict) {
+		return notFound("active session", p.SessionID)
+	}
+	if err != nil {
+		return err
+	}
+	return s.sessionEvent(ctx, tx, EventSessionRevoked, sess, c, "", a.SessionID, now)
 }
 
 // sessionParams are the parameters of REVOKE_SESSION and REFRESH_SESSION
@@ -221,52 +224,54 @@ func (s *Service) RefreshSession(ctx context.Context, sessionID string, req Refr
 	ctx, o := s.tel.Begin(ctx, opRefresh, s.tel.outcomes)
 	o.Quiet = call.IsRetry() // signedretry.complete logs the retry's refusals
 	defer func() { o.End(ctx, err) }()
-	var out *AuthSession
-	var essk string
-	_, ch, err := s.run(ctx, call, signedretry.Steps{
+	out, ch, err := run(ctx, s, call, signedretry.Steps[sessionParams, struct{}, *AuthSession]{
 		Type: OpRefreshSession,
-		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation, error) {
+		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation[sessionParams], *AuthSession, error) {
 			if _, err := signedretry.ParsePublicKey(req.ClientPublicKey); err != nil {
-				return nil, apierror.InvalidField("clientPublicKey", apierror.Pattern(clientKeyPattern), apierror.As(err).Message)
+				return nil, nil, apierror.InvalidField("clientPublicKey", apierror.Pattern(clientKeyPattern), apierror.As(err).Message)
 			}
 			sess, _, err := s.activeSession(ctx, tx, sessionID)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return &signedretry.Operation{AccountID: sess.AccountID, Signer: signedretry.Signer{Rule: signedretry.Session, Ref: sess.ID},
-				Parameters: sessionParams{SessionID: sess.ID, ClientPublicKey: req.ClientPublicKey}}, nil
+			return &signedretry.Operation[sessionParams]{AccountID: sess.AccountID, Signer: signedretry.Signer{Rule: signedretry.Session, Ref: sess.ID},
+				Parameters: sessionParams{SessionID: sess.ID, ClientPublicKey: req.ClientPublicKey}}, nil, nil
 		},
-		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-			var p sessionParams
-			if err := a.DecodeParameters(&p); err != nil {
-				return err
-			}
-			if a.SessionID != p.SessionID && !a.Sandbox {
-				return apierror.Unauthenticated("request id is bound to another session")
-			}
-			sess, c, err := s.activeSession(ctx, tx, p.SessionID)
-			if err != nil {
-				return err
-			}
-			if c == nil {
-				return notFound("credential", sess.CredentialID)
-			}
-			pub, sealed, err := s.sessionKey(p.ClientPublicKey)
-			if err != nil {
-				return err
-			}
-			var fresh *storage.Session
-			out, fresh, err = s.newSession(ctx, tx, c, pub)
-			if err != nil {
-				return err
-			}
-			essk = sealed
-			return s.sessionEvent(ctx, tx, EventSessionRefreshed, fresh, c, sess.ID, a.SessionID, fresh.CreatedAt)
+		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p sessionParams, _ struct{}) (*AuthSession, error) {
+			return s.refreshSession(ctx, tx, a, p)
 		},
 	})
 	if err != nil || ch != nil {
 		return nil, ch, err
 	}
-	out.EncryptedSessionSigningKey = essk
 	return out, nil, nil
+}
+
+// refreshSession is the effect of a signed REFRESH_SESSION: the new session
+// in place of the one the parameters p name, its key sealed to (or, in
+// client-held mode, being) their clientPublicKey.
+func (s *Service) refreshSession(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p sessionParams) (*AuthSession, error) {
+	if a.SessionID != p.SessionID && !a.Sandbox {
+		return nil, apierror.Unauthenticated("request id is bound to another session")
+	}
+	sess, c, err := s.activeSession(ctx, tx, p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, notFound("credential", sess.CredentialID)
+	}
+	pub, sealed, err := s.sessionKey(p.ClientPublicKey)
+	if err != nil {
+		return nil, err
+	}
+	out, fresh, err := s.newSession(ctx, tx, c, pub)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.sessionEvent(ctx, tx, EventSessionRefreshed, fresh, c, sess.ID, a.SessionID, fresh.CreatedAt); err != nil {
+		return nil, err
+	}
+	out.EncryptedSessionSigningKey = sealed
+	return out, nil
 }

@@ -2,6 +2,7 @@ package walletauth_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -113,18 +114,24 @@ func TestRetryRunsSignedParameters(t *testing.T) {
 		e := newEnv(t, nil)
 		_, key := e.login(t, e.email.ID, storage.EmailOTP)
 		c := call("POST", "/pay", `{"amount":5}`)
-		_, ch, err := e.svc.Authorize(ctx, walletauth.HostOperation{Type: "PAY", AccountID: e.wallet.ID, Parameters: map[string]int{"amount": 5}}, c)
+		type pay struct {
+			Amount int `json:"amount"`
+		}
+		_, _, ch, err := walletauth.Authorize(ctx, e.svc, walletauth.HostOperation[pay, int]{Type: "PAY", AccountID: e.wallet.ID, Parameters: pay{5}}, c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var effect string
-		a, _, err := e.svc.Authorize(ctx, walletauth.HostOperation{Type: "PAY", AccountID: e.wallet.ID, Parameters: map[string]int{"amount": 500},
-			Effect: func(_ context.Context, _ storage.Tx, a *signedretry.Authorization) error {
-				effect = string(a.Parameters)
-				return nil
+		// The retry's own parameters (500) are not read: check and effect
+		// get the signed 5.
+		var checked []int
+		check := func(_ context.Context, _ storage.Tx, p pay) error { checked = append(checked, p.Amount); return nil }
+		got, a, _, err := walletauth.Authorize(ctx, e.svc, walletauth.HostOperation[pay, int]{Type: "PAY", AccountID: e.wallet.ID, Parameters: pay{500},
+			Check: check,
+			Effect: func(_ context.Context, _ storage.Tx, _ *signedretry.Authorization, p pay) (int, error) {
+				return p.Amount, nil
 			}}, signed(t, c, ch, key))
-		if err != nil || string(a.Parameters) != `{"amount":5}` || effect != `{"amount":5}` {
-			t.Fatalf("authorized %+v %v, effect %s, signed amount 5", a, err, effect)
+		if err != nil || string(a.Parameters) != `{"amount":5}` || got != 5 || !slices.Equal(checked, []int{5}) {
+			t.Fatalf("authorized %+v %v, effect %d, checked %v; signed amount 5", a, err, got, checked)
 		}
 	})
 }

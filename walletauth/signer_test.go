@@ -84,16 +84,16 @@ func TestSignedOperationHoldsItsSigner(t *testing.T) {
 					retry := signed(t, rc, ch, emailKey)
 					revoke = func() error { _, err := e.svc.RevokeCredential(ctx, sms.ID, retry); return err }
 				}
-				op := walletauth.HostOperation{Type: "TRANSFER_OUT", AccountID: e.wallet.ID, Parameters: map[string]string{"amount": "10"}}
+				op := walletauth.HostOperation[map[string]string, struct{}]{Type: "TRANSFER_OUT", AccountID: e.wallet.ID, Parameters: map[string]string{"amount": "10"}}
 				oc := call(http.MethodPost, "/transfers", `{"amount":"10"}`)
-				_, ch, err := e.svc.Authorize(ctx, op, oc)
+				_, _, ch, err := walletauth.Authorize(ctx, e.svc, op, oc)
 				if err != nil {
 					t.Fatal(err)
 				}
 				revoked := make(chan error, 1)
 				var started atomic.Bool
 				var overtaken atomic.Bool
-				op.Effect = func(context.Context, storage.Tx, *signedretry.Authorization) error {
+				op.Effect = func(context.Context, storage.Tx, *signedretry.Authorization, map[string]string) (struct{}, error) {
 					if started.CompareAndSwap(false, true) {
 						go func() { revoked <- revoke() }()
 					}
@@ -103,9 +103,9 @@ func TestSignedOperationHoldsItsSigner(t *testing.T) {
 						overtaken.Store(err == nil)
 					case <-time.After(200 * time.Millisecond):
 					}
-					return nil
+					return struct{}{}, nil
 				}
-				got, _, opErr := e.svc.Authorize(ctx, op, signed(t, oc, ch, smsKey))
+				_, got, _, opErr := walletauth.Authorize(ctx, e.svc, op, signed(t, oc, ch, smsKey))
 				revokeErr := <-revoked
 				if revokeErr != nil {
 					t.Fatalf("the revoke failed: %v", revokeErr)
@@ -228,14 +228,14 @@ func TestRefreshRacesRevoke(t *testing.T) {
 func TestMaxPendingChallenges(t *testing.T) {
 	ctx := t.Context()
 	e := newEnv(t, func(c *walletauth.Config) { c.MaxPendingChallenges = 2 })
-	op := walletauth.HostOperation{Type: "TRANSFER_OUT", AccountID: e.wallet.ID, Parameters: map[string]string{"amount": "10"}}
+	op := walletauth.HostOperation[map[string]string, struct{}]{Type: "TRANSFER_OUT", AccountID: e.wallet.ID, Parameters: map[string]string{"amount": "10"}}
 	first := call(http.MethodPost, "/transfers", `{"amount":"10"}`)
 	for range 2 {
-		if _, _, err := e.svc.Authorize(ctx, op, first); err != nil {
+		if _, _, _, err := walletauth.Authorize(ctx, e.svc, op, first); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, _, err := e.svc.Authorize(ctx, op, first)
+	_, _, _, err := walletauth.Authorize(ctx, e.svc, op, first)
 	if !isAPIError(err, http.StatusTooManyRequests, apierror.RateLimited, "") || apierror.As(err).RetryAfterSeconds() <= 0 {
 		t.Fatalf("a first leg past the cap: %v, want 429 RATE_LIMITED with Retry-After", err)
 	}
@@ -247,7 +247,7 @@ func TestMaxPendingChallenges(t *testing.T) {
 		t.Fatal(err)
 	}
 	op.AccountID = other.ID
-	if _, _, err := e.svc.Authorize(ctx, op, first); err != nil {
+	if _, _, _, err := walletauth.Authorize(ctx, e.svc, op, first); err != nil {
 		t.Fatalf("another wallet: %v", err)
 	}
 	if _, err := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true, MaxPendingChallenges: -1}); err == nil {

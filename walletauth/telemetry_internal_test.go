@@ -11,7 +11,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/walletgate/walletgate/apierror"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 )
 
 // BenchmarkOperationTelemetry is the telemetry of one operation alone (its

@@ -9,8 +9,8 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/storage"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
 	"github.com/walletgate/walletgate/walletauth"
 )
 

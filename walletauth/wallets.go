@@ -138,10 +138,7 @@ func (s *Service) ExportWallet(ctx context.Context, accountID string, req Export
 	ctx, o := s.tel.Begin(ctx, opExport, s.tel.outcomes)
 	o.Quiet = call.IsRetry() // signedretry.complete logs the retry's refusals
 	defer func() { o.End(ctx, err) }()
-	var out string
-	_, ch, err := s.run(ctx, call, s.walletOp(OpExportWallet, accountID, exportBind(req), func(ctx context.Context, _ storage.Tx, a *signedretry.Authorization) error {
-		return s.export(ctx, a, &out)
-	}))
+	out, ch, err := run(ctx, s, call, walletOp(OpExportWallet, accountID, exportBind(req), nil, s.export))
 	if err != nil || ch != nil {
 		return nil, ch, err
 	}
@@ -150,40 +147,36 @@ func (s *Service) ExportWallet(ctx context.Context, accountID string, req Export
 
 // exportBind returns the parameters the first call of an export binds: the
 // key the secret will be sealed to, which must be a P-256 key.
-func exportBind(req ExportRequest) func() (any, error) {
-	return func() (any, error) {
+func exportBind(req ExportRequest) func() (exportParams, error) {
+	return func() (exportParams, error) {
 		key := strings.TrimSpace(req.ClientPublicKey)
 		if _, err := exportKey(key); err != nil {
-			return nil, err
+			return exportParams{}, err
 		}
 		return exportParams{ClientPublicKey: key}, nil
 	}
 }
 
 // export is the effect of a signed export: it seals the wallet's secret to
-// the key of the signed parameters into out.
-func (s *Service) export(ctx context.Context, a *signedretry.Authorization, out *string) error {
-	var p exportParams
-	if err := a.DecodeParameters(&p); err != nil {
-		return err
-	}
+// the key of the signed parameters p and returns the bundle.
+func (s *Service) export(ctx context.Context, _ storage.Tx, a *signedretry.Authorization, p exportParams) (string, error) {
 	if _, err := exportKey(p.ClientPublicKey); err != nil {
-		return apierror.Internal(err)
+		return "", apierror.Internal(err)
 	}
 	if s.cfg.WalletSecrets == nil {
-		return apierror.Internal(errors.New("walletauth: Config.WalletSecrets is not set"))
+		return "", apierror.Internal(errors.New("walletauth: Config.WalletSecrets is not set"))
 	}
 	secret, err := s.cfg.WalletSecrets.Secret(ctx, a.AccountID)
 	if err != nil {
-		return apierror.From(err)
+		return "", apierror.From(err)
 	}
-	*out, err = envelope.NewExportBundle(s.cfg.Keys.SigningKey, s.cfg.OrganizationID, p.ClientPublicKey, secret, s.cfg.Rand)
+	out, err := envelope.NewExportBundle(s.cfg.Keys.SigningKey, s.cfg.OrganizationID, p.ClientPublicKey, secret, s.cfg.Rand)
 	if err != nil {
 		// The key was checked when the payload was bound, so any failure
 		// here is the service's.
-		return apierror.Internal(err)
+		return "", apierror.Internal(err)
 	}
-	return nil
+	return out, nil
 }
 
 // PrivacyRequest is the body of a wallet privacy update.
@@ -221,29 +214,27 @@ type privacyParams struct {
 // apply unchanged.
 func (s *Service) UpdateWalletPrivacy(ctx context.Context, accountID string, req PrivacyRequest, call signedretry.Request,
 	apply func(tx storage.Tx, privateEnabled bool) error) (*WalletPrivacy, *signedretry.Challenge, error) {
-	bind := func() (any, error) {
+	bind := func() (privacyParams, error) {
 		if req.PrivateEnabled == nil {
-			return nil, apierror.InvalidField("privateEnabled", nil, "is required")
+			return privacyParams{}, apierror.InvalidField("privateEnabled", nil, "is required")
 		}
 		return privacyParams{PrivateEnabled: req.PrivateEnabled}, nil
 	}
-	var out WalletPrivacy
-	_, ch, err := s.run(ctx, call, s.walletOp(OpWalletPrivacy, accountID, bind, func(_ context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-		var p privacyParams
-		if err := a.DecodeParameters(&p); err != nil {
-			return err
-		}
-		if p.PrivateEnabled == nil {
-			return apierror.Internal(errors.New("walletauth: signed privacy update without privateEnabled"))
-		}
-		out = WalletPrivacy{AccountID: accountID, PrivateEnabled: *p.PrivateEnabled}
-		if apply != nil {
-			return apply(tx, out.PrivateEnabled)
-		}
-		return nil
-	}))
+	out, ch, err := run(ctx, s, call, walletOp(OpWalletPrivacy, accountID, bind, nil,
+		func(_ context.Context, tx storage.Tx, _ *signedretry.Authorization, p privacyParams) (*WalletPrivacy, error) {
+			if p.PrivateEnabled == nil {
+				return nil, apierror.Internal(errors.New("walletauth: signed privacy update without privateEnabled"))
+			}
+			out := &WalletPrivacy{AccountID: accountID, PrivateEnabled: *p.PrivateEnabled}
+			if apply != nil {
+				if err := apply(tx, out.PrivateEnabled); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
+		}))
 	if err != nil || ch != nil {
 		return nil, ch, err
 	}
-	return &out, nil, nil
+	return out, nil, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -273,55 +274,56 @@ func TestAuthorize(t *testing.T) {
 		Amount int64  `json:"amount"`
 	}
 	c := call("POST", "/transfer-out", `{"to":"bob","amount":5}`)
-	op := walletauth.HostOperation{Type: "TRANSFER_OUT", AccountID: e.wallet.ID, Parameters: params{"bob", 5}}
+	op := walletauth.HostOperation[params, params]{Type: "TRANSFER_OUT", AccountID: e.wallet.ID, Parameters: params{"bob", 5}}
 
-	a, ch, err := e.svc.Authorize(ctx, op, c)
-	if err != nil || a != nil || ch == nil {
-		t.Fatalf("first leg %+v %+v %v", a, ch, err)
+	res, a, ch, err := walletauth.Authorize(ctx, e.svc, op, c)
+	if err != nil || a != nil || ch == nil || res != (params{}) {
+		t.Fatalf("first leg %+v %+v %+v %v", res, a, ch, err)
 	}
-	var got []string
-	op.Effect = func(_ context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-		got = append(got, string(a.Parameters))
-		return nil
+	runs := 0
+	op.Parameters = params{"mallory", 500} // not read on the retry
+	op.Effect = func(_ context.Context, tx storage.Tx, a *signedretry.Authorization, p params) (params, error) {
+		runs++
+		return p, nil
 	}
-	a, ch, err = e.svc.Authorize(ctx, op, signed(t, c, ch, key))
+	res, a, ch, err = walletauth.Authorize(ctx, e.svc, op, signed(t, c, ch, key))
 	if err != nil || ch != nil {
 		t.Fatalf("retry %+v %v", ch, err)
 	}
-	var p params
-	if err := a.DecodeParameters(&p); err != nil || p != (params{"bob", 5}) {
-		t.Fatalf("parameters %+v %v", p, err)
+	if res != (params{"bob", 5}) {
+		t.Fatalf("effect result %+v, want the signed parameters", res)
 	}
 	if a.Type != "TRANSFER_OUT" || a.AccountID != e.wallet.ID || a.SessionID == "" || a.CredentialID != e.email.ID || a.Sandbox ||
-		len(got) != 1 || got[0] != `{"to":"bob","amount":5}` {
-		t.Fatalf("authorized %+v, effect saw %v", a, got)
+		runs != 1 || string(a.Parameters) != `{"to":"bob","amount":5}` {
+		t.Fatalf("authorized %+v, effect ran %d times", a, runs)
 	}
 
 	t.Run("errors", func(t *testing.T) {
+		type none = walletauth.HostOperation[struct{}, struct{}]
 		for _, typ := range []string{"", walletauth.OpRefreshSession, walletauth.OpExportWallet, walletauth.OpUpdateEmail} {
-			_, _, err := e.svc.Authorize(ctx, walletauth.HostOperation{Type: typ, AccountID: e.wallet.ID}, c)
+			_, _, _, err := walletauth.Authorize(ctx, e.svc, none{Type: typ, AccountID: e.wallet.ID}, c)
 			wantStatus(t, err, 500, apierror.InternalError)
 		}
-		_, _, err := e.svc.Authorize(ctx, walletauth.HostOperation{Type: "X", AccountID: "InternalAccount:00000000-0000-4000-8000-000000000000"}, c)
+		_, _, _, err := walletauth.Authorize(ctx, e.svc, none{Type: "X", AccountID: "InternalAccount:00000000-0000-4000-8000-000000000000"}, c)
 		wantStatus(t, err, 404, apierror.ReferenceNotFound)
-		_, _, err = e.svc.Authorize(ctx, walletauth.HostOperation{Type: "X", AccountID: e.wallet.ID, Parameters: []int{1}}, c)
+		_, _, _, err = walletauth.Authorize(ctx, e.svc, walletauth.HostOperation[[]int, struct{}]{Type: "X", AccountID: e.wallet.ID, Parameters: []int{1}}, c)
 		wantStatus(t, err, 500, apierror.InternalError)
 
-		_, ch, err := e.svc.Authorize(ctx, walletauth.HostOperation{Type: "X", AccountID: e.wallet.ID}, c)
+		_, _, ch, err := walletauth.Authorize(ctx, e.svc, none{Type: "X", AccountID: e.wallet.ID}, c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		retry := signed(t, c, ch, key)
 		// Another type or account does not complete it.
-		_, _, err = e.svc.Authorize(ctx, walletauth.HostOperation{Type: "Y", AccountID: e.wallet.ID}, retry)
+		_, _, _, err = walletauth.Authorize(ctx, e.svc, none{Type: "Y", AccountID: e.wallet.ID}, retry)
 		wantStatus(t, err, 401, apierror.Unauthorized)
-		_, _, err = e.svc.Authorize(ctx, walletauth.HostOperation{Type: "X", AccountID: "InternalAccount:00000000-0000-4000-8000-000000000000"}, retry)
+		_, _, _, err = walletauth.Authorize(ctx, e.svc, none{Type: "X", AccountID: "InternalAccount:00000000-0000-4000-8000-000000000000"}, retry)
 		wantStatus(t, err, 401, apierror.Unauthorized)
 		// A failing effect: its error, the request still usable.
-		fail := walletauth.HostOperation{Type: "X", AccountID: e.wallet.ID, Effect: func(context.Context, storage.Tx, *signedretry.Authorization) error {
-			return apierror.New(apierror.InvalidAmount, "too low")
+		fail := none{Type: "X", AccountID: e.wallet.ID, Effect: func(context.Context, storage.Tx, *signedretry.Authorization, struct{}) (struct{}, error) {
+			return struct{}{}, apierror.New(apierror.InvalidAmount, "too low")
 		}}
-		_, _, err = e.svc.Authorize(ctx, fail, retry)
+		_, _, _, err = walletauth.Authorize(ctx, e.svc, fail, retry)
 		wantStatus(t, err, 400, apierror.InvalidAmount)
 		// A revoked session no longer signs.
 		sessions, _ := e.svc.ListSessions(ctx, e.wallet.ID)
@@ -335,7 +337,61 @@ func TestAuthorize(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		_, _, err = e.svc.Authorize(ctx, walletauth.HostOperation{Type: "X", AccountID: e.wallet.ID}, retry)
+		_, _, _, err = walletauth.Authorize(ctx, e.svc, none{Type: "X", AccountID: e.wallet.ID}, retry)
 		wantStatus(t, err, 401, apierror.WalletSignatureInvalid)
 	})
+}
+
+// TestAuthorizeCheck: a host operation's Check refuses on the first leg,
+// before a challenge is issued, and runs
+// again on the retry, on the stored parameters and the state as it is then:
+// a refusal there is its error, the effect does not run and the request
+// stays usable.
+func TestAuthorizeCheck(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t, nil)
+	_, key := e.login(t, e.email.ID, storage.EmailOTP)
+	type payout struct {
+		Amount int64 `json:"amount"`
+	}
+	limit := int64(100)
+	var checked []int64
+	op := walletauth.HostOperation[payout, int64]{Type: "PAYOUT", AccountID: e.wallet.ID,
+		Check: func(_ context.Context, _ storage.Tx, p payout) error {
+			checked = append(checked, p.Amount)
+			if p.Amount > limit {
+				return apierror.New(apierror.InvalidAmount, "amount %d is over the limit %d", p.Amount, limit)
+			}
+			return nil
+		},
+		Effect: func(_ context.Context, _ storage.Tx, _ *signedretry.Authorization, p payout) (int64, error) {
+			return p.Amount, nil
+		}}
+
+	c := call("POST", "/payouts", `{"amount":500}`)
+	op.Parameters = payout{500}
+	_, _, ch, err := walletauth.Authorize(ctx, e.svc, op, c)
+	wantStatus(t, err, 400, apierror.InvalidAmount)
+	if ch != nil {
+		t.Fatalf("a refused first leg issued %+v", ch)
+	}
+
+	c = call("POST", "/payouts", `{"amount":50}`)
+	op.Parameters = payout{50}
+	if _, _, ch, err = walletauth.Authorize(ctx, e.svc, op, c); err != nil || ch == nil {
+		t.Fatalf("first leg within the limit: %+v %v", ch, err)
+	}
+	// The limit drops before the retry: the same rule refuses it.
+	limit = 10
+	retry := signed(t, c, ch, key)
+	_, _, _, err = walletauth.Authorize(ctx, e.svc, op, retry)
+	wantStatus(t, err, 400, apierror.InvalidAmount)
+	limit = 100
+	got, _, _, err := walletauth.Authorize(ctx, e.svc, op, retry)
+	if err != nil || got != 50 {
+		t.Fatalf("retry within the limit: %d, %v", got, err)
+	}
+	if !slices.Equal(checked, []int64{500, 50, 50, 50}) {
+		t.Fatalf("Check saw %v, want each leg's run on the bound parameters", checked)
+	}
 }

@@ -20,10 +20,12 @@
 //     /customers/external-accounts/{id}/challenge, then /verify), for the
 //     calling platform's customers only;
 //   - POST /customers/{id}/payouts: one signed host operation
-//     (walletauth.Service.Authorize) whose effect runs the payout gate
-//     (ownership.CheckPayoutIn), debits the ledger, records the payout with
-//     the signing session and appends the outbox event: signature check,
-//     gate, debit and event commit together or not at all;
+//     (walletauth.Authorize) whose check runs the payout gate
+//     (ownership.CheckPayoutIn) on both legs, so a payout the gate refuses
+//     asks for no signature, and whose effect debits the ledger, records
+//     the payout with the signing session and appends the outbox event:
+//     signature check, gate, debit and event commit together or not at
+//     all;
 //   - the Idempotency-Key middleware on every POST, scoped to the
 //     authenticated platform;
 //   - an OTP Sender interface (here a logging fake: replace it with the
@@ -70,6 +72,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
@@ -222,7 +225,7 @@ func NewRelay(store storage.Store, url string, key *ecdsa.PrivateKey, tel Teleme
 	if err := checkTelemetry(tel); err != nil {
 		return nil, err
 	}
-	signer, err := webhook.NewSigner(key)
+	signer, err := webhooksig.NewSigner(key)
 	if err != nil {
 		return nil, err
 	}

@@ -326,8 +326,8 @@ func (s *Server) registerAccount(w http.ResponseWriter, r *http.Request) {
 }
 
 // payoutParams are what the wallet's session signs: everything the payout
-// acts on. The effect reads them from the authorization, never from the
-// retry.
+// acts on. The check and the effect get them as the first call stored
+// them, never from the retry.
 type payoutParams struct {
 	CustomerID string `json:"customerId"`
 	AccountID  string `json:"accountId"`
@@ -349,12 +349,15 @@ type Payout struct {
 	SessionID string `json:"sessionId"`
 }
 
-// payout is one signed host operation. The first leg binds the parameters
-// and answers 202 with the payload to stamp. The retry, in one host
+// payout is one signed host operation. The first leg runs the payout rule
+// (payoutCheck: the customer's own account, the payout gate), so a payout
+// the gate refuses asks for no signature, then binds the parameters and
+// answers 202 with the payload to stamp. The retry, in one host
 // transaction: the signature check and consumption of the request, the
-// payout gate (CheckPayoutIn, holding the external account), the ledger
-// debit, the payout row naming the signer and the outbox event. Any failure
-// rolls all of it back: the signed request stays usable.
+// same rule again on the signed parameters (the gate holding the external
+// account), the ledger debit, the payout row naming the signer and the
+// outbox event. Any failure rolls all of it back: the signed request stays
+// usable.
 func (s *Server) payout(w http.ResponseWriter, r *http.Request) {
 	customer, wallet, currency, err := s.customer(r)
 	if err != nil {
@@ -367,7 +370,7 @@ func (s *Server) payout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := signedretry.RequestFrom(r, body)
-	op := walletauth.HostOperation{Type: PayoutType, AccountID: wallet, Effect: s.payoutEffect}
+	op := walletauth.HostOperation[payoutParams, Payout]{Type: PayoutType, AccountID: wallet, Check: s.payoutCheck, Effect: s.payoutEffect}
 	if !call.IsRetry() {
 		var in payoutBody
 		if err := apierror.DecodeBytes(body, &in); err != nil {
@@ -381,12 +384,12 @@ func (s *Server) payout(w http.ResponseWriter, r *http.Request) {
 		op.Parameters = payoutParams{CustomerID: customer, AccountID: in.AccountID, Amount: in.Amount, Currency: currency}
 	}
 	var (
-		a  *signedretry.Authorization
-		ch *signedretry.Challenge
+		paid Payout
+		ch   *signedretry.Challenge
 	)
 	err = s.inTx(r.Context(), func(hctx context.Context, _ pgx.Tx) error {
 		var err error
-		a, ch, err = s.auth.Authorize(hctx, op, call)
+		paid, _, ch, err = walletauth.Authorize(hctx, s.auth, op, call)
 		return err
 	})
 	switch {
@@ -395,27 +398,17 @@ func (s *Server) payout(w http.ResponseWriter, r *http.Request) {
 	case ch != nil:
 		apierror.WriteJSON(w, http.StatusAccepted, ch)
 	default:
-		var p payoutParams
-		if err := a.DecodeParameters(&p); err != nil {
-			apierror.Write(w, apierror.Internal(err))
-			return
-		}
-		s.log.Info("payout committed", "request", a.RequestID, "account", p.AccountID, "amount", p.Amount)
-		apierror.WriteJSON(w, http.StatusOK, Payout{ID: a.RequestID, AccountID: p.AccountID, Amount: p.Amount,
-			Currency: p.Currency, SessionID: a.SessionID})
+		s.log.Info("payout committed", "request", paid.ID, "account", paid.AccountID, "amount", paid.Amount)
+		apierror.WriteJSON(w, http.StatusOK, paid)
 	}
 }
 
-// payoutEffect runs inside the host transaction that consumes the signed
-// request, on the signed parameters only.
-func (s *Server) payoutEffect(ctx context.Context, wt storage.Tx, a *signedretry.Authorization) error {
-	var p payoutParams
-	if err := a.DecodeParameters(&p); err != nil {
-		return apierror.Internal(err)
-	}
-	// The destination must be the customer's own (its owner never
-	// changes), checked before the gate so that another customer's account
-	// reveals nothing of its state.
+// payoutCheck is the payout rule, run on both legs inside the host
+// transaction: the destination must be the customer's own (its owner never
+// changes), checked before the gate so that another customer's account
+// reveals nothing of its state, and the payout gate must allow the payout,
+// holding the account until the transaction ends.
+func (s *Server) payoutCheck(ctx context.Context, wt storage.Tx, p payoutParams) error {
 	acct, err := wt.ExternalAccounts().Get(ctx, p.AccountID)
 	if errors.Is(err, storage.ErrNotFound) || err == nil && acct.CustomerID != p.CustomerID {
 		return apierror.New(apierror.ReferenceNotFound, "no external account %s of customer %s", p.AccountID, p.CustomerID)
@@ -423,31 +416,38 @@ func (s *Server) payoutEffect(ctx context.Context, wt storage.Tx, a *signedretry
 	if err != nil {
 		return err
 	}
-	// The gate holds the account until the host transaction ends.
-	if _, err := s.owner.CheckPayoutIn(ctx, wt, ownership.Payout{AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency}); err != nil {
-		return err
-	}
+	_, err = s.owner.CheckPayoutIn(ctx, wt, ownership.Payout{AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency})
+	return err
+}
+
+// payoutEffect runs inside the host transaction that consumes the signed
+// request, once payoutCheck has allowed the signed parameters p, and
+// returns the payout it wrote.
+func (s *Server) payoutEffect(ctx context.Context, wt storage.Tx, a *signedretry.Authorization, p payoutParams) (Payout, error) {
 	pg, err := postgres.HostTx(ctx, wt)
 	if err != nil {
-		return err
+		return Payout{}, err
 	}
 	if err := debit(ctx, pg, s.t, p.CustomerID, p.Amount); err != nil {
-		return err
+		return Payout{}, err
 	}
 	if _, err := pg.Exec(ctx, "INSERT INTO "+s.t.payouts+
 		" (request_id, customer_id, account_id, amount, currency, session_id, credential_id) VALUES ($1, $2, $3, $4, $5, $6, $7)",
 		a.RequestID, p.CustomerID, p.AccountID, p.Amount, p.Currency, a.SessionID, a.CredentialID); err != nil {
-		return err
+		return Payout{}, err
 	}
 	eid, err := storage.NewID(nil, "Webhook")
 	if err != nil {
-		return err
+		return Payout{}, err
 	}
 	payload, err := eventPayload(eid, a.RequestID, p)
 	if err != nil {
-		return err
+		return Payout{}, err
 	}
-	return wt.Outbox().Append(ctx, &storage.Event{ID: eid, Type: PayoutEvent, AccountID: p.AccountID, Payload: payload, CreatedAt: time.Now().UTC()})
+	if err := wt.Outbox().Append(ctx, &storage.Event{ID: eid, Type: PayoutEvent, AccountID: p.AccountID, Payload: payload, CreatedAt: time.Now().UTC()}); err != nil {
+		return Payout{}, err
+	}
+	return Payout{ID: a.RequestID, AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency, SessionID: a.SessionID}, nil
 }
 
 // debit takes amount from the customer's balance, refusing an overdraft.

@@ -6,13 +6,13 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/walletgate/walletgate/examples/client"
 	"github.com/walletgate/walletgate/sandbox"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
@@ -95,10 +95,7 @@ func TestServerKeyErrors(t *testing.T) {
 // TestServerPostgresSharedKeys: two servers on one database with the same
 // keys verify each other's codes; a server with generated keys cannot (500).
 func TestServerPostgresSharedKeys(t *testing.T) {
-	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("set WALLETGATE_POSTGRES_DSN to run the server on PostgreSQL (CI sets it)")
-	}
+	dsn := pgtest.DSN(t)
 	seal, mac := genKeys(t)
 	t.Setenv(envSealKeys, seal)
 	t.Setenv(envCodeMACKey, mac)

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"syscall"
@@ -21,6 +20,7 @@ import (
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
 )
 
@@ -190,10 +190,7 @@ func TestServerMemory(t *testing.T) {
 }
 
 func TestServerPostgres(t *testing.T) {
-	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("set WALLETGATE_POSTGRES_DSN to run the server on PostgreSQL (CI sets it)")
-	}
+	dsn := pgtest.DSN(t)
 	base := serve(t, "-postgres", dsn)
 	// The database outlives the test: a fresh email keeps runs independent.
 	email := fmt.Sprintf("grace+%d@example.com", time.Now().UnixNano())
@@ -214,10 +211,7 @@ func TestServerPostgres(t *testing.T) {
 // B) but not the simulator's own: B answers 404 for a customer made on A,
 // as the -postgres flag's documentation says.
 func TestServerPostgresPerProcessRecords(t *testing.T) {
-	dsn := os.Getenv("WALLETGATE_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("set WALLETGATE_POSTGRES_DSN to run the server on PostgreSQL (CI sets it)")
-	}
+	dsn := pgtest.DSN(t)
 	a, b := serve(t, "-postgres", dsn), serve(t, "-postgres", dsn)
 	do := func(method, url, body string) (int, map[string]any) {
 		req, _ := http.NewRequest(method, url, strings.NewReader(body))

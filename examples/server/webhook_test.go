@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/sandbox"
-	"github.com/walletgate/walletgate/storage/webhook"
 )
 
 // TestWebhookFlags: -webhook-url sends the sandbox's webhooks to a
@@ -18,14 +18,14 @@ import (
 func TestWebhookFlags(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "sender.pem")
 	var mu sync.Mutex
-	var got []webhook.Delivery
+	var got []webhooksig.Delivery
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pem, err := os.ReadFile(keyFile)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		v, err := webhook.NewVerifierPEM(pem, webhook.VerifierConfig{})
+		v, err := webhooksig.NewVerifierPEM(pem, webhooksig.VerifierConfig{})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return

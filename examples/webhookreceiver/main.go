@@ -4,11 +4,11 @@
 //	go run ./examples/webhookreceiver -addr 127.0.0.1:8081 -key sender.pem
 //
 // -key is the sender's public key as an SPKI PEM (what
-// webhook.Signer.PublicKeyPEM returns). Point the sender at this program:
+// webhooksig.Signer.PublicKeyPEM returns). Point the sender at this program:
 //
 //	go run ./examples/server -webhook-url http://127.0.0.1:8081/ -webhook-public-key sender.pem
 //
-// Every request is checked with webhook.Verifier (signature, envelope, the
+// Every request is checked with webhooksig.Verifier (signature, envelope, the
 // default freshness window, the X-Grid-Webhook-Id header); a refused one is answered with the
 // status the check names (400, 401 or 413) and its reason. An id seen
 // before is answered 409, which the sender counts as delivered; the ids are
@@ -26,7 +26,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/walletgate/walletgate/storage/webhook"
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 )
 
 func main() {
@@ -37,7 +37,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("webhookreceiver: -key: %v", err)
 	}
-	v, err := webhook.NewVerifierPEM(pemBytes, webhook.VerifierConfig{})
+	v, err := webhooksig.NewVerifierPEM(pemBytes, webhooksig.VerifierConfig{})
 	if err != nil {
 		log.Fatalf("webhookreceiver: %v", err)
 	}
@@ -48,7 +48,7 @@ func main() {
 
 // handler verifies each POST with v, prints it to out and answers 200, or
 // 409 for an id it has already printed.
-func handler(v *webhook.Verifier, out io.Writer) http.Handler {
+func handler(v *webhooksig.Verifier, out io.Writer) http.Handler {
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -60,7 +60,7 @@ func handler(v *webhook.Verifier, out io.Writer) http.Handler {
 		d, err := v.Verify(r)
 		if err != nil {
 			status := http.StatusBadRequest
-			var ve *webhook.VerifyError
+			var ve *webhooksig.VerifyError
 			if errors.As(err, &ve) {
 				status = ve.Status()
 			}

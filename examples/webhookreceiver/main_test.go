@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walletgate/walletgate/storage/webhook"
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 )
 
 func TestHandler(t *testing.T) {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	s, _ := webhook.NewSigner(key)
-	v, err := webhook.NewVerifierPEM(s.PublicKeyPEM(), webhook.VerifierConfig{})
+	s, _ := webhooksig.NewSigner(key)
+	v, err := webhooksig.NewVerifierPEM(s.PublicKeyPEM(), webhooksig.VerifierConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestHandler(t *testing.T) {
 	sig, _ := s.Sign(body)
 	post := func(sig string) int {
 		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
-		r.Header.Set(webhook.SignatureHeader, sig)
+		r.Header.Set(webhooksig.SignatureHeader, sig)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		return w.Code

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/memory"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 // BenchmarkDoTelemetry runs Guard.Do for a first request (reserve, run,

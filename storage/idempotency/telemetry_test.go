@@ -12,9 +12,9 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/memory"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 // TestMiddlewareTelemetry: every answer of the middleware to a keyed

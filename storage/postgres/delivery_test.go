@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/relay"
@@ -28,9 +29,9 @@ type inbox struct {
 	ids []string
 }
 
-func newInbox(tb testing.TB, signer *webhook.Signer) *inbox {
+func newInbox(tb testing.TB, signer *webhooksig.Signer) *inbox {
 	tb.Helper()
-	v, err := webhook.NewVerifier(signer.PublicKey(), webhook.VerifierConfig{FreshnessWindow: -1})
+	v, err := webhooksig.NewVerifier(signer.PublicKey(), webhooksig.VerifierConfig{FreshnessWindow: -1})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -55,13 +56,13 @@ func (in *inbox) received() []string {
 	return slices.Clone(in.ids)
 }
 
-func newWebhookSigner(tb testing.TB) *webhook.Signer {
+func newWebhookSigner(tb testing.TB) *webhooksig.Signer {
 	tb.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s, err := webhook.NewSigner(key)
+	s, err := webhooksig.NewSigner(key)
 	if err != nil {
 		tb.Fatal(err)
 	}

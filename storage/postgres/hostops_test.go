@@ -185,22 +185,22 @@ func TestHostTxAuthorize(t *testing.T) {
 	w, _, key := r.wallet(t, "Customer:host", "host@example.com")
 	call := signedretry.Request{Method: http.MethodPost, Path: "/payouts", Body: []byte(`{"amount":5}`)}
 	boom := apierror.New(apierror.InvalidInput, "the host refused")
-	op := func(ledgerID string, fail bool) walletauth.HostOperation {
-		return walletauth.HostOperation{Type: "PAYOUT", AccountID: w.ID, Parameters: map[string]int{"amount": 5},
-			Effect: func(c context.Context, wt storage.Tx, a *signedretry.Authorization) error {
+	op := func(ledgerID string, fail bool) walletauth.HostOperation[map[string]int, struct{}] {
+		return walletauth.HostOperation[map[string]int, struct{}]{Type: "PAYOUT", AccountID: w.ID, Parameters: map[string]int{"amount": 5},
+			Effect: func(c context.Context, wt storage.Tx, a *signedretry.Authorization, _ map[string]int) (struct{}, error) {
 				if a.SessionID == "" || a.CredentialID == "" {
 					t.Error("the effect does not know the signer")
 				}
 				if err := debit(c, wt, table, ledgerID); err != nil {
-					return err
+					return struct{}{}, err
 				}
 				if fail {
-					return boom
+					return struct{}{}, boom
 				}
-				return nil
+				return struct{}{}, nil
 			}}
 	}
-	_, ch, err := svc.Authorize(ctx, op("", false), call)
+	_, _, ch, err := walletauth.Authorize(ctx, svc, op("", false), call)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,16 +209,16 @@ func TestHostTxAuthorize(t *testing.T) {
 		tx := begin(t, pool, pgx.TxOptions{})
 		hctx := s.WithTx(ctx, tx)
 		failed, paid := newID(t, "Ledger"), newID(t, "Ledger")
-		_, _, err := svc.Authorize(hctx, op(failed, true), retry)
+		_, _, _, err := walletauth.Authorize(hctx, svc, op(failed, true), retry)
 		apierrortest.Want(t, err, apierror.InvalidInput, "")
-		a, _, err := svc.Authorize(hctx, op(paid, false), retry)
+		_, a, _, err := walletauth.Authorize(hctx, svc, op(paid, false), retry)
 		if err != nil {
 			t.Fatalf("commit=%v: retry after a failed effect: %v", commit, err)
 		}
 		if a.RequestID != ch.RequestID {
 			t.Fatalf("authorized %s, want %s", a.RequestID, ch.RequestID)
 		}
-		_, _, err = svc.Authorize(hctx, op(newID(t, "Ledger"), false), retry)
+		_, _, _, err = walletauth.Authorize(hctx, svc, op(newID(t, "Ledger"), false), retry)
 		apierrortest.Want(t, err, apierror.Unauthorized, "")
 		hostEnds(t, tx, commit)
 		got := ledgerRows(t, pool, table)
@@ -226,7 +226,7 @@ func TestHostTxAuthorize(t *testing.T) {
 			t.Fatalf("commit=%v: ledger %v", commit, got)
 		}
 	}
-	_, _, err = svc.Authorize(ctx, op(newID(t, "Ledger"), false), retry)
+	_, _, _, err = walletauth.Authorize(ctx, svc, op(newID(t, "Ledger"), false), retry)
 	apierrortest.Want(t, err, apierror.Unauthorized, "")
 }
 

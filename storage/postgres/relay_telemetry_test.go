@@ -11,9 +11,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/relay"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 // TestRelayReportsStoreErrors: on PostgreSQL, a relay whose store fails

@@ -106,13 +106,25 @@ func TestReplicasConsumeOnce(t *testing.T) {
 		})
 
 		body := []byte(`{"credentialId":"AuthMethod:1"}`)
-		op := signedretry.Operation{Type: "REVOKE_CREDENTIAL", AccountID: acct, Signer: signedretry.Signer{Rule: signedretry.AnySession}}
+		// The effect writes: exactly one write may commit.
+		op := signedretry.Steps[struct{}, struct{}, struct{}]{Type: "REVOKE_CREDENTIAL",
+			Bind: func(context.Context, storage.Tx) (*signedretry.Operation[struct{}], struct{}, error) {
+				return &signedretry.Operation[struct{}]{AccountID: acct, Signer: signedretry.Signer{Rule: signedretry.AnySession}}, struct{}{}, nil
+			},
+			Effect: func(c context.Context, tx storage.Tx, _ *signedretry.Authorization, _, _ struct{}) (struct{}, error) {
+				id, err := storage.NewID(nil, "Webhook")
+				if err != nil {
+					return struct{}{}, err
+				}
+				ev := storage.Event{ID: id, Type: "AUTH_METHOD.REVOKED", AccountID: acct, Payload: []byte(`{}`), CreatedAt: now}
+				return struct{}{}, tx.Outbox().Append(c, &ev)
+			}}
 		call := signedretry.Request{Method: "DELETE", Path: "/auth/credentials/AuthMethod:1", Body: body}
 		mgr, err := signedretry.New(signedretry.Config{Store: first})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ch, err := mgr.Issue(ctx, call, op)
+		_, _, ch, err := signedretry.Run(ctx, mgr, call, op)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,15 +141,7 @@ func TestReplicasConsumeOnce(t *testing.T) {
 			}
 		}
 		errs := race(t, stores, func(c context.Context, s *postgres.Store) error {
-			_, err := managers[s].Complete(c, retry, op.Type, func(_ context.Context, tx storage.Tx, a *signedretry.Authorization) error {
-				// The effect writes: exactly one write may commit.
-				id, err := storage.NewID(nil, "Webhook")
-				if err != nil {
-					return err
-				}
-				ev := storage.Event{ID: id, Type: "AUTH_METHOD.REVOKED", AccountID: acct, Payload: []byte(`{}`), CreatedAt: now}
-				return tx.Outbox().Append(c, &ev)
-			})
+			_, _, _, err := signedretry.Run(c, managers[s], retry, op)
 			return err
 		})
 		oneWinner(t, "signed retry", errs, func(err error) bool {

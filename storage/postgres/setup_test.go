@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -12,20 +11,11 @@ import (
 
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 )
 
-const dsnEnv = "WALLETGATE_POSTGRES_DSN"
-
 // dsn returns the test database or skips the test.
-func dsn(tb testing.TB) string {
-	tb.Helper()
-	d := os.Getenv(dsnEnv)
-	if d == "" {
-		tb.Skip("PostgreSQL tests need a database: set " + dsnEnv +
-			"=postgres://postgres@127.0.0.1:5432/test?sslmode=disable (CI sets it)")
-	}
-	return d
-}
+func dsn(tb testing.TB) string { return pgtest.DSN(tb) }
 
 // newPool opens a pool of at most maxConns connections, closed on cleanup.
 func newPool(tb testing.TB, maxConns int32) *pgxpool.Pool {

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 // BenchmarkTransactionTelemetry measures what the telemetry around Atomic

@@ -10,9 +10,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 var (

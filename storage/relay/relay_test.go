@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/relay"
@@ -296,16 +297,16 @@ func TestReason(t *testing.T) {
 // counts the ids it accepted.
 type receiver struct {
 	srv      *httptest.Server
-	verifier *webhook.Verifier
+	verifier *webhooksig.Verifier
 	mode     atomic.Value // func(http.ResponseWriter, *http.Request) bool: true when it answered
 	mu       sync.Mutex
 	seen     map[string]int
 	order    map[string][]int64 // per account, the n of each accepted event
 }
 
-func newReceiver(t testing.TB, signer *webhook.Signer, now func() time.Time) *receiver {
+func newReceiver(t testing.TB, signer *webhooksig.Signer, now func() time.Time) *receiver {
 	t.Helper()
-	v, err := webhook.NewVerifier(signer.PublicKey(), webhook.VerifierConfig{Clock: now})
+	v, err := webhooksig.NewVerifier(signer.PublicKey(), webhooksig.VerifierConfig{Clock: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +323,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := rc.verifier.Verify(r)
 	if err != nil {
-		var ve *webhook.VerifyError
+		var ve *webhooksig.VerifyError
 		errors.As(err, &ve)
 		http.Error(w, err.Error(), ve.Status())
 		return
@@ -339,13 +340,13 @@ func (rc *receiver) count(id string) int {
 	return rc.seen[id]
 }
 
-func newSigner(t testing.TB) *webhook.Signer {
+func newSigner(t testing.TB) *webhooksig.Signer {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := webhook.NewSigner(key)
+	s, err := webhooksig.NewSigner(key)
 	if err != nil {
 		t.Fatal(err)
 	}

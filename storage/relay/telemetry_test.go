@@ -10,10 +10,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/relay"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 var (

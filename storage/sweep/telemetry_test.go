@@ -10,9 +10,9 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/sweep"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
 )
 
 // TestRunTelemetry: Run counts the records it deletes and the sweeps that

@@ -11,54 +11,22 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/webhook"
 )
-
-// The sender signs a body; the receiver, configured with the sender's
-// public key, verifies it and refuses it once the body is changed.
-func Example() {
-	signer, _ := webhook.NewSigner(exampleKey())
-	body := []byte(`{"id":"Webhook:0b5c6f4e-2d3a-4f1b-9c8d-7e6f5a4b3c2d","type":"EXTERNAL_ACCOUNT.STATUS_UPDATED","timestamp":"2026-11-23T12:00:00Z","data":{"status":"ACTIVE"}}`)
-	header, _ := signer.Sign(body)
-
-	verifier, _ := webhook.NewVerifierPEM(signer.PublicKeyPEM(), webhook.VerifierConfig{})
-	now := time.Date(2026, 11, 23, 12, 1, 0, 0, time.UTC)
-	d, err := verifier.VerifyBytes(header, body, now)
-	fmt.Println(d.ID, d.Type, string(d.Data), err)
-
-	body[len(body)-4] = 'X'
-	_, err = verifier.VerifyBytes(header, body, now)
-	var ve *webhook.VerifyError
-	errors.As(err, &ve)
-	fmt.Println(ve.Status(), ve.Reason)
-	// Output:
-	// Webhook:0b5c6f4e-2d3a-4f1b-9c8d-7e6f5a4b3c2d EXTERNAL_ACCOUNT.STATUS_UPDATED {"status":"ACTIVE"} <nil>
-	// 401 signature invalid
-}
-
-// A receiver configures the sender's key in this form.
-func ExampleSigner_PublicKeyPEM() {
-	signer, _ := webhook.NewSigner(exampleKey())
-	fmt.Print(string(signer.PublicKeyPEM()))
-	// Output:
-	// -----BEGIN PUBLIC KEY-----
-	// MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEYP7UuiVanTHJYet0xjVtaMBJuJI7
-	// Yfps5mliLmDyn7Z5A/4QCLi8maQa6elWKLxk8vGyDC1+n1F3o8KU1EYimQ==
-	// -----END PUBLIC KEY-----
-}
 
 // A Publisher delivers an outbox event to a receiver that verifies it with
 // Verifier.Verify; a receiver's failure comes back as a *DeliveryError for
 // the relay to log and retry.
 func ExamplePublisher_Publish() {
-	signer, _ := webhook.NewSigner(exampleKey())
-	verifier, _ := webhook.NewVerifierPEM(signer.PublicKeyPEM(), webhook.VerifierConfig{
+	signer, _ := webhooksig.NewSigner(exampleKey())
+	verifier, _ := webhooksig.NewVerifierPEM(signer.PublicKeyPEM(), webhooksig.VerifierConfig{
 		Clock: func() time.Time { return time.Date(2026, 11, 23, 12, 0, 3, 0, time.UTC) },
 	})
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, err := verifier.Verify(r)
-		var ve *webhook.VerifyError
+		var ve *webhooksig.VerifyError
 		if errors.As(err, &ve) {
 			http.Error(w, string(ve.Reason), ve.Status())
 			return

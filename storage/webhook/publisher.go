@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -31,7 +32,7 @@ const MaxResponseBytes = 4 << 10
 // Publisher of storage/relay; it is safe for concurrent use.
 type Publisher struct {
 	route  func(storage.Event) (string, error)
-	signer *Signer
+	signer *webhooksig.Signer
 	client *http.Client
 	tel    telemetry
 }
@@ -45,7 +46,7 @@ type PublisherConfig struct {
 	// from it fails that Publish; the URL is checked as Target is).
 	Route func(storage.Event) (string, error)
 	// Signer signs every body.
-	Signer *Signer
+	Signer *webhooksig.Signer
 	// Client sends the requests; nil means one with [DefaultTimeout]. It
 	// is copied with redirects switched off: a 3xx answer is a failed
 	// delivery, so a signed body is only ever sent to a URL the host chose.
@@ -217,8 +218,8 @@ func (p *Publisher) request(ctx context.Context, e storage.Event) (*http.Request
 		return nil, fmt.Errorf("webhook: delivering %s: %w", e.ID, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(SignatureHeader, sig)
-	req.Header.Set(IDHeader, e.ID)
+	req.Header.Set(webhooksig.SignatureHeader, sig)
+	req.Header.Set(webhooksig.IDHeader, e.ID)
 	req.Header.Set("User-Agent", "walletgate-webhook/1")
 	return req, nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/relay"
 	"github.com/walletgate/walletgate/storage/webhook"
@@ -35,11 +36,11 @@ func newPublisher(t *testing.T, url string, client *http.Client) *webhook.Publis
 }
 
 func TestPublishDelivered(t *testing.T) {
-	v := testVerifier(t, webhook.VerifierConfig{})
+	v := testVerifier(t, webhooksig.VerifierConfig{})
 	for _, status := range []int{200, 202, 204, 409} {
 		var got atomic.Value
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" || r.Header.Get(webhook.IDHeader) != testID {
+			if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" || r.Header.Get(webhooksig.IDHeader) != testID {
 				t.Errorf("method %s, headers %v", r.Method, r.Header)
 			}
 			d, err := v.Verify(r)
@@ -55,7 +56,7 @@ func TestPublishDelivered(t *testing.T) {
 		if err != nil {
 			t.Fatalf("status %d: %v", status, err)
 		}
-		if d, _ := got.Load().(webhook.Delivery); string(d.Body) != string(testBody) {
+		if d, _ := got.Load().(webhooksig.Delivery); string(d.Body) != string(testBody) {
 			t.Fatalf("status %d: receiver got %q", status, d.Body)
 		}
 	}

@@ -14,10 +14,11 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/relay"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
 	"github.com/walletgate/walletgate/storage/webhook"
 )
 
@@ -37,7 +38,7 @@ func TestPublisherTelemetry(t *testing.T) {
 	status := http.StatusOK
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		sigs = append(sigs, r.Header.Get(webhook.SignatureHeader))
+		sigs = append(sigs, r.Header.Get(webhooksig.SignatureHeader))
 		mu.Unlock()
 		w.WriteHeader(status)
 	}))

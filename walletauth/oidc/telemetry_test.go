@@ -10,7 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/walletgate/walletgate/storage/telemetrytest"
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 )
 

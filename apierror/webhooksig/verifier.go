@@ -1,4 +1,4 @@
-package webhook
+package webhooksig
 
 import (
 	"crypto/ecdsa"
@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
-	"github.com/walletgate/walletgate/storage"
 )
 
 // Defaults of [VerifierConfig].
@@ -295,7 +295,7 @@ func parseEnvelope(body []byte) (Delivery, *VerifyError) {
 	case len(e.Data) == 0:
 		return bad(`member "data" is missing`, nil)
 	}
-	if !storage.ValidID(*e.ID, "Webhook") {
+	if !validID(*e.ID) {
 		return bad(fmt.Sprintf(`id %q is not "Webhook:<uuid>"`, *e.ID), nil)
 	}
 	if *e.Type == "" || len(*e.Type) > 128 {
@@ -309,4 +309,29 @@ func parseEnvelope(body []byte) (Delivery, *VerifyError) {
 		return bad("data is not a JSON object", nil)
 	}
 	return Delivery{ID: *e.ID, Type: *e.Type, Timestamp: ts, Data: e.Data, Body: body}, nil
+}
+
+// validID reports whether id is "Webhook:<uuid>" with a UUID in canonical
+// lowercase or uppercase hex form: the rule storage.ValidID applies to
+// every record id, restated here so that a receiver need not import the
+// storage tree.
+func validID(id string) bool {
+	rest, ok := strings.CutPrefix(id, "Webhook:")
+	if !ok || len(rest) != 36 {
+		return false
+	}
+	for i := range len(rest) {
+		c := rest[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
 }

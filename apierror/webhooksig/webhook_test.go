@@ -1,4 +1,4 @@
-package webhook_test
+package webhooksig_test
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 	"golang.org/x/crypto/cryptobyte"
 	"golang.org/x/crypto/cryptobyte/asn1"
 
-	"github.com/walletgate/walletgate/storage/webhook"
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 )
 
 // t0 is the time every test envelope carries and the verifiers' clock.
@@ -36,21 +36,21 @@ func testKey(tb testing.TB) *ecdsa.PrivateKey {
 	return exampleKey()
 }
 
-func testSigner(tb testing.TB) *webhook.Signer {
+func testSigner(tb testing.TB) *webhooksig.Signer {
 	tb.Helper()
-	s, err := webhook.NewSigner(testKey(tb))
+	s, err := webhooksig.NewSigner(testKey(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return s
 }
 
-func testVerifier(tb testing.TB, cfg webhook.VerifierConfig) *webhook.Verifier {
+func testVerifier(tb testing.TB, cfg webhooksig.VerifierConfig) *webhooksig.Verifier {
 	tb.Helper()
 	if cfg.Clock == nil {
 		cfg.Clock = func() time.Time { return t0 }
 	}
-	v, err := webhook.NewVerifierPEM(testSigner(tb).PublicKeyPEM(), cfg)
+	v, err := webhooksig.NewVerifierPEM(testSigner(tb).PublicKeyPEM(), cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func marshalRS(r, s *big.Int) []byte {
 }
 
 func TestRoundTrip(t *testing.T) {
-	v := testVerifier(t, webhook.VerifierConfig{})
+	v := testVerifier(t, webhooksig.VerifierConfig{})
 	header := sign(t, testBody)
 	if !strings.HasPrefix(header, `{"version":1,"signature":"`) {
 		t.Fatalf("header %s", header)
@@ -119,8 +119,8 @@ func TestRoundTrip(t *testing.T) {
 	}
 
 	req := httptest.NewRequest(http.MethodPost, "/hook", bytes.NewReader(testBody))
-	req.Header.Set(webhook.SignatureHeader, header)
-	req.Header.Set(webhook.IDHeader, testID)
+	req.Header.Set(webhooksig.SignatureHeader, header)
+	req.Header.Set(webhooksig.IDHeader, testID)
 	d2, err := v.Verify(req)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestVerifyAccepts(t *testing.T) {
-	v := testVerifier(t, webhook.VerifierConfig{})
+	v := testVerifier(t, webhooksig.VerifierConfig{})
 	header := sign(t, testBody)
 	r, s := sigOf(t, header)
 	n := elliptic.P256().Params().N
@@ -165,7 +165,7 @@ func TestVerifyAccepts(t *testing.T) {
 }
 
 func TestVerifyBytesRejects(t *testing.T) {
-	v := testVerifier(t, webhook.VerifierConfig{})
+	v := testVerifier(t, webhooksig.VerifierConfig{})
 	// A signature whose base64 ends in padding and has a + or /, for the
 	// encoding cases.
 	var header, b64 string
@@ -179,7 +179,7 @@ func TestVerifyBytesRejects(t *testing.T) {
 	n := elliptic.P256().Params().N
 
 	otherKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	otherSigner, _ := webhook.NewSigner(otherKey)
+	otherSigner, _ := webhooksig.NewSigner(otherKey)
 	otherHeader, _ := otherSigner.Sign(testBody)
 
 	// DER variants of the valid signature that the strict parser refuses.
@@ -216,39 +216,39 @@ func TestVerifyBytesRejects(t *testing.T) {
 		name   string
 		header string
 		body   []byte
-		reason webhook.Reason
+		reason webhooksig.Reason
 	}{
-		{"no header", "", testBody, webhook.ReasonSignatureMissing},
-		{"header too long", `{"version":1,"signature":"` + b64 + `"}` + strings.Repeat(" ", 600), testBody, webhook.ReasonHeaderMalformed},
-		{"not JSON", "v1=" + b64, testBody, webhook.ReasonHeaderMalformed},
-		{"JSON null", "null", testBody, webhook.ReasonHeaderMalformed},
-		{"JSON array", `[1,"` + b64 + `"]`, testBody, webhook.ReasonHeaderMalformed},
-		{"trailing data", header + "x", testBody, webhook.ReasonHeaderMalformed},
-		{"duplicate member", `{"version":1,"signature":"` + b64 + `","signature":"` + b64 + `"}`, testBody, webhook.ReasonHeaderMalformed},
-		{"case-colliding member", `{"version":1,"Version":1,"signature":"` + b64 + `"}`, testBody, webhook.ReasonHeaderMalformed},
-		{"unknown member", `{"version":1,"signature":"` + b64 + `","kid":"k1"}`, testBody, webhook.ReasonHeaderMalformed},
-		{"version missing", `{"signature":"` + b64 + `"}`, testBody, webhook.ReasonHeaderMalformed},
-		{"signature missing", `{"version":1}`, testBody, webhook.ReasonHeaderMalformed},
-		{"signature a number", `{"version":1,"signature":5}`, testBody, webhook.ReasonHeaderMalformed},
-		{"signature null", `{"version":1,"signature":null}`, testBody, webhook.ReasonHeaderMalformed},
-		{"version 2", `{"version":2,"signature":"` + b64 + `"}`, testBody, webhook.ReasonVersionUnsupported},
-		{"version a string", `{"version":"1","signature":"` + b64 + `"}`, testBody, webhook.ReasonVersionUnsupported},
-		{"version 0.1e1 is 1, but 1.5 is not", `{"version":1.5,"signature":"` + b64 + `"}`, testBody, webhook.ReasonVersionUnsupported},
-		{"unpadded base64", `{"version":1,"signature":"` + strings.TrimRight(b64, "=") + `"}`, testBody, webhook.ReasonSignatureEncoding},
-		{"base64url alphabet", `{"version":1,"signature":"` + base64.URLEncoding.EncodeToString(der) + `"}`, testBody, webhook.ReasonSignatureEncoding},
-		{"line break in base64", `{"version":1,"signature":"` + b64[:10] + `\n` + b64[10:] + `"}`, testBody, webhook.ReasonSignatureEncoding},
-		{"non-zero padding bits", `{"version":1,"signature":"` + nonCanonical + `"}`, testBody, webhook.ReasonSignatureEncoding},
-		{"empty signature", `{"version":1,"signature":""}`, testBody, webhook.ReasonSignatureDER},
-		{"DER with trailing byte", derHeader(append(bytes.Clone(der), 0)), testBody, webhook.ReasonSignatureDER},
-		{"DER long-form length", derHeader(longLen), testBody, webhook.ReasonSignatureDER},
-		{"DER INTEGER with redundant zero", derHeader(withPaddedR), testBody, webhook.ReasonSignatureDER},
-		{"DER negative r", derHeader(marshalRS(new(big.Int).Neg(r), s)), testBody, webhook.ReasonSignatureDER},
-		{"DER r = 0", derHeader(marshalRS(big.NewInt(0), s)), testBody, webhook.ReasonSignatureDER},
-		{"DER s = n", derHeader(marshalRS(r, n)), testBody, webhook.ReasonSignatureDER},
-		{"IEEE P1363 r||s instead of DER", derHeader(p1363), testBody, webhook.ReasonSignatureDER},
-		{"another key's signature", otherHeader, testBody, webhook.ReasonSignatureInvalid},
-		{"body changed", header, append(bytes.Clone(testBody), ' '), webhook.ReasonSignatureInvalid},
-		{"s+1", derHeader(marshalRS(r, new(big.Int).Add(s, big.NewInt(1)))), testBody, webhook.ReasonSignatureInvalid},
+		{"no header", "", testBody, webhooksig.ReasonSignatureMissing},
+		{"header too long", `{"version":1,"signature":"` + b64 + `"}` + strings.Repeat(" ", 600), testBody, webhooksig.ReasonHeaderMalformed},
+		{"not JSON", "v1=" + b64, testBody, webhooksig.ReasonHeaderMalformed},
+		{"JSON null", "null", testBody, webhooksig.ReasonHeaderMalformed},
+		{"JSON array", `[1,"` + b64 + `"]`, testBody, webhooksig.ReasonHeaderMalformed},
+		{"trailing data", header + "x", testBody, webhooksig.ReasonHeaderMalformed},
+		{"duplicate member", `{"version":1,"signature":"` + b64 + `","signature":"` + b64 + `"}`, testBody, webhooksig.ReasonHeaderMalformed},
+		{"case-colliding member", `{"version":1,"Version":1,"signature":"` + b64 + `"}`, testBody, webhooksig.ReasonHeaderMalformed},
+		{"unknown member", `{"version":1,"signature":"` + b64 + `","kid":"k1"}`, testBody, webhooksig.ReasonHeaderMalformed},
+		{"version missing", `{"signature":"` + b64 + `"}`, testBody, webhooksig.ReasonHeaderMalformed},
+		{"signature missing", `{"version":1}`, testBody, webhooksig.ReasonHeaderMalformed},
+		{"signature a number", `{"version":1,"signature":5}`, testBody, webhooksig.ReasonHeaderMalformed},
+		{"signature null", `{"version":1,"signature":null}`, testBody, webhooksig.ReasonHeaderMalformed},
+		{"version 2", `{"version":2,"signature":"` + b64 + `"}`, testBody, webhooksig.ReasonVersionUnsupported},
+		{"version a string", `{"version":"1","signature":"` + b64 + `"}`, testBody, webhooksig.ReasonVersionUnsupported},
+		{"version 0.1e1 is 1, but 1.5 is not", `{"version":1.5,"signature":"` + b64 + `"}`, testBody, webhooksig.ReasonVersionUnsupported},
+		{"unpadded base64", `{"version":1,"signature":"` + strings.TrimRight(b64, "=") + `"}`, testBody, webhooksig.ReasonSignatureEncoding},
+		{"base64url alphabet", `{"version":1,"signature":"` + base64.URLEncoding.EncodeToString(der) + `"}`, testBody, webhooksig.ReasonSignatureEncoding},
+		{"line break in base64", `{"version":1,"signature":"` + b64[:10] + `\n` + b64[10:] + `"}`, testBody, webhooksig.ReasonSignatureEncoding},
+		{"non-zero padding bits", `{"version":1,"signature":"` + nonCanonical + `"}`, testBody, webhooksig.ReasonSignatureEncoding},
+		{"empty signature", `{"version":1,"signature":""}`, testBody, webhooksig.ReasonSignatureDER},
+		{"DER with trailing byte", derHeader(append(bytes.Clone(der), 0)), testBody, webhooksig.ReasonSignatureDER},
+		{"DER long-form length", derHeader(longLen), testBody, webhooksig.ReasonSignatureDER},
+		{"DER INTEGER with redundant zero", derHeader(withPaddedR), testBody, webhooksig.ReasonSignatureDER},
+		{"DER negative r", derHeader(marshalRS(new(big.Int).Neg(r), s)), testBody, webhooksig.ReasonSignatureDER},
+		{"DER r = 0", derHeader(marshalRS(big.NewInt(0), s)), testBody, webhooksig.ReasonSignatureDER},
+		{"DER s = n", derHeader(marshalRS(r, n)), testBody, webhooksig.ReasonSignatureDER},
+		{"IEEE P1363 r||s instead of DER", derHeader(p1363), testBody, webhooksig.ReasonSignatureDER},
+		{"another key's signature", otherHeader, testBody, webhooksig.ReasonSignatureInvalid},
+		{"body changed", header, append(bytes.Clone(testBody), ' '), webhooksig.ReasonSignatureInvalid},
+		{"s+1", derHeader(marshalRS(r, new(big.Int).Add(s, big.NewInt(1)))), testBody, webhooksig.ReasonSignatureInvalid},
 	}
 	bodyCases := []struct {
 		name string
@@ -278,8 +278,8 @@ func TestVerifyBytesRejects(t *testing.T) {
 			name   string
 			header string
 			body   []byte
-			reason webhook.Reason
-		}{c.name, sign(t, []byte(c.body)), []byte(c.body), webhook.ReasonEnvelopeMalformed})
+			reason webhooksig.Reason
+		}{c.name, sign(t, []byte(c.body)), []byte(c.body), webhooksig.ReasonEnvelopeMalformed})
 	}
 	for _, ts := range []string{"2026-11-23T12:05:01Z", "2026-11-20T11:59:59Z", "2025-11-23T12:00:00Z"} {
 		body := envelope(testID, ts)
@@ -287,18 +287,18 @@ func TestVerifyBytesRejects(t *testing.T) {
 			name   string
 			header string
 			body   []byte
-			reason webhook.Reason
-		}{"stale " + ts, sign(t, body), body, webhook.ReasonStale})
+			reason webhooksig.Reason
+		}{"stale " + ts, sign(t, body), body, webhooksig.ReasonStale})
 	}
-	wantStatus := map[webhook.Reason]int{
-		webhook.ReasonSignatureMissing: 401, webhook.ReasonSignatureInvalid: 401,
-		webhook.ReasonHeaderMalformed: 400, webhook.ReasonVersionUnsupported: 400, webhook.ReasonSignatureEncoding: 400,
-		webhook.ReasonSignatureDER: 400, webhook.ReasonEnvelopeMalformed: 400, webhook.ReasonStale: 400,
+	wantStatus := map[webhooksig.Reason]int{
+		webhooksig.ReasonSignatureMissing: 401, webhooksig.ReasonSignatureInvalid: 401,
+		webhooksig.ReasonHeaderMalformed: 400, webhooksig.ReasonVersionUnsupported: 400, webhooksig.ReasonSignatureEncoding: 400,
+		webhooksig.ReasonSignatureDER: 400, webhooksig.ReasonEnvelopeMalformed: 400, webhooksig.ReasonStale: 400,
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := v.VerifyBytes(c.header, c.body, t0)
-			var ve *webhook.VerifyError
+			var ve *webhooksig.VerifyError
 			if !errors.As(err, &ve) {
 				t.Fatalf("error %v, want a *VerifyError", err)
 			}
@@ -315,21 +315,21 @@ func TestVerifyBytesRejects(t *testing.T) {
 func TestFreshnessOptions(t *testing.T) {
 	old := envelope(testID, "2026-11-23T11:00:00Z")
 	h := sign(t, old)
-	if _, err := testVerifier(t, webhook.VerifierConfig{FreshnessWindow: -1}).VerifyBytes(h, old, t0); err != nil {
+	if _, err := testVerifier(t, webhooksig.VerifierConfig{FreshnessWindow: -1}).VerifyBytes(h, old, t0); err != nil {
 		t.Fatalf("check switched off: %v", err)
 	}
-	if _, err := testVerifier(t, webhook.VerifierConfig{FreshnessWindow: time.Hour}).VerifyBytes(h, old, t0); err != nil {
+	if _, err := testVerifier(t, webhooksig.VerifierConfig{FreshnessWindow: time.Hour}).VerifyBytes(h, old, t0); err != nil {
 		t.Fatalf("one-hour window: %v", err)
 	}
-	if _, err := testVerifier(t, webhook.VerifierConfig{FreshnessWindow: time.Hour - time.Second}).VerifyBytes(h, old, t0); err == nil {
+	if _, err := testVerifier(t, webhooksig.VerifierConfig{FreshnessWindow: time.Hour - time.Second}).VerifyBytes(h, old, t0); err == nil {
 		t.Fatal("59m59s window accepted a one-hour-old event")
 	}
 	// Verify uses the injected clock.
-	v := testVerifier(t, webhook.VerifierConfig{Clock: func() time.Time { return t0.Add(webhook.DefaultFreshnessWindow + time.Second) }})
+	v := testVerifier(t, webhooksig.VerifierConfig{Clock: func() time.Time { return t0.Add(webhooksig.DefaultFreshnessWindow + time.Second) }})
 	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(testBody))
-	req.Header.Set(webhook.SignatureHeader, sign(t, testBody))
-	var ve *webhook.VerifyError
-	if _, err := v.Verify(req); !errors.As(err, &ve) || ve.Reason != webhook.ReasonStale {
+	req.Header.Set(webhooksig.SignatureHeader, sign(t, testBody))
+	var ve *webhooksig.VerifyError
+	if _, err := v.Verify(req); !errors.As(err, &ve) || ve.Reason != webhooksig.ReasonStale {
 		t.Fatalf("error %v, want stale", err)
 	}
 }
@@ -339,71 +339,71 @@ type failingReader struct{}
 func (failingReader) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
 
 func TestVerifyRequestRejects(t *testing.T) {
-	v := testVerifier(t, webhook.VerifierConfig{MaxBodyBytes: 300})
+	v := testVerifier(t, webhooksig.VerifierConfig{MaxBodyBytes: 300})
 	header := sign(t, testBody)
 	big := bytes.Repeat([]byte("x"), 301)
 	cases := []struct {
 		name   string
 		req    func() *http.Request
-		reason webhook.Reason
+		reason webhooksig.Reason
 		status int
 	}{
 		{"no signature header", func() *http.Request {
 			return httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(testBody))
-		}, webhook.ReasonSignatureMissing, 401},
+		}, webhooksig.ReasonSignatureMissing, 401},
 		{"two signature headers", func() *http.Request {
 			r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(testBody))
-			r.Header.Add(webhook.SignatureHeader, header)
-			r.Header.Add(webhook.SignatureHeader, header)
+			r.Header.Add(webhooksig.SignatureHeader, header)
+			r.Header.Add(webhooksig.SignatureHeader, header)
 			return r
-		}, webhook.ReasonHeaderRepeated, 400},
+		}, webhooksig.ReasonHeaderRepeated, 400},
 		{"two id headers", func() *http.Request {
 			r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(testBody))
-			r.Header.Set(webhook.SignatureHeader, header)
-			r.Header.Add(webhook.IDHeader, testID)
-			r.Header.Add(webhook.IDHeader, testID)
+			r.Header.Set(webhooksig.SignatureHeader, header)
+			r.Header.Add(webhooksig.IDHeader, testID)
+			r.Header.Add(webhooksig.IDHeader, testID)
 			return r
-		}, webhook.ReasonHeaderRepeated, 400},
+		}, webhooksig.ReasonHeaderRepeated, 400},
 		{"id header differs", func() *http.Request {
 			r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(testBody))
-			r.Header.Set(webhook.SignatureHeader, header)
-			r.Header.Set(webhook.IDHeader, "Webhook:00000000-0000-4000-8000-000000000000")
+			r.Header.Set(webhooksig.SignatureHeader, header)
+			r.Header.Set(webhooksig.IDHeader, "Webhook:00000000-0000-4000-8000-000000000000")
 			return r
-		}, webhook.ReasonIDMismatch, 400},
+		}, webhooksig.ReasonIDMismatch, 400},
 		{"Content-Length over the limit", func() *http.Request {
 			r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(big))
-			r.Header.Set(webhook.SignatureHeader, sign(t, big))
+			r.Header.Set(webhooksig.SignatureHeader, sign(t, big))
 			return r
-		}, webhook.ReasonBodyTooLarge, 413},
+		}, webhooksig.ReasonBodyTooLarge, 413},
 		{"chunked body over the limit", func() *http.Request {
 			r := httptest.NewRequest(http.MethodPost, "/", io.MultiReader(bytes.NewReader(big)))
 			r.ContentLength = -1
-			r.Header.Set(webhook.SignatureHeader, sign(t, big))
+			r.Header.Set(webhooksig.SignatureHeader, sign(t, big))
 			return r
-		}, webhook.ReasonBodyTooLarge, 413},
+		}, webhooksig.ReasonBodyTooLarge, 413},
 		{"server's MaxBytesReader", func() *http.Request {
 			r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(testBody))
 			r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, 10)
 			r.ContentLength = -1
-			r.Header.Set(webhook.SignatureHeader, header)
+			r.Header.Set(webhooksig.SignatureHeader, header)
 			return r
-		}, webhook.ReasonBodyTooLarge, 413},
+		}, webhooksig.ReasonBodyTooLarge, 413},
 		{"body read fails", func() *http.Request {
 			r := httptest.NewRequest(http.MethodPost, "/", failingReader{})
 			r.ContentLength = -1
-			r.Header.Set(webhook.SignatureHeader, header)
+			r.Header.Set(webhooksig.SignatureHeader, header)
 			return r
-		}, webhook.ReasonBodyUnreadable, 400},
+		}, webhooksig.ReasonBodyUnreadable, 400},
 		{"no body", func() *http.Request {
 			r := httptest.NewRequest(http.MethodPost, "/", nil)
-			r.Header.Set(webhook.SignatureHeader, header)
+			r.Header.Set(webhooksig.SignatureHeader, header)
 			return r
-		}, webhook.ReasonSignatureInvalid, 401},
+		}, webhooksig.ReasonSignatureInvalid, 401},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := v.Verify(c.req())
-			var ve *webhook.VerifyError
+			var ve *webhooksig.VerifyError
 			if !errors.As(err, &ve) || ve.Reason != c.reason || ve.Status() != c.status {
 				t.Fatalf("error %v, want %q (%d)", err, c.reason, c.status)
 			}
@@ -416,7 +416,7 @@ func TestVerifyRequestRejects(t *testing.T) {
 		t.Fatalf("test body is %d bytes", len(body))
 	}
 	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
-	r.Header.Set(webhook.SignatureHeader, sign(t, body))
+	r.Header.Set(webhooksig.SignatureHeader, sign(t, body))
 	if _, err := v.Verify(r); err != nil {
 		t.Fatalf("body of exactly MaxBodyBytes: %v", err)
 	}
@@ -424,23 +424,23 @@ func TestVerifyRequestRejects(t *testing.T) {
 
 func TestKeysRefused(t *testing.T) {
 	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
-	if _, err := webhook.NewSigner(p384); err == nil || !strings.Contains(err.Error(), "P-256") {
+	if _, err := webhooksig.NewSigner(p384); err == nil || !strings.Contains(err.Error(), "P-256") {
 		t.Fatalf("P-384 signer: %v", err)
 	}
-	if _, err := webhook.NewSigner(nil); err == nil {
+	if _, err := webhooksig.NewSigner(nil); err == nil {
 		t.Fatal("nil signer key accepted")
 	}
-	if _, err := webhook.NewVerifier(&p384.PublicKey, webhook.VerifierConfig{}); err == nil || !strings.Contains(err.Error(), "P-256") {
+	if _, err := webhooksig.NewVerifier(&p384.PublicKey, webhooksig.VerifierConfig{}); err == nil || !strings.Contains(err.Error(), "P-256") {
 		t.Fatalf("P-384 verifier: %v", err)
 	}
-	if _, err := webhook.NewVerifier(nil, webhook.VerifierConfig{}); err == nil {
+	if _, err := webhooksig.NewVerifier(nil, webhooksig.VerifierConfig{}); err == nil {
 		t.Fatal("nil verifier key accepted")
 	}
 	offCurve := &ecdsa.PublicKey{Curve: elliptic.P256(), X: big.NewInt(1), Y: big.NewInt(1)}
-	if _, err := webhook.NewVerifier(offCurve, webhook.VerifierConfig{}); err == nil {
+	if _, err := webhooksig.NewVerifier(offCurve, webhooksig.VerifierConfig{}); err == nil {
 		t.Fatal("point off the curve accepted")
 	}
-	if _, err := webhook.NewVerifier(&testKey(t).PublicKey, webhook.VerifierConfig{MaxBodyBytes: -1}); err == nil {
+	if _, err := webhooksig.NewVerifier(&testKey(t).PublicKey, webhooksig.VerifierConfig{MaxBodyBytes: -1}); err == nil {
 		t.Fatal("negative MaxBodyBytes accepted")
 	}
 
@@ -460,14 +460,14 @@ func TestKeysRefused(t *testing.T) {
 		"P-384 key":        p384PEM,
 		"Ed25519 key":      edPEM,
 	} {
-		if _, err := webhook.ParsePublicKeyPEM(pemBytes); err == nil {
+		if _, err := webhooksig.ParsePublicKeyPEM(pemBytes); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if _, err := webhook.ParsePublicKeyPEM(append([]byte("\n\n"), append(bytes.Clone(good), "\n\n"...)...)); err != nil {
+	if _, err := webhooksig.ParsePublicKeyPEM(append([]byte("\n\n"), append(bytes.Clone(good), "\n\n"...)...)); err != nil {
 		t.Errorf("PEM with surrounding whitespace: %v", err)
 	}
-	pub, err := webhook.ParsePublicKeyPEM(good)
+	pub, err := webhooksig.ParsePublicKeyPEM(good)
 	if err != nil || !pub.Equal(&testKey(t).PublicKey) {
 		t.Fatalf("PEM round trip: %v", err)
 	}

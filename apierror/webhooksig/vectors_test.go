@@ -1,4 +1,4 @@
-package webhook_test
+package webhooksig_test
 
 import (
 	"crypto/ecdsa"
@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/walletgate/walletgate/storage/webhook"
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 )
 
 // The vectors: testdata/webcrypto/generate.mjs writes vectors.json (signed
@@ -62,7 +62,7 @@ func TestWriteGoSignedVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := webhook.NewSigner(key)
+	s, err := webhooksig.NewSigner(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestWebCryptoVectors(t *testing.T) {
 	if vf.Timestamp != t0.Format("2006-01-02T15:04:05Z") || !strings.Contains(vf.Generator, "subtle") {
 		t.Fatalf("vectors.json header: %q %q", vf.Generator, vf.Timestamp)
 	}
-	v, err := webhook.NewVerifierPEM([]byte(vf.PublicKeyPEM), webhook.VerifierConfig{})
+	v, err := webhooksig.NewVerifierPEM([]byte(vf.PublicKeyPEM), webhooksig.VerifierConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestWebCryptoVectors(t *testing.T) {
 	}
 	for _, c := range vf.Invalid {
 		_, err := v.VerifyBytes(c.Header, []byte(c.Body), t0)
-		var ve *webhook.VerifyError
+		var ve *webhooksig.VerifyError
 		if !errors.As(err, &ve) || string(ve.Reason) != c.Reason {
 			t.Errorf("%s: error %v, want reason %q", c.Name, err, c.Reason)
 		}
@@ -174,7 +174,7 @@ func TestWebCryptoVectors(t *testing.T) {
 		t.Fatalf("vectors.json records verified=%v count=%d sha256=%s; go_signed.json has %d items, sha256 %x: rerun generate.mjs",
 			vf.GoSignedVerifiedByWebCrypto, vf.GoSignedCount, vf.GoSignedSHA256, len(gf.Items), sum)
 	}
-	gv, err := webhook.NewVerifierPEM([]byte(gf.PublicKeyPEM), webhook.VerifierConfig{})
+	gv, err := webhooksig.NewVerifierPEM([]byte(gf.PublicKeyPEM), webhooksig.VerifierConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

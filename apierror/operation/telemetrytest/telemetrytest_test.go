@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/apierror"
-	"github.com/walletgate/walletgate/storage/telemetrytest"
+	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 )
 
 // record reports one of everything: a span with an attribute, an event and
@@ -155,12 +155,12 @@ func TestOnlyTestsImportTheSDK(t *testing.T) {
 	for _, line := range lines {
 		f := strings.Fields(line)
 		pkg := f[0]
-		if pkg == module+"/storage/telemetrytest" || strings.HasPrefix(pkg, module+"/examples/") {
+		if pkg == module+"/apierror/operation/telemetrytest" || strings.HasPrefix(pkg, module+"/examples/") {
 			continue
 		}
 		for _, dep := range f[1:] {
 			if strings.HasPrefix(dep, "go.opentelemetry.io/otel/sdk") || strings.HasPrefix(dep, "go.opentelemetry.io/otel/exporters") ||
-				dep == module+"/storage/telemetrytest" {
+				dep == module+"/apierror/operation/telemetrytest" {
 				t.Errorf("%s imports %s, which only tests and examples may", pkg, dep)
 			}
 		}

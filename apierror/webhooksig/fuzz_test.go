@@ -1,4 +1,4 @@
-package webhook_test
+package webhooksig_test
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walletgate/walletgate/storage/webhook"
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 )
 
 // FuzzVerify checks that VerifyBytes never panics, refuses with a
@@ -14,7 +14,7 @@ import (
 // well-formed delivery of exactly the body given.
 func FuzzVerify(f *testing.F) {
 	s := testSigner(f)
-	v := testVerifier(f, webhook.VerifierConfig{})
+	v := testVerifier(f, webhooksig.VerifierConfig{})
 	seed := func(body []byte, offset int64) {
 		h, err := s.Sign(body)
 		if err != nil {
@@ -37,7 +37,7 @@ func FuzzVerify(f *testing.F) {
 		now := t0.Add(time.Duration(offset) * time.Second)
 		d, err := v.VerifyBytes(header, body, now)
 		if err != nil {
-			var ve *webhook.VerifyError
+			var ve *webhooksig.VerifyError
 			if !errors.As(err, &ve) || (ve.Status() != 400 && ve.Status() != 401) {
 				t.Fatalf("error %v", err)
 			}
@@ -46,7 +46,7 @@ func FuzzVerify(f *testing.F) {
 		if !bytes.Equal(d.Body, body) || len(d.ID) != len(testID) || d.Type == "" || len(d.Data) == 0 || d.Data[0] != '{' {
 			t.Fatalf("accepted %+v", d)
 		}
-		if age := now.Sub(d.Timestamp); age > webhook.DefaultFreshnessWindow || age < -webhook.MaxClockSkew {
+		if age := now.Sub(d.Timestamp); age > webhooksig.DefaultFreshnessWindow || age < -webhooksig.MaxClockSkew {
 			t.Fatalf("accepted a timestamp %v from now", age)
 		}
 	})

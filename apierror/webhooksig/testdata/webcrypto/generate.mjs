@@ -1,4 +1,4 @@
-// generate.mjs: interop vectors for storage/webhook, made with Node's
+// generate.mjs: interop vectors for apierror/webhooksig, made with Node's
 // WebCrypto (globalThis.crypto.subtle) and nothing else.
 //
 //   (a) Generates a P-256 key, signs sample webhook bodies and writes
@@ -13,9 +13,9 @@
 //
 // Regenerate both files (from the repository root):
 //
-//   WALLETGATE_WRITE_VECTORS=1 go test -run TestWriteGoSignedVectors ./storage/webhook/
-//   node storage/webhook/testdata/webcrypto/generate.mjs
-//   go test ./storage/webhook/
+//   WALLETGATE_WRITE_VECTORS=1 go test -run TestWriteGoSignedVectors ./apierror/webhooksig/
+//   node apierror/webhooksig/testdata/webcrypto/generate.mjs
+//   go test ./apierror/webhooksig/
 //
 // No dependencies: package.json and package-lock.json pin none.
 

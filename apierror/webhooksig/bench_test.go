@@ -1,4 +1,4 @@
-package webhook_test
+package webhooksig_test
 
 import (
 	"crypto/ecdsa"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/walletgate/walletgate/storage/webhook"
+	"github.com/walletgate/walletgate/apierror/webhooksig"
 )
 
 // benchBody is a ~1 KiB envelope, the size of a STATUS_UPDATED event.
@@ -41,7 +41,7 @@ func BenchmarkSignASN1Raw(b *testing.B) {
 // SHA-256, ECDSA, the strict envelope and freshness. Compare
 // BenchmarkVerifyASN1Raw.
 func BenchmarkVerifyBytes(b *testing.B) {
-	v := testVerifier(b, webhook.VerifierConfig{})
+	v := testVerifier(b, webhooksig.VerifierConfig{})
 	h := sign(b, benchBody)
 	for b.Loop() {
 		if _, err := v.VerifyBytes(h, benchBody, t0); err != nil {
