@@ -79,6 +79,13 @@
 //   - Secrets at rest. One-time codes are stored as HMACs and HPKE target
 //     private keys sealed with AES-256-GCM under host keys, so a read of the
 //     database does not complete a live login.
+//   - No choice of the host's undoes a rule. A refusal's record (a counted
+//     attempt, a lockout, a spent budget, an UNVERIFIED account, a consumed
+//     challenge) commits in the store's own transaction, so no rollback of a
+//     host's transaction erases it (storage.Standalone); a host transaction
+//     at an isolation level the rules were not proven at is refused; and the
+//     HTTP handlers act on a wallet or an account only after the host's
+//     guard agrees.
 //
 // What it assumes of the host: TLS in front of every route; authentication of
 // the platform (the adapters do not check HTTP Basic credentials, the sandbox

@@ -181,12 +181,15 @@
 // details.currency, details.corridor (when set) and details.limit (a
 // [Limit]: scope "currency", "corridor" or "default", key, amount).
 //
-// Every write of the service (RegisterAccount, SetStatus, StartChallenge,
-// Verify, CompleteLiveness) and the gate may run inside the host's own
-// database transaction: on PostgreSQL the host binds its pgx transaction to
-// the context with the store's WithTx and commits or rolls back itself (see
-// the storage/postgres documentation; the memory store has no host
-// transaction).
+// RegisterAccount, SetStatus, StartChallenge and the gate may run inside
+// the host's own database transaction: on PostgreSQL the host binds its
+// pgx transaction to the context with the store's WithTx and commits or
+// rolls back itself (see the storage/postgres documentation; the memory
+// store has no host transaction). Verify and CompleteLiveness do not: an
+// invalid or late proof makes the account UNVERIFIED and consumes its
+// challenge, and that record must survive whatever the host does with its
+// transaction, so they commit on their own and refuse a host transaction
+// with a 500 INTERNAL_ERROR wrapping [storage.ErrStandalone].
 //
 // CheckPayoutIn holds the account until the host's transaction ends, so a
 // status change either commits before the gate reads the account or after

@@ -72,7 +72,16 @@
 // is rerun: a serialization failure or deadlock is returned (wrapping
 // postgres.ErrRerun) for the host to roll back and run again. The memory
 // store has no host transaction. The storage/postgres documentation shows
-// the pattern, the same for every operation.
+// the pattern, the same for every operation that accepts a host
+// transaction.
+//
+// Logins do not: Challenge and Verify, of every credential type, record
+// what they refuse (a wrong code's attempt, the budget it spent, the
+// lockout) or act outside the store (a code mailed), so they commit in
+// transactions of their own before they answer. Called with a context that
+// carries a host transaction they send nothing and answer 500
+// INTERNAL_ERROR wrapping [storage.ErrStandalone]; a host that rolled back
+// on their error would otherwise give a guesser attempts without end.
 //
 // # Events
 //
