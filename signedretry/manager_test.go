@@ -22,25 +22,13 @@ import (
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/storagetest"
 )
-
-// clock is a settable clock for tests.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // fixture is an account with two credentials and a session on each.
 type fixture struct {
 	store          storage.Store
-	clock          *clock
+	clock          *storagetest.Clock
 	mgr            *signedretry.Manager
 	account        string
 	credA, credB   string
@@ -58,7 +46,7 @@ func newFixture(t testing.TB, sandbox bool) *fixture {
 // newFixtureOn is newFixture on store.
 func newFixtureOn(t testing.TB, store storage.Store, sandbox bool) *fixture {
 	t.Helper()
-	f := &fixture{store: store, clock: &clock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}}
+	f := &fixture{store: store, clock: storagetest.NewClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))}
 	f.mgr = newManager(t, signedretry.Config{Store: f.store, Clock: f.clock.Now, Sandbox: sandbox})
 	f.account = newID(t, "InternalAccount")
 	f.credA, f.credB = newID(t, "AuthMethod"), newID(t, "AuthMethod")

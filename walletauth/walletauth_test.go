@@ -14,20 +14,9 @@ import (
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
 )
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // outbox is a Sender that keeps what it was asked to send.
 type outbox struct {
@@ -59,7 +48,7 @@ func (o *outbox) last(t testing.TB) walletauth.Message {
 type env struct {
 	svc    *walletauth.Service
 	store  storage.Store
-	clock  *clock
+	clock  *storagetest.Clock
 	outbox *outbox
 	wallet *storage.InternalAccount
 	email  *walletauth.AuthMethod
@@ -74,7 +63,7 @@ func newEnv(t testing.TB, mod func(*walletauth.Config)) *env {
 func newEnvOn(t testing.TB, store storage.Store, mod func(*walletauth.Config)) *env {
 	t.Helper()
 	ctx := t.Context()
-	e := &env{store: store, clock: &clock{now: time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)}, outbox: &outbox{}}
+	e := &env{store: store, clock: storagetest.NewClock(time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)), outbox: &outbox{}}
 	cfg := walletauth.Config{Store: e.store, Sender: e.outbox, Clock: e.clock.Now, OrganizationID: "org-test",
 		Keys: walletauth.Keys{SigningKey: testSigningKey, Sealer: testKeyring(t, "test-1"), CodeMACKey: testCodeMACKey}}
 	if mod != nil {

@@ -53,6 +53,18 @@ func begin(tb testing.TB, pool *pgxpool.Pool, opts pgx.TxOptions) pgx.Tx {
 	return tx
 }
 
+// hostEnds ends tx by commit or rollback.
+func hostEnds(t *testing.T, tx pgx.Tx, commit bool) {
+	t.Helper()
+	end := tx.Rollback
+	if commit {
+		end = tx.Commit
+	}
+	if err := end(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func hostWrite(tb testing.TB, tx pgx.Tx, table, id string) {
 	tb.Helper()
 	if _, err := tx.Exec(tb.Context(), "INSERT INTO "+table+" (id) VALUES ($1)", id); err != nil {

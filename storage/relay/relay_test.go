@@ -21,21 +21,11 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/relay"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/storage/webhook"
 )
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-
-// clock is a settable clock safe for concurrent use, for the loopback test:
-// its receiver does real network I/O, which a synctest bubble cannot hold.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
-func newClock() *clock               { return &clock{now: t0} }
 
 // appendEvents writes n events, spread over accounts, and returns them.
 func appendEvents(t testing.TB, s storage.Store, n, accounts int, at time.Time) []storage.Event {
@@ -356,7 +346,9 @@ func newSigner(t testing.TB) *webhooksig.Signer {
 // TestFaultsOnLoopback: the receiver is down, answers 500, is too slow;
 // every event still arrives, verified, exactly once.
 // switchPublisher publishes through the publisher it holds now.
-type switchPublisher struct{ p atomic.Pointer[webhook.Publisher] }
+type switchPublisher struct {
+	p atomic.Pointer[webhook.Publisher]
+}
 
 func (s *switchPublisher) Publish(ctx context.Context, e storage.Event) error {
 	return s.p.Load().Publish(ctx, e)
@@ -391,7 +383,7 @@ func TestFaultsOnLoopback(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s, clk := memory.New(), newClock()
+			s, clk := memory.New(), storagetest.NewClock(t0)
 			signer := newSigner(t)
 			rc := newReceiver(t, signer, clk.Now)
 			target := rc.srv.URL

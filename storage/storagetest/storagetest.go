@@ -9,6 +9,9 @@
 // The [Factory] must return an empty store for each call; the suite calls it
 // once per subtest. Times used by the suite are UTC with microsecond precision, so
 // stores backed by databases with microsecond timestamps pass unchanged.
+//
+// [Clock] is the settable clock the tests of every package share: stores
+// take their time from callers, and callers from the Clock of their Config.
 package storagetest
 
 import (

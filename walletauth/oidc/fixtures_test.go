@@ -23,6 +23,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 )
 
@@ -35,26 +36,6 @@ const (
 	testAud    = "walletgate-web"
 	testSub    = "user-1"
 )
-
-// clock is a settable test clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: t0} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // signingKey is a private key with the kid and alg it signs under.
 type signingKey struct {
@@ -252,7 +233,7 @@ func (s *keyServer) setDelay(d time.Duration) {
 
 // newVerifier returns a production verifier for the test issuer whose keys
 // come from srv, closed when the test ends.
-func newVerifier(t testing.TB, srv *keyServer, clk *clock, edit func(*oidc.Config)) *oidc.Verifier {
+func newVerifier(t testing.TB, srv *keyServer, clk *storagetest.Clock, edit func(*oidc.Config)) *oidc.Verifier {
 	t.Helper()
 	cfg := oidc.Config{
 		Issuers: []oidc.Issuer{{

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 )
 
@@ -14,7 +15,7 @@ import (
 // segments of the table's tokens are served from the verifier's header cache
 // instead of being parsed again: every check must still answer the same.
 func TestVerifyRejectsWithHeadersCached(t *testing.T) {
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	srv := newKeyServer(t, standardJWKS(t))
 	v := newVerifier(t, srv, clk, nil)
 	warm := func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 )
 
@@ -27,7 +28,7 @@ func hits(t *testing.T, srv *keyServer, want int64) {
 }
 
 func TestKeyRotationOneRefetch(t *testing.T) {
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	old, next := rs256("k-old"), rs256Second("k-new")
 	srv := newKeyServer(t, jwksOf(t, publicJWK(t, old, nil)))
 	v := newVerifier(t, srv, clk, nil)
@@ -38,7 +39,7 @@ func TestKeyRotationOneRefetch(t *testing.T) {
 	// The provider rotates; a minute later the first token with the new kid
 	// causes exactly one refetch, and later ones none.
 	srv.serve(jwksOf(t, publicJWK(t, next, nil)), http.StatusOK)
-	clk.Advance(61 * time.Second)
+	clk.Add(61 * time.Second)
 	verifyOK(t, v, mint(t, next, claims(clk.Now()), nil))
 	hits(t, srv, 2)
 	verifyOK(t, v, mint(t, next, claims(clk.Now()), nil))
@@ -51,14 +52,14 @@ func TestKeyRotationOneRefetch(t *testing.T) {
 	hits(t, srv, 2)
 
 	// After the minute, an unknown kid may fetch again.
-	clk.Advance(time.Minute)
+	clk.Add(time.Minute)
 	_, err = v.Verify(context.Background(), mint(t, rs256("k-other"), claims(clk.Now()), nil), oidc.Expect{})
 	wantErr(t, err, apierror.Unauthorized, "signing key not found")
 	hits(t, srv, 3)
 }
 
 func TestConcurrentUnknownKidOneFetch(t *testing.T) {
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	old, next := rs256("k-old"), es256("k-new")
 	srv := newKeyServer(t, jwksOf(t, publicJWK(t, old, nil)))
 	v := newVerifier(t, srv, clk, nil)
@@ -67,7 +68,7 @@ func TestConcurrentUnknownKidOneFetch(t *testing.T) {
 
 	srv.serve(jwksOf(t, publicJWK(t, old, nil), publicJWK(t, next, nil)), http.StatusOK)
 	srv.setDelay(100 * time.Millisecond) // every caller arrives while the fetch runs
-	clk.Advance(61 * time.Second)
+	clk.Add(61 * time.Second)
 	tok := mint(t, next, claims(clk.Now()), nil)
 	unknown := mint(t, rs256("k-unknown"), claims(clk.Now()), nil)
 
@@ -105,14 +106,14 @@ func TestFailingEndpointKeepsKeys(t *testing.T) {
 		"too large":      func(s *keyServer) { s.serve(make([]byte, 2<<20), http.StatusOK) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			clk := newClock()
+			clk := storagetest.NewClock(t0)
 			k := rs256("k1")
 			srv := newKeyServer(t, jwksOf(t, publicJWK(t, k, nil)))
 			v := newVerifier(t, srv, clk, nil)
 			verifyOK(t, v, mint(t, k, claims(clk.Now()), nil))
 
 			fail(srv)
-			clk.Advance(61 * time.Second)
+			clk.Add(61 * time.Second)
 			_, err := v.Verify(context.Background(), mint(t, rs256("k2"), claims(clk.Now()), nil), oidc.Expect{})
 			wantErr(t, err, apierror.Unauthorized, "signing key not found")
 			hits(t, srv, 2)
@@ -122,7 +123,7 @@ func TestFailingEndpointKeepsKeys(t *testing.T) {
 }
 
 func TestUnreachableKeysAreInternal(t *testing.T) {
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	k := rs256("k1")
 	srv := newKeyServer(t, []byte("down"))
 	srv.serve([]byte("down"), http.StatusServiceUnavailable)
@@ -137,13 +138,13 @@ func TestUnreachableKeysAreInternal(t *testing.T) {
 	hits(t, srv, 1)
 
 	srv.serve(jwksOf(t, publicJWK(t, k, nil)), http.StatusOK)
-	clk.Advance(61 * time.Second)
+	clk.Add(61 * time.Second)
 	verifyOK(t, v, mint(t, k, claims(clk.Now()), nil))
 	hits(t, srv, 2)
 }
 
 func TestDiscovery(t *testing.T) {
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	k := es256("ec-1")
 	srv := newKeyServer(t, jwksOf(t, publicJWK(t, k, nil)))
 	iss := srv.URL
@@ -167,7 +168,7 @@ func TestDiscovery(t *testing.T) {
 }
 
 func TestDiscoveryExplicitURLAndIssuerMismatch(t *testing.T) {
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	k := rs256("k1")
 	srv := newKeyServer(t, jwksOf(t, publicJWK(t, k, nil)))
 	srv.mu.Lock()
@@ -189,13 +190,13 @@ func TestDiscoveryExplicitURLAndIssuerMismatch(t *testing.T) {
 	srv.mu.Lock()
 	srv.issuer = testIssuer
 	srv.mu.Unlock()
-	clk.Advance(61 * time.Second)
+	clk.Add(61 * time.Second)
 	verifyOK(t, v, mint(t, k, claims(clk.Now()), nil))
 	hits(t, srv, 1)
 }
 
 func TestCanceledWaiter(t *testing.T) {
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	k := rs256("k1")
 	srv := newKeyServer(t, jwksOf(t, publicJWK(t, k, nil)))
 	srv.setDelay(300 * time.Millisecond)

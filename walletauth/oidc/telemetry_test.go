@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 )
 
@@ -24,14 +25,14 @@ func TestKeySetFetchTelemetry(t *testing.T) {
 		c.Logger, c.TracerProvider, c.MeterProvider = tc.Logger, tc.TracerProvider, tc.MeterProvider
 	}
 
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	k := rs256("k1")
 	srv := newKeyServer(t, jwksOf(t, publicJWK(t, k, nil)))
 	v := newVerifier(t, srv, clk, telemetry)
 	tok := mint(t, k, claims(clk.Now()), nil)
 	verifyOK(t, v, tok) // ok
 	srv.serve([]byte("oops"), http.StatusInternalServerError)
-	clk.Advance(61 * time.Second)
+	clk.Add(61 * time.Second)
 	unknown := mint(t, rs256("k2"), claims(clk.Now()), nil)
 	if _, err := v.Verify(context.Background(), unknown, oidc.Expect{}); err == nil {
 		t.Fatal("a token of an unknown key verified")
@@ -39,7 +40,7 @@ func TestKeySetFetchTelemetry(t *testing.T) {
 
 	down := newKeyServer(t, []byte("down"))
 	down.serve([]byte("down"), http.StatusServiceUnavailable)
-	v2 := newVerifier(t, down, newClock(), telemetry)
+	v2 := newVerifier(t, down, storagetest.NewClock(t0), telemetry)
 	if _, err := v2.Verify(context.Background(), tok, oidc.Expect{}); err == nil {
 		t.Fatal("verified without keys")
 	} // error

@@ -11,6 +11,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 )
 
@@ -31,7 +32,7 @@ func standardJWKS(t testing.TB) []byte {
 }
 
 func TestVerifyValid(t *testing.T) {
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	srv := newKeyServer(t, standardJWKS(t))
 	v := newVerifier(t, srv, clk, nil)
 	for _, k := range []signingKey{rs256("rs-1"), es256("ec-1"), ps256("ps-1"), eddsa("ed-1")} {
@@ -62,7 +63,7 @@ func TestVerifyValid(t *testing.T) {
 }
 
 func TestVerifyAliasIsCanonical(t *testing.T) {
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	srv := newKeyServer(t, standardJWKS(t))
 	v := newVerifier(t, srv, clk, nil)
 	c := claims(clk.Now())
@@ -273,7 +274,7 @@ func rejections() []check {
 }
 
 func TestVerifyRejects(t *testing.T) {
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	srv := newKeyServer(t, standardJWKS(t))
 	v := newVerifier(t, srv, clk, nil)
 	for _, c := range rejections() {
@@ -287,7 +288,7 @@ func TestVerifyRejects(t *testing.T) {
 // TestVerifyBoundaries checks that each time limit is inclusive where the
 // rules say so.
 func TestVerifyBoundaries(t *testing.T) {
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	srv := newKeyServer(t, standardJWKS(t))
 	v := newVerifier(t, srv, clk, nil)
 	now := clk.Now().Unix()
@@ -310,7 +311,7 @@ func TestVerifyBoundaries(t *testing.T) {
 }
 
 func TestMaxAgeAndSkewConfigurable(t *testing.T) {
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	srv := newKeyServer(t, standardJWKS(t))
 	v := newVerifier(t, srv, clk, func(c *oidc.Config) { c.MaxAge = 10 * time.Minute; c.Skew = time.Second })
 	now := clk.Now().Unix()
@@ -322,7 +323,7 @@ func TestMaxAgeAndSkewConfigurable(t *testing.T) {
 }
 
 func TestInferAlgorithm(t *testing.T) {
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	srv := newKeyServer(t, standardJWKS(t))
 	v := newVerifier(t, srv, clk, func(c *oidc.Config) { c.Issuers[0].InferAlgorithm = true })
 	noalg := rs256Second("rs-noalg")
@@ -345,7 +346,7 @@ func TestInferAlgorithm(t *testing.T) {
 }
 
 func TestSandbox(t *testing.T) {
-	clk := newClock()
+	clk := storagetest.NewClock(t0)
 	srv := newKeyServer(t, standardJWKS(t))
 	v := newVerifier(t, srv, clk, func(c *oidc.Config) { c.Sandbox = true })
 	if !v.Sandbox() {

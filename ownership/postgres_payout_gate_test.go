@@ -1,4 +1,4 @@
-package postgres_test
+package ownership_test
 
 import (
 	"context"
