@@ -3,6 +3,8 @@ package ownership_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -12,6 +14,7 @@ import (
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 )
 
 // hostEnds ends tx by commit or rollback.
@@ -55,7 +58,7 @@ func TestHostTxPayoutGate(t *testing.T) {
 	ctx := t.Context()
 	pool := newPool(t, 4)
 	s := newStore(t, pool)
-	table := ledger(t, pool, s)
+	table := pgtest.Ledger(t, pool, s.Schema())
 	svc := gateService(t, s)
 	id := pendingWallet(t, s, svc)
 	base := events(t, s, id)
@@ -71,7 +74,7 @@ func TestHostTxPayoutGate(t *testing.T) {
 		})
 	}
 	for _, commit := range []bool{false, true} {
-		tx := begin(t, pool, pgx.TxOptions{})
+		tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 		hctx := s.WithTx(ctx, tx)
 		refused, paid := newID(t, "Ledger"), newID(t, "Ledger")
 		err := pay(hctx, 1_000_000_000, refused) // at the threshold: refused
@@ -80,8 +83,8 @@ func TestHostTxPayoutGate(t *testing.T) {
 			t.Fatalf("payout below the threshold after a refused one: %v", err)
 		}
 		hostEnds(t, tx, commit)
-		got := ledgerRows(t, pool, table)
-		if contains(got, refused) || contains(got, paid) != commit {
+		got := pgtest.LedgerRows(t, pool, table)
+		if slices.Contains(got, refused) || slices.Contains(got, paid) != commit {
 			t.Fatalf("commit=%v: ledger %v", commit, got)
 		}
 		if want := base + map[bool]int{true: 1}[commit]; events(t, s, id) != want {
@@ -96,13 +99,13 @@ func TestHostTxRegisterAndStatus(t *testing.T) {
 	ctx := t.Context()
 	pool := newPool(t, 4)
 	s := newStore(t, pool)
-	table := ledger(t, pool, s)
+	table := pgtest.Ledger(t, pool, s.Schema())
 	svc := gateService(t, s)
 	for _, commit := range []bool{false, true} {
-		tx := begin(t, pool, pgx.TxOptions{})
+		tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 		hctx := s.WithTx(ctx, tx)
 		customer := newID(t, "Customer")
-		hostWrite(t, tx, table, customer)
+		pgtest.HostWrite(t, tx, table, customer)
 		a, err := svc.RegisterAccount(hctx, ownership.NewAccount{CustomerID: customer, AccountType: ownership.AccountEthereum,
 			Address: "0x00000000000000000000000000000000000000aa", Currency: "USDC", OwnershipType: ownership.FirstParty})
 		if err != nil {
@@ -126,7 +129,7 @@ func TestHostTxRegisterAndStatus(t *testing.T) {
 		case !commit && !errors.Is(err, storage.ErrNotFound):
 			t.Fatalf("rolled back: account %v, %v; want none", got.Status, err)
 		}
-		if row := contains(ledgerRows(t, pool, table), customer); row != commit {
+		if row := slices.Contains(pgtest.LedgerRows(t, pool, table), customer); row != commit {
 			t.Fatalf("commit=%v: host row committed %v", commit, row)
 		}
 	}
@@ -138,7 +141,7 @@ func TestHostTxRegisterAndStatus(t *testing.T) {
 func wantStandalone(t *testing.T, err error, op string) {
 	t.Helper()
 	apierrortest.Want(t, err, apierror.InternalError, "")
-	if !errors.Is(err, storage.ErrStandalone) || !containsText(errors.Unwrap(err).Error(), op) {
+	if !errors.Is(err, storage.ErrStandalone) || !strings.Contains(errors.Unwrap(err).Error(), op) {
 		t.Fatalf("error %v, want one wrapping storage.ErrStandalone and naming %s", err, op)
 	}
 }
@@ -157,12 +160,12 @@ func TestHostTxOwnershipRefusalSurvivesRollback(t *testing.T) {
 	id := pendingWallet(t, s, svc)
 	bad := ownership.VerifyRequest{Signature: "0x00"}
 	for range 3 {
-		tx := begin(t, pool, pgx.TxOptions{})
+		tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 		_, err := svc.Verify(s.WithTx(ctx, tx), id, bad, ownership.AnyTree)
 		wantStandalone(t, err, "ownership.Verify")
 		hostEnds(t, tx, false)
 	}
-	tx := begin(t, pool, pgx.TxOptions{})
+	tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 	_, err := svc.CompleteLiveness(s.WithTx(ctx, tx), id, false)
 	wantStandalone(t, err, "ownership.CompleteLiveness")
 	hostEnds(t, tx, false)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 	"github.com/walletgate/walletgate/walletauth/secret"
@@ -52,15 +54,15 @@ func TestHostTxCreateWallet(t *testing.T) {
 	r := newWauthReplicas(t, walletauth.OTPConfig{}, nil)
 	s, svc := r.stores[0], r.services[0]
 	pool := newPool(t, 2)
-	table := ledger(t, pool, s)
+	table := pgtest.Ledger(t, pool, s.Schema())
 	if _, _, err := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:taken", Email: "taken@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, commit := range []bool{false, true} {
-		tx := begin(t, pool, pgx.TxOptions{})
+		tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 		hctx := s.WithTx(ctx, tx)
 		customer := newID(t, "Customer")
-		hostWrite(t, tx, table, customer)
+		pgtest.HostWrite(t, tx, table, customer)
 		_, _, err := svc.CreateWallet(hctx, walletauth.NewWallet{CustomerID: customer, Email: "taken@example.com"})
 		apierrortest.Want(t, err, apierror.EmailOTPEmailAlreadyExists, "")
 		w, _, err := svc.CreateWallet(hctx, walletauth.NewWallet{CustomerID: customer, Email: customer[len("Customer:"):] + "@example.com"})
@@ -74,7 +76,7 @@ func TestHostTxCreateWallet(t *testing.T) {
 			wallets, err = wt.InternalAccounts().ListByCustomer(ctx, customer)
 			return err
 		})
-		row := contains(ledgerRows(t, pool, table), customer)
+		row := slices.Contains(pgtest.LedgerRows(t, pool, table), customer)
 		if got := len(wallets) == 1 && wallets[0].ID == w.ID; got != commit || row != commit {
 			t.Fatalf("commit=%v: wallets %v, customer row committed %v", commit, wallets, row)
 		}
@@ -90,7 +92,7 @@ func TestHostTxAuthorize(t *testing.T) {
 	r := newWauthReplicas(t, walletauth.OTPConfig{}, nil)
 	s, svc := r.stores[0], r.services[0]
 	pool := newPool(t, 2)
-	table := ledger(t, pool, s)
+	table := pgtest.Ledger(t, pool, s.Schema())
 	w, _, key := r.wallet(t, "Customer:host", "host@example.com")
 	call := signedretry.Request{Method: http.MethodPost, Path: "/payouts", Body: []byte(`{"amount":5}`)}
 	boom := apierror.New(apierror.InvalidInput, "the host refused")
@@ -115,7 +117,7 @@ func TestHostTxAuthorize(t *testing.T) {
 	}
 	retry := stamped(t, call, ch, key)
 	for _, commit := range []bool{false, true} {
-		tx := begin(t, pool, pgx.TxOptions{})
+		tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 		hctx := s.WithTx(ctx, tx)
 		failed, paid := newID(t, "Ledger"), newID(t, "Ledger")
 		_, _, _, err := walletauth.Authorize(hctx, svc, op(failed, true), retry)
@@ -130,8 +132,8 @@ func TestHostTxAuthorize(t *testing.T) {
 		_, _, _, err = walletauth.Authorize(hctx, svc, op(newID(t, "Ledger"), false), retry)
 		apierrortest.Want(t, err, apierror.Unauthorized, "")
 		hostEnds(t, tx, commit)
-		got := ledgerRows(t, pool, table)
-		if contains(got, failed) || contains(got, paid) != commit {
+		got := pgtest.LedgerRows(t, pool, table)
+		if slices.Contains(got, failed) || slices.Contains(got, paid) != commit {
 			t.Fatalf("commit=%v: ledger %v", commit, got)
 		}
 	}
@@ -146,7 +148,7 @@ func TestHostTxUpdateEmail(t *testing.T) {
 	r := newWauthReplicas(t, walletauth.OTPConfig{}, nil)
 	s, svc := r.stores[0], r.services[0]
 	pool := newPool(t, 2)
-	table := ledger(t, pool, s)
+	table := pgtest.Ledger(t, pool, s.Schema())
 	w, _, key := r.wallet(t, "Customer:mail", "old@example.com")
 	call := signedretry.Request{Method: http.MethodPatch, Path: "/customers/mail", Body: []byte(`{"email":"new@example.com"}`)}
 	_, ch, err := svc.UpdateEmail(ctx, "Customer:mail", "new@example.com", nil, call)
@@ -155,10 +157,10 @@ func TestHostTxUpdateEmail(t *testing.T) {
 	}
 	retry := stamped(t, call, ch, key)
 	for _, commit := range []bool{false, true} {
-		tx := begin(t, pool, pgx.TxOptions{})
+		tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 		hctx := s.WithTx(ctx, tx)
 		row := newID(t, "Ledger")
-		hostWrite(t, tx, table, row)
+		pgtest.HostWrite(t, tx, table, row)
 		if _, _, err := svc.UpdateEmail(hctx, "Customer:mail", "", nil, retry); err != nil {
 			t.Fatalf("commit=%v: retry: %v", commit, err)
 		}
@@ -170,7 +172,7 @@ func TestHostTxUpdateEmail(t *testing.T) {
 			return err
 		})
 		want := map[bool]string{false: "old@example.com", true: "new@example.com"}[commit]
-		if got.Email != want || contains(ledgerRows(t, pool, table), row) != commit {
+		if got.Email != want || slices.Contains(pgtest.LedgerRows(t, pool, table), row) != commit {
 			t.Fatalf("commit=%v: wallet email %q, want %q", commit, got.Email, want)
 		}
 	}
@@ -182,7 +184,7 @@ func TestHostTxUpdateEmail(t *testing.T) {
 func wantStandalone(t *testing.T, err error, op string) {
 	t.Helper()
 	apierrortest.Want(t, err, apierror.InternalError, "")
-	if !errors.Is(err, storage.ErrStandalone) || !containsText(errors.Unwrap(err).Error(), op) {
+	if !errors.Is(err, storage.ErrStandalone) || !strings.Contains(errors.Unwrap(err).Error(), op) {
 		t.Fatalf("error %v, want one wrapping storage.ErrStandalone and naming %s", err, op)
 	}
 }
@@ -209,12 +211,12 @@ func TestHostTxOTPGuessesSurviveRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 60 {
-		tx := begin(t, pool, pgx.TxOptions{})
+		tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 		hctx := s.WithTx(ctx, tx)
 		wantStandalone(t, guessIn(t, hctx, svc, cred.ID, m.OTPEncryptionTargetBundle, "123456"), "walletauth.Verify")
 		hostEnds(t, tx, false)
 	}
-	tx := begin(t, pool, pgx.TxOptions{})
+	tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 	_, err = svc.Challenge(s.WithTx(ctx, tx), cred.ID, walletauth.ChallengeRequest{})
 	wantStandalone(t, err, "walletauth.Challenge")
 	hostEnds(t, tx, false)
@@ -260,9 +262,9 @@ func TestHostTxIsolationLevels(t *testing.T) {
 	s, svc := r.stores[0], r.services[0]
 	pool := newPool(t, 4)
 	for _, level := range []pgx.TxIsoLevel{pgx.Serializable, pgx.RepeatableRead} {
-		tx := begin(t, pool, pgx.TxOptions{IsoLevel: level})
+		tx := pgtest.Begin(t, pool, pgx.TxOptions{IsoLevel: level})
 		_, _, err := svc.CreateWallet(s.WithTx(ctx, tx), walletauth.NewWallet{CustomerID: "Customer:iso", Email: "iso@example.com"})
-		if err == nil || !containsText(err.Error(), strings.ToUpper(string(level))) || !containsText(err.Error(), "READ COMMITTED") {
+		if err == nil || !strings.Contains(err.Error(), strings.ToUpper(string(level))) || !strings.Contains(err.Error(), "READ COMMITTED") {
 			t.Fatalf("%s: CreateWallet answered %v, want a refusal naming the level", level, err)
 		}
 		hostEnds(t, tx, true) // even a host that commits keeps nothing of walletgate's
@@ -276,14 +278,14 @@ func TestHostTxIsolationLevels(t *testing.T) {
 			t.Fatalf("%s: wallets %v after a refused CreateWallet", level, wallets)
 		}
 
-		tx = begin(t, pool, pgx.TxOptions{IsoLevel: level})
+		tx = pgtest.Begin(t, pool, pgx.TxOptions{IsoLevel: level})
 		_, err = svc.ListCredentials(s.WithTx(ctx, tx), "InternalAccount:00000000-0000-4000-8000-000000000000")
-		if err == nil || !containsText(err.Error(), strings.ToUpper(string(level))) {
+		if err == nil || !strings.Contains(err.Error(), strings.ToUpper(string(level))) {
 			t.Fatalf("%s: a read answered %v, want a refusal naming the level", level, err)
 		}
 		hostEnds(t, tx, false)
 	}
-	tx := begin(t, pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	tx := pgtest.Begin(t, pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if _, _, err := svc.CreateWallet(s.WithTx(ctx, tx), walletauth.NewWallet{CustomerID: "Customer:iso", Email: "iso@example.com"}); err != nil {
 		t.Fatalf("READ COMMITTED: %v", err)
 	}

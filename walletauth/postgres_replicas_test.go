@@ -23,6 +23,7 @@ import (
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
@@ -383,7 +384,7 @@ func TestReplicasOTPAttemptBudget(t *testing.T) {
 	for i, s := range r.stores {
 		byStore[s] = r.services[i]
 	}
-	errs := race(t, r.stores, func(c context.Context, s *postgres.Store) error {
+	errs := pgtest.Race(t, r.stores, workersPerReplica, func(c context.Context, s *postgres.Store) error {
 		_, _, err := byStore[s].Verify(c, email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: sealed},
 			verifyCall(email.ID, storage.EmailOTP))
 		return err
@@ -460,11 +461,11 @@ func TestReplicasDomainOnce(t *testing.T) {
 		}
 		req := walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: bundle}
 		call := signedretry.Request{Method: "POST", Path: "/auth/credentials/" + cred.ID + "/verify", Body: []byte(`{"type":"EMAIL_OTP"}`)}
-		errs := race(t, stores, func(c context.Context, s *postgres.Store) error {
+		errs := pgtest.Race(t, stores, workersPerReplica, func(c context.Context, s *postgres.Store) error {
 			_, _, err := services[s].Verify(c, cred.ID, req, call)
 			return err
 		})
-		oneWinner(t, "OTP verify leg 1", errs, func(err error) bool {
+		pgtest.OneWinner(t, "OTP verify leg 1", errs, func(err error) bool {
 			return apierror.CodeOf(err) == apierror.Unauthorized && apierror.As(err).Reason() == "OTP already used"
 		})
 	})
@@ -492,11 +493,11 @@ func TestReplicasDomainOnce(t *testing.T) {
 		sig, _ := crypto.Sign(accounts.TextHash([]byte(c.MessageToSign)), key)
 		sig[64] += 27
 		req := ownership.VerifyRequest{Signature: "0x" + hex.EncodeToString(sig)}
-		errs := race(t, stores, func(cx context.Context, s *postgres.Store) error {
+		errs := pgtest.Race(t, stores, workersPerReplica, func(cx context.Context, s *postgres.Store) error {
 			_, err := services[s].Verify(cx, a.ID, req, ownership.CustomerTree)
 			return err
 		})
-		oneWinner(t, "ownership verify", errs, func(err error) bool { return apierror.CodeOf(err) == apierror.Conflict })
+		pgtest.OneWinner(t, "ownership verify", errs, func(err error) bool { return apierror.CodeOf(err) == apierror.Conflict })
 		mustAtomic(t, first, func(tx storage.Tx) error {
 			evs, err := tx.Outbox().ListByAccount(ctx, a.ID)
 			if err == nil && len(evs) != 1 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	mrand "math/rand/v2"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,45 +15,9 @@ import (
 
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/storage/storagetest"
 )
-
-// ledger creates the host's own table, host_ledger, in the schema of s and
-// returns its qualified name.
-func ledger(tb testing.TB, pool *pgxpool.Pool, s *postgres.Store) string {
-	tb.Helper()
-	name := pgx.Identifier{s.Schema(), "host_ledger"}.Sanitize()
-	if _, err := pool.Exec(tb.Context(), "CREATE TABLE "+name+" (id text PRIMARY KEY)"); err != nil {
-		tb.Fatal(err)
-	}
-	return name
-}
-
-// ledgerRows returns the ids in the host's table, as committed.
-func ledgerRows(tb testing.TB, pool *pgxpool.Pool, table string) []string {
-	tb.Helper()
-	rows, err := pool.Query(tb.Context(), "SELECT id FROM "+table+" ORDER BY id")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return ids
-}
-
-// begin starts a host transaction on pool, rolled back on cleanup unless
-// ended before.
-func begin(tb testing.TB, pool *pgxpool.Pool, opts pgx.TxOptions) pgx.Tx {
-	tb.Helper()
-	tx, err := pool.BeginTx(tb.Context(), opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	return tx
-}
 
 // hostEnds ends tx by commit or rollback.
 func hostEnds(t *testing.T, tx pgx.Tx, commit bool) {
@@ -62,13 +28,6 @@ func hostEnds(t *testing.T, tx pgx.Tx, commit bool) {
 	}
 	if err := end(t.Context()); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func hostWrite(tb testing.TB, tx pgx.Tx, table, id string) {
-	tb.Helper()
-	if _, err := tx.Exec(tb.Context(), "INSERT INTO "+table+" (id) VALUES ($1)", id); err != nil {
-		tb.Fatal(err)
 	}
 }
 
@@ -99,11 +58,11 @@ func TestHostTxCommitOrRollback(t *testing.T) {
 	ctx := t.Context()
 	pool := newPool(t, 4)
 	s := newStore(t, pool)
-	table := ledger(t, pool, s)
+	table := pgtest.Ledger(t, pool, s.Schema())
 	for _, commit := range []bool{true, false} {
-		tx := begin(t, pool, pgx.TxOptions{})
+		tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 		host := newID(t, "Ledger")
-		hostWrite(t, tx, table, host)
+		pgtest.HostWrite(t, tx, table, host)
 		p := newRequest(t)
 		if err := s.Atomic(s.WithTx(ctx, tx), func(wt storage.Tx) error {
 			return wt.PendingRequests().Create(ctx, &p)
@@ -120,21 +79,12 @@ func TestHostTxCommitOrRollback(t *testing.T) {
 		if err := end(ctx); err != nil {
 			t.Fatal(err)
 		}
-		got := ledgerRows(t, pool, table)
-		hostThere := contains(got, host)
+		got := pgtest.LedgerRows(t, pool, table)
+		hostThere := slices.Contains(got, host)
 		if hostThere != commit || stored(t, s, p.ID) != commit {
 			t.Fatalf("commit=%v: host row committed %v, walletgate's %v", commit, hostThere, stored(t, s, p.ID))
 		}
 	}
-}
-
-func contains(ids []string, id string) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // TestHostTxSavepoint: inside a host transaction, an Atomic whose function
@@ -146,7 +96,7 @@ func TestHostTxSavepoint(t *testing.T) {
 	ctx := t.Context()
 	pool := newPool(t, 4)
 	s := newStore(t, pool)
-	table := ledger(t, pool, s)
+	table := pgtest.Ledger(t, pool, s.Schema())
 	boom := errors.New("boom")
 	fails := map[string]func(c context.Context, wt storage.Tx, pg pgx.Tx) error{
 		"error":         func(context.Context, storage.Tx, pgx.Tx) error { return boom },
@@ -157,10 +107,10 @@ func TestHostTxSavepoint(t *testing.T) {
 	}
 	for name, fail := range fails {
 		t.Run(name, func(t *testing.T) {
-			tx := begin(t, pool, pgx.TxOptions{})
+			tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 			hctx := s.WithTx(ctx, tx)
 			before, inside, after := newID(t, "Ledger"), newID(t, "Ledger"), newID(t, "Ledger")
-			hostWrite(t, tx, table, before)
+			pgtest.HostWrite(t, tx, table, before)
 			p1, p2 := newRequest(t), newRequest(t)
 			err := func() (err error) {
 				if name == "panic (error)" {
@@ -205,12 +155,12 @@ func TestHostTxSavepoint(t *testing.T) {
 			if err := s.Atomic(hctx, func(wt storage.Tx) error { return wt.PendingRequests().Create(ctx, &p2) }); err != nil {
 				t.Fatalf("Atomic after the failure: %v", err)
 			}
-			hostWrite(t, tx, table, after)
+			pgtest.HostWrite(t, tx, table, after)
 			if err := tx.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}
-			got := ledgerRows(t, pool, table)
-			if !contains(got, before) || contains(got, inside) || !contains(got, after) {
+			got := pgtest.LedgerRows(t, pool, table)
+			if !slices.Contains(got, before) || slices.Contains(got, inside) || !slices.Contains(got, after) {
 				t.Fatalf("host rows %v: want %s and %s, not %s", got, before, after, inside)
 			}
 			if stored(t, s, p1.ID) || !stored(t, s, p2.ID) {
@@ -231,7 +181,7 @@ func TestHostTxNoRerun(t *testing.T) {
 	s := newStore(t, pool)
 	for _, code := range []string{"40001", "40P01"} {
 		t.Run(code, func(t *testing.T) {
-			tx := begin(t, pool, pgx.TxOptions{})
+			tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 			hctx := s.WithTx(ctx, tx)
 			var runs atomic.Int32
 			p := newRequest(t)
@@ -283,12 +233,12 @@ func TestHostTxRefused(t *testing.T) {
 	}
 	wantErr := func(err error, part string) {
 		t.Helper()
-		if err == nil || !containsText(err.Error(), part) {
+		if err == nil || !strings.Contains(err.Error(), part) {
 			t.Fatalf("error %v, want one saying %q", err, part)
 		}
 	}
 
-	tx := begin(t, pool, pgx.TxOptions{})
+	tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 	wantErr(write(s.WithTx(ctx, tx), other), "bound to another store")
 	wantErr(write(s.WithTx(ctx, nil), s), "nil host transaction")
 
@@ -298,10 +248,10 @@ func TestHostTxRefused(t *testing.T) {
 	wantErr(write(s.WithTx(ctx, tx), s), "aborted")
 	_ = tx.Rollback(ctx)
 
-	rr := begin(t, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	rr := pgtest.Begin(t, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	wantErr(write(s.WithTx(ctx, rr), s), "REPEATABLE READ")
 
-	ser := begin(t, pool, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	ser := pgtest.Begin(t, pool, pgx.TxOptions{IsoLevel: pgx.Serializable})
 	wantErr(write(s.WithTx(ctx, ser), s), "SERIALIZABLE")
 
 	err := s.Atomic(ctx, func(wt storage.Tx) error {
@@ -309,15 +259,6 @@ func TestHostTxRefused(t *testing.T) {
 		return err
 	})
 	wantErr(err, "does not run inside a host transaction")
-}
-
-func containsText(s, part string) bool {
-	for i := 0; i+len(part) <= len(s); i++ {
-		if s[i:i+len(part)] == part {
-			return true
-		}
-	}
-	return false
 }
 
 // hostStore is a storage.Store whose every transaction is a host's: Atomic

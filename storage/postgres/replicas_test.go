@@ -6,7 +6,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,67 +13,13 @@ import (
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 )
 
 const (
 	replicas          = 4
 	workersPerReplica = 16
 )
-
-// race runs fn from workersPerReplica goroutines on each replica, all
-// released at once, and returns the errors (nil for a success).
-func race(t *testing.T, stores []*postgres.Store, fn func(ctx context.Context, s *postgres.Store) error) []error {
-	t.Helper()
-	c, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		errs  []error
-		start = make(chan struct{})
-	)
-	for _, s := range stores {
-		for range workersPerReplica {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				err := fn(c, s)
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}()
-		}
-	}
-	began := time.Now()
-	close(start)
-	wg.Wait()
-	if c.Err() != nil {
-		t.Fatalf("the race did not finish within its deadline (%v): a deadlock or a lost wake-up", time.Since(began))
-	}
-	return errs
-}
-
-// oneWinner checks that exactly one attempt succeeded and every other one
-// failed with a typed error that loser accepts.
-func oneWinner(t *testing.T, what string, errs []error, loser func(error) bool) {
-	t.Helper()
-	if len(errs) != replicas*workersPerReplica {
-		t.Fatalf("%s: %d results, want %d", what, len(errs), replicas*workersPerReplica)
-	}
-	wins := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			wins++
-		case !loser(err):
-			t.Fatalf("%s: losing attempt failed with %v (%T)", what, err, err)
-		}
-	}
-	if wins != 1 {
-		t.Fatalf("%s: %d attempts succeeded, want exactly 1", what, wins)
-	}
-}
 
 // TestReplicasConsumeOnce stands up four replicas (four pools on one schema),
 // and has 16 goroutines on each complete the same signed retry and consume
@@ -140,11 +85,11 @@ func TestReplicasConsumeOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		errs := race(t, stores, func(c context.Context, s *postgres.Store) error {
+		errs := pgtest.Race(t, stores, workersPerReplica, func(c context.Context, s *postgres.Store) error {
 			_, _, _, err := signedretry.Run(c, managers[s], retry, op)
 			return err
 		})
-		oneWinner(t, "signed retry", errs, func(err error) bool {
+		pgtest.OneWinner(t, "signed retry", errs, func(err error) bool {
 			e := apierror.As(err)
 			return apierror.CodeOf(err) == apierror.Unauthorized && e != nil && e.Reason() == "request id already used"
 		})
@@ -166,38 +111,38 @@ func TestReplicasConsumeOnce(t *testing.T) {
 			Method: "DELETE", Path: "/auth/sessions/x", Payload: []byte(`{"type":"REVOKE_SESSION"}`),
 			CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
 		mustAtomic(t, first, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) })
-		errs := race(t, stores, func(c context.Context, s *postgres.Store) error {
+		errs := pgtest.Race(t, stores, workersPerReplica, func(c context.Context, s *postgres.Store) error {
 			return s.Atomic(c, func(tx storage.Tx) error {
 				_, err := tx.PendingRequests().Consume(c, p.ID, now)
 				return err
 			})
 		})
-		oneWinner(t, "pending request", errs, func(err error) bool { return errors.Is(err, storage.ErrConsumed) })
+		pgtest.OneWinner(t, "pending request", errs, func(err error) bool { return errors.Is(err, storage.ErrConsumed) })
 	})
 
 	t.Run("OTPIssuance", func(t *testing.T) {
 		o := storage.OTPIssuance{ID: newID(t, "OTP"), CredentialID: newID(t, "AuthMethod"), AccountID: newID(t, "InternalAccount"),
 			Code: "123456", TargetKey: []byte{1, 2, 3}, IssuedAt: now, ExpiresAt: now.Add(5 * time.Minute)}
 		mustAtomic(t, first, func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
-		errs := race(t, stores, func(c context.Context, s *postgres.Store) error {
+		errs := pgtest.Race(t, stores, workersPerReplica, func(c context.Context, s *postgres.Store) error {
 			return s.Atomic(c, func(tx storage.Tx) error {
 				_, err := tx.OTPIssuances().Consume(c, o.ID, now)
 				return err
 			})
 		})
-		oneWinner(t, "OTP issuance", errs, func(err error) bool { return errors.Is(err, storage.ErrConsumed) })
+		pgtest.OneWinner(t, "OTP issuance", errs, func(err error) bool { return errors.Is(err, storage.ErrConsumed) })
 	})
 
 	t.Run("OwnershipChallenge", func(t *testing.T) {
 		c := storage.OwnershipChallenge{ID: newID(t, "Challenge"), AccountID: newID(t, "ExternalAccount"),
 			Method: "WALLET_SIGNATURE", Message: "sign this", Nonce: "n", IssuedAt: now, ExpiresAt: now.Add(30 * time.Minute)}
 		mustAtomic(t, first, func(tx storage.Tx) error { return tx.Challenges().Put(ctx, &c) })
-		errs := race(t, stores, func(cx context.Context, s *postgres.Store) error {
+		errs := pgtest.Race(t, stores, workersPerReplica, func(cx context.Context, s *postgres.Store) error {
 			return s.Atomic(cx, func(tx storage.Tx) error {
 				_, err := tx.Challenges().Consume(cx, c.AccountID, c.ID)
 				return err
 			})
 		})
-		oneWinner(t, "ownership challenge", errs, func(err error) bool { return errors.Is(err, storage.ErrNotFound) })
+		pgtest.OneWinner(t, "ownership challenge", errs, func(err error) bool { return errors.Is(err, storage.ErrNotFound) })
 	})
 }

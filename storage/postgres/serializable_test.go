@@ -2,12 +2,14 @@ package postgres_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/storage/storagetest"
 )
 
@@ -83,13 +85,13 @@ func TestSerializableLevels(t *testing.T) {
 		{pgx.ReadCommitted, pgx.ReadCommitted, "", ""},
 	} {
 		s := newStoreWith(t, pool, postgres.Config{Isolation: c.store})
-		tx := begin(t, pool, pgx.TxOptions{IsoLevel: c.host})
+		tx := pgtest.Begin(t, pool, pgx.TxOptions{IsoLevel: c.host})
 		p := newRequest(t)
 		err := s.Atomic(s.WithTx(ctx, tx), func(wt storage.Tx) error { return wt.PendingRequests().Create(ctx, &p) })
 		switch {
 		case c.want == "" && err != nil:
 			t.Fatalf("store %s, host %s: %v", c.store, c.host, err)
-		case c.want != "" && (!errors.Is(err, postgres.ErrIsolation) || !containsText(err.Error(), c.wantText)):
+		case c.want != "" && (!errors.Is(err, postgres.ErrIsolation) || !strings.Contains(err.Error(), c.wantText)):
 			t.Fatalf("store %s, host %s: %v, want ErrIsolation saying %q", c.store, c.host, err, c.wantText)
 		}
 		hostEnds(t, tx, true)
@@ -98,7 +100,7 @@ func TestSerializableLevels(t *testing.T) {
 		}
 	}
 	for _, level := range []pgx.TxIsoLevel{pgx.RepeatableRead, pgx.ReadUncommitted, "snapshot"} {
-		if _, err := postgres.New(pool, postgres.Config{Isolation: level}); err == nil || !containsText(err.Error(), "Config.Isolation") {
+		if _, err := postgres.New(pool, postgres.Config{Isolation: level}); err == nil || !strings.Contains(err.Error(), "Config.Isolation") {
 			t.Fatalf("New with Isolation %q: %v, want a refusal naming Config.Isolation", level, err)
 		}
 	}
