@@ -17,18 +17,6 @@ import (
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 )
 
-// hostEnds ends tx by commit or rollback.
-func hostEnds(t *testing.T, tx pgx.Tx, commit bool) {
-	t.Helper()
-	end := tx.Rollback
-	if commit {
-		end = tx.Commit
-	}
-	if err := end(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // debit writes the host's ledger row id through the host transaction
 // behind wt.
 func debit(ctx context.Context, wt storage.Tx, table, id string) error {
@@ -82,7 +70,7 @@ func TestHostTxPayoutGate(t *testing.T) {
 		if err := pay(hctx, 5_000_000, paid); err != nil {
 			t.Fatalf("payout below the threshold after a refused one: %v", err)
 		}
-		hostEnds(t, tx, commit)
+		pgtest.End(t, tx, commit)
 		got := pgtest.LedgerRows(t, pool, table)
 		if slices.Contains(got, refused) || slices.Contains(got, paid) != commit {
 			t.Fatalf("commit=%v: ledger %v", commit, got)
@@ -116,7 +104,7 @@ func TestHostTxRegisterAndStatus(t *testing.T) {
 		}
 		_, err = svc.SetStatus(hctx, a.ID, "NO_SUCH_STATUS")
 		apierrortest.WantFields(t, err, apierror.InvalidInput, "status")
-		hostEnds(t, tx, commit)
+		pgtest.End(t, tx, commit)
 		var got storage.ExternalAccount
 		err = s.Atomic(ctx, func(wt storage.Tx) error {
 			var err error
@@ -163,12 +151,12 @@ func TestHostTxOwnershipRefusalSurvivesRollback(t *testing.T) {
 		tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 		_, err := svc.Verify(s.WithTx(ctx, tx), id, bad, ownership.AnyTree)
 		wantStandalone(t, err, "ownership.Verify")
-		hostEnds(t, tx, false)
+		pgtest.End(t, tx, false)
 	}
 	tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 	_, err := svc.CompleteLiveness(s.WithTx(ctx, tx), id, false)
 	wantStandalone(t, err, "ownership.CompleteLiveness")
-	hostEnds(t, tx, false)
+	pgtest.End(t, tx, false)
 
 	_, err = svc.Verify(ctx, id, bad, ownership.AnyTree)
 	apierrortest.Want(t, err, apierror.InvalidInput, "")

@@ -14,6 +14,7 @@ import (
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 )
 
 // gatePolicy: a wallet pending verification receives below 1000 USDC; no
@@ -67,7 +68,7 @@ func TestPayoutGateReplicasRace(t *testing.T) {
 	first := newStore(t, newPool(t, 4))
 	stores := []*postgres.Store{first}
 	for range replicas - 1 {
-		stores = append(stores, sameSchema(t, first, newPool(t, 4)))
+		stores = append(stores, pgtest.SameSchema(t, first, newPool(t, 4), postgres.Config{}))
 	}
 	svcs := map[*postgres.Store]*ownership.Service{}
 	for _, s := range stores {
@@ -196,7 +197,7 @@ func TestPayoutGateReplicasRace(t *testing.T) {
 func TestPayoutGateHold(t *testing.T) {
 	ctx := t.Context()
 	a := newStore(t, newPool(t, 4))
-	b := sameSchema(t, a, newPool(t, 4))
+	b := pgtest.SameSchema(t, a, newPool(t, 4), postgres.Config{})
 	svcA := gateService(t, a)
 	id := pendingWallet(t, a, svcA)
 	flip := func(s storage.Store, during func()) error {

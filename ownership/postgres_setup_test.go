@@ -26,17 +26,6 @@ func newStore(tb testing.TB, pool *pgxpool.Pool) *postgres.Store {
 	return pgtest.Store(tb, pool, postgres.Config{})
 }
 
-// sameSchema returns a store on the schema of s through another pool: a
-// second replica.
-func sameSchema(tb testing.TB, s *postgres.Store, pool *pgxpool.Pool) *postgres.Store {
-	tb.Helper()
-	r, err := postgres.New(pool, postgres.Config{Schema: s.Schema()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return r
-}
-
 // mustAtomic runs fn in a transaction of s and fails the test on error.
 func mustAtomic(tb testing.TB, s storage.Store, fn func(tx storage.Tx) error) {
 	tb.Helper()

@@ -23,18 +23,6 @@ import (
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
-// hostEnds ends tx by commit or rollback.
-func hostEnds(t *testing.T, tx pgx.Tx, commit bool) {
-	t.Helper()
-	end := tx.Rollback
-	if commit {
-		end = tx.Commit
-	}
-	if err := end(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // debit writes the host's ledger row id through the host transaction
 // behind wt.
 func debit(ctx context.Context, wt storage.Tx, table, id string) error {
@@ -69,7 +57,7 @@ func TestHostTxCreateWallet(t *testing.T) {
 		if err != nil {
 			t.Fatalf("wallet after a refused one: %v", err)
 		}
-		hostEnds(t, tx, commit)
+		pgtest.End(t, tx, commit)
 		var wallets []storage.InternalAccount
 		mustAtomic(t, s, func(wt storage.Tx) error {
 			var err error
@@ -131,7 +119,7 @@ func TestHostTxAuthorize(t *testing.T) {
 		}
 		_, _, _, err = walletauth.Authorize(hctx, svc, op(newID(t, "Ledger"), false), retry)
 		apierrortest.Want(t, err, apierror.Unauthorized, "")
-		hostEnds(t, tx, commit)
+		pgtest.End(t, tx, commit)
 		got := pgtest.LedgerRows(t, pool, table)
 		if slices.Contains(got, failed) || slices.Contains(got, paid) != commit {
 			t.Fatalf("commit=%v: ledger %v", commit, got)
@@ -164,7 +152,7 @@ func TestHostTxUpdateEmail(t *testing.T) {
 		if _, _, err := svc.UpdateEmail(hctx, "Customer:mail", "", nil, retry); err != nil {
 			t.Fatalf("commit=%v: retry: %v", commit, err)
 		}
-		hostEnds(t, tx, commit)
+		pgtest.End(t, tx, commit)
 		var got storage.InternalAccount
 		mustAtomic(t, s, func(wt storage.Tx) error {
 			var err error
@@ -214,12 +202,12 @@ func TestHostTxOTPGuessesSurviveRollback(t *testing.T) {
 		tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 		hctx := s.WithTx(ctx, tx)
 		wantStandalone(t, guessIn(t, hctx, svc, cred.ID, m.OTPEncryptionTargetBundle, "123456"), "walletauth.Verify")
-		hostEnds(t, tx, false)
+		pgtest.End(t, tx, false)
 	}
 	tx := pgtest.Begin(t, pool, pgx.TxOptions{})
 	_, err = svc.Challenge(s.WithTx(ctx, tx), cred.ID, walletauth.ChallengeRequest{})
 	wantStandalone(t, err, "walletauth.Challenge")
-	hostEnds(t, tx, false)
+	pgtest.End(t, tx, false)
 
 	for i := range walletauth.DefaultOTPMaxAttempts {
 		err := guess(t, svc, cred.ID, storage.EmailOTP, m.OTPEncryptionTargetBundle, "123456")
@@ -267,7 +255,7 @@ func TestHostTxIsolationLevels(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), strings.ToUpper(string(level))) || !strings.Contains(err.Error(), "READ COMMITTED") {
 			t.Fatalf("%s: CreateWallet answered %v, want a refusal naming the level", level, err)
 		}
-		hostEnds(t, tx, true) // even a host that commits keeps nothing of walletgate's
+		pgtest.End(t, tx, true) // even a host that commits keeps nothing of walletgate's
 		var wallets []storage.InternalAccount
 		mustAtomic(t, s, func(wt storage.Tx) error {
 			var err error
@@ -283,13 +271,13 @@ func TestHostTxIsolationLevels(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), strings.ToUpper(string(level))) {
 			t.Fatalf("%s: a read answered %v, want a refusal naming the level", level, err)
 		}
-		hostEnds(t, tx, false)
+		pgtest.End(t, tx, false)
 	}
 	tx := pgtest.Begin(t, pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if _, _, err := svc.CreateWallet(s.WithTx(ctx, tx), walletauth.NewWallet{CustomerID: "Customer:iso", Email: "iso@example.com"}); err != nil {
 		t.Fatalf("READ COMMITTED: %v", err)
 	}
-	hostEnds(t, tx, true)
+	pgtest.End(t, tx, true)
 }
 
 // codeSender keeps the codes it is asked to deliver.

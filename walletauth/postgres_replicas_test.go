@@ -40,7 +40,7 @@ type wauthReplicas struct {
 // replicaStores; wrap, when not nil, wraps the store of replica i.
 func newWauthReplicas(t *testing.T, otp walletauth.OTPConfig, wrap func(i int, s storage.Store) storage.Store) *wauthReplicas {
 	t.Helper()
-	r := &wauthReplicas{stores: replicaStores(t)}
+	r := &wauthReplicas{stores: pgtest.Replicas(t, replicas, 4, postgres.Config{})}
 	key, err := secret.GenerateKey(nil, "replicas")
 	if err != nil {
 		t.Fatal(err)
@@ -430,7 +430,7 @@ func TestReplicasDomainOnce(t *testing.T) {
 	first := newStore(t, newPool(t, 4))
 	stores := []*postgres.Store{first}
 	for range replicas - 1 {
-		stores = append(stores, sameSchema(t, first, newPool(t, 4)))
+		stores = append(stores, pgtest.SameSchema(t, first, newPool(t, 4), postgres.Config{}))
 	}
 
 	t.Run("OTPVerifyLeg1", func(t *testing.T) {
@@ -514,7 +514,7 @@ func TestReplicasDomainOnce(t *testing.T) {
 // a burst of OTP guesses.
 func TestReplicasDomainRules(t *testing.T) {
 	ctx := t.Context()
-	stores := replicaStores(t)
+	stores := pgtest.Replicas(t, replicas, 4, postgres.Config{})
 	// Replicas share the keys that protect OTP issuances at rest.
 	key, err := secret.GenerateKey(nil, "replicas")
 	if err != nil {

@@ -30,29 +30,6 @@ func newStore(tb testing.TB, pool *pgxpool.Pool) *postgres.Store {
 	return pgtest.Store(tb, pool, postgres.Config{})
 }
 
-// sameSchema returns a store on the schema of s through another pool: a
-// second replica.
-func sameSchema(tb testing.TB, s *postgres.Store, pool *pgxpool.Pool) *postgres.Store {
-	tb.Helper()
-	r, err := postgres.New(pool, postgres.Config{Schema: s.Schema()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return r
-}
-
-// replicaStores returns four stores on one fresh schema, each through its
-// own pool: four replicas of one service.
-func replicaStores(tb testing.TB) []*postgres.Store {
-	tb.Helper()
-	first := newStore(tb, newPool(tb, 4))
-	stores := []*postgres.Store{first}
-	for range replicas - 1 {
-		stores = append(stores, sameSchema(tb, first, newPool(tb, 4)))
-	}
-	return stores
-}
-
 // mustAtomic runs fn in a transaction of s and fails the test on error.
 func mustAtomic(tb testing.TB, s storage.Store, fn func(tx storage.Tx) error) {
 	tb.Helper()

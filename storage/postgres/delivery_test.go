@@ -17,6 +17,7 @@ import (
 	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/storage/relay"
 	"github.com/walletgate/walletgate/storage/webhook"
 )
@@ -75,7 +76,7 @@ func relayReplicas(tb testing.TB, n int) []*postgres.Store {
 	first := newStore(tb, newPool(tb, 4))
 	out := []*postgres.Store{first}
 	for range n - 1 {
-		out = append(out, sameSchema(tb, first, newPool(tb, 4)))
+		out = append(out, pgtest.SameSchema(tb, first, newPool(tb, 4), postgres.Config{}))
 	}
 	return out
 }

@@ -19,18 +19,6 @@ import (
 	"github.com/walletgate/walletgate/storage/storagetest"
 )
 
-// hostEnds ends tx by commit or rollback.
-func hostEnds(t *testing.T, tx pgx.Tx, commit bool) {
-	t.Helper()
-	end := tx.Rollback
-	if commit {
-		end = tx.Commit
-	}
-	if err := end(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func newRequest(tb testing.TB) storage.PendingRequest {
 	return storage.PendingRequest{ID: newID(tb, "Request"), AccountID: "InternalAccount:host", CreatedAt: time.Unix(0, 0).UTC(),
 		ExpiresAt: time.Unix(60, 0).UTC()}
@@ -309,7 +297,7 @@ func TestHostTxRaces(t *testing.T) {
 		out := []storage.Store{hostStore{s, first, pgx.TxOptions{}}}
 		for range replicas - 1 {
 			p := newPool(tb, 4)
-			out = append(out, hostStore{sameSchema(tb, s, p), p, pgx.TxOptions{}})
+			out = append(out, hostStore{pgtest.SameSchema(tb, s, p, postgres.Config{}), p, pgx.TxOptions{}})
 		}
 		return out
 	}, workersPerReplica)

@@ -29,7 +29,7 @@ func TestReplicasConsumeOnce(t *testing.T) {
 	first := newStore(t, newPool(t, 4))
 	stores := []*postgres.Store{first}
 	for range replicas - 1 {
-		stores = append(stores, sameSchema(t, first, newPool(t, 4)))
+		stores = append(stores, pgtest.SameSchema(t, first, newPool(t, 4), postgres.Config{}))
 	}
 
 	t.Run("SignedRetry", func(t *testing.T) {

@@ -29,7 +29,7 @@ func serializableReplicas(tb testing.TB) []hostStore {
 	stores := []hostStore{{first, pool, host}}
 	for range replicas - 1 {
 		pool := newPool(tb, 4)
-		stores = append(stores, hostStore{sameSchemaWith(tb, first, pool, serializable), pool, host})
+		stores = append(stores, hostStore{pgtest.SameSchema(tb, first, pool, serializable), pool, host})
 	}
 	return stores
 }
@@ -94,7 +94,7 @@ func TestSerializableLevels(t *testing.T) {
 		case c.want != "" && (!errors.Is(err, postgres.ErrIsolation) || !strings.Contains(err.Error(), c.wantText)):
 			t.Fatalf("store %s, host %s: %v, want ErrIsolation saying %q", c.store, c.host, err, c.wantText)
 		}
-		hostEnds(t, tx, true)
+		pgtest.End(t, tx, true)
 		if stored(t, s, p.ID) != (c.want == "") {
 			t.Fatalf("store %s, host %s: the request is stored: %v", c.store, c.host, !(c.want == ""))
 		}

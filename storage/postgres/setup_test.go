@@ -73,25 +73,6 @@ func newStoreWith(tb testing.TB, pool *pgxpool.Pool, cfg postgres.Config) *postg
 	return s
 }
 
-// sameSchema returns a store on the schema of s through another pool: a
-// second replica.
-func sameSchema(tb testing.TB, s *postgres.Store, pool *pgxpool.Pool) *postgres.Store {
-	tb.Helper()
-	return sameSchemaWith(tb, s, pool, postgres.Config{})
-}
-
-// sameSchemaWith is sameSchema with cfg, whose Schema it replaces by the
-// schema of s.
-func sameSchemaWith(tb testing.TB, s *postgres.Store, pool *pgxpool.Pool, cfg postgres.Config) *postgres.Store {
-	tb.Helper()
-	cfg.Schema = s.Schema()
-	r, err := postgres.New(pool, cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return r
-}
-
 func newID(tb testing.TB, prefix string) string {
 	tb.Helper()
 	id, err := storage.NewID(nil, prefix)

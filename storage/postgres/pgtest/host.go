@@ -112,3 +112,16 @@ func OneWinner(t *testing.T, what string, errs []error, loser func(error) bool) 
 		t.Fatalf("%s: %d of %d attempts succeeded, want exactly 1", what, wins, len(errs))
 	}
 }
+
+// End ends the host's transaction tx by commit or rollback, failing the
+// test when that fails.
+func End(tb testing.TB, tx pgx.Tx, commit bool) {
+	tb.Helper()
+	end := tx.Rollback
+	if commit {
+		end = tx.Commit
+	}
+	if err := end(tb.Context()); err != nil {
+		tb.Fatal(err)
+	}
+}

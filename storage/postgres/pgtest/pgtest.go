@@ -76,3 +76,29 @@ func Store(tb testing.TB, pool *pgxpool.Pool, cfg postgres.Config) *postgres.Sto
 	}
 	return s
 }
+
+// SameSchema returns a store on the schema of s through another pool, a
+// second replica, configured by cfg, whose Schema it sets.
+func SameSchema(tb testing.TB, s *postgres.Store, pool *pgxpool.Pool, cfg postgres.Config) *postgres.Store {
+	tb.Helper()
+	cfg.Schema = s.Schema()
+	r, err := postgres.New(pool, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// Replicas returns n stores configured by cfg on one fresh schema, each
+// through a pool of its own of at most conns connections: n replicas of
+// one service.
+func Replicas(tb testing.TB, n int, conns int32, cfg postgres.Config) []*postgres.Store {
+	tb.Helper()
+	dsn := DSN(tb)
+	first := Store(tb, Pool(tb, dsn, conns, nil), cfg)
+	stores := []*postgres.Store{first}
+	for range n - 1 {
+		stores = append(stores, SameSchema(tb, first, Pool(tb, dsn, conns, nil), cfg))
+	}
+	return stores
+}
