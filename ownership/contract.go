@@ -350,10 +350,3 @@ func (s *Service) wallet(a *storage.ExternalAccount) (Wallet, error) {
 	w.ChainID = c.ChainID
 	return w, nil
 }
-
-// contractIneligible returns why a contract account cannot be challenged
-// (see wallet), or nil.
-func (s *Service) contractIneligible(a *storage.ExternalAccount) error {
-	_, err := s.wallet(a)
-	return err
-}

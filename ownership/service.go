@@ -211,7 +211,7 @@ type Challenge struct {
 func load(ctx context.Context, tx storage.Tx, id string, tree Tree) (storage.ExternalAccount, error) {
 	a, err := tx.ExternalAccounts().Get(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) || err == nil && !tree.holds(&a) {
-		return storage.ExternalAccount{}, apierror.New(apierror.ReferenceNotFound, "external account %s not found", id)
+		return storage.ExternalAccount{}, notFound(id)
 	}
 	return a, err
 }
@@ -250,7 +250,8 @@ func (s *Service) eligible(a *storage.ExternalAccount, method string) error {
 		}
 		return conflict("the account is not a self-custody wallet with a supported signature")
 	}
-	return s.contractIneligible(a)
+	_, err := s.wallet(a) // a contract account's chain and verifier
+	return err
 }
 
 // StartChallenge issues a challenge of method (WALLET_SIGNATURE or LIVENESS)

@@ -69,7 +69,8 @@ type Steps[P, L, R any] struct {
 // are 500 INTERNAL_ERROR; the other errors are Bind's, 400 INVALID_INPUT for
 // a body that is not JSON, and 429 RATE_LIMITED for an account at
 // [Config].MaxPending live challenges (the count and the insert are one step
-// in the store).
+// in the store), except a [BoundKey] challenge, which is never refused (see
+// [Config].MaxPending).
 //
 // A retry is checked (same method, path, type and canonical body, a valid
 // stamp of a signer the operation's rule allows, locked until the

@@ -27,10 +27,13 @@
 //
 // # Live challenges
 //
-// The first leg of a signed operation, the verification of a one-time code
-// among them, stores a challenge until it is used or expires; a wallet
-// holds at most [Config].MaxPendingChallenges of them, and a first leg
-// beyond that is 429 RATE_LIMITED with Retry-After. A passkey login
+// The first leg of a signed operation stores a challenge until it is used
+// or expires; a wallet holds at most [Config].MaxPendingChallenges of them,
+// and a first leg beyond that is 429 RATE_LIMITED with Retry-After. The
+// challenge of a one-time code's verification, which only a caller who
+// proved the code creates, is kept apart: the wallet's newest
+// MaxPendingChallenges of them are kept, a new one superseding the oldest,
+// so first legs of other operations never lock the owner out of a login. A passkey login
 // challenge needs no session and no code: whoever knows a PASSKEY
 // credential's id may ask for one. So passkey login challenges do not count
 // toward that cap, and asking for them cannot keep the owner from a

@@ -144,8 +144,9 @@ type Config struct {
 	// MaxPendingChallenges caps the live signed-retry challenges of one
 	// wallet (first legs issued, neither used nor expired); a first leg
 	// beyond it is 429 RATE_LIMITED with Retry-After. Passkey login
-	// challenges do not count: MaxPasskeyChallenges bounds them, per
-	// credential. Zero means signedretry.DefaultMaxPending; negative is
+	// challenges do not count (MaxPasskeyChallenges bounds them, per
+	// credential), nor do the challenges of one-time code verifications,
+	// of which the wallet keeps this many newest apart, never refusing one. Zero means signedretry.DefaultMaxPending; negative is
 	// refused.
 	MaxPendingChallenges int
 	// MaxPasskeyChallenges bounds the live login challenges of one PASSKEY
@@ -156,8 +157,7 @@ type Config struct {
 	// reason "unknown request id", as an unknown one does. So the store
 	// holds at most this many challenges per passkey, and passkey login
 	// challenges, whoever asks for them, neither take from the wallet's
-	// MaxPendingChallenges (on which one-time code logins and signed
-	// operations depend) nor are ever refused to the owner. An owner's
+	// MaxPendingChallenges (on which signed operations depend) nor are ever refused to the owner. An owner's
 	// passkey login fails this way only when at least MaxPasskeyChallenges
 	// other challenges of the same credential are issued between its
 	// challenge and its verification; a host whose ingress admits fewer
@@ -353,7 +353,7 @@ func (s *Service) atomic(ctx context.Context, fn func(tx storage.Tx) error) erro
 }
 
 // run runs the leg of op that call is ([signedretry.Run]) with the
-// service's manager, with the errors of the store mapped by storeErr.
+// service's manager, with the errors of the store mapped by apierror.From.
 func run[P, L, R any](ctx context.Context, s *Service, call signedretry.Request, op signedretry.Steps[P, L, R]) (R, *signedretry.Challenge, error) {
 	res, _, c, err := signedretry.Run(ctx, s.retry, call, op)
 	if err != nil {

@@ -204,8 +204,13 @@ func (s *Service) verifyPasskey(ctx context.Context, credentialID string, req Ve
 	}
 	var out *AuthSession
 	err = s.atomic(ctx, func(tx storage.Tx) error {
+		now := s.cfg.Clock() // read again on every run of the transaction
 		if _, err := tx.PendingRequests().Consume(ctx, p.ID, now); err != nil {
 			switch {
+			case errors.Is(err, storage.ErrNotFound):
+				// Superseded by newer challenges of the credential
+				// since it was read.
+				return apierror.Unauthenticated("unknown request id")
 			case errors.Is(err, storage.ErrConsumed):
 				return apierror.Unauthenticated("request id already used")
 			case errors.Is(err, storage.ErrExpired):
