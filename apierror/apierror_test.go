@@ -465,8 +465,9 @@ func TestDecode(t *testing.T) {
 	})
 }
 
-// FuzzDecode: no input panics the decoder, and every rejection is a typed
-// 400 INVALID_INPUT.
+// FuzzDecode: no input panics DecodeBytes or DecodeStored, every rejection
+// is a typed 400 INVALID_INPUT, and DecodeStored differs from DecodeBytes
+// only by refusing an unknown member, named by its path.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{``, `{}`, `{"fullName":"Ada","age":1}`, `{"age":1e400}`, `{"address":{"line1":null}}`,
 		`{"tags":["a",1]}`, `[]`, `"x"`, `{"a":1}{`, "\xff", `{"fullName":"\ud800"}`, `{"age":-0}`} {
@@ -474,9 +475,30 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte(`{"fullName":"A","FullName":"B"}`))
 	f.Add([]byte(`{"FULLNAME":"B","address":{"Line1":"x"}}`))
+	f.Add([]byte(`{"fullName":"A","address":{"line1":"x","line2":"y"},"x":1}`))
+	f.Add([]byte(`{"":0}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var dst createCustomer
 		err := apierror.DecodeBytes(body, &dst)
+		// DecodeStored refuses what DecodeBytes refuses, and otherwise
+		// decodes the same value or refuses an unknown member by its path.
+		var stored createCustomer
+		serr := apierror.DecodeStored(body, &stored)
+		switch {
+		case err != nil && serr == nil:
+			t.Fatalf("%q: DecodeStored accepted what DecodeBytes refused (%v)", body, err)
+		case err == nil && serr == nil && !reflect.DeepEqual(dst, stored):
+			t.Fatalf("%q: DecodeStored %+v, DecodeBytes %+v", body, stored, dst)
+		case err == nil && serr != nil:
+			if fe := apierror.As(serr).FieldErrors(); len(fe) != 1 || fe[0].Message != "unknown member" {
+				t.Fatalf("%q: DecodeStored refused what DecodeBytes accepted, not as an unknown member: %v", body, serr)
+			}
+		}
+		if serr != nil {
+			if e := apierror.As(serr); e == nil || e.Code != apierror.InvalidInput {
+				t.Fatalf("untyped DecodeStored rejection %T %v", serr, serr)
+			}
+		}
 		if err == nil {
 			// One reading: the canonical form decodes to the same value.
 			canon, cerr := apierror.Canonicalize(body)

@@ -69,7 +69,8 @@ func Canonicalize(body []byte) ([]byte, error) {
 // bodyError turns a refusal of canonjson into 400 INVALID_INPUT: a syntax
 // error with details.reason (the fixed phrase) and details.offset, a member
 // name that matches a field only under case folding as a field error naming
-// the field.
+// the field, a member with no field (DecodeStored) as a field error naming
+// the member.
 func bodyError(err error) *Error {
 	var se *canonjson.SyntaxError
 	if errors.As(err, &se) {
@@ -84,6 +85,10 @@ func bodyError(err error) *Error {
 	var ne *canonjson.NameError
 	if errors.As(err, &ne) {
 		return InvalidField(ne.Path, nil, "unknown member: member names are case-sensitive; the field is "+ne.Field)
+	}
+	var ue *canonjson.UnknownMemberError
+	if errors.As(err, &ue) {
+		return InvalidField(ue.Path, nil, "unknown member")
 	}
 	return Internal(err)
 }

@@ -126,8 +126,29 @@ func (d Decoder) ReadBody(r *http.Request) ([]byte, error) {
 //     "clientPublicKey") is 400 INVALID_INPUT naming it, where encoding/json
 //     would have filled the field.
 //
-// Unknown members are ignored.
+// Unknown members are ignored: a client may be newer than the server.
 func DecodeBytes(body []byte, dst any) error {
+	return decodeBytes(body, dst, canonjson.CheckNames)
+}
+
+// DecodeStored decodes one JSON value the server itself wrote (parameters
+// it stored, a record of its own) into dst with every rule of
+// [DecodeBytes], and one more: a member that dst's type has no field for,
+// at any depth, is refused, since no newer writer can have added it. The
+// refusal is 400 INVALID_INPUT with the member's dotted path in the field
+// error ("unknown member"), found in the same walk of the canonical form
+// as the case-sensitive names, before anything is decoded. Members of maps,
+// of interfaces and of types with their own UnmarshalJSON or UnmarshalText
+// are theirs to judge. Every refusal is a fault of the writer, which the
+// caller reports as its own (signedretry answers 500 INTERNAL_ERROR for
+// stored parameters that fail).
+func DecodeStored(body []byte, dst any) error {
+	return decodeBytes(body, dst, canonjson.CheckKnownNames)
+}
+
+// decodeBytes is DecodeBytes and DecodeStored: checkNames walks the
+// canonical form beside dst's type before it is decoded.
+func decodeBytes(body []byte, dst any, checkNames func([]byte, reflect.Type) error) error {
 	canon, err := Canonicalize(body)
 	if err != nil {
 		return err
@@ -135,7 +156,7 @@ func DecodeBytes(body []byte, dst any) error {
 	if len(canon) == 0 {
 		return New(InvalidInput, "request body is required")
 	}
-	if err := canonjson.CheckNames(canon, reflect.TypeOf(dst)); err != nil {
+	if err := checkNames(canon, reflect.TypeOf(dst)); err != nil {
 		return bodyError(err)
 	}
 	if err := json.Unmarshal(canon, dst); err != nil {

@@ -117,6 +117,68 @@ func TestDecodeMapKeysExact(t *testing.T) {
 	}
 }
 
+// TestDecodeStoredUnknownMembers: DecodeStored refuses a member its type has
+// no field for, at any depth, with 400 INVALID_INPUT naming the member's
+// path, and keeps every rule of DecodeBytes.
+func TestDecodeStoredUnknownMembers(t *testing.T) {
+	tests := []struct {
+		name, body, field, msg string
+	}{
+		{"top level", `{"clientPublicKey":"U","unknownMember":1}`, "unknownMember", "unknown member"},
+		{"escaped name", `{"clientPublicKey":"U","\u0078":1}`, "x", "unknown member"},
+		{"nested object", `{"nested":{"kind":"a","colour":"b"}}`, "nested.colour", "unknown member"},
+		{"array element", `{"list":[{"key":"a"},{"key":"b","lock":true}]}`, "list.lock", "unknown member"},
+		{"inside an unknown member, the outer one", `{"extraneous":{"deeper":1}}`, "extraneous", "unknown member"},
+		{"case variant still named as such", `{"nested":{"Kind":"x"}}`, "nested.Kind", "the field is kind"},
+		{"duplicate still refused", `{"clientPublicKey":"U","clientPublicKey":"A"}`, "", "duplicate member name"},
+		{"case collision still refused", `{"clientPublicKey":"U","ClientPublicKey":"A"}`, "", "member names differ only in case"},
+		{"wrong type still named", `{"nested":{"kind":1}}`, "nested.kind", "must be a string"},
+		{"empty", ``, "", "request body is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var dst refresh
+			err := apierror.DecodeStored([]byte(tt.body), &dst)
+			e := apierror.As(err)
+			if e == nil || e.Code != apierror.InvalidInput || e.Status() != 400 {
+				t.Fatalf("error %v, want 400 INVALID_INPUT", err)
+			}
+			msg := e.Message
+			fe := e.FieldErrors()
+			if tt.field != "" {
+				if len(fe) != 1 || fe[0].Field != tt.field {
+					t.Fatalf("field errors %+v, want one naming %q", fe, tt.field)
+				}
+				msg = fe[0].Message
+			}
+			if !strings.Contains(msg, tt.msg) {
+				t.Fatalf("message %q, want %q", msg, tt.msg)
+			}
+		})
+	}
+
+	// Members it does not judge: map keys, interfaces, a type's own
+	// decoding, promoted fields; and the value is DecodeBytes's.
+	body := `{"clientPublicKey":"U","extra":{"Mixed":{"any":[1]}},"nested":{"kind":"k"},"list":[{"key":"a"}],"amount":5}`
+	var got, want refresh
+	if err := apierror.DecodeStored([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := apierror.DecodeBytes([]byte(body), &want); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("DecodeStored %+v, DecodeBytes %+v (%v)", got, want, err)
+	}
+	var own struct {
+		Raw json.RawMessage `json:"raw"`
+	}
+	if err := apierror.DecodeStored([]byte(`{"raw":{"whatever":1}}`), &own); err != nil || string(own.Raw) != `{"whatever":1}` {
+		t.Fatalf("a type's own decoding judged: %v", err)
+	}
+	var anything map[string]any
+	if err := apierror.DecodeStored([]byte(`{"a":{"b":1}}`), &anything); err != nil {
+		t.Fatalf("a map judged: %v", err)
+	}
+}
+
 // kibRequest is the shape kibBody decodes into.
 type kibRequest struct {
 	Type     string `json:"type"`

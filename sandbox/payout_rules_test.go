@@ -85,7 +85,8 @@ func TestQuoteExecutionSignsEveryValue(t *testing.T) {
 // its verification failed (UNVERIFIED: 400
 // EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED) or it was deleted (409). The
 // refusal leaves the signed request usable: once a new challenge re-opens
-// small payouts, the same retry executes.
+// small payouts, the same retry executes. The first leg is refused by the
+// same rule, before a challenge is issued.
 func TestQuoteExecutionRunsTheGate(t *testing.T) {
 	e := newEnv(t)
 	p := e.payer(10_000_000_000)
@@ -99,6 +100,11 @@ func TestQuoteExecutionRunsTheGate(t *testing.T) {
 	f := e.retry(p.key, ch, "POST", path, nil).fails(t, 400, apierror.ExternalAccountVerificationRequired)
 	if f.Details["field"] != "destination.accountId" || !strings.Contains(f.Reason(), "UNVERIFIED") {
 		t.Fatalf("refusal %+v", f)
+	}
+	// The same rule decides the first leg: no challenge to sign for a
+	// payout the gate refuses.
+	if f := e.do("POST", path, nil).fails(t, 400, apierror.ExternalAccountVerificationRequired); f.Details["field"] != "destination.accountId" {
+		t.Fatalf("first-leg refusal %+v", f)
 	}
 	if e.balance(p.wallet, "USDB") != 10_000_000_000 || e.getQuote(q.ID).Status != sandbox.QuotePending {
 		t.Fatal("a refused execution paid")

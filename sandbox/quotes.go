@@ -334,14 +334,19 @@ func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
 // uses: the quote, the source wallet, the sending amount and currency, the
 // destination (account or UMA address), the receiving amount and currency,
 // the exchange rate and the fees. The retry executes those signed values
-// only. It decides the payout gate again ([ownership.Service.CheckPayoutIn]
-// on the signed destination and receiving amount) and checks the wallet's
-// balance inside the transaction that consumes the signed request, so a
-// wallet that became UNVERIFIED or INACTIVE after the quote was made is
-// refused (the request stays usable), and no status change commits between
-// the decision and the consumption. The ledger is process memory: the
-// simulator's lock is held from before that transaction until the payout
-// is written to it, so the payout is ordered at the transaction's commit.
+// only. One rule decides both legs, on the parameters and inside the store
+// transaction of the leg: the quote has not expired, the payout gate
+// allows the payout ([ownership.Service.CheckPayoutIn] on the destination
+// account and the receiving amount, deciding again what quote creation
+// answered early) and the wallet holds the sending amount. On the first
+// call it refuses before a challenge is issued; on the retry it decides on
+// the signed parameters in the transaction that consumes the signed
+// request, so a wallet that became UNVERIFIED or INACTIVE after the
+// challenge is refused (the request stays usable), and no status change
+// commits between the decision and the consumption. The ledger is process
+// memory: the simulator's lock is held from before that transaction until
+// the payout is written to it, so the payout is ordered at the
+// transaction's commit.
 //
 // idempotencyKey (the Idempotency-Key header), when not empty, must be a
 // UUID and makes execution happen at most once per key, through the
@@ -384,39 +389,109 @@ func (s *Simulator) executeQuoteKeyed(ctx context.Context, quoteID, idempotencyK
 		})
 }
 
+// executeQuote runs EXECUTE_QUOTE through [walletauth.Authorize] on either
+// leg. executableQuote names the operation (the quote and the wallet that
+// signs); one rule, quoteRule, decides both legs (Authorize runs it as the
+// operation's Check, in its transaction), and quoteEffect only reads what
+// the ledger entry names. The simulator's lock is held from before that
+// transaction until the payout is written to the ledger (lock before
+// store, as everywhere in the simulator), so a retry the rule allows
+// cannot fail after consuming its request, one it refuses leaves the
+// request usable, and the ledger the rule read is the one the payout is
+// written to.
 func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signedretry.Request) (*Quote, *signedretry.Challenge, error) {
-	var params quoteParams
-	check := func(st *state, now time.Time) (*quote, error) {
-		q := st.quotes[quoteID]
-		switch {
-		case q == nil:
-			return nil, apierror.New(apierror.QuoteNotFound, "quote %q not found", quoteID)
-		case q.rec.Source.SourceType == SourceRealtimeFunding:
-			return nil, apierror.New(apierror.Conflict, "quote %s is funded in real time: pay its paymentInstructions (sandbox: POST /sandbox/send)", quoteID)
-		case q.rec.Status != QuotePending:
-			return nil, apierror.New(apierror.Conflict, "quote %s was already executed (status %s)", quoteID, q.rec.Status)
-		case !now.Before(q.rec.ExpiresAt):
-			return nil, apierror.New(apierror.Conflict, "quote %s expired at %s; request a new quote", quoteID, q.rec.ExpiresAt.Format(time.RFC3339))
-		case st.wallet(q.rec.Source.AccountID).balances[q.rec.SendingCurrency] < q.rec.TotalSendingAmount:
-			return nil, apierror.New(apierror.InvalidAmount, "the wallet holds less than %d %s", q.rec.TotalSendingAmount, q.rec.SendingCurrency)
+	var txID string
+	if call.IsRetry() {
+		var err error
+		if txID, err = s.newID("Transaction"); err != nil {
+			return nil, nil, err
 		}
-		return q, nil
 	}
-	if call.Signature != "" || call.RequestID != "" {
-		return s.executeQuoteRetry(ctx, quoteID, call, check)
-	}
-	err := s.locked(func(st *state, now time.Time) error {
-		q, err := check(st, now)
-		if err == nil {
-			params = q.params()
-		}
-		return err
-	})
+	now := s.lock()
+	defer s.mu.Unlock()
+	q, err := executableQuote(s.state, quoteID)
 	if err != nil {
 		return nil, nil, err
 	}
-	_, _, ch, err := walletauth.Authorize(ctx, s.auth, quoteOperation(params), call)
-	return nil, ch, err
+	op := walletauth.HostOperation[quoteParams, quoteExecution]{Type: OpExecuteQuote, AccountID: q.rec.Source.AccountID,
+		Check: s.quoteRule(ctx, q, now), Effect: quoteEffect}
+	if !call.IsRetry() {
+		op.Parameters = q.params()
+	}
+	done, _, ch, err := walletauth.Authorize(ctx, s.auth, op, call)
+	if err != nil || ch != nil {
+		return nil, ch, err
+	}
+	signed := done.signed
+	debit := []move{{signed.SourceAccountID, signed.Currency, -signed.Amount}}
+	refund := []move{{signed.SourceAccountID, signed.Currency, signed.Amount}}
+	s.state.startPayout(q, signed, done.identifier, txID, now, debit, refund)
+	return q.view(now), nil, nil
+}
+
+// executableQuote returns the quote quoteID of st as an execution a wallet
+// can sign, with the simulator's lock held: 404 QUOTE_NOT_FOUND when there
+// is none, 409 CONFLICT when it is funded in real time (no wallet signs it)
+// or no longer pending (there is no execution left to authorize, so the
+// retry of an executed quote answers so, not with its consumed request).
+// Both legs ask it first, since it names the wallet whose session signs.
+func executableQuote(st *state, quoteID string) (*quote, error) {
+	q := st.quotes[quoteID]
+	switch {
+	case q == nil:
+		return nil, apierror.New(apierror.QuoteNotFound, "quote %q not found", quoteID)
+	case q.rec.Source.SourceType == SourceRealtimeFunding:
+		return nil, apierror.New(apierror.Conflict, "quote %s is funded in real time: pay its paymentInstructions (sandbox: POST /sandbox/send)", quoteID)
+	case q.rec.Status != QuotePending:
+		return nil, apierror.New(apierror.Conflict, "quote %s was already executed (status %s)", quoteID, q.rec.Status)
+	}
+	return q, nil
+}
+
+// quoteRule is the rule of the execution of quote q at now, on its
+// parameters p, run by [walletauth.Authorize] on both legs inside its
+// transaction tx with the simulator's lock held: p must be the quote's
+// execution parameters (the quote is immutable and the lock is held, so a
+// difference is a broken invariant, 500), the quote must not have expired,
+// the payout gate must allow the receiving amount to the destination
+// account (gateQuote, holding it until tx ends), and the wallet must hold
+// the sending amount. It decides with ctx, the call's context, as
+// transferOutRule does.
+func (s *Simulator) quoteRule(ctx context.Context, q *quote, now time.Time) func(context.Context, storage.Tx, quoteParams) error {
+	return func(_ context.Context, tx storage.Tx, p quoteParams) error {
+		if p != q.params() {
+			return apierror.Internal(fmt.Errorf("sandbox: quote %s no longer matches its signed execution", q.rec.ID))
+		}
+		if !now.Before(q.rec.ExpiresAt) {
+			return apierror.New(apierror.Conflict, "quote %s expired at %s; request a new quote", q.rec.ID, q.rec.ExpiresAt.Format(time.RFC3339))
+		}
+		if p.DestinationAccountID != "" {
+			if _, err := s.gateQuote(ctx, tx, q, p); err != nil {
+				return err
+			}
+		}
+		if s.state.wallet(p.SourceAccountID).balances[p.Currency] < p.Amount {
+			return apierror.New(apierror.InvalidAmount, "the wallet holds less than %d %s", p.Amount, p.Currency)
+		}
+		return nil
+	}
+}
+
+// quoteEffect is the effect of a signed execution, once quoteRule has
+// allowed the signed parameters p in tx: it returns the payout to write to
+// the ledger, made of p and, for an account destination, the account's
+// identifier (which selects the sandbox outcome), read from the account
+// the rule holds. It decides nothing; the payout is written once the
+// transaction has committed.
+func quoteEffect(ctx context.Context, tx storage.Tx, _ *signedretry.Authorization, p quoteParams) (quoteExecution, error) {
+	if p.DestinationAccountID == "" {
+		return quoteExecution{signed: p}, nil
+	}
+	ext, err := tx.ExternalAccounts().Get(ctx, p.DestinationAccountID)
+	if err != nil {
+		return quoteExecution{}, err
+	}
+	return quoteExecution{signed: p, identifier: ext.Address}, nil
 }
 
 // quoteParams are the parameters of an EXECUTE_QUOTE payload: every value
@@ -448,10 +523,6 @@ func (q *quote) params() quoteParams {
 		ReceivingAmount: r.TotalReceivingAmount, ReceivingCurrency: r.ReceivingCurrency, ExchangeRate: r.ExchangeRate, Fees: r.Fees}
 }
 
-func quoteOperation(p quoteParams) walletauth.HostOperation[quoteParams, quoteExecution] {
-	return walletauth.HostOperation[quoteParams, quoteExecution]{Type: OpExecuteQuote, AccountID: p.SourceAccountID, Parameters: p}
-}
-
 // quoteExecution is what the retry of an execution decided: the signed
 // parameters, and the identifier of the destination account when it is
 // one.
@@ -479,57 +550,6 @@ func (s *Simulator) gateQuote(ctx context.Context, tx storage.Tx, q *quote, p qu
 			WithDetail("field", "destination.accountId")
 	}
 	return d, nil
-}
-
-// executeQuoteRetry completes the signed retry of an execution. The
-// simulator's lock is held from the checks through the consumption of the
-// request to the payout, so a retry that passes the checks cannot fail
-// after consuming its request, and one that fails leaves it usable. (The
-// lock is taken before the store, as everywhere in the simulator.) The
-// signed parameters are checked, the payout gate decided and the balance
-// checked inside the transaction that consumes the request (the
-// operation's Effect); the payout is written with the signed values only.
-func (s *Simulator) executeQuoteRetry(ctx context.Context, quoteID string, call signedretry.Request,
-	check func(*state, time.Time) (*quote, error)) (*Quote, *signedretry.Challenge, error) {
-	txID, err := s.newID("Transaction")
-	if err != nil {
-		return nil, nil, err
-	}
-	now := s.lock()
-	defer s.mu.Unlock()
-	q, err := check(s.state, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	op := quoteOperation(q.params())
-	op.Effect = func(_ context.Context, tx storage.Tx, _ *signedretry.Authorization, p quoteParams) (quoteExecution, error) {
-		// The quote is immutable and the simulator's lock is held, so a
-		// difference is a broken invariant; nothing is paid then.
-		if p != q.params() {
-			return quoteExecution{}, apierror.Internal(fmt.Errorf("sandbox: quote %s no longer matches its signed execution", quoteID))
-		}
-		identifier := ""
-		if p.DestinationAccountID != "" {
-			d, err := s.gateQuote(ctx, tx, q, p)
-			if err != nil {
-				return quoteExecution{}, err
-			}
-			identifier = d.Account.Address
-		}
-		if err := balanceCheck(s.state, p.SourceAccountID, p.Amount, p.Currency); err != nil {
-			return quoteExecution{}, err
-		}
-		return quoteExecution{signed: p, identifier: identifier}, nil
-	}
-	done, _, _, err := walletauth.Authorize(ctx, s.auth, op, call)
-	if err != nil {
-		return nil, nil, err
-	}
-	signed, identifier := done.signed, done.identifier
-	debit := []move{{signed.SourceAccountID, signed.Currency, -signed.Amount}}
-	refund := []move{{signed.SourceAccountID, signed.Currency, signed.Amount}}
-	s.state.startPayout(q, signed, identifier, txID, now, debit, refund)
-	return q.view(now), nil, nil
 }
 
 // startPayout creates the transaction of an executed quote from its

@@ -207,16 +207,17 @@ func (s *Simulator) transferIn(ctx context.Context, req TransferRequest, body []
 // wallet signs): a call without the signed-retry headers checks the request
 // and answers the challenge (202), whose parameters bind the source wallet,
 // the destination account, the amount and the currency; the retry executes
-// those parameters, never the retry's own values. The checks are made on
-// the first call (an early answer), and on the retry on the signed
-// parameters inside the store transaction that consumes the signed request:
-// the payout gate ([ownership.Service.CheckPayoutIn], holding the
-// destination account until that transaction ends), the accounts and the
-// balance. A retry that fails them leaves the request usable. The ledger is
-// process memory: the simulator's lock is held from before that
-// transaction until the transfer is written to the ledger, so the payout is
-// ordered at the transaction's commit and no status change commits between
-// the gate's decision and it. call is the request as in
+// those parameters, never the retry's own values. One rule decides both
+// legs, on the parameters and inside the store transaction of the leg: the
+// accounts, the amount, the payout gate ([ownership.Service.CheckPayoutIn],
+// holding the destination account until that transaction ends) and the
+// balance. On the first call it refuses before a challenge is issued; on
+// the retry it decides on the signed parameters in the transaction that
+// consumes the signed request, and a retry it refuses leaves the request
+// usable. The ledger is process memory: the simulator's lock is held from
+// before that transaction until the transfer is written to the ledger, so
+// the payout is ordered at the transaction's commit and no status change
+// commits between the gate's decision and it. call is the request as in
 // [Simulator.UpdateCustomer]. With an IdempotencyKey, a repeat of a
 // completed transfer returns the first result, signed or not (the
 // challenge leg is not remembered: the key then carries the retry).
@@ -256,58 +257,109 @@ type transferParams struct {
 	Currency             string `json:"currency"`
 }
 
+// transferOut runs TRANSFER_OUT through [walletauth.Authorize] on either
+// leg: one rule, transferOutRule, decides both (Authorize runs it as the
+// operation's Check, in its transaction), and transferOutEffect only reads
+// what the ledger entry names. The simulator's lock is held from before
+// that transaction until the transfer is written to the ledger (lock
+// before store, as everywhere in the simulator), so the rule reads the
+// ledger as it is when the request is consumed and nothing changes it
+// before the transfer is written.
+//
+// The signed parameters carry the currency, which the request does not:
+// it is the destination account's, so the first leg reads it from that
+// account to bind it (transferCurrency), and the rule requires the signed
+// currency to be the destination's. On the first leg that holds by
+// construction; on the retry it refuses a destination whose currency is no
+// longer the signed one.
 func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call signedretry.Request) (*Transaction, *signedretry.Challenge, error) {
 	extID, walletID := req.Destination.AccountID, req.Source.AccountID
-	op := walletauth.HostOperation[transferParams, transferPlan]{Type: OpTransferOut, AccountID: walletID}
-	if call.Signature == "" && call.RequestID == "" {
-		// First leg: an early answer on the request as it is now.
-		if err := checkTransferIDs(extID, walletID, false); err != nil {
+	op := walletauth.HostOperation[transferParams, transferPlan]{Type: OpTransferOut, AccountID: walletID,
+		Check: s.transferOutRule(ctx), Effect: s.transferOutEffect}
+	var id string
+	if call.IsRetry() {
+		var err error
+		if id, err = s.newID("Transaction"); err != nil {
 			return nil, nil, err
 		}
-		var plan transferPlan
-		err := s.locked(func(st *state, _ time.Time) error {
-			return s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-				var err error
-				plan, err = s.planTransfer(ctx, tx, st, extID, walletID, req.Amount, false)
-				return err
-			})
-		})
-		if err != nil {
-			return nil, nil, apierror.As(err)
-		}
-		op.Parameters = transferParams{SourceAccountID: walletID, DestinationAccountID: extID, Amount: req.Amount, Currency: plan.cur}
-		_, _, ch, err := walletauth.Authorize(ctx, s.auth, op, call)
-		return nil, ch, err
-	}
-	id, err := s.newID("Transaction")
-	if err != nil {
+	} else if err := checkTransferIDs(extID, walletID, false); err != nil {
 		return nil, nil, err
 	}
-	// The retry: the gate, the balance and the other checks decide on the
-	// signed parameters only, inside the transaction that consumes the
-	// signed request (op.Effect), so a refusal leaves the request usable
-	// and nothing the gate read can change before the consumption commits.
-	// The simulator's ledger is process memory: the simulator's lock is
-	// held from before that transaction until the transfer is written to
-	// the ledger, so no other simulator call sees or changes the wallet in
-	// between; the payout is ordered at the transaction's commit.
 	now := s.lock()
 	defer s.mu.Unlock()
-	op.Effect = func(_ context.Context, tx storage.Tx, _ *signedretry.Authorization, p transferParams) (transferPlan, error) {
-		plan, err := s.planTransfer(ctx, tx, s.state, p.DestinationAccountID, p.SourceAccountID, p.Amount, false)
+	if !call.IsRetry() {
+		cur, err := s.transferCurrency(ctx, extID)
 		if err != nil {
-			return plan, err
+			return nil, nil, err
 		}
-		if plan.cur != p.Currency {
-			return transferPlan{}, apierror.New(apierror.Conflict, "the destination account's currency is %s, the signed transfer is in %s", plan.cur, p.Currency)
-		}
-		return plan, nil
+		op.Parameters = transferParams{SourceAccountID: walletID, DestinationAccountID: extID, Amount: req.Amount, Currency: cur}
 	}
-	plan, _, _, err := walletauth.Authorize(ctx, s.auth, op, call)
-	if err != nil {
-		return nil, nil, err
+	plan, _, ch, err := walletauth.Authorize(ctx, s.auth, op, call)
+	if err != nil || ch != nil {
+		return nil, ch, err
 	}
 	return s.state.scheduleTransfer(plan, id, now), nil, nil
+}
+
+// transferCurrency returns the currency of the external account extID, the
+// currency of a transfer out to it, with the simulator's lock held: 404
+// REFERENCE_NOT_FOUND when there is no such account (or it was deleted),
+// the answer transferOutRule would give.
+func (s *Simulator) transferCurrency(ctx context.Context, extID string) (string, error) {
+	var ext storage.ExternalAccount
+	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		ext, err = tx.ExternalAccounts().Get(ctx, extID)
+		return err
+	})
+	if m := s.state.extMeta[extID]; errors.Is(err, storage.ErrNotFound) || err == nil && m != nil && m.deleted {
+		return "", apierror.New(apierror.ReferenceNotFound, "external account %s not found", extID)
+	}
+	if err != nil {
+		return "", apierror.As(err)
+	}
+	return ext.Currency, nil
+}
+
+// transferOutRule returns the rule of a transfer out, on its parameters p,
+// run by [walletauth.Authorize] on both legs inside its transaction tx with
+// the simulator's lock held: the checks of planTransfer (the accounts, the
+// amount, the payout gate holding the destination account until tx ends,
+// the wallet's balance), and the signed currency must be the destination
+// account's. It decides with ctx, the call's context, rather than the
+// transaction's, so that the gate's decision is a span of its own
+// (ownership.payout.decide), as every payout decision of the simulator,
+// not an event of the signed-retry span.
+func (s *Simulator) transferOutRule(ctx context.Context) func(context.Context, storage.Tx, transferParams) error {
+	return func(_ context.Context, tx storage.Tx, p transferParams) error {
+		plan, err := s.planTransfer(ctx, tx, s.state, p.DestinationAccountID, p.SourceAccountID, p.Amount, false)
+		if err != nil {
+			return err
+		}
+		if plan.cur != p.Currency {
+			return apierror.New(apierror.Conflict, "the destination account's currency is %s, the signed transfer is in %s", plan.cur, p.Currency)
+		}
+		return nil
+	}
+}
+
+// transferOutEffect is the effect of a signed transfer out, once
+// transferOutRule has allowed the signed parameters p in tx: it returns the
+// transfer to write to the ledger, made of p and of what the ledger entry
+// names besides (the destination's identifier, which selects the sandbox
+// outcome, read from the account the rule holds, and the wallet's
+// customer). It decides nothing; the transfer is written once the
+// transaction has committed.
+func (s *Simulator) transferOutEffect(ctx context.Context, tx storage.Tx, _ *signedretry.Authorization, p transferParams) (transferPlan, error) {
+	plan := transferPlan{amount: p.Amount, cur: p.Currency}
+	var err error
+	if plan.ext, err = tx.ExternalAccounts().Get(ctx, p.DestinationAccountID); err != nil {
+		return transferPlan{}, err
+	}
+	if plan.wal, err = tx.InternalAccounts().Get(ctx, p.SourceAccountID); err != nil {
+		return transferPlan{}, err
+	}
+	return plan, nil
 }
 
 // transferPlan is a checked transfer, ready to schedule.

@@ -1,7 +1,6 @@
 package signedretry
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,20 +168,13 @@ func (m *Manager) issue(ctx context.Context, r Request, typ string, bind func(ct
 }
 
 // decodeParameters decodes the operation's parameters, as the first call
-// stored them, into a fresh P, strictly: with apierror.DecodeBytes, and with
-// no member that P has no field for. The stored bytes are the server's own,
-// so any failure is 500 INTERNAL_ERROR.
+// stored them, into a fresh P with apierror.DecodeStored: the rules of
+// apierror.DecodeBytes, and no member that P has no field for (the server
+// wrote these, so one is a fault, not a newer client). Any failure is 500
+// INTERNAL_ERROR.
 func decodeParameters[P any](a *Authorization) (P, error) {
 	var p P
-	err := apierror.DecodeBytes(a.Parameters, &p)
-	if err == nil {
-		// DecodeBytes ignores unknown members (a client may be newer than
-		// the server); the server wrote these, so one is a fault.
-		dec := json.NewDecoder(bytes.NewReader(a.Parameters))
-		dec.DisallowUnknownFields()
-		err = dec.Decode(new(P))
-	}
-	if err != nil {
+	if err := apierror.DecodeStored(a.Parameters, &p); err != nil {
 		return *new(P), apierror.Internal(fmt.Errorf("signedretry: decoding stored parameters of %s: %w", a.RequestID, err))
 	}
 	return p, nil

@@ -38,4 +38,21 @@ func TestErrors(t *testing.T) {
 	if err := CheckNames([]byte(`{"nested":{"kind":"x"}}`), reflect.TypeFor[*outer]()); err != nil {
 		t.Fatalf("exact names refused: %v", err)
 	}
+
+	// An unknown member: ignored by CheckNames, refused with its path by
+	// CheckKnownNames; a case-folded name stays a NameError.
+	unknown := []byte(`{"nested":{"kind":"x","colour":"y"}}`)
+	if err := CheckNames(unknown, reflect.TypeFor[*outer]()); err != nil {
+		t.Fatalf("CheckNames refused an unknown member: %v", err)
+	}
+	var ue *UnknownMemberError
+	if err := CheckKnownNames(unknown, reflect.TypeFor[*outer]()); !errors.As(err, &ue) || *ue != (UnknownMemberError{Path: "nested.colour"}) {
+		t.Fatalf("unknown member: %#v", err)
+	}
+	if ue.Error() != "nested.colour: unknown member" {
+		t.Fatalf("message %q", ue.Error())
+	}
+	if err := CheckKnownNames(canon, reflect.TypeFor[*outer]()); !errors.As(err, &ne) || ne.Path != "nested.Kind" {
+		t.Fatalf("case-folded name under CheckKnownNames: %#v", err)
+	}
 }

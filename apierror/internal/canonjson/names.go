@@ -22,6 +22,29 @@ func CheckNames(canon []byte, t reflect.Type) error {
 	return nil
 }
 
+// CheckKnownNames is [CheckNames] that also rejects, with a
+// *[UnknownMemberError], a member of an object decoded into a struct that
+// has no field of its name, at any depth. Members of maps, of interfaces
+// and of types that decode themselves are not judged, nor is anything
+// inside a member already rejected. A case-folded name is a *[NameError],
+// as for CheckNames.
+func CheckKnownNames(canon []byte, t reflect.Type) error {
+	w := nameWalker{in: canon, known: true}
+	if err := w.value(t); err != nil {
+		return err
+	}
+	return nil
+}
+
+// UnknownMemberError is a member of an object decoded into a struct that
+// has no field of its name.
+type UnknownMemberError struct {
+	// Path is the dotted path of the member, as field errors write it.
+	Path string
+}
+
+func (e *UnknownMemberError) Error() string { return e.Path + ": unknown member" }
+
 // NameError is a member whose name equals a struct field's only under case
 // folding.
 type NameError struct {
@@ -41,6 +64,8 @@ type nameWalker struct {
 	// path holds the raw names of the members being walked, for the
 	// error that names one.
 	path [][]byte
+	// known rejects members of a struct that has no field of their name.
+	known bool
 }
 
 var (
@@ -50,7 +75,7 @@ var (
 
 // value reads the value at w.pos; t is the type it decodes into, nil when it
 // is not decoded (an unknown member) or decoded by the type's own code.
-func (w *nameWalker) value(t reflect.Type) *NameError {
+func (w *nameWalker) value(t reflect.Type) error {
 	switch w.in[w.pos] {
 	case '{':
 		return w.object(plainType(t))
@@ -79,7 +104,7 @@ func (w *nameWalker) value(t reflect.Type) *NameError {
 	return nil
 }
 
-func (w *nameWalker) object(t reflect.Type) *NameError {
+func (w *nameWalker) object(t reflect.Type) error {
 	var fields map[string]reflect.Type
 	var elem reflect.Type
 	if t != nil && t.Kind() == reflect.Struct {
@@ -106,6 +131,9 @@ func (w *nameWalker) object(t reflect.Type) *NameError {
 				}
 				if want := foldedField(fields, name); want != "" {
 					return &NameError{Path: w.pathTo(raw), Field: want}
+				}
+				if w.known {
+					return &UnknownMemberError{Path: w.pathTo(raw)}
 				}
 			}
 		}
