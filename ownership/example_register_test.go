@@ -29,11 +29,8 @@ func ExampleService_RegisterAccount() {
 	a, err = svc.SetStatus(ctx, a.ID, storage.StatusInactive)
 	fmt.Println(err, a.Status)
 
-	_ = store.Atomic(ctx, func(tx storage.Tx) error {
-		events, _ := tx.Outbox().ListByAccount(ctx, a.ID)
-		fmt.Println(len(events), events[0].Type)
-		return nil
-	})
+	events, _ := store.Events(ctx, a.ID)
+	fmt.Println(len(events), events[0].Type)
 	// Output:
 	// 400 INVALID_INPUT: invalid field accountInfo.address: address is not 0x followed by 40 hex digits
 	// <nil> PENDING_OWNERSHIP_VERIFICATION

@@ -36,11 +36,8 @@ func ExampleService_Verify() {
 	got, err := svc.Verify(ctx, acct.ID, ownership.VerifyRequest{Signature: "0x" + hex.EncodeToString(sig)}, ownership.CustomerTree)
 	fmt.Println(err, got.Status)
 
-	_ = store.Atomic(ctx, func(tx storage.Tx) error {
-		events, _ := tx.Outbox().ListByAccount(ctx, acct.ID)
-		fmt.Println(len(events), events[0].Type)
-		return nil
-	})
+	events, _ := store.Events(ctx, acct.ID)
+	fmt.Println(len(events), events[0].Type)
 	// Output:
 	// <nil> ACTIVE
 	// 1 EXTERNAL_ACCOUNT.STATUS_UPDATED

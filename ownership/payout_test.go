@@ -15,6 +15,7 @@ import (
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/storagetest"
 )
 
 // testPolicy: USDC has 6 decimals, EUR, USD and GBP 2, BTC 8. GBP has no
@@ -472,16 +473,8 @@ func racePayouts(t *testing.T, stores []storage.Store, svcs []*ownership.Service
 // checkRace checks the outbox of the race: every PAYOUT event precedes the
 // UNVERIFIED status event, and some payouts passed and some were refused.
 func checkRace(t *testing.T, store storage.Store, id string, res raceResult) {
-	ctx := t.Context()
 	t.Helper()
-	var evs []storage.Event
-	if err := store.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		evs, err = tx.Outbox().ListByAccount(ctx, id)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	evs := storagetest.Events(t, store, id)
 	flipSeq, payouts := int64(-1), int64(0)
 	for _, e := range evs {
 		switch e.Type {

@@ -15,6 +15,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
+	"github.com/walletgate/walletgate/storage/storagetest"
 )
 
 // debit writes the host's ledger row id through the host transaction
@@ -30,13 +31,7 @@ func debit(ctx context.Context, wt storage.Tx, table, id string) error {
 
 func events(t *testing.T, s storage.Store, account string) int {
 	t.Helper()
-	var n int
-	mustAtomic(t, s, func(tx storage.Tx) error {
-		evs, err := tx.Outbox().ListByAccount(t.Context(), account)
-		n = len(evs)
-		return err
-	})
-	return n
+	return len(storagetest.Events(t, s, account))
 }
 
 // TestHostTxPayoutGate: the payout gate, its event and the host's debit

@@ -15,6 +15,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
+	"github.com/walletgate/walletgate/storage/storagetest"
 )
 
 // gatePolicy: a wallet pending verification receives below 1000 USDC; no
@@ -148,12 +149,7 @@ func TestPayoutGateReplicasRace(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("payout: %v", err)
 	}
-	var evs []storage.Event
-	mustAtomic(t, first, func(tx storage.Tx) error {
-		var err error
-		evs, err = tx.Outbox().ListByAccount(ctx, id)
-		return err
-	})
+	evs := storagetest.Events(t, first, id)
 	flipSeq, payouts := int64(-1), int64(0)
 	for _, e := range evs {
 		switch e.Type {

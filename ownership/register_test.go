@@ -16,6 +16,7 @@ import (
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/storagetest"
 )
 
 // Valid addresses per chain (mainnet unless named).
@@ -76,18 +77,8 @@ func fieldsOf(t *testing.T, err error) (int, apierror.Code, []string) {
 }
 
 func eventsOf(t *testing.T, store storage.Store, accountID string) []storage.Event {
-	ctx := t.Context()
 	t.Helper()
-	var out []storage.Event
-	err := store.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		out, err = tx.Outbox().ListByAccount(ctx, accountID)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return storagetest.Events(t, store, accountID)
 }
 
 // allEvents returns the events due for delivery (the first pending event of

@@ -25,6 +25,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/relay"
+	"github.com/walletgate/walletgate/storage/storagetest"
 )
 
 // livenessToken is the fake provider's SDK token.
@@ -99,24 +100,19 @@ func (l *lifecycle) status(t *testing.T, id string) storage.AccountStatus {
 }
 
 func (l *lifecycle) events(t *testing.T, id string) []string {
-	ctx := t.Context()
 	t.Helper()
 	var out []string
-	_ = l.store.Atomic(ctx, func(tx storage.Tx) error {
-		evs, err := tx.Outbox().ListByAccount(ctx, id)
-		for _, e := range evs {
-			var body struct {
-				ID, Type, Timestamp string
-				Data                struct{ ID, Status string }
-			}
-			if err := json.Unmarshal(e.Payload, &body); err != nil || body.ID != e.ID || body.Type != ownership.EventStatusUpdated ||
-				body.Data.ID != id || body.Timestamp == "" {
-				t.Fatalf("event payload %s", e.Payload)
-			}
-			out = append(out, body.Data.Status)
+	for _, e := range storagetest.Events(t, l.store, id) {
+		var body struct {
+			ID, Type, Timestamp string
+			Data                struct{ ID, Status string }
 		}
-		return err
-	})
+		if err := json.Unmarshal(e.Payload, &body); err != nil || body.ID != e.ID || body.Type != ownership.EventStatusUpdated ||
+			body.Data.ID != id || body.Timestamp == "" {
+			t.Fatalf("event payload %s", e.Payload)
+		}
+		out = append(out, body.Data.Status)
+	}
 	return out
 }
 
@@ -415,8 +411,7 @@ func TestStatusEventsCarryNoSecrets(t *testing.T) {
 	secrets := []string{c.MessageToSign, sig, strings.TrimPrefix(sig, "0x"), lc.Token, lc.VerificationLink,
 		`"messageToSign"`, `"signature"`, `"token"`, `"verificationLink"`}
 	for _, id := range []string{signed, live} {
-		var evs []storage.Event
-		_ = l.store.Atomic(ctx, func(tx storage.Tx) error { evs, _ = tx.Outbox().ListByAccount(ctx, id); return nil })
+		evs := storagetest.Events(t, l.store, id)
 		if len(evs) == 0 {
 			t.Fatalf("no event for %s", id)
 		}
@@ -458,11 +453,7 @@ func TestRelayDeliversEvents(t *testing.T) {
 		}
 		var evs []storage.Event
 		for _, id := range ids {
-			_ = l.store.Atomic(ctx, func(tx storage.Tx) error {
-				mine, _ := tx.Outbox().ListByAccount(ctx, id)
-				evs = append(evs, mine...)
-				return nil
-			})
+			evs = append(evs, storagetest.Events(t, l.store, id)...)
 		}
 		if len(evs) != 3 {
 			t.Fatalf("%d events, want 3", len(evs))
@@ -551,13 +542,9 @@ func TestStatusEventEnvelope(t *testing.T) {
 	if _, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree); err != nil {
 		t.Fatal(err)
 	}
-	var evs []storage.Event
-	_ = l.store.Atomic(ctx, func(tx storage.Tx) error {
-		evs, err = tx.Outbox().ListByAccount(ctx, id)
-		return err
-	})
-	if err != nil || len(evs) != 1 {
-		t.Fatalf("events %v, %v", evs, err)
+	evs := storagetest.Events(t, l.store, id)
+	if len(evs) != 1 {
+		t.Fatalf("events %v", evs)
 	}
 	e := evs[0]
 	var got struct {

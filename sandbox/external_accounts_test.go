@@ -12,6 +12,7 @@ import (
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/storagetest"
 )
 
 func TestBeneficiaryNameVerification(t *testing.T) {
@@ -284,22 +285,15 @@ func TestTrustedBeneficiaryDelete(t *testing.T) {
 func statusEvents(t *testing.T, e *env, id string) []string {
 	t.Helper()
 	var out []string
-	err := e.sim.Store().Atomic(t.Context(), func(tx storage.Tx) error {
-		events, err := tx.Outbox().ListByAccount(t.Context(), id)
-		for _, ev := range events {
-			var env struct {
-				Type string
-				Data struct{ Status string }
-			}
-			if err := json.Unmarshal(ev.Payload, &env); err != nil || ev.Type != "EXTERNAL_ACCOUNT.STATUS_UPDATED" || env.Type != ev.Type {
-				t.Fatalf("event %+v: %v", ev, err)
-			}
-			out = append(out, env.Data.Status)
+	for _, ev := range storagetest.Events(t, e.sim.Store(), id) {
+		var env struct {
+			Type string
+			Data struct{ Status string }
 		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
+		if err := json.Unmarshal(ev.Payload, &env); err != nil || ev.Type != "EXTERNAL_ACCOUNT.STATUS_UPDATED" || env.Type != ev.Type {
+			t.Fatalf("event %+v: %v", ev, err)
+		}
+		out = append(out, env.Data.Status)
 	}
 	return out
 }

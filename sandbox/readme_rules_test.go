@@ -10,7 +10,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/sandbox"
-	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
@@ -44,15 +44,8 @@ func TestWalletEventsOrderedByWallet(t *testing.T) {
 	_, wallet := e.customer("Wallet Events")
 	e.login(wallet)
 	var types []string
-	err := e.sim.Store().Atomic(t.Context(), func(tx storage.Tx) error {
-		events, err := tx.Outbox().ListByAccount(t.Context(), wallet)
-		for _, ev := range events {
-			types = append(types, ev.Type)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
+	for _, ev := range storagetest.Events(t, e.sim.Store(), wallet) {
+		types = append(types, ev.Type)
 	}
 	if !slices.Contains(types, walletauth.EventCredentialAdded) || !slices.Contains(types, walletauth.EventSessionCreated) {
 		t.Fatalf("events under the wallet's id: %v", types)

@@ -8,6 +8,7 @@ import (
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
@@ -28,18 +29,21 @@ func TestSimulatorSecretKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var iss storage.OTPIssuance
+		var iss *storage.OTPIssuance
 		err = sim.Store().Atomic(ctx, func(tx storage.Tx) error {
-			iss, err = tx.OTPIssuances().GetByCredential(ctx, cred.ID)
+			iss, err = storagetest.Issuance(ctx, tx, cred.ID)
 			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
+		if iss == nil {
+			t.Fatalf("no issuance stored for %s", cred.ID)
+		}
 		if iss.Code == walletauth.SandboxOTPCode || len(iss.Code) != 64 {
 			t.Fatalf("the sandbox stores the code as %q", iss.Code)
 		}
-		return cred.ID, *m, iss
+		return cred.ID, *m, *iss
 	}
 
 	t.Run("generated", func(t *testing.T) {

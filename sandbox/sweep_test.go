@@ -23,7 +23,7 @@ func TestSimulatorSweepsExpiredRecords(t *testing.T) {
 			err := store.Atomic(ctx, func(tx storage.Tx) error {
 				return tx.PendingRequests().Create(ctx, &storage.PendingRequest{ID: id, Kind: "TEST", AccountID: "InternalAccount:1",
 					Method: "POST", Path: "/x", BodyDigest: make([]byte, 32), Payload: []byte(`{}`), SignerRule: "ANY_SESSION",
-					Data: []byte(`{}`), CreatedAt: expires.Add(-time.Minute), ExpiresAt: expires})
+					Data: []byte(`{}`), CreatedAt: expires.Add(-time.Minute), ExpiresAt: expires}, storage.Quota{Limit: 1000})
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -187,7 +187,7 @@ func (m *Manager) complete(ctx context.Context, r Request, opType string, lock, 
 		}
 		return nil
 	})
-	var spent *storage.SpendError
+	var spent *storage.ConsumeError
 	if errors.As(err, &spent) && spent.ID == p.ID {
 		return nil, requestError(spent)
 	}
@@ -200,16 +200,17 @@ func (m *Manager) complete(ctx context.Context, r Request, opType string, lock, 
 // consume marks the request p used in tx at now, a time at which it was found
 // unexpired. Under the session rules the store may send the consumption with
 // its next statement, the signer's lock, whose answer comes only once both
-// are granted. A BoundKey request has no signer to lock: it is consumed by a
-// statement of its own, so that its lock too is granted before the time is
-// read that the request is decided on.
+// are granted. A BoundKey request has no signer to lock: it is consumed
+// with [storage.ConsumeNow], so that the consumption's lock too is granted
+// before the time is read that the request is decided on.
 func (m *Manager) consume(ctx context.Context, tx storage.Tx, p *storage.PendingRequest, now time.Time) error {
 	var err error
 	if Rule(p.SignerRule) == BoundKey {
-		_, err = tx.PendingRequests().Consume(ctx, p.ID, now)
+		_, err = storage.ConsumeNow(ctx, tx, p.ID, now)
 	} else {
-		// The store reports a lost race wherever it surfaces.
-		err = tx.PendingRequests().Spend(ctx, p.ID, now)
+		// The store reports a lost race wherever it surfaces (Complete
+		// answers a *storage.ConsumeError from Atomic too).
+		err = tx.PendingRequests().Consume(ctx, p.ID, now)
 	}
 	if err != nil {
 		return requestError(err)

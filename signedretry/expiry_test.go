@@ -31,7 +31,7 @@ func eachStore(t *testing.T, fn func(t *testing.T, store storage.Store)) {
 }
 
 // hookStore is a store whose transactions call enter just before each lock a
-// signed retry waits for, with its name: "consume" (the request's Spend or
+// signed retry waits for, with its name: "consume" (the request's
 // Consume), "LockSigner" or "LockSignersByKey".
 type hookStore struct {
 	storage.Store
@@ -75,12 +75,7 @@ type hookPending struct {
 	enter func(string)
 }
 
-func (p hookPending) Spend(ctx context.Context, id string, now time.Time) error {
-	p.enter("consume")
-	return p.PendingRequests.Spend(ctx, id, now)
-}
-
-func (p hookPending) Consume(ctx context.Context, id string, now time.Time) (storage.PendingRequest, error) {
+func (p hookPending) Consume(ctx context.Context, id string, now time.Time) error {
 	p.enter("consume")
 	return p.PendingRequests.Consume(ctx, id, now)
 }
@@ -194,7 +189,7 @@ func TestExpiryAfterLockWait(t *testing.T) {
 					holderDone <- store.Atomic(ctx, func(tx storage.Tx) error {
 						var err error
 						if tc.signer(f).Rule == signedretry.BoundKey {
-							_, err = tx.PendingRequests().Consume(ctx, c.RequestID, f.clock.Now())
+							_, err = storage.ConsumeNow(ctx, tx, c.RequestID, f.clock.Now())
 						} else {
 							err = tx.Sessions().Revoke(ctx, f.sessA, f.clock.Now())
 						}

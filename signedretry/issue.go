@@ -111,16 +111,15 @@ func (m *Manager) issueIn(ctx context.Context, tx storage.Tx, r Request, typ str
 		BodyDigest: digest[:], Payload: p, SignerRule: string(op.Signer.Rule), SignerRef: op.Signer.Ref,
 		Data: params, CreatedAt: now, ExpiresAt: expires,
 	}
+	quota := storage.Quota{Limit: m.cfg.MaxPending}
 	if op.Signer.Rule == BoundKey {
-		// A login's challenge: bounded apart (see Config.MaxPending).
-		if err := tx.PendingRequests().CreateBounded(ctx, &rec, boundKeyScope+op.AccountID, m.cfg.MaxPending); err != nil {
-			return nil, apierror.Internal(err)
-		}
-		return &Challenge{PayloadToSign: string(p), RequestID: id, ExpiresAt: expires, Type: op.CredentialType}, nil
+		// A login's challenge: bounded apart, the oldest superseded (see
+		// Config.MaxPending).
+		quota.Scope = boundKeyScope + op.AccountID
 	}
 	// The store may report the limit here or, having deferred the insert,
 	// from Atomic: limitReached answers it either way.
-	if _, err := tx.PendingRequests().CreateLimited(ctx, &rec, m.cfg.MaxPending); err != nil {
+	if err := tx.PendingRequests().Create(ctx, &rec, quota); err != nil {
 		if e := m.limitReached(err); e != nil {
 			return nil, e
 		}

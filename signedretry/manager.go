@@ -23,7 +23,7 @@ const DefaultTTL = 5 * time.Minute
 const DefaultMaxPending = 64
 
 // boundKeyScope, followed by the account id, is the scope of the
-// challenges bound to a key ([storage.PendingRequests.CreateBounded]).
+// challenges bound to a key ([storage.PendingRequests.Create] with a scope's [storage.Quota]).
 const boundKeyScope = "bound-key:"
 
 // SandboxSignature is the legacy header value that sandbox managers accept in

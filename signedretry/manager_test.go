@@ -617,17 +617,22 @@ func TestRun(t *testing.T) {
 	// spent reports whether Bind's write under key committed: a rate-limit
 	// window of one that is used up.
 	spent := func(key string) bool {
-		var wait time.Duration
-		if err := f.store.Atomic(ctx, func(tx storage.Tx) error {
-			var err error
-			if wait, err = tx.RateLimits().Allow(ctx, key, now, time.Hour, 1); err != nil {
+		rollBack := errors.New("roll back") // only look
+		err := f.store.Atomic(ctx, func(tx storage.Tx) error {
+			if err := tx.RateLimits().Hit(ctx, key, now, time.Hour, 1); err != nil {
 				return err
 			}
-			return errors.New("roll back") // only look
-		}); err == nil || err.Error() != "roll back" {
-			t.Fatal(err)
+			return rollBack
+		})
+		var refused *storage.RateLimitError
+		switch {
+		case errors.As(err, &refused):
+			return true
+		case errors.Is(err, rollBack):
+			return false
 		}
-		return wait > 0
+		t.Fatal(err)
+		return false
 	}
 	type params struct {
 		CredentialType string `json:"credentialType"`
@@ -638,7 +643,7 @@ func TestRun(t *testing.T) {
 			Type: opType,
 			Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation[params], int, error) {
 				order = append(order, "bind")
-				if _, err := tx.RateLimits().Allow(ctx, key, now, time.Hour, 1); err != nil {
+				if err := tx.RateLimits().Hit(ctx, key, now, time.Hour, 1); err != nil {
 					return nil, 0, err
 				}
 				return bound, 7, bindErr

@@ -136,16 +136,16 @@ type OTPIssuance struct {
 	IssuedAt  time.Time
 	ExpiresAt time.Time
 	// Attempts counts verification attempts: each code compared against
-	// this issuance (see [OTPIssuances.Attempt]).
+	// this issuance (see [Credentials.Lock]).
 	Attempts int
 	// ConsumedAt is set once the code was used successfully.
 	ConsumedAt time.Time
 }
 
-// OTPAttempt is what [Credentials.LockForOTPAttempt] charges an attempt
-// at a one-time code: one of the issuance's Limit attempts, and one hit of
-// the rate-limit window Key, which allows Budget hits per Window (a budget
-// of compared codes across issuances).
+// OTPAttempt is what [Credentials.Lock] charges for an attempt at the
+// credential's one-time code: one of the issuance's Limit attempts, and
+// one hit of the rate-limit window Key, which allows Budget hits per
+// Window (a budget of compared codes across issuances).
 type OTPAttempt struct {
 	Limit  int
 	Now    time.Time
@@ -154,17 +154,18 @@ type OTPAttempt struct {
 	Budget int
 }
 
-// OTPAttemptResult is what [Credentials.LockForOTPAttempt] found and did.
-type OTPAttemptResult struct {
+// LockedCredential is what [Credentials.Lock] found and did.
+type LockedCredential struct {
 	// Credential is the credential, held until the transaction ends.
 	Credential Credential
 	// Issuance is the credential's issuance as read once the lock was
-	// granted, consumed or expired ones included; nil when it has none.
+	// granted, consumed or expired ones included; nil when it has none or
+	// no attempt was asked for.
 	Issuance *OTPIssuance
 	// Reserved is the issuance with the attempt reserved (Attempts
-	// counting it); nil when none was: the issuance was not live, the
-	// window refused the hit, or another transaction superseded the
-	// issuance while this one waited for it.
+	// counting it); nil when none was: no attempt was asked for, the
+	// issuance was not live, the window refused the hit, or another
+	// transaction superseded the issuance while this one waited for it.
 	Reserved *OTPIssuance
 	// Wait, when positive, is how long until the budget's window ends:
 	// the window refused the hit, and nothing was reserved.

@@ -63,8 +63,10 @@
 // rule is kept by the store, never by the caller's Go code alone:
 //
 //   - by a guarded statement that checks and writes in one step
-//     ([OTPIssuances.Attempt] counts a verification attempt only while
-//     fewer than the limit were made);
+//     ([Credentials.Lock] with an [OTPAttempt] counts a verification
+//     attempt only while fewer than the limit were made, [RateLimits.Hit]
+//     counts a hit only while the window has room, [PendingRequests.Consume]
+//     consumes a request only once);
 //   - by a uniqueness rule ([Credentials.Create]: one EMAIL_OTP and one
 //     SMS_OTP per account; [IdempotencyKeys.Begin]: one live record per
 //     scope and key);
@@ -76,35 +78,42 @@
 //     [Credentials.LockEmail] orders changes that tie an email address to
 //     EMAIL_OTP credentials, [Sessions.LockSigner] keeps the session that
 //     signs an operation, and its credential, from being revoked until the
-//     operation commits, [PendingRequests.CreateLimited] counts an
-//     account's live requests and adds one under a lock of them, and
-//     [PendingRequests.CreateBounded] deletes the oldest requests of a
-//     scope and adds one under a lock of the scope.
+//     operation commits, and [PendingRequests.Create] counts the live
+//     requests of an account (or a scope) and adds one under a lock of
+//     them.
 //
 // Locks are taken in this order, so transactions never wait for each other
 // in a cycle: internal accounts (several in ascending id order), then an
 // email address, then credentials, then sessions, then external accounts
 // (a payout signed by a session locks its signer before the external account
 // it pays, [ExternalAccounts.Lock]), then the lock of an account's pending
-// requests ([PendingRequests.CreateLimited]), then the lock of a scope of
-// pending requests ([PendingRequests.CreateBounded]). [Outbox.Append] comes last: a
+// requests, then the lock of a scope of pending requests (both
+// [PendingRequests.Create]). [Outbox.Append] comes last: a
 // store may order an account's events with a lock held until commit
 // (storage/postgres takes a lock per account, storage/memory one for the
 // whole outbox), so a transaction appends its events after every other lock
 // and write, and never waits for another lock after its first append.
 //
-// # Deferrable writes
+// # Deferred writes
 //
-// A few writes return nothing a caller decides on but an error that ends
-// the transaction: [Sessions.Create], [OTPIssuances.Put],
-// [PendingRequests.CreateBounded] and [Outbox.Append]. A store may
-// defer them, sending them with the transaction's next statement or with its
-// commit, so they cost no round trip of their own (storage/postgres does).
-// A deferred write that fails (a duplicate id) is then reported by that
-// later call or by Atomic, and the whole transaction rolls back, as it
-// would had the caller returned the error at once. Callers return every
-// error of these writes unexamined, so either way they see the same
-// outcome.
+// A method documented as deferrable returns nothing a caller decides on,
+// only an error that ends the transaction. A store may defer it: send it
+// with the transaction's next statement or with its commit, so it costs
+// no round trip of its own (storage/postgres does). The rule every store
+// keeps, and storagetest proves for every method that writes:
+//
+//   - a deferred write's failure surfaces at a later call of the same
+//     transaction or from Atomic, never later: Atomic never returns nil
+//     for a transaction one of whose writes failed;
+//   - the transaction then rolls back whole, as it would had the method
+//     returned the error at once;
+//   - a later call of the same transaction sees the write (it is sent
+//     before, or with, the statement that reads).
+//
+// Callers therefore return every error of a deferrable method unexamined,
+// and decide on its failure from the error of Atomic (errors.As with the
+// method's error type). Every other method reports its failure when it
+// returns.
 //
 // # Time
 //
@@ -264,27 +273,26 @@ type Credentials interface {
 	// credential locks it first, so a concurrent Delete either commits
 	// before (Lock answers ErrNotFound) or after (and then sees the
 	// session). ErrNotFound when the credential does not exist.
-	Lock(ctx context.Context, id string) (Credential, error)
-	// LockForOTPAttempt is Lock, then one attempt at the credential's
-	// one-time code charged to a budget, in one step. Once the lock is
-	// granted it reads the credential's issuance (as
-	// [OTPIssuances.GetByCredential]) and, only when that issuance is
-	// live for an attempt (unconsumed, a.Now before ExpiresAt, fewer than
-	// a.Limit attempts made), counts a hit of the rate-limit window a.Key
-	// as [RateLimits.Allow] does (at most a.Budget hits per a.Window) and,
-	// when the window allows the hit, reserves the attempt as
-	// [OTPIssuances.Attempt] does. An issuance that is not live is
-	// returned with nothing hit or reserved; a refused hit reserves
-	// nothing and returns how long until the window ends. Whatever it
-	// counted commits or rolls back with the transaction, so a caller
-	// that finds the credential or the issuance unfit returns an error
-	// and nothing stays counted. The hit and the attempt are guarded as
-	// Allow's and Attempt's are, and the credential, the window and the
-	// issuance stay held until the transaction ends. A verification of a
-	// one-time code takes the credential this way before it compares a
-	// code; a store may do it all in one round trip. ErrNotFound when the
-	// credential does not exist.
-	LockForOTPAttempt(ctx context.Context, id string, a OTPAttempt) (OTPAttemptResult, error)
+	//
+	// With attempt set, a verification of the credential's one-time code
+	// also charges its attempt in the same step, before it compares a
+	// code. Once the lock is granted, Lock reads the credential's live
+	// issuance and, only when it is live for an attempt (unconsumed,
+	// attempt.Now before ExpiresAt, fewer than attempt.Limit attempts
+	// made), counts a hit of the rate-limit window attempt.Key as
+	// [RateLimits.Hit] counts one (at most attempt.Budget hits per
+	// attempt.Window) and, when the window has room, reserves the attempt
+	// (increments Attempts). An issuance that is not live is returned
+	// with nothing hit or reserved; a refused hit reserves nothing and
+	// reports how long until the window ends. Whatever it counted commits
+	// or rolls back with the transaction, so a caller that finds the
+	// credential or the issuance unfit returns an error and nothing stays
+	// counted. The hit and the attempt are each one guarded step, and the
+	// credential, the window and the issuance stay held until the
+	// transaction ends: of any number of concurrent attempts, on any
+	// replica, at most attempt.Limit are reserved per issuance and at most
+	// attempt.Budget hits per window in transactions that commit.
+	Lock(ctx context.Context, id string, attempt *OTPAttempt) (LockedCredential, error)
 	// LockEmail holds the address email until the transaction ends: another
 	// transaction's LockEmail of the same address waits until then. It
 	// needs no record to exist. Callers take it before they check which
@@ -293,41 +301,28 @@ type Credentials interface {
 	LockEmail(ctx context.Context, email string) error
 }
 
-// OTPIssuances stores issued one-time codes, one live issuance per credential.
+// OTPIssuances stores issued one-time codes, one live issuance per
+// credential. A verification reads and charges the live issuance through
+// [Credentials.Lock].
 type OTPIssuances interface {
 	// Put stores o as the live issuance of o.CredentialID, superseding (and
-	// deleting) the previous one. It is a deferrable write (see the package
-	// documentation).
+	// deleting) the previous one. Deferrable.
 	Put(ctx context.Context, o *OTPIssuance) error
-	// GetByCredential returns the live issuance of the credential (consumed or
-	// expired ones included) or ErrNotFound.
-	GetByCredential(ctx context.Context, credentialID string) (OTPIssuance, error)
-	// Attempt reserves one verification attempt of issuance id before the
-	// caller compares a code: when the issuance is unconsumed, now is
-	// before ExpiresAt and fewer than limit attempts were made, it
-	// increments Attempts and returns the issuance as updated. Otherwise
-	// it changes nothing and returns ErrNotFound (unknown or superseded),
-	// ErrConsumed, ErrExpired or ErrExhausted, checked in that order. The
-	// check and the increment are one step, and the issuance stays held
-	// until the transaction ends: of any number of concurrent calls, on any
-	// replica, at most limit succeed per issuance in transactions that
-	// commit, so at most limit codes are compared and answered.
-	Attempt(ctx context.Context, id string, limit int, now time.Time) (OTPIssuance, error)
-	// Consume marks issuance id used and returns it: ErrNotFound (unknown or
-	// superseded), ErrExpired (now is not before ExpiresAt) or ErrConsumed.
-	Consume(ctx context.Context, id string, now time.Time) (OTPIssuance, error)
-	// Spend is Consume for a caller that needs nothing back, deferred and
-	// reported as [PendingRequests.Spend] is: a failure is a [*SpendError]
-	// for id, wherever it surfaces. The caller reserves an attempt on the
-	// issuance first ([OTPIssuances.Attempt], at the same now), which holds
-	// it, so Spend then cannot fail.
-	Spend(ctx context.Context, id string, now time.Time) error
+	// Consume marks issuance id used at now. Of any number of concurrent
+	// calls for one id, at most one commits. Deferrable: wherever it
+	// surfaces, a failure is a [*ConsumeError] for id, which wraps
+	// ErrNotFound (unknown or superseded), ErrExpired (now is not before
+	// ExpiresAt) or ErrConsumed; one reported after the call returned may
+	// wrap ErrConsumed whatever the cause. A caller reserves an attempt on the
+	// issuance first ([Credentials.Lock], at the same now), which holds it,
+	// so Consume then cannot fail.
+	Consume(ctx context.Context, id string, now time.Time) error
 }
 
 // Sessions stores authenticated sessions.
 type Sessions interface {
-	// Create stores a new session; ErrDuplicate when the id exists. It is
-	// a deferrable write (see the package documentation).
+	// Create stores a new session; ErrDuplicate when the id exists.
+	// Deferrable.
 	Create(ctx context.Context, s *Session) error
 	// Get returns the session (revoked and expired ones included) or
 	// ErrNotFound.
@@ -367,66 +362,54 @@ type Sessions interface {
 
 // PendingRequests stores single-use requests keyed by their Request id.
 type PendingRequests interface {
-	// Create stores a new pending request; ErrDuplicate when the id exists.
-	Create(ctx context.Context, p *PendingRequest) error
-	// CreateLimited is Create for a request that counts against its
-	// account: it stores p only while p.AccountID has fewer than limit live
-	// requests (unconsumed, ExpiresAt after p.CreatedAt, and not stored by
-	// CreateBounded, whose requests count only in their scope). Otherwise it stores
-	// nothing and returns ErrExhausted and retryAt, the earliest ExpiresAt
-	// of those live requests (by then at the latest one stops counting).
-	// The count and the insert are one step under a lock of the
-	// account's requests held until the transaction ends: of any number of
-	// concurrent CreateLimited calls for one account, on any replica, no
-	// more commit than keep the account at limit live requests. ErrDuplicate
-	// when the id exists. limit must be positive. The limit is reported as
-	// a [*LimitError] (errors.As; it wraps ErrExhausted) whose RetryAt is
-	// retryAt. A store may defer the insert, sending it with the
-	// transaction's next statement or its commit: CreateLimited then
-	// returns a zero retryAt and nil, and the *LimitError or ErrDuplicate
-	// is returned, after the transaction rolled back, by the method call
-	// or Atomic that carried it. A caller therefore answers the limit from
-	// the error of Atomic.
-	CreateLimited(ctx context.Context, p *PendingRequest, limit int) (retryAt time.Time, err error)
-	// CreateBounded is Create for a request that anyone may start: instead
-	// of counting against p.AccountID (CreateLimited does not count it),
-	// it belongs to scope, which keeps at most limit requests. It never
-	// refuses p for the bound but makes room by deleting the oldest: in
-	// one step, under a lock of the scope held until the transaction ends,
-	// it deletes the scope's requests that are no longer live at
-	// p.CreatedAt (consumed, or ExpiresAt not after it) and, of the live
-	// ones, all but the limit-1 newest (by CreatedAt, then by id compared
-	// bytewise), and stores p in the scope. A deleted request is
-	// superseded: Get and Consume then answer ErrNotFound for it, as for
-	// an unknown id. Of any number of concurrent CreateBounded calls for
-	// one scope, on any replica, none fails for the bound, and the scope
-	// never holds more than limit requests, live or not. ErrDuplicate when
-	// the id exists (nothing is deleted then). scope must not be empty and
-	// limit must be positive. It is a deferrable write (see the package
-	// documentation): ErrDuplicate may come from a later call or from
-	// Atomic, the transaction rolled back.
-	CreateBounded(ctx context.Context, p *PendingRequest, scope string, limit int) error
+	// Create stores a new pending request within quota, the bound on the
+	// live requests (unconsumed, ExpiresAt after p.CreatedAt) it joins:
+	//
+	//   - with quota.Scope empty, the live requests of p.AccountID created
+	//     with an empty scope: while the account holds quota.Limit of them,
+	//     Create stores nothing and fails with a [*LimitError] whose RetryAt
+	//     is the earliest ExpiresAt among them (by then at the latest one
+	//     stops counting);
+	//   - with quota.Scope set, the requests of that scope, whoever may
+	//     start them: Create never refuses p for the bound but makes room,
+	//     deleting the scope's requests that are no longer live and, of the
+	//     live ones, all but the quota.Limit-1 newest (by CreatedAt, then by
+	//     id compared bytewise). A deleted request is superseded: Get and
+	//     Consume then answer ErrNotFound, as for an unknown id. The scope
+	//     never holds more than quota.Limit requests, live or not.
+	//
+	// The count and the insert are one step under a lock of the account's
+	// (or the scope's) requests held until the transaction ends: of any
+	// number of concurrent calls, on any replica, none commits beyond the
+	// bound. ErrDuplicate when the id exists (nothing is deleted then).
+	// quota.Limit must be positive: there is no unbounded Create.
+	// Deferrable: the *LimitError or ErrDuplicate may come from a later
+	// call or from Atomic, so a caller answers the limit from the error of
+	// Atomic.
+	Create(ctx context.Context, p *PendingRequest, quota Quota) error
 	// Get returns the request (consumed and expired ones included, until
 	// swept) or ErrNotFound.
 	Get(ctx context.Context, id string) (PendingRequest, error)
-	// Consume marks the request used and returns it: ErrNotFound, ErrExpired
-	// (now is not before ExpiresAt) or ErrConsumed. Of any number of
-	// concurrent calls for one id, at most one succeeds.
-	Consume(ctx context.Context, id string, now time.Time) (PendingRequest, error)
-	// Spend is Consume for a caller that needs nothing back, with the same
-	// single use: of any number of concurrent calls for one id, at most one
-	// commits. A store may defer it, sending it with the transaction's next
-	// statement or its commit; a request it cannot consume then aborts the
-	// transaction, and the method call or Atomic that carried it returns
-	// the failure. Wherever it is reported, the failure is a [*SpendError]
-	// for id (errors.As), which wraps ErrNotFound, ErrExpired or
-	// ErrConsumed; a deferred one always wraps ErrConsumed, so the caller
-	// reads the request first and spends only one it found live, at the
-	// same now.
-	Spend(ctx context.Context, id string, now time.Time) error
+	// Consume marks request id used at now. Of any number of concurrent
+	// calls for one id, at most one commits. Deferrable: wherever it
+	// surfaces, a failure is a [*ConsumeError] for id, which wraps
+	// ErrNotFound, ErrExpired (now is not before ExpiresAt) or
+	// ErrConsumed; one reported after the call returned may wrap
+	// ErrConsumed whatever the cause. A caller reads the request first (Get) and consumes one
+	// it found live, at the same now; a failure then means that another
+	// transaction consumed or superseded it meanwhile.
+	Consume(ctx context.Context, id string, now time.Time) error
 }
 
-// LimitError reports that [PendingRequests.CreateLimited] found the
+// Quota is the bound a new pending request joins ([PendingRequests.Create]):
+// at most Limit live requests of the request's account, or, when Scope is
+// set, of that scope, whose oldest requests make room for new ones.
+type Quota struct {
+	Limit int
+	Scope string
+}
+
+// LimitError reports that [PendingRequests.Create] found the
 // account at its limit of live requests; RetryAt is the earliest expiry
 // among them. It wraps ErrExhausted.
 type LimitError struct{ RetryAt time.Time }
@@ -438,20 +421,20 @@ func (e *LimitError) Error() string {
 // Unwrap returns ErrExhausted.
 func (e *LimitError) Unwrap() error { return ErrExhausted }
 
-// SpendError reports a single-use record that [PendingRequests.Spend] or
-// [OTPIssuances.Spend] could not consume. Err is ErrNotFound, ErrExpired or
-// ErrConsumed.
-type SpendError struct {
+// ConsumeError reports a single-use record that [PendingRequests.Consume]
+// or [OTPIssuances.Consume] could not consume. Err is ErrNotFound,
+// ErrExpired or ErrConsumed.
+type ConsumeError struct {
 	ID  string
 	Err error
 }
 
-func (e *SpendError) Error() string {
+func (e *ConsumeError) Error() string {
 	return "storage: " + e.ID + " not consumed: " + e.Err.Error()
 }
 
 // Unwrap returns Err.
-func (e *SpendError) Unwrap() error { return e.Err }
+func (e *ConsumeError) Unwrap() error { return e.Err }
 
 // Outbox stores events written in the transaction of the change they report,
 // and leases them to relays (package storage/relay) that deliver them after
@@ -470,10 +453,7 @@ type Outbox interface {
 	// due once its transaction commits. ErrDuplicate when the id exists.
 	// It may hold a lock until the transaction ends: callers append after
 	// every other lock and write of the transaction (see the lock order).
-	// It is a deferrable write (see the package documentation): a store
-	// may send it with the transaction's next statement or its commit, so
-	// e.Seq is set at the latest when Atomic returns, and ErrDuplicate may
-	// come from a later call or from Atomic, the transaction rolled back.
+	// Deferrable: e.Seq is set at the latest when Atomic returns.
 	Append(ctx context.Context, e *Event) error
 	// Lease claims at most limit events due at now for owner until
 	// now+lease, sets their LeaseOwner and LeasedUntil, and returns them in
@@ -503,23 +483,18 @@ type Outbox interface {
 	// Redrive makes parked event id due again at now, with Attempts reset
 	// and LastError kept. ErrNotFound when no parked event has that id.
 	Redrive(ctx context.Context, id string, now time.Time) error
-	// ListByAccount returns the account's events in Seq order.
-	ListByAccount(ctx context.Context, accountID string) ([]Event, error)
 }
 
 // RateLimits counts hits per key in fixed windows.
 type RateLimits interface {
-	// Allow counts one hit on key at now. A window opens at the first hit
-	// and lasts window; at most limit hits are allowed in it. When the hit is
-	// allowed it returns 0; otherwise it returns how long until the window
-	// closes (a positive duration) and does not count the hit.
-	Allow(ctx context.Context, key string, now time.Time, window time.Duration, limit int) (time.Duration, error)
-	// Hit counts one hit on key at now as Allow does, for a transaction
-	// that goes on only when the hit is allowed. A hit that is not
-	// allowed fails the transaction with a *RateLimitError: Hit returns
-	// it, or a later call of the transaction or its commit does (a store
-	// may send the hit with the commit), and nothing of the transaction
-	// commits.
+	// Hit counts one hit on key at now. A window opens at the first hit
+	// and lasts window; at most limit hits are allowed in it. A hit that
+	// is not allowed is not counted and fails the transaction with a
+	// [*RateLimitError] saying when the window closes. The check and the
+	// count are one step: of any number of concurrent hits on one key, on
+	// any replica, at most limit commit per window. Deferrable: a caller
+	// that goes on only when the hit is allowed answers the refusal from
+	// the error of Atomic, and nothing of the transaction commits.
 	Hit(ctx context.Context, key string, now time.Time, window time.Duration, limit int) error
 }
 

@@ -1569,12 +1569,7 @@ func (w *chaosWorld) checkLedger(ctx context.Context) ([]violation, error) {
 // activation against the proofs the clients submitted.
 func (w *chaosWorld) checkExternal(x *chaosExternal) ([]violation, error) {
 	ctx := w.ctx
-	var events []storage.Event
-	err := w.check.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		events, err = tx.Outbox().ListByAccount(ctx, x.ID)
-		return err
-	})
+	events, err := committedEvents(ctx, w.check, x.ID)
 	if err != nil {
 		return nil, err
 	}

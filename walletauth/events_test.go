@@ -33,6 +33,7 @@ import (
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/passkey"
@@ -103,8 +104,7 @@ func (t recTx) Credentials() storage.Credentials { return recCredentials{t.Tx.Cr
 func (t recTx) InternalAccounts() storage.InternalAccounts {
 	return recAccounts{t.Tx.InternalAccounts(), t.log}
 }
-func (t recTx) OTPIssuances() storage.OTPIssuances { return recOTP{t.Tx.OTPIssuances(), t.log} }
-func (t recTx) RateLimits() storage.RateLimits     { return recLimits{t.Tx.RateLimits(), t.log} }
+func (t recTx) RateLimits() storage.RateLimits { return recLimits{t.Tx.RateLimits(), t.log} }
 
 // recLimits logs the hits a rate limit counted, with the part of the key
 // after its first colon (a credential id for the OTP limits).
@@ -113,13 +113,13 @@ type recLimits struct {
 	log func(op, arg string)
 }
 
-func (l recLimits) Allow(ctx context.Context, key string, now time.Time, window time.Duration, limit int) (time.Duration, error) {
-	wait, err := l.RateLimits.Allow(ctx, key, now, window, limit)
-	if err == nil && wait == 0 {
+func (l recLimits) Hit(ctx context.Context, key string, now time.Time, window time.Duration, limit int) error {
+	err := l.RateLimits.Hit(ctx, key, now, window, limit)
+	if err == nil {
 		_, id, _ := strings.Cut(key, ":")
-		l.log("RateLimits.Allow", id)
+		l.log("RateLimits.Hit", id)
 	}
-	return wait, err
+	return err
 }
 
 type recOutbox struct {
@@ -190,23 +190,11 @@ func (a recAccounts) Update(ctx context.Context, x *storage.InternalAccount) err
 	return err
 }
 
-type recOTP struct {
-	storage.OTPIssuances
-	log func(op, arg string)
-}
-
-func (o recOTP) Attempt(ctx context.Context, id string, limit int, now time.Time) (storage.OTPIssuance, error) {
-	iss, err := o.OTPIssuances.Attempt(ctx, id, limit, now)
-	if err == nil {
-		o.log("OTPIssuances.Attempt", iss.CredentialID)
-	}
-	return iss, err
-}
-
-func (c recCredentials) LockForOTPAttempt(ctx context.Context, id string, a storage.OTPAttempt) (storage.OTPAttemptResult, error) {
-	r, err := c.Credentials.LockForOTPAttempt(ctx, id, a)
+// Lock logs an attempt it reserved on the credential's one-time code.
+func (c recCredentials) Lock(ctx context.Context, id string, a *storage.OTPAttempt) (storage.LockedCredential, error) {
+	r, err := c.Credentials.Lock(ctx, id, a)
 	if err == nil && r.Reserved != nil {
-		c.log("OTPIssuances.Attempt", r.Reserved.CredentialID)
+		c.log("Credentials.Lock attempt", r.Reserved.CredentialID)
 	}
 	return r, err
 }
@@ -217,10 +205,10 @@ func (c recCredentials) LockForOTPAttempt(ctx context.Context, id string, a stor
 var changeOf = map[string]struct{ op, member string }{
 	walletauth.EventCredentialAdded:     {"Credentials.Create", "id"},
 	walletauth.EventCredentialRevoked:   {"Credentials.Delete", "id"},
-	walletauth.EventCredentialOTPLocked: {"OTPIssuances.Attempt", "id"},
+	walletauth.EventCredentialOTPLocked: {"Credentials.Lock attempt", "id"},
 	// The first refusal of a window counts a hit of the window that marks
 	// the exhaustion reported.
-	walletauth.EventCredentialOTPThrottled: {"RateLimits.Allow", "id"},
+	walletauth.EventCredentialOTPThrottled: {"RateLimits.Hit", "id"},
 	walletauth.EventSessionCreated:         {"Sessions.Create", "id"},
 	walletauth.EventSessionRevoked:         {"Sessions.Revoke", "id"},
 	walletauth.EventSessionRefreshed:       {"Sessions.Create", "id"},
@@ -549,15 +537,7 @@ type event struct {
 
 func (e *evEnv) all(t *testing.T, accountID string) []event {
 	t.Helper()
-	ctx := t.Context()
-	var evs []storage.Event
-	if err := e.store.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		evs, err = tx.Outbox().ListByAccount(ctx, accountID)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	evs := storagetest.Events(t, e.rec.Store, accountID)
 	out := make([]event, len(evs))
 	for i, ev := range evs {
 		if err := json.Unmarshal(ev.Payload, &out[i]); err != nil {

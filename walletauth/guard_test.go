@@ -13,6 +13,7 @@ import (
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
 )
 
@@ -251,15 +252,5 @@ func TestHandlerGuardRefuses(t *testing.T) {
 // walletEvents returns the outbox events of a wallet.
 func (e *env) walletEvents(t testing.TB, walletID string) []storage.Event {
 	t.Helper()
-	ctx := t.Context()
-	var evs []storage.Event
-	err := e.store.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		evs, err = tx.Outbox().ListByAccount(ctx, walletID)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evs
+	return storagetest.Events(t, e.store, walletID)
 }

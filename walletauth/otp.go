@@ -313,12 +313,18 @@ type otpOutcome struct {
 }
 
 // otpSpent answers an issuance that could not be consumed (a
-// *storage.SpendError, from the Spend call or from the commit that carried
-// it) as a code already used; other errors pass unchanged.
+// *storage.ConsumeError, from the Consume call or from the commit that
+// carried it) as a code already used, and a throttle already reported (a
+// *storage.RateLimitError of otpThrottled's window) as the throttle; other
+// errors pass unchanged.
 func otpSpent(err error) error {
-	var spent *storage.SpendError
-	if errors.As(err, &spent) {
+	var spent *storage.ConsumeError
+	var throttled *storage.RateLimitError
+	switch {
+	case errors.As(err, &spent):
 		return apierror.Unauthenticated("OTP already used")
+	case errors.As(err, &throttled):
+		return apierror.TooManyRequests(throttled.Wait)
 	}
 	return err
 }
@@ -394,7 +400,7 @@ func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID strin
 	}
 	// The reserved attempt holds the issuance, so this cannot fail; the
 	// store may send it with the commit (verifyOTP answers a failure).
-	if err := tx.OTPIssuances().Spend(ctx, iss.ID, now); err != nil {
+	if err := tx.OTPIssuances().Consume(ctx, iss.ID, now); err != nil {
 		return nil, nil, otpSpent(err)
 	}
 	key, err := signedretry.CompressedHex(attempt.PublicKey)
@@ -418,8 +424,12 @@ const (
 // window writes AUTH_CREDENTIAL.OTP_THROTTLED, the others nothing (a window
 // of otpThrottledKey that ends with the budget's marks it written).
 func (s *Service) otpThrottled(ctx context.Context, tx storage.Tx, c *storage.Credential, now time.Time, wait time.Duration) error {
-	reported, err := tx.RateLimits().Allow(ctx, otpThrottledKey+c.ID, now, wait, 1)
-	if err != nil || reported > 0 {
+	// The report's own window ends with the budget's. A refused hit (the
+	// throttle was reported already) fails this transaction, which the
+	// budget's refusal left with nothing else to commit, and verifyOTP
+	// answers it as the throttle it is: the report's window ends when the
+	// budget's does.
+	if err := tx.RateLimits().Hit(ctx, otpThrottledKey+c.ID, now, wait, 1); err != nil {
 		return err
 	}
 	customer, err := customerOf(ctx, tx, c.AccountID)
@@ -442,13 +452,14 @@ func (s *Service) otpSession(ctx context.Context, tx storage.Tx, credentialID st
 	}
 	// The credential is read under the lock that keeps it from being
 	// deleted while its session is created.
-	c, err := tx.Credentials().Lock(ctx, credentialID)
+	locked, err := tx.Credentials().Lock(ctx, credentialID, nil)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, notFound("credential", credentialID)
 	}
 	if err != nil {
 		return nil, err
 	}
+	c := locked.Credential
 	if err := checkOfType(&c, typ); err != nil {
 		return nil, err
 	}

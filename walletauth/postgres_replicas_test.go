@@ -24,6 +24,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
@@ -241,28 +242,18 @@ type pausingTx struct {
 	p *pausingStore
 }
 
-func (t pausingTx) OTPIssuances() storage.OTPIssuances { return pausingOTP{t.Tx.OTPIssuances(), t.p} }
-func (t pausingTx) Credentials() storage.Credentials   { return pausingCreds{t.Tx.Credentials(), t.p} }
-
-type pausingOTP struct {
-	storage.OTPIssuances
-	p *pausingStore
-}
-
-func (o pausingOTP) GetByCredential(ctx context.Context, credentialID string) (storage.OTPIssuance, error) {
-	iss, err := o.OTPIssuances.GetByCredential(ctx, credentialID)
-	o.p.reached(credentialID)
-	return iss, err
-}
+func (t pausingTx) Credentials() storage.Credentials { return pausingCreds{t.Tx.Credentials(), t.p} }
 
 type pausingCreds struct {
 	storage.Credentials
 	p *pausingStore
 }
 
-func (c pausingCreds) LockForOTPAttempt(ctx context.Context, id string, a storage.OTPAttempt) (storage.OTPAttemptResult, error) {
-	r, err := c.Credentials.LockForOTPAttempt(ctx, id, a)
-	c.p.reached(id)
+func (c pausingCreds) Lock(ctx context.Context, id string, a *storage.OTPAttempt) (storage.LockedCredential, error) {
+	r, err := c.Credentials.Lock(ctx, id, a)
+	if a != nil {
+		c.p.reached(id)
+	}
 	return r, err
 }
 
@@ -288,7 +279,6 @@ func (p *pausingStore) reached(credentialID string) {
 // the verify holds the credential, so the revoke commits after it, and no
 // event about the credential follows its AUTH_CREDENTIAL.REVOKED.
 func TestReplicasOTPLockedNotAfterRevoked(t *testing.T) {
-	ctx := t.Context()
 	var paused *pausingStore
 	r := newWauthReplicas(t, walletauth.OTPConfig{MaxAttempts: 1}, func(i int, s storage.Store) storage.Store {
 		if i == 0 {
@@ -324,33 +314,26 @@ func TestReplicasOTPLockedNotAfterRevoked(t *testing.T) {
 		!isAPIError(err, http.StatusNotFound, apierror.ReferenceNotFound, "") {
 		t.Fatalf("verify: %v, want 401 UNAUTHORIZED Invalid OTP code or 404 REFERENCE_NOT_FOUND", err)
 	}
-	mustAtomic(t, r.stores[0], func(tx storage.Tx) error {
-		events, err := tx.Outbox().ListByAccount(ctx, w.ID)
-		if err != nil {
-			return err
+	gone := false
+	for _, e := range storagetest.Events(t, r.stores[0], w.ID) {
+		var p struct {
+			Type string
+			Data struct{ ID string }
 		}
-		gone := false
-		for _, e := range events {
-			var p struct {
-				Type string
-				Data struct{ ID string }
-			}
-			if err := json.Unmarshal(e.Payload, &p); err != nil {
-				return err
-			}
-			if p.Data.ID != sms.ID {
-				continue
-			}
-			if gone {
-				t.Fatalf("event %s about %s follows its AUTH_CREDENTIAL.REVOKED", p.Type, sms.ID)
-			}
-			gone = p.Type == walletauth.EventCredentialRevoked
+		if err := json.Unmarshal(e.Payload, &p); err != nil {
+			t.Fatal(err)
 		}
-		if !gone {
-			t.Fatalf("no AUTH_CREDENTIAL.REVOKED of %s", sms.ID)
+		if p.Data.ID != sms.ID {
+			continue
 		}
-		return nil
-	})
+		if gone {
+			t.Fatalf("event %s about %s follows its AUTH_CREDENTIAL.REVOKED", p.Type, sms.ID)
+		}
+		gone = p.Type == walletauth.EventCredentialRevoked
+	}
+	if !gone {
+		t.Fatalf("no AUTH_CREDENTIAL.REVOKED of %s", sms.ID)
+	}
 }
 
 // TestReplicasOTPAttemptBudget sends wrong codes of one credential from 16
@@ -407,19 +390,15 @@ func TestReplicasOTPAttemptBudget(t *testing.T) {
 	if !isAPIError(err, http.StatusTooManyRequests, apierror.RateLimited, "") {
 		t.Fatalf("the right code past the budget: %v, want 429 RATE_LIMITED", err)
 	}
-	mustAtomic(t, r.stores[0], func(tx storage.Tx) error {
-		events, err := tx.Outbox().ListByAccount(ctx, w.ID)
-		n := 0
-		for _, e := range events {
-			if e.Type == walletauth.EventCredentialOTPThrottled {
-				n++
-			}
+	n := 0
+	for _, e := range storagetest.Events(t, r.stores[0], w.ID) {
+		if e.Type == walletauth.EventCredentialOTPThrottled {
+			n++
 		}
-		if err == nil && n != 1 {
-			t.Fatalf("%d OTP_THROTTLED events, want 1", n)
-		}
-		return err
-	})
+	}
+	if n != 1 {
+		t.Fatalf("%d OTP_THROTTLED events, want 1", n)
+	}
 }
 
 // TestReplicasDomainOnce runs the domain operations that must happen once
@@ -498,13 +477,9 @@ func TestReplicasDomainOnce(t *testing.T) {
 			return err
 		})
 		pgtest.OneWinner(t, "ownership verify", errs, func(err error) bool { return apierror.CodeOf(err) == apierror.Conflict })
-		mustAtomic(t, first, func(tx storage.Tx) error {
-			evs, err := tx.Outbox().ListByAccount(ctx, a.ID)
-			if err == nil && len(evs) != 1 {
-				t.Fatalf("%d status events, want 1", len(evs))
-			}
-			return err
-		})
+		if evs := storagetest.Events(t, first, a.ID); len(evs) != 1 {
+			t.Fatalf("%d status events, want 1", len(evs))
+		}
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
 )
 
@@ -104,6 +105,17 @@ type eventEnvelope struct {
 	Data      json.RawMessage `json:"data"`
 }
 
+// committedEvents returns the committed events of accountID in Seq order,
+// read back from store (which must have an Events method, as
+// storage/memory and storage/postgres do).
+func committedEvents(ctx context.Context, store storage.Store, accountID string) ([]storage.Event, error) {
+	es, ok := store.(storagetest.EventStore)
+	if !ok {
+		return nil, fmt.Errorf("the store %T does not read events back (no Events method)", store)
+	}
+	return es.Events(ctx, accountID)
+}
+
 // replayOutbox reads the outbox of accountID and rebuilds the account's
 // credentials, sessions and email from it, checking at every event that
 // events are written only for records that exist when the event commits and
@@ -111,12 +123,7 @@ type eventEnvelope struct {
 // revoked, of a credential that is not revoked). foreign, when not nil,
 // names the signers of events of other types.
 func replayOutbox(ctx context.Context, store storage.Store, accountID string, foreign foreignSigner) (*replay, error) {
-	var events []storage.Event
-	err := store.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		events, err = tx.Outbox().ListByAccount(ctx, accountID)
-		return err
-	})
+	events, err := committedEvents(ctx, store, accountID)
 	if err != nil {
 		return nil, err
 	}

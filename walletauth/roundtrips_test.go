@@ -313,13 +313,13 @@ func TestRoundTripsPostgres(t *testing.T) {
 		// challenge (2), verify (2), its signed retry (4: a bound key has no
 		// signer lock to carry the consumption, which is sent alone so that
 		// its lock is granted before the expiry is decided)
-		{"OTPLogin", 8, 14, login},
+		{"OTPLogin", 8, 15, login},
 		{"WalletPrivacy", 5, 8, privacy},
 		{"RevokeSession", 7, 11, revokeSession},
 		{"RefreshSession", 7, 13, refreshSession},
 		{"ExportWallet", 5, 8, exportWallet},
 		{"AddCredential", 10, 14, addCredential},
-		{"AddPasskey", 12, 16, addPasskey},
+		{"AddPasskey", 12, 17, addPasskey},
 		{"AddOAuth", 9, 13, addOAuth},
 		{"RevokeCredential", 12, 16, revokeCredential},
 		{"UpdateEmail", 16, 22, updateEmail},

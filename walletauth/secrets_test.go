@@ -18,6 +18,7 @@ import (
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 	"github.com/walletgate/walletgate/walletauth/secret"
@@ -66,16 +67,19 @@ func testKeyring(t testing.TB, current string, older ...string) *secret.Keyring 
 func (e *env) storedIssuance(t testing.TB, credID string) storage.OTPIssuance {
 	t.Helper()
 	ctx := t.Context()
-	var iss storage.OTPIssuance
+	var iss *storage.OTPIssuance
 	err := e.store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
-		iss, err = tx.OTPIssuances().GetByCredential(ctx, credID)
+		iss, err = storagetest.Issuance(ctx, tx, credID)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return iss
+	if iss == nil {
+		t.Fatalf("no issuance stored for %s", credID)
+	}
+	return *iss
 }
 
 // writeIssuance overwrites the stored issuance, as someone with write access

@@ -390,10 +390,10 @@ func credentialOfType(ctx context.Context, tx storage.Tx, id string, typ storage
 // its attempts and events about it: a concurrent revoke either deleted it
 // before (404) or waits until this transaction commits. In the same step
 // the store reads the credential's issuance and, when it is live, charges
-// the attempt a ([storage.Credentials.LockForOTPAttempt]); an error
-// returned here, a credential of another type included, rolls that back.
-func lockOTPAttempt(ctx context.Context, tx storage.Tx, id string, typ storage.CredentialType, a storage.OTPAttempt) (storage.OTPAttemptResult, error) {
-	r, err := tx.Credentials().LockForOTPAttempt(ctx, id, a)
+// the attempt a ([storage.Credentials.Lock]); an error returned here, a
+// credential of another type included, rolls that back.
+func lockOTPAttempt(ctx context.Context, tx storage.Tx, id string, typ storage.CredentialType, a storage.OTPAttempt) (storage.LockedCredential, error) {
+	r, err := tx.Credentials().Lock(ctx, id, &a)
 	if errors.Is(err, storage.ErrNotFound) {
 		return r, notFound("credential", id)
 	}

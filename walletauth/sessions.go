@@ -34,7 +34,7 @@ func (s *Service) createSession(ctx context.Context, tx storage.Tx, c *storage.C
 
 // newSession is createSession that also returns the stored session.
 func (s *Service) newSession(ctx context.Context, tx storage.Tx, c *storage.Credential, pub *ecdsa.PublicKey) (*AuthSession, *storage.Session, error) {
-	if _, err := tx.Credentials().Lock(ctx, c.ID); errors.Is(err, storage.ErrNotFound) {
+	if _, err := tx.Credentials().Lock(ctx, c.ID, nil); errors.Is(err, storage.ErrNotFound) {
 		return nil, nil, notFound("credential", c.ID)
 	} else if err != nil {
 		return nil, nil, err

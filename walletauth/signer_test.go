@@ -16,6 +16,7 @@ import (
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
 )
 
@@ -200,14 +201,7 @@ func TestRefreshRacesRevoke(t *testing.T) {
 					t.Fatalf("round %d: a refresh failed with %v, want success or 401 WALLET_SIGNATURE_INVALID", round, err)
 				}
 			}
-			var events []storage.Event
-			if err := e.store.Atomic(ctx, func(tx storage.Tx) error {
-				var err error
-				events, err = tx.Outbox().ListByAccount(ctx, e.wallet.ID)
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
+			events := storagetest.Events(t, e.store, e.wallet.ID)
 			at := slices.IndexFunc(events, func(ev storage.Event) bool { return ev.Type == walletauth.EventSessionRevoked })
 			if at < 0 {
 				t.Fatal("no AUTH_SESSION.REVOKED event")

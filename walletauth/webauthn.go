@@ -104,7 +104,7 @@ type passkeySession struct {
 }
 
 // passkeyScope names the bounded scope of the login challenges of the
-// PASSKEY credential credentialID (see [storage.PendingRequests.CreateBounded]).
+// PASSKEY credential credentialID (see [storage.PendingRequests.Create] with a scope's [storage.Quota]).
 func passkeyScope(credentialID string) string { return kindPasskeySession + "/" + credentialID }
 
 // passkeyChallenge binds clientPublicKey into a WebAuthn challenge stored as a
@@ -142,7 +142,7 @@ func (s *Service) passkeyChallenge(ctx context.Context, c *storage.Credential, r
 	// MaxPasskeyChallenges of them, a new one superseding the oldest, so
 	// issuing one is never refused.
 	err = s.atomic(ctx, func(tx storage.Tx) error {
-		return tx.PendingRequests().CreateBounded(ctx, &p, passkeyScope(c.ID), s.cfg.MaxPasskeyChallenges)
+		return tx.PendingRequests().Create(ctx, &p, storage.Quota{Scope: passkeyScope(c.ID), Limit: s.cfg.MaxPasskeyChallenges})
 	})
 	if err != nil {
 		return nil, apierror.From(err)
@@ -205,7 +205,7 @@ func (s *Service) verifyPasskey(ctx context.Context, credentialID string, req Ve
 	var out *AuthSession
 	err = s.atomic(ctx, func(tx storage.Tx) error {
 		now := s.cfg.Clock() // read again on every run of the transaction
-		if _, err := tx.PendingRequests().Consume(ctx, p.ID, now); err != nil {
+		if _, err := storage.ConsumeNow(ctx, tx, p.ID, now); err != nil {
 			switch {
 			case errors.Is(err, storage.ErrNotFound):
 				// Superseded by newer challenges of the credential

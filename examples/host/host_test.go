@@ -32,6 +32,7 @@ import (
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
@@ -267,16 +268,7 @@ func (e *env) payoutRows(customer string) int {
 // events returns the outbox events of the external account, in Seq order.
 func (e *env) events(account string) []storage.Event {
 	e.t.Helper()
-	var evs []storage.Event
-	err := e.svc.Store.Atomic(e.t.Context(), func(tx storage.Tx) error {
-		var err error
-		evs, err = tx.Outbox().ListByAccount(e.t.Context(), account)
-		return err
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return evs
+	return storagetest.Events(e.t, e.svc.Store, account)
 }
 
 func countType(evs []storage.Event, typ string) int {

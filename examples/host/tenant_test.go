@@ -10,6 +10,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
 )
 
@@ -33,16 +34,19 @@ func (e *env) callAs(key, method, path string, body []byte, hdr map[string]strin
 func (e *env) issuance(credID string) storage.OTPIssuance {
 	e.t.Helper()
 	ctx := e.t.Context()
-	var iss storage.OTPIssuance
+	var iss *storage.OTPIssuance
 	err := e.svc.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
-		iss, err = tx.OTPIssuances().GetByCredential(ctx, credID)
+		iss, err = storagetest.Issuance(ctx, tx, credID)
 		return err
 	})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return iss
+	if iss == nil {
+		e.t.Fatalf("no issuance stored for %s", credID)
+	}
+	return *iss
 }
 
 // challengeOf reads the outstanding ownership challenge of an account.

@@ -30,3 +30,15 @@ func (s *Store) OutboxBacklog(ctx context.Context) (pending int64, oldest time.T
 	})
 	return pending, oldest, err
 }
+
+// Events returns the committed events of the account, delivered or not,
+// in Seq order: the account's audit trail, as the relay delivers it.
+func (s *Store) Events(ctx context.Context, accountID string) ([]storage.Event, error) {
+	var out []storage.Event
+	err := s.Atomic(ctx, func(stx storage.Tx) error {
+		var err error
+		out, err = outboxRepo{stx.(*tx)}.list(ctx, accountID)
+		return err
+	})
+	return out, err
+}

@@ -57,12 +57,11 @@ func createConsumeAt(ctx context.Context, s storage.Store, ids *idGen, acct stri
 	now, expires time.Time) error {
 	p := storage.PendingRequest{ID: ids.next("Request"), Kind: "REVOKE_SESSION", AccountID: acct, Method: "DELETE",
 		Path: "/auth/sessions/x", BodyDigest: digest, Payload: payload, CreatedAt: now, ExpiresAt: expires}
-	if err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) }); err != nil {
+	if err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000}) }); err != nil {
 		return err
 	}
 	return s.Atomic(ctx, func(tx storage.Tx) error {
-		_, err := tx.PendingRequests().Consume(ctx, p.ID, now)
-		return err
+		return tx.PendingRequests().Consume(ctx, p.ID, now)
 	})
 }
 
@@ -120,7 +119,7 @@ func BenchmarkParallelVerify(b *testing.B) {
 			p := storage.PendingRequest{ID: ids.next("Request"), Kind: "REVOKE_SESSION", AccountID: acct, Method: "DELETE",
 				Path: "/auth/sessions/x", BodyDigest: digest, Payload: payload, CreatedAt: benchT0,
 				ExpiresAt: benchT0.Add(5 * time.Minute)}
-			if err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) }); err != nil {
+			if err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000}) }); err != nil {
 				b.Error(err)
 				return
 			}
@@ -132,8 +131,7 @@ func BenchmarkParallelVerify(b *testing.B) {
 				mac.Reset()
 				mac.Write(got.Payload)
 				sum = mac.Sum(sum[:0])
-				_, err = tx.PendingRequests().Consume(ctx, p.ID, benchT0)
-				return err
+				return tx.PendingRequests().Consume(ctx, p.ID, benchT0)
 			})
 			if err != nil {
 				b.Error(err)

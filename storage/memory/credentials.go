@@ -248,40 +248,32 @@ func (r credRepo) FindByWebAuthnID(ctx context.Context, credentialID []byte) (st
 	return r.Get(ctx, id)
 }
 
-// Lock is Get under an exclusive lock, held until the transaction ends.
-func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, error) {
-	return r.get(ctx, id, exclusive)
-}
-
-// LockForOTPAttempt is Lock and GetByCredential, then, when the issuance
-// is live for an attempt, Allow and Attempt, in the same transaction.
-func (r credRepo) LockForOTPAttempt(ctx context.Context, id string, a storage.OTPAttempt) (storage.OTPAttemptResult, error) {
-	c, err := r.Lock(ctx, id)
-	if err != nil {
-		return storage.OTPAttemptResult{}, err
+// Lock is Get under an exclusive lock, held until the transaction ends;
+// with an attempt, it then reads the credential's issuance and, when it is
+// live for an attempt, counts the budget's hit and reserves the attempt,
+// in the same transaction.
+func (r credRepo) Lock(ctx context.Context, id string, a *storage.OTPAttempt) (storage.LockedCredential, error) {
+	c, err := r.get(ctx, id, exclusive)
+	if err != nil || a == nil {
+		return storage.LockedCredential{Credential: c}, err
 	}
-	res := storage.OTPAttemptResult{Credential: c}
-	o, err := otpRepo(r).GetByCredential(ctx, id)
+	res := storage.LockedCredential{Credential: c}
+	o, err := otpRepo(r).ofCredential(ctx, id)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return res, nil
 	case err != nil:
-		return storage.OTPAttemptResult{}, err
+		return storage.LockedCredential{}, err
 	}
 	res.Issuance = &o
 	if !o.ConsumedAt.IsZero() || !a.Now.Before(o.ExpiresAt) || o.Attempts >= a.Limit {
 		return res, nil
 	}
-	if res.Wait, err = limitRepo(r).Allow(ctx, a.Key, a.Now, a.Window, a.Budget); err != nil || res.Wait > 0 {
+	if res.Wait, err = limitRepo(r).allow(ctx, a.Key, a.Now, a.Window, a.Budget); err != nil || res.Wait > 0 {
 		return res, err
 	}
-	reserved, err := otpRepo(r).Attempt(ctx, o.ID, a.Limit, a.Now)
-	switch {
-	case err == nil:
-		res.Reserved = &reserved
-	case !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrConsumed) &&
-		!errors.Is(err, storage.ErrExpired) && !errors.Is(err, storage.ErrExhausted):
-		return storage.OTPAttemptResult{}, err
+	if res.Reserved, err = otpRepo(r).attempt(ctx, o.ID, a.Limit, a.Now); err != nil {
+		return storage.LockedCredential{}, err
 	}
 	return res, nil
 }

@@ -224,7 +224,7 @@ func TestCancelWhileWaiting(t *testing.T) {
 	defer cancel()
 	p := storage.PendingRequest{ID: benchID("Request"), ExpiresAt: benchT0.Add(time.Hour)}
 	err := s.Atomic(c, func(tx storage.Tx) error {
-		if err := tx.PendingRequests().Create(c, &p); err != nil {
+		if err := tx.PendingRequests().Create(c, &p, storage.Quota{Limit: 1000}); err != nil {
 			return err
 		}
 		_, err := tx.InternalAccounts().Lock(c, id)
@@ -260,7 +260,7 @@ func TestSweepWaitsForUser(t *testing.T) {
 	for range 2 {
 		p := storage.PendingRequest{ID: benchID("Request"), Kind: "REVOKE_SESSION", AccountID: "InternalAccount:a",
 			CreatedAt: benchT0, ExpiresAt: benchT0.Add(time.Minute)}
-		if err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) }); err != nil {
+		if err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000}) }); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, p.ID)

@@ -18,7 +18,7 @@
 // list read holds its index key, so a concurrent insert waits until the
 // reader ends; that is how the uniqueness rules of Credentials.Create and
 // Update, IdempotencyKeys.Begin and the Lock methods hold. Single-use
-// consumption, OTPIssuances.Attempt and compare-and-set on Version are a read
+// consumption, an OTP attempt and compare-and-set on Version are a read
 // and a write under one exclusive record lock.
 //
 // Deadlocks are avoided by wait-die (see locks.go): a transaction waits only
@@ -86,8 +86,8 @@ type Store struct {
 	sessByAcct    table[[]string]
 	sessByCred    table[[]string]
 	pending       table[*storage.PendingRequest]
-	pendByAcct    table[[]string] // requests by account, pruned by CreateLimited
-	pendByScope   table[[]string] // requests by bounded scope, pruned by CreateBounded
+	pendByAcct    table[[]string] // requests by account, pruned by createLimited
+	pendByScope   table[[]string] // requests by bounded scope, pruned by createBounded
 	limits        table[*window]
 	idem          table[*storage.IdempotencyRecord] // by idemKey(scope, key)
 	expiry        [nShards]expiryShard

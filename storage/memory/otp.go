@@ -41,7 +41,9 @@ func (r otpRepo) Put(ctx context.Context, o *storage.OTPIssuance) error {
 	return nil
 }
 
-func (r otpRepo) GetByCredential(ctx context.Context, credentialID string) (storage.OTPIssuance, error) {
+// ofCredential returns the credential's live issuance, read under shared locks,
+// or ErrNotFound.
+func (r otpRepo) ofCredential(ctx context.Context, credentialID string) (storage.OTPIssuance, error) {
 	if err := r.lockS(ctx, lkOTPByCred, credentialID); err != nil {
 		return storage.OTPIssuance{}, err
 	}
@@ -61,7 +63,7 @@ func (r otpRepo) GetByCredential(ctx context.Context, credentialID string) (stor
 
 // live locks issuance id and returns it when it is neither consumed nor
 // expired at now: ErrNotFound, ErrConsumed or ErrExpired otherwise, checked
-// in that order.
+// in that order, each as a *storage.ConsumeError.
 func (r otpRepo) live(ctx context.Context, id string, now time.Time) (*storage.OTPIssuance, error) {
 	if err := r.lockX(ctx, lkOTP, id); err != nil {
 		return nil, err
@@ -69,40 +71,37 @@ func (r otpRepo) live(ctx context.Context, id string, now time.Time) (*storage.O
 	o, ok := r.s.otp.get(id)
 	switch {
 	case !ok:
-		return nil, storage.ErrNotFound
+		return nil, &storage.ConsumeError{ID: id, Err: storage.ErrNotFound}
 	case !o.ConsumedAt.IsZero():
-		return nil, storage.ErrConsumed
+		return nil, &storage.ConsumeError{ID: id, Err: storage.ErrConsumed}
 	case !now.Before(o.ExpiresAt):
-		return nil, storage.ErrExpired
+		return nil, &storage.ConsumeError{ID: id, Err: storage.ErrExpired}
 	}
 	return o, nil
 }
 
-func (r otpRepo) Attempt(ctx context.Context, id string, limit int, now time.Time) (storage.OTPIssuance, error) {
+// attempt reserves one attempt of issuance id when it is live at now and
+// fewer than limit attempts were made; it reports whether it did.
+func (r otpRepo) attempt(ctx context.Context, id string, limit int, now time.Time) (*storage.OTPIssuance, error) {
 	o, err := r.live(ctx, id, now)
-	if err != nil {
-		return storage.OTPIssuance{}, err
-	}
-	if o.Attempts >= limit {
-		return storage.OTPIssuance{}, storage.ErrExhausted
+	var gone *storage.ConsumeError
+	switch {
+	case errors.As(err, &gone):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case o.Attempts >= limit:
+		return nil, nil
 	}
 	set(r.tx, &o.Attempts, o.Attempts+1)
-	return *cloneOTP(o), nil
+	return cloneOTP(o), nil
 }
 
-func (r otpRepo) Consume(ctx context.Context, id string, now time.Time) (storage.OTPIssuance, error) {
+func (r otpRepo) Consume(ctx context.Context, id string, now time.Time) error {
 	o, err := r.live(ctx, id, now)
 	if err != nil {
-		return storage.OTPIssuance{}, err
+		return err
 	}
 	set(r.tx, &o.ConsumedAt, now)
-	return *cloneOTP(o), nil
-}
-
-func (r otpRepo) Spend(ctx context.Context, id string, now time.Time) error {
-	_, err := r.Consume(ctx, id, now)
-	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrExpired) || errors.Is(err, storage.ErrConsumed) {
-		return &storage.SpendError{ID: id, Err: err}
-	}
-	return err
+	return nil
 }

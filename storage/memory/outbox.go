@@ -141,7 +141,8 @@ func (r outboxRepo) Redrive(ctx context.Context, id string, now time.Time) error
 	return nil
 }
 
-func (r outboxRepo) ListByAccount(ctx context.Context, accountID string) ([]storage.Event, error) {
+// list returns the account's events in Seq order.
+func (r outboxRepo) list(ctx context.Context, accountID string) ([]storage.Event, error) {
 	if err := r.lockS(ctx, lkOutbox, ""); err != nil {
 		return nil, err
 	}

@@ -47,7 +47,30 @@ func carve(src, buf []byte) (cp, rest []byte) {
 
 type pendingRepo struct{ *tx }
 
-func (r pendingRepo) Create(ctx context.Context, p *storage.PendingRequest) error {
+// Create stores p within its account's quota (createLimited) or its
+// scope's (createBounded).
+func (r pendingRepo) Create(ctx context.Context, p *storage.PendingRequest, quota storage.Quota) error {
+	if quota.Limit <= 0 {
+		return errors.New("memory: a pending request's quota needs a positive limit")
+	}
+	if quota.Scope != "" {
+		return r.createBounded(ctx, p, quota.Scope, quota.Limit)
+	}
+	return r.createLimited(ctx, p, quota.Limit)
+}
+
+func (r pendingRepo) insert(p *storage.PendingRequest) {
+	tput(r.tx, &r.s.pending, p.ID, clonePending(p))
+	appendIndex(r.tx, &r.s.pendByAcct, p.AccountID, p.ID)
+	r.watch(kindPending, p.ID, p.ExpiresAt)
+}
+
+// createLimited holds the account's list of requests exclusively, reads
+// each listed request under its shared lock (a consumption in flight is
+// waited for) and drops from the list those that no longer count: swept,
+// consumed or expired at p.CreatedAt. The list is the requests created
+// since the last such pruning, so it stays near limit long.
+func (r pendingRepo) createLimited(ctx context.Context, p *storage.PendingRequest, limit int) error {
 	if err := r.lockX(ctx, lkPending, p.ID); err != nil {
 		return err
 	}
@@ -57,40 +80,12 @@ func (r pendingRepo) Create(ctx context.Context, p *storage.PendingRequest) erro
 	if err := r.lockX(ctx, lkPendByAcct, p.AccountID); err != nil {
 		return err
 	}
-	r.insert(p)
-	return nil
-}
-
-func (r pendingRepo) insert(p *storage.PendingRequest) {
-	tput(r.tx, &r.s.pending, p.ID, clonePending(p))
-	appendIndex(r.tx, &r.s.pendByAcct, p.AccountID, p.ID)
-	r.watch(kindPending, p.ID, p.ExpiresAt)
-}
-
-// CreateLimited holds the account's list of requests exclusively, reads
-// each listed request under its shared lock (a consumption in flight is
-// waited for) and drops from the list those that no longer count: swept,
-// consumed or expired at p.CreatedAt. The list is the requests created
-// since the last such pruning, so it stays near limit long.
-func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingRequest, limit int) (time.Time, error) {
-	if limit <= 0 {
-		return time.Time{}, errors.New("memory: CreateLimited needs a positive limit")
-	}
-	if err := r.lockX(ctx, lkPending, p.ID); err != nil {
-		return time.Time{}, err
-	}
-	if _, ok := r.s.pending.get(p.ID); ok {
-		return time.Time{}, storage.ErrDuplicate
-	}
-	if err := r.lockX(ctx, lkPendByAcct, p.AccountID); err != nil {
-		return time.Time{}, err
-	}
 	ids, _ := r.s.pendByAcct.get(p.AccountID)
 	live := make([]string, 0, min(len(ids), limit)+1)
 	var earliest time.Time
 	for _, id := range ids {
 		if err := r.lockS(ctx, lkPending, id); err != nil {
-			return time.Time{}, err
+			return err
 		}
 		q, ok := r.s.pending.get(id)
 		if !ok || !q.ConsumedAt.IsZero() || !q.ExpiresAt.After(p.CreatedAt) {
@@ -105,7 +100,7 @@ func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingReques
 		if len(live) < len(ids) {
 			tput(r.tx, &r.s.pendByAcct, p.AccountID, live)
 		}
-		return earliest, &storage.LimitError{RetryAt: earliest}
+		return &storage.LimitError{RetryAt: earliest}
 	}
 	if len(live) == 0 {
 		tdel(r.tx, &r.s.pendByAcct, p.AccountID)
@@ -113,22 +108,16 @@ func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingReques
 		tput(r.tx, &r.s.pendByAcct, p.AccountID, live)
 	}
 	r.insert(p)
-	return time.Time{}, nil
+	return nil
 }
 
-// CreateBounded holds the scope's list of requests exclusively, reads each
+// createBounded holds the scope's list of requests exclusively, reads each
 // listed request under its shared lock (a consumption in flight is waited
 // for) and deletes, under its exclusive lock, every one that no longer
 // counts (consumed or expired at p.CreatedAt) and the oldest live ones
 // beyond limit-1. The list then holds the requests kept and p, never more
 // than limit; a request swept meanwhile only leaves the list.
-func (r pendingRepo) CreateBounded(ctx context.Context, p *storage.PendingRequest, scope string, limit int) error {
-	switch {
-	case limit <= 0:
-		return errors.New("memory: CreateBounded needs a positive limit")
-	case scope == "":
-		return errors.New("memory: CreateBounded needs a scope")
-	}
+func (r pendingRepo) createBounded(ctx context.Context, p *storage.PendingRequest, scope string, limit int) error {
 	if err := r.lockX(ctx, lkPending, p.ID); err != nil {
 		return err
 	}
@@ -190,27 +179,19 @@ func (r pendingRepo) Get(ctx context.Context, id string) (storage.PendingRequest
 	return copyPending(p), nil
 }
 
-func (r pendingRepo) Consume(ctx context.Context, id string, now time.Time) (storage.PendingRequest, error) {
+func (r pendingRepo) Consume(ctx context.Context, id string, now time.Time) error {
 	if err := r.lockX(ctx, lkPending, id); err != nil {
-		return storage.PendingRequest{}, err
+		return err
 	}
 	p, ok := r.s.pending.get(id)
 	switch {
 	case !ok:
-		return storage.PendingRequest{}, storage.ErrNotFound
+		return &storage.ConsumeError{ID: id, Err: storage.ErrNotFound}
 	case !p.ConsumedAt.IsZero():
-		return storage.PendingRequest{}, storage.ErrConsumed
+		return &storage.ConsumeError{ID: id, Err: storage.ErrConsumed}
 	case !now.Before(p.ExpiresAt):
-		return storage.PendingRequest{}, storage.ErrExpired
+		return &storage.ConsumeError{ID: id, Err: storage.ErrExpired}
 	}
 	set(r.tx, &p.ConsumedAt, now)
-	return copyPending(p), nil
-}
-
-func (r pendingRepo) Spend(ctx context.Context, id string, now time.Time) error {
-	_, err := r.Consume(ctx, id, now)
-	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrExpired) || errors.Is(err, storage.ErrConsumed) {
-		return &storage.SpendError{ID: id, Err: err}
-	}
-	return err
+	return nil
 }

@@ -17,7 +17,10 @@ type window struct {
 
 type limitRepo struct{ *tx }
 
-func (r limitRepo) Allow(ctx context.Context, key string, now time.Time, window time.Duration, limit int) (time.Duration, error) {
+// allow counts one hit on key at now when the window has room and returns
+// 0; otherwise it counts nothing and returns how long until the window
+// closes.
+func (r limitRepo) allow(ctx context.Context, key string, now time.Time, window time.Duration, limit int) (time.Duration, error) {
 	if err := r.lockX(ctx, lkLimit, key); err != nil {
 		return 0, err
 	}
@@ -39,7 +42,7 @@ func newWindow(now time.Time, d time.Duration) *window {
 }
 
 func (r limitRepo) Hit(ctx context.Context, key string, now time.Time, window time.Duration, limit int) error {
-	wait, err := r.Allow(ctx, key, now, window, limit)
+	wait, err := r.allow(ctx, key, now, window, limit)
 	if err == nil && wait > 0 {
 		return &storage.RateLimitError{Wait: wait}
 	}

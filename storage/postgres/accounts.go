@@ -69,7 +69,7 @@ func (r extRepo) Get(ctx context.Context, id string) (storage.ExternalAccount, e
 	if !storableKey(id) {
 		return a, notFoundOrDone(r.t)
 	}
-	found, err := r.t.readRow(ctx, r.t.s.q.extGet, []any{id}, func(row pgx.Row) error { return scanExt(row, &a) })
+	found, err := r.t.queryRow(ctx, r.t.s.q.extGet, []any{id}, func(row pgx.Row) error { return scanExt(row, &a) })
 	switch {
 	case err != nil:
 		return storage.ExternalAccount{}, wrap("get external account", err)
@@ -116,7 +116,7 @@ func (r extRepo) ListByCustomer(ctx context.Context, customerID string) ([]stora
 		return nil, r.t.check()
 	}
 	var out []storage.ExternalAccount
-	err := r.t.readRows(ctx, r.t.s.q.extList, []any{customerID}, func(rows pgx.Rows) error {
+	err := r.t.query(ctx, r.t.s.q.extList, []any{customerID}, func(rows pgx.Rows) error {
 		var a storage.ExternalAccount
 		if err := scanExt(rows, &a); err != nil {
 			return err
@@ -190,7 +190,7 @@ func (r walletRepo) Get(ctx context.Context, id string) (storage.InternalAccount
 	if a, ok := r.t.aheadWallet(id); ok {
 		return a, nil
 	}
-	found, err := r.t.readRow(ctx, r.t.s.q.walletGet, []any{id}, func(row pgx.Row) error { return scanWallet(row, &a) })
+	found, err := r.t.queryRow(ctx, r.t.s.q.walletGet, []any{id}, func(row pgx.Row) error { return scanWallet(row, &a) })
 	switch {
 	case err != nil:
 		return storage.InternalAccount{}, wrap("get internal account", err)
@@ -239,7 +239,7 @@ func (r walletRepo) ListByCustomer(ctx context.Context, customerID string) ([]st
 		return nil, r.t.check()
 	}
 	var out []storage.InternalAccount
-	err := r.t.readRows(ctx, r.t.s.q.walletList, []any{customerID}, func(rows pgx.Rows) error {
+	err := r.t.query(ctx, r.t.s.q.walletList, []any{customerID}, func(rows pgx.Rows) error {
 		var a storage.InternalAccount
 		if err := scanWallet(rows, &a); err != nil {
 			return err

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/walletgate/walletgate/storage"
 )
 
 // outboxBacklogSQL counts the pending events (neither delivered nor
@@ -27,4 +29,21 @@ func (s *Store) OutboxBacklog(ctx context.Context) (pending int64, oldest time.T
 		oldest = first.UTC()
 	}
 	return pending, oldest, nil
+}
+
+// Events returns the committed events of the account, delivered or not,
+// in Seq order: the account's audit trail, as the relay delivers it. With
+// a context of [Store.WithTx] it reads inside the host's transaction.
+func (s *Store) Events(ctx context.Context, accountID string) ([]storage.Event, error) {
+	var out []storage.Event
+	err := s.Atomic(ctx, func(stx storage.Tx) error {
+		t := stx.(*tx)
+		if !storableKey(accountID) {
+			return t.check()
+		}
+		var err error
+		out, err = outboxRepo{t}.list(ctx, "list events of account", s.q.outboxList, accountID)
+		return err
+	})
+	return out, err
 }

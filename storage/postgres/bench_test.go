@@ -42,7 +42,7 @@ func BenchmarkConsume(b *testing.B) {
 
 	viaStore := func(id string) error {
 		return s.Atomic(ctx, func(tx storage.Tx) error {
-			_, err := tx.PendingRequests().Consume(ctx, id, now)
+			_, err := storage.ConsumeNow(ctx, tx, id, now)
 			return err
 		})
 	}

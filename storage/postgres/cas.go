@@ -15,8 +15,8 @@ import (
 // does not exist (ErrNotFound) or its version moved on (ErrConflict). The
 // UPDATE already waited for any transaction holding the row, so this read
 // sees the state that defeated it.
-func (t *tx) casMiss(ctx context.Context, existsSQL, id, what string) error {
-	found, err := t.queryRow(ctx, existsSQL, []any{id}, func(row pgx.Row) error { return row.Scan(new(int)) })
+func (t *tx) casMiss(ctx context.Context, exists stmt, id, what string) error {
+	found, err := t.queryRow(ctx, exists, []any{id}, func(row pgx.Row) error { return row.Scan(new(int)) })
 	switch {
 	case err != nil:
 		return wrap("update "+what, err)
@@ -39,9 +39,9 @@ func notFoundOrDone(t *tx) error {
 // the contract gives: unknown, already consumed, expired. The UPDATE already
 // waited for any transaction holding the row, so this read sees the state
 // that defeated it.
-func (t *tx) consumeMiss(ctx context.Context, stateSQL, id string, now time.Time, what string) error {
+func (t *tx) consumeMiss(ctx context.Context, state stmt, id string, now time.Time, what string) error {
 	var consumed, expires pgtype.Timestamptz
-	found, err := t.queryRow(ctx, stateSQL, []any{id}, func(row pgx.Row) error { return row.Scan(&consumed, &expires) })
+	found, err := t.queryRow(ctx, state, []any{id}, func(row pgx.Row) error { return row.Scan(&consumed, &expires) })
 	switch {
 	case err != nil:
 		return wrap("consume "+what, err)

@@ -52,7 +52,7 @@ func (r challengeRepo) Get(ctx context.Context, accountID string) (storage.Owner
 	if !storableKey(accountID) {
 		return c, notFoundOrDone(r.t)
 	}
-	found, err := r.t.readRow(ctx, r.t.s.q.challengeGet, []any{accountID}, func(row pgx.Row) error { return scanChallenge(row, &c) })
+	found, err := r.t.queryRow(ctx, r.t.s.q.challengeGet, []any{accountID}, func(row pgx.Row) error { return scanChallenge(row, &c) })
 	switch {
 	case err != nil:
 		return storage.OwnershipChallenge{}, wrap("get ownership challenge", err)

@@ -159,14 +159,13 @@ func (r credRepo) Get(ctx context.Context, id string) (storage.Credential, error
 	if c, ok := r.t.heldCredential(id); ok {
 		return c, nil
 	}
-	return r.one(ctx, true, "get credential", r.t.s.q.credGet, id)
+	return r.one(ctx, "get credential", r.t.s.q.credGet, id)
 }
 
-// one returns the credential sql selects; read says that sql is a plain
-// read (see tx.run), not a lock.
-func (r credRepo) one(ctx context.Context, read bool, op, sql string, arg any) (storage.Credential, error) {
+// one returns the credential st selects.
+func (r credRepo) one(ctx context.Context, op string, st stmt, arg any) (storage.Credential, error) {
 	var c storage.Credential
-	found, err := r.t.row(ctx, read, sql, []any{arg}, func(row pgx.Row) error { return scanCred(row, &c) })
+	found, err := r.t.queryRow(ctx, st, []any{arg}, func(row pgx.Row) error { return scanCred(row, &c) })
 	switch {
 	case err != nil:
 		return storage.Credential{}, wrap(op, err)
@@ -187,8 +186,8 @@ func (r credRepo) Update(ctx context.Context, c *storage.Credential) error {
 	}
 	var v int64
 	found := false
-	b := &pgx.Batch{}
-	b.Queue(savepointSQL)
+	b := &batch{}
+	b.Queue(r.t.s.q.savepoint)
 	b.Queue(r.t.s.q.credUpdate, append(credArgs(c), c.Version)...).Query(func(rows pgx.Rows) error {
 		if rows.Next() {
 			found = true
@@ -196,10 +195,10 @@ func (r credRepo) Update(ctx context.Context, c *storage.Credential) error {
 		}
 		return nil
 	})
-	b.Queue(releaseSQL)
+	b.Queue(r.t.s.q.release)
 	err := r.t.send(ctx, b)
 	if pgCode(err) == codeUniqueViolation {
-		if _, rerr := r.t.exec(ctx, rollbackToSQL); rerr != nil {
+		if _, rerr := r.t.exec(ctx, r.t.s.q.rollbackTo); rerr != nil {
 			return wrap("update credential", rerr)
 		}
 		return wrap("update credential", err)
@@ -228,9 +227,9 @@ func (r credRepo) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-func (r credRepo) list(ctx context.Context, op, sql string, arg any) ([]storage.Credential, error) {
+func (r credRepo) list(ctx context.Context, op string, st stmt, arg any) ([]storage.Credential, error) {
 	var out []storage.Credential
-	err := r.t.readRows(ctx, sql, []any{arg}, func(rows pgx.Rows) error {
+	err := r.t.query(ctx, st, []any{arg}, func(rows pgx.Rows) error {
 		var c storage.Credential
 		if err := scanCred(rows, &c); err != nil {
 			return err
@@ -258,13 +257,22 @@ func (r credRepo) FindByWebAuthnID(ctx context.Context, credentialID []byte) (st
 	if credentialID == nil {
 		credentialID = []byte{} // an empty id is stored as empty, not NULL
 	}
-	return r.one(ctx, true, "find credential by WebAuthn id", r.t.s.q.credByWebAuthn, credentialID)
+	return r.one(ctx, "find credential by WebAuthn id", r.t.s.q.credByWebAuthn, credentialID)
 }
 
 // Lock reads the credential with a row lock held until the transaction
 // ends; a concurrent Delete waits for it, and a Lock that waited for a Delete
-// finds nothing.
-func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, error) {
+// finds nothing. With an attempt it is lockForAttempt.
+func (r credRepo) Lock(ctx context.Context, id string, attempt *storage.OTPAttempt) (storage.LockedCredential, error) {
+	if attempt != nil {
+		return r.lockForAttempt(ctx, id, *attempt)
+	}
+	c, err := r.lock(ctx, id)
+	return storage.LockedCredential{Credential: c}, err
+}
+
+// lock is Lock without an attempt.
+func (r credRepo) lock(ctx context.Context, id string) (storage.Credential, error) {
 	if !storableKey(id) {
 		return storage.Credential{}, notFoundOrDone(r.t)
 	}
@@ -277,7 +285,7 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 	var c storage.Credential
 	var a storage.InternalAccount
 	foundC, foundA := false, false
-	b := &pgx.Batch{}
+	b := &batch{}
 	r.queueLock(b, id, &c, &foundC)
 	ahead := r.t.mayReadAhead()
 	if ahead {
@@ -304,7 +312,7 @@ func (r credRepo) Lock(ctx context.Context, id string) (storage.Credential, erro
 
 // queueLock queues the locking read of credential id into b, which sets
 // *found and scans the row into c when the credential exists.
-func (r credRepo) queueLock(b *pgx.Batch, id string, c *storage.Credential, found *bool) {
+func (r credRepo) queueLock(b *batch, id string, c *storage.Credential, found *bool) {
 	b.Queue(r.t.s.q.credLock, id).Query(func(rows pgx.Rows) error {
 		if !rows.Next() {
 			return nil
@@ -314,27 +322,30 @@ func (r credRepo) queueLock(b *pgx.Batch, id string, c *storage.Credential, foun
 	})
 }
 
-// LockForOTPAttempt sends the credential's locking read and the attempt
+// lockForAttempt sends the credential's locking read and the attempt
 // (otpLockAttemptSQL) in one round trip: at READ COMMITTED the attempt's
 // statement takes its snapshot once the lock was granted, so it reads the
-// issuance as a GetByCredential sent after the Lock would. A refused hit
-// costs a read more, as Allow's does. A budget below one is Allow's, which
-// refuses every hit: the issuance is read with the lock, and the window
-// opened after.
-func (r credRepo) LockForOTPAttempt(ctx context.Context, id string, a storage.OTPAttempt) (storage.OTPAttemptResult, error) {
+// issuance as a read sent after the lock would. A refused hit costs a
+// read more, as allow's does. A budget below one is allow's, which refuses
+// every hit: the issuance is read with the lock, and the window opened
+// after.
+func (r credRepo) lockForAttempt(ctx context.Context, id string, a storage.OTPAttempt) (storage.LockedCredential, error) {
 	if !storableKey(id) {
-		return storage.OTPAttemptResult{}, notFoundOrDone(r.t)
-	}
-	if err := r.t.valid("rate-limit window", key("key", a.Key)); err != nil {
-		return storage.OTPAttemptResult{}, err
+		return storage.LockedCredential{}, notFoundOrDone(r.t)
 	}
 	limit := min(max(a.Limit, 0), math.MaxInt32)
+	if limit > 0 {
+		// With no attempt allowed nothing is counted: the key is unused.
+		if err := r.t.valid("rate-limit window", key("key", a.Key)); err != nil {
+			return storage.LockedCredential{}, err
+		}
+	}
 	var c storage.Credential
 	var cur, att otpRow
 	foundC, counted := false, false
-	b := &pgx.Batch{}
+	b := &batch{}
 	r.queueLock(b, id, &c, &foundC)
-	if a.Budget < 1 {
+	if a.Budget < 1 || limit == 0 {
 		b.Queue(r.t.s.q.otpGet, id).Query(func(rows pgx.Rows) error {
 			if !rows.Next() {
 				return nil
@@ -352,12 +363,12 @@ func (r credRepo) LockForOTPAttempt(ctx context.Context, id string, a storage.OT
 	}
 	switch err := r.t.send(ctx, b); {
 	case err != nil:
-		return storage.OTPAttemptResult{}, wrap("lock credential for an OTP attempt", err)
+		return storage.LockedCredential{}, wrap("lock credential for an OTP attempt", err)
 	case !foundC:
-		return storage.OTPAttemptResult{}, storage.ErrNotFound
+		return storage.LockedCredential{}, storage.ErrNotFound
 	}
 	r.t.hold(heldCredentials, c.ID, cloneCredential(c))
-	res := storage.OTPAttemptResult{Credential: c, Issuance: cur.issuance(), Reserved: att.issuance()}
+	res := storage.LockedCredential{Credential: c, Issuance: cur.issuance(), Reserved: att.issuance()}
 	o := res.Issuance
 	if o == nil || !o.ConsumedAt.IsZero() || !a.Now.Before(o.ExpiresAt) || o.Attempts >= limit || counted {
 		return res, nil
@@ -367,12 +378,12 @@ func (r credRepo) LockForOTPAttempt(ctx context.Context, id string, a storage.OT
 	lr := limitRepo{r.t}
 	var err error
 	if a.Budget < 1 {
-		res.Wait, err = lr.Allow(ctx, a.Key, a.Now, a.Window, a.Budget)
+		res.Wait, err = lr.allow(ctx, a.Key, a.Now, a.Window, a.Budget)
 	} else {
 		res.Wait, err = lr.windowWait(ctx, a.Key, a.Now)
 	}
 	if err != nil {
-		return storage.OTPAttemptResult{}, err
+		return storage.LockedCredential{}, err
 	}
 	return res, nil
 }
@@ -381,7 +392,7 @@ func (r credRepo) LockForOTPAttempt(ctx context.Context, id string, a storage.OT
 // and the address, so it needs no row and stores of other schemas never wait
 // on it.
 func (r credRepo) LockEmail(ctx context.Context, email string) error {
-	_, err := r.t.exec(ctx, advisoryLockSQL, lockKey("email/"+email, r.t.s.cfg.Schema))
+	_, err := r.t.exec(ctx, r.t.s.q.advisoryLock, lockKey("email/"+email, r.t.s.cfg.Schema))
 	return wrap("lock email", err)
 }
 

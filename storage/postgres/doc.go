@@ -58,29 +58,32 @@
 // such a read has no write of the transaction to see, so it reads the
 // same; a transaction that only reads costs no COMMIT. At SERIALIZABLE
 // every read runs inside the block, where the serializable checks see it.
-// The deferrable writes of the storage contract (Sessions.Create,
-// OTPIssuances.Put, Outbox.Append, PendingRequests.CreateLimited,
-// PendingRequests.CreateBounded, RateLimits.Hit and the Spend methods) send
-// nothing when called: they travel
-// with the transaction's next statement or with its COMMIT, which then
-// costs no round trip of its own. Their statements raise an error rather
-// than skip a duplicate, so a deferred write that fails aborts the
-// transaction and is reported by the statement or commit that carried it;
-// the guarded ones (CreateLimited, Hit, Spend) call the schema's function
-// guard_failed when their guard fails, which raises SQLSTATE WG001 naming
-// the guard (migration 7), and the store reports that as the contract's
-// error (a
-// *storage.LimitError or ErrDuplicate, or a *storage.RateLimitError, read
-// after the rollback; a *storage.SpendError). Reads of rows the transaction holds locked
+// Every method the storage contract calls deferrable is deferred: it sends
+// nothing when called and travels with the transaction's next statement or
+// with its COMMIT, which then costs no round trip of its own (inside a
+// host's transaction it is sent at once). Its statement raises an error
+// rather than skip a duplicate, so a deferred write that fails aborts the
+// transaction and is reported by the statement or commit that carried it,
+// as the contract's rule asks; a guarded one (the quota of
+// PendingRequests.Create, RateLimits.Hit, the Consume methods) calls the
+// schema's function guard_failed when its guard fails, which raises
+// SQLSTATE WG001 naming the guard (migration 7), and the store reports
+// that as the contract's error (a *storage.LimitError or ErrDuplicate, or
+// a *storage.RateLimitError, read after the rollback; a
+// *storage.ConsumeError). Reads of rows the transaction holds locked
 // (InternalAccounts.Lock, Credentials.Lock, the signer locks) are answered
-// from what the lock read until a statement of the transaction writes that
-// table: no one else can change a row while it is held. Credentials.Lock
-// also reads the credential's account in its round trip, right after the
-// lock, unless the transaction holds an account already, and
-// InternalAccounts.Get answers from that read until the transaction sends
-// its next statement: nothing of the transaction ran in between, so at
+// from what the lock read until a statement of the transaction writes or
+// locks that table: no one else can change a row while it is held. Which
+// tables a statement touches, and whether it only reads, is declared with
+// the statement, not read from its SQL: a statement that is not a plain
+// read invalidates the kept rows of every table it declares, when it is
+// sent or deferred. Credentials.Lock also reads the credential's account
+// in its round trip, right after the lock, unless the transaction holds an
+// account already, and InternalAccounts.Get answers from that read until
+// the transaction sends its next statement or defers a write that declares
+// the account's table: nothing of the transaction ran in between, so at
 // READ COMMITTED it reads what its own statement would have.
-// Credentials.LockForOTPAttempt sends its attempt the same way, right
+// Credentials.Lock with an attempt sends the attempt the same way, right
 // after the lock, in the same round trip (see below).
 // Serialization failures and deadlocks are rerun a bounded number of times
 // ([Config.MaxRetries]). A cancelled context rolls back: with pgx's default
@@ -169,12 +172,12 @@
 // statement, and an id that is already another account's (credential's)
 // aborts the transaction with an error wrapping [storage.ErrDuplicate].
 //
-// OTPIssuances.Attempt is such an UPDATE too: attempts < limit is part of its
-// WHERE clause, so no more than the limit of attempts pass across replicas.
-// Credentials.LockForOTPAttempt sends, right after the credential's
-// locking read, one statement that reads the credential's issuance, the
-// budget's hit (the rate-limit upsert, whose WHERE clause is the budget,
-// made only for an issuance live for an attempt) and that UPDATE,
+// An OTP attempt is such an UPDATE too: Credentials.Lock with an attempt
+// sends, right after the credential's locking read, one statement that
+// reads the credential's issuance, the budget's hit (the rate-limit
+// upsert, whose WHERE clause is the budget, made only for an issuance live
+// for an attempt) and the UPDATE of the attempt, whose WHERE clause holds
+// attempts < limit (so no more than the limit pass across replicas),
 // conditioned on the hit's returned row, so a refused hit reserves
 // nothing and an issuance that is not live counts nothing.
 // Rules that span rows are kept by locks held to the end of the transaction:
@@ -190,15 +193,15 @@
 // accounts (ascending id), an email address, credentials, sessions,
 // external accounts.
 //
-// PendingRequests.CreateLimited takes a transaction-level advisory lock of
-// the account's pending requests and then inserts with the count of its live
+// PendingRequests.Create within an account's quota takes a
+// transaction-level advisory lock of the account's pending requests and then inserts with the count of its live
 // requests in the WHERE clause, two statements in one round trip: the
 // insert's snapshot is taken after the lock was granted, so it counts every
 // request committed under the lock. It counts only the requests stored
 // without a scope (bound_scope NULL).
 //
-// PendingRequests.CreateBounded takes a transaction-level advisory lock of
-// its scope and then, in one statement, deletes what the scope no longer
+// PendingRequests.Create within a scope's quota takes a transaction-level
+// advisory lock of the scope and then, in one statement, deletes what the scope no longer
 // keeps (its requests consumed or expired, and all but the limit-1 newest
 // live ones) and inserts the request with its scope in bound_scope: two
 // statements, deferred like the other deferrable writes, so a passkey

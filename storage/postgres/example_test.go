@@ -39,14 +39,11 @@ func Example() {
 	now := time.Now()
 	req := storage.PendingRequest{ID: id, Kind: "REVOKE_SESSION", AccountID: "InternalAccount:1",
 		Method: "DELETE", Path: "/auth/sessions/Session:1", CreatedAt: now, ExpiresAt: now.Add(5 * time.Minute)}
-	if err := store.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &req) }); err != nil {
+	if err := store.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &req, storage.Quota{Limit: 1000}) }); err != nil {
 		log.Fatal(err)
 	}
 	consume := func() error {
-		return store.Atomic(ctx, func(tx storage.Tx) error {
-			_, err := tx.PendingRequests().Consume(ctx, id, time.Now())
-			return err
-		})
+		return store.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, id, time.Now()) })
 	}
 	fmt.Println(consume())                                 // <nil>
 	fmt.Println(errors.Is(consume(), storage.ErrConsumed)) // true, on whichever replica it runs

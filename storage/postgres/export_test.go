@@ -13,9 +13,10 @@ func WithBackoff(cfg Config, d time.Duration) Config {
 	return cfg
 }
 
-// ExecIn runs sql inside the transaction behind tx.
+// ExecIn runs sql inside the transaction behind tx, declared as a write of
+// every table.
 func ExecIn(ctx context.Context, t storage.Tx, sql string, args ...any) error {
-	_, err := t.(*tx).exec(ctx, sql, args...)
+	_, err := t.(*tx).exec(ctx, stmt{sql: sql, kind: kindWrite, tables: allTables}, args...)
 	return err
 }
 
@@ -23,11 +24,17 @@ func ExecIn(ctx context.Context, t storage.Tx, sql string, args ...any) error {
 func BackendPID(t storage.Tx) uint32 { return t.(*tx).conn.Conn().PgConn().PID() }
 
 // SweepSQL returns the sweep statements of s, one per table.
-func SweepSQL(s *Store) []string { return s.q.sweep[:] }
+func SweepSQL(s *Store) []string {
+	out := make([]string, len(s.q.sweep))
+	for i, st := range s.q.sweep {
+		out[i] = st.sql
+	}
+	return out
+}
 
 // LeaseSQL returns the statement of s that Outbox.Lease of limit events
 // runs.
-func LeaseSQL(s *Store, limit int) string { return s.leaseSQL(limit) }
+func LeaseSQL(s *Store, limit int) string { return s.leaseSQL(limit).sql }
 
 // AtomicBare is Atomic without its telemetry.
 func AtomicBare(s *Store, ctx context.Context, fn func(storage.Tx) error) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/storagetest"
 )
 
 // faultWorld is the state an operation changes: it consumes p and o and
@@ -35,8 +36,11 @@ func newFaultWorld(t *testing.T, s *postgres.Store) *faultWorld {
 	w.session = storage.Session{ID: newID(t, "Session"), AccountID: acct, CredentialID: w.o.CredentialID,
 		PublicKey: []byte{2, 1}, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	w.event = storage.Event{ID: newID(t, "Webhook"), Type: "AUTH_METHOD.ADDED", AccountID: acct, Payload: []byte(`{}`), CreatedAt: now}
+	cred := storage.Credential{ID: w.o.CredentialID, AccountID: acct, Type: storage.SMSOTP, Phone: "+14155550100",
+		Nickname: "+14155550100", CreatedAt: now, UpdatedAt: now}
 	mustAtomic(t, s, func(tx storage.Tx) error {
-		return errors.Join(tx.PendingRequests().Create(ctx, &w.p), tx.OTPIssuances().Put(ctx, &w.o))
+		return errors.Join(tx.Credentials().Create(ctx, &cred), tx.PendingRequests().Create(ctx, &w.p, storage.Quota{Limit: 1000}),
+			tx.OTPIssuances().Put(ctx, &w.o))
 	})
 	return w
 }
@@ -46,8 +50,8 @@ func newFaultWorld(t *testing.T, s *postgres.Store) *faultWorld {
 func (w *faultWorld) operation(c context.Context, s *postgres.Store, hold func(tx storage.Tx) error) error {
 	return s.Atomic(c, func(tx storage.Tx) error {
 		session, event := w.session, w.event
-		_, perr := tx.PendingRequests().Consume(c, w.p.ID, w.now)
-		_, oerr := tx.OTPIssuances().Consume(c, w.o.ID, w.now)
+		perr := tx.PendingRequests().Consume(c, w.p.ID, w.now)
+		oerr := tx.OTPIssuances().Consume(c, w.o.ID, w.now)
 		if err := errors.Join(perr, oerr, tx.Sessions().Create(c, &session), tx.Outbox().Append(c, &event)); err != nil {
 			return err
 		}
@@ -64,18 +68,18 @@ func (w *faultWorld) untouched(t *testing.T, s *postgres.Store) {
 		if err != nil || !p.ConsumedAt.IsZero() {
 			t.Fatalf("pending request after the failed transaction: %+v, %v; want it unconsumed", p, err)
 		}
-		o, err := tx.OTPIssuances().GetByCredential(ctx, w.o.CredentialID)
-		if err != nil || !o.ConsumedAt.IsZero() {
+		o, err := storagetest.Issuance(ctx, tx, w.o.CredentialID)
+		if err != nil || o == nil || !o.ConsumedAt.IsZero() {
 			t.Fatalf("OTP issuance after the failed transaction: %+v, %v; want it unconsumed", o, err)
 		}
 		if _, err := tx.Sessions().Get(ctx, w.session.ID); !errors.Is(err, storage.ErrNotFound) {
 			t.Fatalf("session of the failed transaction: %v, want ErrNotFound", err)
 		}
-		if evs, err := tx.Outbox().ListByAccount(ctx, w.event.AccountID); err != nil || len(evs) != 0 {
-			t.Fatalf("events of the failed transaction: %v, %v; want none", evs, err)
-		}
 		return nil
 	})
+	if evs := storagetest.Events(t, s, w.event.AccountID); len(evs) != 0 {
+		t.Fatalf("events of the failed transaction: %v; want none", evs)
+	}
 }
 
 // done fails unless every write of the operation persisted.
@@ -84,12 +88,12 @@ func (w *faultWorld) done(t *testing.T, s *postgres.Store) {
 	ctx := t.Context()
 	mustAtomic(t, s, func(tx storage.Tx) error {
 		p, _ := tx.PendingRequests().Get(ctx, w.p.ID)
-		o, _ := tx.OTPIssuances().GetByCredential(ctx, w.o.CredentialID)
+		o, _ := storagetest.Issuance(ctx, tx, w.o.CredentialID)
 		_, serr := tx.Sessions().Get(ctx, w.session.ID)
-		evs, _ := tx.Outbox().ListByAccount(ctx, w.event.AccountID)
-		if p.ConsumedAt.IsZero() || o.ConsumedAt.IsZero() || serr != nil || len(evs) != 1 {
-			t.Fatalf("after the retried operation: request consumed %v, OTP consumed %v, session %v, %d events",
-				!p.ConsumedAt.IsZero(), !o.ConsumedAt.IsZero(), serr, len(evs))
+		evs := storagetest.Events(t, s, w.event.AccountID)
+		if p.ConsumedAt.IsZero() || o == nil || o.ConsumedAt.IsZero() || serr != nil || len(evs) != 1 {
+			t.Fatalf("after the retried operation: request consumed %v, OTP %+v, session %v, %d events",
+				!p.ConsumedAt.IsZero(), o, serr, len(evs))
 		}
 		return nil
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/storagetest"
 )
 
 // TestOpaqueBytesKept: JSON fields come back byte for byte (key order,
@@ -30,13 +31,14 @@ func TestOpaqueBytesKept(t *testing.T) {
 		Data: json.RawMessage("not json at all \x00\xff"), CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
 	ev := storage.Event{ID: newID(t, "Webhook"), AccountID: "a", Payload: weird, CreatedAt: now}
 	mustAtomic(t, s, func(tx storage.Tx) error {
-		return errors.Join(tx.ExternalAccounts().Create(ctx, &ext), tx.PendingRequests().Create(ctx, &p), tx.Outbox().Append(ctx, &ev))
+		return errors.Join(tx.ExternalAccounts().Create(ctx, &ext), tx.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000}),
+			tx.Outbox().Append(ctx, &ev))
 	})
+	evs := storagetest.Events(t, s, "a")
 	mustAtomic(t, s, func(tx storage.Tx) error {
 		gotExt, err1 := tx.ExternalAccounts().Get(ctx, ext.ID)
 		gotP, err2 := tx.PendingRequests().Get(ctx, p.ID)
-		evs, err3 := tx.Outbox().ListByAccount(ctx, "a")
-		if err := errors.Join(err1, err2, err3); err != nil {
+		if err := errors.Join(err1, err2); err != nil {
 			return err
 		}
 		if !bytes.Equal(gotExt.Info, weird) || !bytes.Equal(gotP.Payload, all) || !bytes.Equal(gotP.Data, p.Data) ||
@@ -89,7 +91,7 @@ func TestUnstorableValues(t *testing.T) {
 		}},
 		{"invalid UTF-8 in a path", func(tx storage.Tx) error {
 			p := storage.PendingRequest{ID: newID(t, "Request"), AccountID: "a", Path: "/\xff", CreatedAt: now, ExpiresAt: now}
-			return tx.PendingRequests().Create(ctx, &p)
+			return tx.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000})
 		}},
 		{"over-long id", func(tx storage.Tx) error {
 			a := storage.ExternalAccount{ID: long, CreatedAt: now, UpdatedAt: now}
@@ -106,8 +108,7 @@ func TestUnstorableValues(t *testing.T) {
 			return tx.Credentials().Create(ctx, &c)
 		}},
 		{"NUL in a rate-limit key", func(tx storage.Tx) error {
-			_, err := tx.RateLimits().Allow(ctx, "k\x00", now, time.Minute, 1)
-			return err
+			return tx.RateLimits().Hit(ctx, "k\x00", now, time.Minute, 1)
 		}},
 		{"NUL in an event type", func(tx storage.Tx) error {
 			e := storage.Event{ID: newID(t, "Webhook"), Type: "\x00", AccountID: "a", CreatedAt: now}
@@ -133,10 +134,10 @@ func TestUnstorableValues(t *testing.T) {
 		mustAtomic(t, s, func(tx storage.Tx) error {
 			for _, k := range []string{"a\x00", "\xff", long} {
 				_, e1 := tx.PendingRequests().Get(ctx, k)
-				_, e2 := tx.PendingRequests().Consume(ctx, k, now)
+				e2 := tx.PendingRequests().Consume(ctx, k, now)
 				_, e3 := tx.Sessions().Get(ctx, k)
 				_, e4 := tx.Challenges().Consume(ctx, k, k)
-				_, e5 := tx.OTPIssuances().Consume(ctx, k, now)
+				e5 := tx.OTPIssuances().Consume(ctx, k, now)
 				_, e6 := tx.Credentials().Get(ctx, k)
 				e7 := tx.Credentials().Delete(ctx, k)
 				e8 := tx.Sessions().Revoke(ctx, k, now)
@@ -168,17 +169,18 @@ func TestRateLimitBelowOne(t *testing.T) {
 	ctx := t.Context()
 	s := newStore(t, newPool(t, 2))
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	mustAtomic(t, s, func(tx storage.Tx) error {
-		w1, err1 := tx.RateLimits().Allow(ctx, "k", now, time.Minute, 0)
-		w2, err2 := tx.RateLimits().Allow(ctx, "k", now.Add(10*time.Second), time.Minute, 0)
-		if err := errors.Join(err1, err2); err != nil {
-			return err
+	var w1, w2 *storage.RateLimitError
+	err := s.Atomic(ctx, func(tx storage.Tx) error {
+		err1 := tx.RateLimits().Hit(ctx, "k", now, time.Minute, 0)
+		err2 := tx.RateLimits().Hit(ctx, "k", now.Add(10*time.Second), time.Minute, 0)
+		if !errors.As(err1, &w1) || !errors.As(err2, &w2) {
+			t.Fatalf("hits at a limit of 0: %v, %v; want both refused at once", err1, err2)
 		}
-		if w1 != time.Minute || w2 != 50*time.Second {
-			t.Fatalf("waits %v, %v; want 1m0s, 50s", w1, w2)
-		}
-		return nil
+		return errors.Join(err1, err2)
 	})
+	if w1.Wait != time.Minute || w2.Wait != 50*time.Second || !errors.Is(err, storage.ErrExhausted) {
+		t.Fatalf("waits %v, %v (Atomic: %v); want 1m0s, 50s and the refusal", w1.Wait, w2.Wait, err)
+	}
 }
 
 // TestQuotedSchema: a schema name that needs quoting is used verbatim.
@@ -198,9 +200,6 @@ func TestQuotedSchema(t *testing.T) {
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p := storage.PendingRequest{ID: newID(t, "Request"), AccountID: "a", CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
-	mustAtomic(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) })
-	mustAtomic(t, s, func(tx storage.Tx) error {
-		_, err := tx.PendingRequests().Consume(ctx, p.ID, now)
-		return err
-	})
+	mustAtomic(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000}) })
+	mustAtomic(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, p.ID, now) })
 }

@@ -41,7 +41,7 @@ func FuzzRoundTrip(f *testing.F) {
 		wantP := storable(str, true) && storable(path, false)
 		wantC := storable(str, false) && storable(path, false) && len(c.WebAuthn.CredentialID) <= postgres.MaxWebAuthnIDBytes
 		err := s.Atomic(ctx, func(tx storage.Tx) error {
-			if err := tx.PendingRequests().Create(ctx, &p); wantP != (err == nil) || err != nil && !errors.Is(err, postgres.ErrUnstorable) {
+			if err := tx.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000}); wantP != (err == nil) || err != nil && !errors.Is(err, postgres.ErrUnstorable) {
 				t.Fatalf("Create pending request (storable %v): %v", wantP, err)
 			}
 			if err := tx.Credentials().Create(ctx, &c); wantC != (err == nil) || err != nil && !errors.Is(err, postgres.ErrUnstorable) {

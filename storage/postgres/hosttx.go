@@ -165,7 +165,7 @@ func HostTx(ctx context.Context, t storage.Tx) (pgx.Tx, error) {
 		return nil, pt.broken
 	}
 	if !pt.sp {
-		if err := pt.runHost(ctx, &pgx.Batch{}, false); err != nil {
+		if err := pt.runHost(ctx, &batch{}); err != nil { // an empty batch begins the savepoint
 			return nil, err
 		}
 	}
@@ -233,12 +233,15 @@ func rerunError(err error) error {
 	return err
 }
 
-// runHost is run inside a host transaction. Plain reads before the first
+// runHost is send inside a host transaction. Plain reads before the first
 // statement that writes or locks run in the host's transaction without a
 // savepoint (they have nothing to undo); that statement travels with the
 // SAVEPOINT in one round trip. The first statement of the binding, read or
-// write, carries the check of the host's isolation level. t.mu is held.
-func (t *tx) runHost(ctx context.Context, b *pgx.Batch, read bool) error {
+// write, carries the check of the host's isolation level. Whether b holds
+// only plain reads is known from its declarations (see batch). t.mu is
+// held.
+func (t *tx) runHost(ctx context.Context, b *batch) error {
+	read := b.reads()
 	var level string
 	checkLevel := !t.binding.isolationOK.Load()
 	first := &pgx.Batch{}
@@ -246,7 +249,7 @@ func (t *tx) runHost(ctx context.Context, b *pgx.Batch, read bool) error {
 		first.Queue(hostIsolationSQL).QueryRow(func(r pgx.Row) error { return r.Scan(&level) })
 	}
 	if t.sp || read {
-		first.QueuedQueries = append(first.QueuedQueries, b.QueuedQueries...)
+		first.QueuedQueries = append(first.QueuedQueries, b.pg.QueuedQueries...)
 		err := rerunError(t.host.SendBatch(ctx, first).Close())
 		if lerr := t.checkLevel(checkLevel, level); lerr != nil {
 			return lerr
@@ -257,7 +260,7 @@ func (t *tx) runHost(ctx context.Context, b *pgx.Batch, read bool) error {
 		return err
 	}
 	first.Queue(hostSavepointSQL).Exec(func(pgconn.CommandTag) error { t.sp = true; return nil })
-	first.QueuedQueries = append(first.QueuedQueries, b.QueuedQueries...)
+	first.QueuedQueries = append(first.QueuedQueries, b.pg.QueuedQueries...)
 	err := rerunError(t.host.SendBatch(ctx, first).Close())
 	if !t.sp {
 		if err == nil {

@@ -53,7 +53,7 @@ func TestHostTxCommitOrRollback(t *testing.T) {
 		pgtest.HostWrite(t, tx, table, host)
 		p := newRequest(t)
 		if err := s.Atomic(s.WithTx(ctx, tx), func(wt storage.Tx) error {
-			return wt.PendingRequests().Create(ctx, &p)
+			return wt.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000})
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestHostTxSavepoint(t *testing.T) {
 				}
 				return s.Atomic(hctx, func(wt storage.Tx) error {
 					if name != "host first" {
-						if err := wt.PendingRequests().Create(ctx, &p1); err != nil {
+						if err := wt.PendingRequests().Create(ctx, &p1, storage.Quota{Limit: 1000}); err != nil {
 							return err
 						}
 					}
@@ -125,7 +125,7 @@ func TestHostTxSavepoint(t *testing.T) {
 						t.Error("the host transaction was committed from inside the Atomic")
 					}
 					if name == "host first" {
-						if err := wt.PendingRequests().Create(ctx, &p1); err != nil {
+						if err := wt.PendingRequests().Create(ctx, &p1, storage.Quota{Limit: 1000}); err != nil {
 							return err
 						}
 						return boom
@@ -140,7 +140,7 @@ func TestHostTxSavepoint(t *testing.T) {
 				t.Fatal("the failing Atomic succeeded")
 			}
 			// The host transaction goes on: a walletgate write and one of its own.
-			if err := s.Atomic(hctx, func(wt storage.Tx) error { return wt.PendingRequests().Create(ctx, &p2) }); err != nil {
+			if err := s.Atomic(hctx, func(wt storage.Tx) error { return wt.PendingRequests().Create(ctx, &p2, storage.Quota{Limit: 1000}) }); err != nil {
 				t.Fatalf("Atomic after the failure: %v", err)
 			}
 			pgtest.HostWrite(t, tx, table, after)
@@ -175,7 +175,7 @@ func TestHostTxNoRerun(t *testing.T) {
 			p := newRequest(t)
 			err := s.Atomic(hctx, func(wt storage.Tx) error {
 				runs.Add(1)
-				if err := wt.PendingRequests().Create(ctx, &p); err != nil {
+				if err := wt.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000}); err != nil {
 					return err
 				}
 				return raise(ctx, wt, code)
@@ -217,7 +217,7 @@ func TestHostTxRefused(t *testing.T) {
 	other := newStore(t, pool)
 	write := func(c context.Context, st storage.Store) error {
 		p := newRequest(t)
-		return st.Atomic(c, func(wt storage.Tx) error { return wt.PendingRequests().Create(ctx, &p) })
+		return st.Atomic(c, func(wt storage.Tx) error { return wt.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000}) })
 	}
 	wantErr := func(err error, part string) {
 		t.Helper()

@@ -95,7 +95,7 @@ func (r idemRepo) Get(ctx context.Context, scope, k string) (storage.Idempotency
 	if !storableKey(scope) || !storableKey(k) {
 		return rec, notFoundOrDone(r.t)
 	}
-	found, err := r.t.readRow(ctx, r.t.s.q.idemGet, []any{scope, k}, func(row pgx.Row) error { return scanIdem(row, &rec) })
+	found, err := r.t.queryRow(ctx, r.t.s.q.idemGet, []any{scope, k}, func(row pgx.Row) error { return scanIdem(row, &rec) })
 	switch {
 	case err != nil:
 		return storage.IdempotencyRecord{}, wrap("get idempotency record", err)

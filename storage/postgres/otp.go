@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,31 +23,21 @@ const (
 	code = EXCLUDED.code, target_key = EXCLUDED.target_key, issued_at = EXCLUDED.issued_at,
 	expires_at = EXCLUDED.expires_at, attempts = EXCLUDED.attempts, consumed_at = EXCLUDED.consumed_at`
 	otpGetSQL = `SELECT ` + otpColumns + ` FROM {s}.otp_issuances WHERE credential_id = $1`
-	// otpConsumeSQL is the single-use compare-and-set: of concurrent
-	// consumers one updates the row, the others wait for its lock, re-check
-	// the WHERE clause on the committed row and match nothing.
-	otpConsumeSQL = `UPDATE {s}.otp_issuances SET consumed_at = $2
-	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING ` + otpColumns
-	// otpSpendSQL is otpConsumeSQL for Spend, a deferred write: its guard
-	// fails (guard_failed, SQLSTATE WG001) when it consumed nothing.
+	// otpSpendSQL is Consume's single-use compare-and-set, a deferred
+	// write: of concurrent consumers one updates the row, the others wait
+	// for its lock, re-check the WHERE clause on the committed row and
+	// match nothing, and then its guard fails (guard_failed, SQLSTATE
+	// WG001).
 	otpSpendSQL = `WITH spent AS (UPDATE {s}.otp_issuances SET consumed_at = $2
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING 1)
 	SELECT CASE WHEN count(*) = 0 THEN {s}.guard_failed('one-time code spend') ELSE 1 END FROM spent`
-	otpStateSQL = `SELECT consumed_at, expires_at FROM {s}.otp_issuances WHERE id = $1`
-	// otpAttemptSQL reserves an attempt: the limit is checked and the count
-	// raised in one statement. Concurrent callers queue on the row lock and
-	// re-check the WHERE clause on the row as the previous one committed it,
-	// so no more than the limit ever pass.
-	otpAttemptSQL = `UPDATE {s}.otp_issuances SET attempts = attempts + 1
-	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 AND attempts < $3 RETURNING ` + otpColumns
-	otpAttemptStateSQL = `SELECT consumed_at, expires_at, attempts FROM {s}.otp_issuances WHERE id = $1`
-	// otpLockAttemptSQL is the attempt of Credentials.LockForOTPAttempt,
+	// otpLockAttemptSQL is the attempt of Credentials.Lock,
 	// sent right after the credential's locking read ($1 the credential,
 	// $2 now, $3 the limit of attempts, $4 the budget's key, $5 its
 	// window's end, $6 the budget). It reads the credential's issuance
 	// (cur); only when that is live for an attempt does it count the hit
 	// (limitHitSQL's upsert), and only when the hit counted does it
-	// reserve the attempt (otpAttemptSQL's guarded UPDATE, which re-checks
+	// reserve the attempt (a guarded UPDATE, which re-checks
 	// its WHERE clause on the row as committed if another transaction
 	// changed it). It returns one row: whether the hit counted, the
 	// issuance as read and the issuance as reserved (NULLs for what is
@@ -94,42 +83,10 @@ func (r otpRepo) Put(ctx context.Context, o *storage.OTPIssuance) error {
 	}
 	// A deferred write (see deferWrite): an id that is another
 	// credential's raises, as the upsert does when sent at once.
-	b := &pgx.Batch{}
+	b := &batch{}
 	b.Queue(r.t.s.q.otpPut, o.ID, o.CredentialID, o.AccountID, o.Code, o.TargetKey, o.IssuedAt,
 		o.ExpiresAt, int32(o.Attempts), nullTime(o.ConsumedAt))
 	return wrap("put OTP issuance", r.t.deferWrite(ctx, b))
-}
-
-func (r otpRepo) GetByCredential(ctx context.Context, credentialID string) (storage.OTPIssuance, error) {
-	var o storage.OTPIssuance
-	if !storableKey(credentialID) {
-		return o, notFoundOrDone(r.t)
-	}
-	found, err := r.t.readRow(ctx, r.t.s.q.otpGet, []any{credentialID}, func(row pgx.Row) error { return scanOTP(row, &o) })
-	switch {
-	case err != nil:
-		return storage.OTPIssuance{}, wrap("get OTP issuance", err)
-	case !found:
-		return storage.OTPIssuance{}, storage.ErrNotFound
-	}
-	return o, nil
-}
-
-func (r otpRepo) Attempt(ctx context.Context, id string, limit int, now time.Time) (storage.OTPIssuance, error) {
-	var o storage.OTPIssuance
-	if !storableKey(id) {
-		return o, notFoundOrDone(r.t)
-	}
-	limit = min(max(limit, 0), math.MaxInt32)
-	found, err := r.t.queryRow(ctx, r.t.s.q.otpAttempt, []any{id, now, int32(limit)},
-		func(row pgx.Row) error { return scanOTP(row, &o) })
-	switch {
-	case err != nil:
-		return storage.OTPIssuance{}, wrap("reserve OTP attempt", err)
-	case found:
-		return o, nil
-	}
-	return storage.OTPIssuance{}, r.attemptMiss(ctx, id, limit, now)
 }
 
 // otpRow is the scan target of an issuance's columns that may all be
@@ -155,59 +112,19 @@ func (n *otpRow) issuance() *storage.OTPIssuance {
 	return &o
 }
 
-// attemptMiss reads why an attempt of issuance id was refused.
-func (r otpRepo) attemptMiss(ctx context.Context, id string, limit int, now time.Time) error {
-	// The UPDATE waited for any transaction holding the row, so this read
-	// sees the state that refused the attempt.
-	var consumed, expires pgtype.Timestamptz
-	var attempts int32
-	found, err := r.t.queryRow(ctx, r.t.s.q.otpAttemptState, []any{id},
-		func(row pgx.Row) error { return row.Scan(&consumed, &expires, &attempts) })
-	switch {
-	case err != nil:
-		return wrap("reserve OTP attempt", err)
-	case !found:
-		return storage.ErrNotFound
-	case consumed.Valid:
-		return storage.ErrConsumed
-	case !now.Before(expires.Time):
-		return storage.ErrExpired
-	case int(attempts) >= limit:
-		return storage.ErrExhausted
-	}
-	// Live and under the limit now: the row was replaced between the two
-	// statements (a supersede reusing the id). Report the lost race.
-	return fmt.Errorf("postgres: reserve OTP attempt %s: %w (changed concurrently)", id, storage.ErrConflict)
-}
-
-func (r otpRepo) Consume(ctx context.Context, id string, now time.Time) (storage.OTPIssuance, error) {
-	var o storage.OTPIssuance
-	if !storableKey(id) {
-		return o, notFoundOrDone(r.t)
-	}
-	found, err := r.t.queryRow(ctx, r.t.s.q.otpConsume, []any{id, now}, func(row pgx.Row) error { return scanOTP(row, &o) })
-	switch {
-	case err != nil:
-		return storage.OTPIssuance{}, wrap("consume OTP issuance", err)
-	case found:
-		return o, nil
-	}
-	return storage.OTPIssuance{}, r.t.consumeMiss(ctx, r.t.s.q.otpState, id, now, "OTP issuance")
-}
-
-// Spend is a deferred write (see deferWrite), as PendingRequests.Spend.
-func (r otpRepo) Spend(ctx context.Context, id string, now time.Time) error {
+// Consume is a deferred write (see deferWrite), as PendingRequests.Consume.
+func (r otpRepo) Consume(ctx context.Context, id string, now time.Time) error {
 	if !storableKey(id) {
 		if err := r.t.check(); err != nil {
 			return err
 		}
-		return &storage.SpendError{ID: id, Err: storage.ErrNotFound}
+		return &storage.ConsumeError{ID: id, Err: storage.ErrNotFound}
 	}
-	b := &pgx.Batch{}
+	b := &batch{}
 	b.Queue(r.t.s.q.otpSpend, id, now).Fn = func(br pgx.BatchResults) error {
 		_, err := br.Exec()
 		if pgCode(err) == codeGuardFailed {
-			return &storage.SpendError{ID: id, Err: storage.ErrConsumed}
+			return &storage.ConsumeError{ID: id, Err: storage.ErrConsumed}
 		}
 		return err
 	}

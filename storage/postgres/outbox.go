@@ -121,11 +121,12 @@ type outboxRepo struct{ t *tx }
 
 // leaseSQL returns the lease statement for limit events, rendered once per
 // limit (a relay always asks for its configured batch).
-func (s *Store) leaseSQL(limit int) string {
+func (s *Store) leaseSQL(limit int) stmt {
 	if q, ok := s.leases.Load(limit); ok {
-		return q.(string)
+		return q.(stmt)
 	}
-	q := strings.NewReplacer("{limit}", strconv.Itoa(limit), "{front}", strconv.Itoa(leaseFront*limit)).Replace(s.q.outboxLease)
+	q := s.q.outboxLease
+	q.sql = strings.NewReplacer("{limit}", strconv.Itoa(limit), "{front}", strconv.Itoa(leaseFront*limit)).Replace(q.sql)
 	s.leases.Store(limit, q)
 	return q
 }
@@ -166,16 +167,16 @@ func (r outboxRepo) Append(ctx context.Context, e *storage.Event) error {
 	if err != nil {
 		return err
 	}
-	b := &pgx.Batch{}
+	b := &batch{}
 	b.Queue(r.t.s.q.outboxInsert, e.ID, e.Type, e.AccountID, []byte(e.Payload), e.CreatedAt, nullTime(e.DeliveredAt),
 		lockKey("outbox/"+e.AccountID, r.t.s.cfg.Schema)).QueryRow(func(row pgx.Row) error { return row.Scan(&e.Seq) })
 	e.Attempts, e.NextAttemptAt, e.LeaseOwner, e.LeasedUntil, e.LastError, e.ParkedAt = 0, time.Time{}, "", time.Time{}, "", time.Time{}
 	return wrap("append event", r.t.deferWrite(ctx, b))
 }
 
-func (r outboxRepo) list(ctx context.Context, op, sql string, args ...any) ([]storage.Event, error) {
+func (r outboxRepo) list(ctx context.Context, op string, st stmt, args ...any) ([]storage.Event, error) {
 	var out []storage.Event
-	err := r.t.query(ctx, sql, args, func(rows pgx.Rows) error {
+	err := r.t.query(ctx, st, args, func(rows pgx.Rows) error {
 		var e storage.Event
 		if err := scanEvent(rows, &e); err != nil {
 			return err
@@ -284,11 +285,4 @@ func (r outboxRepo) MarkDelivered(ctx context.Context, ids []string, at time.Tim
 	}
 	_, err := r.t.exec(ctx, r.t.s.q.outboxMark, keep, nullTime(at))
 	return wrap("mark events delivered", err)
-}
-
-func (r outboxRepo) ListByAccount(ctx context.Context, accountID string) ([]storage.Event, error) {
-	if !storableKey(accountID) {
-		return nil, r.t.check()
-	}
-	return r.list(ctx, "list events of account", r.t.s.q.outboxList, accountID)
 }

@@ -19,22 +19,16 @@ const pendingColumns = `id, kind, account_id, method, path, body_digest, payload
 	created_at, expires_at, consumed_at`
 
 const (
-	pendingInsertSQL = `INSERT INTO {s}.pending_requests (` + pendingColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING`
 	pendingGetSQL = `SELECT ` + pendingColumns + ` FROM {s}.pending_requests WHERE id = $1`
-	// pendingConsumeSQL is the single-use compare-and-set: of concurrent
-	// consumers (on any replica) one updates the row, the others wait for
-	// its lock, re-check the WHERE clause on the committed row and match
-	// nothing.
-	pendingConsumeSQL = `UPDATE {s}.pending_requests SET consumed_at = $2
-	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING ` + pendingColumns
-	// pendingSpendSQL is pendingConsumeSQL for Spend, a deferred write: its
-	// guard fails (guard_failed, SQLSTATE WG001) when it consumed nothing,
-	// so a miss aborts the transaction instead of passing unnoticed.
+	// pendingSpendSQL is the single-use compare-and-set of Consume, a
+	// deferred write: of concurrent consumers (on any replica) one updates
+	// the row, the others wait for its lock, re-check the WHERE clause on
+	// the committed row and match nothing, and then its guard fails
+	// (guard_failed, SQLSTATE WG001), so a miss aborts the transaction
+	// instead of passing unnoticed.
 	pendingSpendSQL = `WITH spent AS (UPDATE {s}.pending_requests SET consumed_at = $2
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING 1)
 	SELECT CASE WHEN count(*) = 0 THEN {s}.guard_failed('pending request spend') ELSE 1 END FROM spent`
-	pendingStateSQL = `SELECT consumed_at, expires_at FROM {s}.pending_requests WHERE id = $1`
 	// pendingLimitedSQL inserts the request only while its account has
 	// fewer than $14 live requests. It runs after the advisory lock of the
 	// account's requests was granted, in its own statement, so its count
@@ -85,35 +79,27 @@ func scanPending(row pgx.Row, p *storage.PendingRequest) error {
 	return err
 }
 
-func (r pendingRepo) Create(ctx context.Context, p *storage.PendingRequest) error {
+// Create stores p within its account's quota (createLimited) or its
+// scope's (createBounded).
+func (r pendingRepo) Create(ctx context.Context, p *storage.PendingRequest, quota storage.Quota) error {
+	if quota.Limit <= 0 {
+		return errors.New("postgres: a pending request's quota needs a positive limit")
+	}
+	if quota.Scope != "" {
+		return r.createBounded(ctx, p, quota.Scope, quota.Limit)
+	}
+	return r.createLimited(ctx, p, quota.Limit)
+}
+
+// createLimited takes a transaction-level advisory lock of the account's
+// requests (derived from the schema and the account, like LockEmail) and
+// inserts under it, both in one round trip; only when nothing was inserted
+// does a read tell a duplicate id from the limit.
+func (r pendingRepo) createLimited(ctx context.Context, p *storage.PendingRequest, limit int) error {
 	err := r.t.valid("pending request", key("ID", p.ID), text("Kind", p.Kind), key("AccountID", p.AccountID),
 		text("Method", p.Method), text("Path", p.Path), text("SignerRule", p.SignerRule), text("SignerRef", p.SignerRef))
 	if err != nil {
 		return err
-	}
-	tag, err := r.t.exec(ctx, r.t.s.q.pendingInsert, p.ID, p.Kind, p.AccountID, p.Method, p.Path, p.BodyDigest,
-		p.Payload, p.SignerRule, p.SignerRef, []byte(p.Data), p.CreatedAt, p.ExpiresAt, nullTime(p.ConsumedAt))
-	if err != nil {
-		return wrap("create pending request", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return storage.ErrDuplicate
-	}
-	return nil
-}
-
-// CreateLimited takes a transaction-level advisory lock of the account's
-// requests (derived from the schema and the account, like LockEmail) and
-// inserts under it, both in one round trip; only when nothing was inserted
-// does a read tell a duplicate id from the limit.
-func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingRequest, limit int) (time.Time, error) {
-	if limit <= 0 {
-		return time.Time{}, errors.New("postgres: CreateLimited needs a positive limit")
-	}
-	err := r.t.valid("pending request", key("ID", p.ID), text("Kind", p.Kind), key("AccountID", p.AccountID),
-		text("Method", p.Method), text("Path", p.Path), text("SignerRule", p.SignerRule), text("SignerRef", p.SignerRef))
-	if err != nil {
-		return time.Time{}, err
 	}
 	if !r.t.inHost() {
 		// A deferred write: the lock and the insert travel with the
@@ -121,8 +107,8 @@ func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingReques
 		// and Store.attempt, after the rollback, tells the limit from a
 		// duplicate id (see limitMiss).
 		miss := &limitMiss{id: p.ID, accountID: p.AccountID, at: p.CreatedAt}
-		b := &pgx.Batch{}
-		b.Queue(advisoryLockSQL, lockKey("pending/"+p.AccountID, r.t.s.cfg.Schema))
+		b := &batch{}
+		b.Queue(r.t.s.q.advisoryLock, lockKey("pending/"+p.AccountID, r.t.s.cfg.Schema))
 		b.Queue(r.t.s.q.pendingLimitedDefer, p.ID, p.Kind, p.AccountID, p.Method, p.Path, p.BodyDigest,
 			p.Payload, p.SignerRule, p.SignerRef, []byte(p.Data), p.CreatedAt, p.ExpiresAt, nullTime(p.ConsumedAt), limit).
 			Fn = func(br pgx.BatchResults) error {
@@ -132,19 +118,19 @@ func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingReques
 			}
 			return err
 		}
-		return time.Time{}, wrap("create pending request", r.t.deferWrite(ctx, b))
+		return wrap("create pending request", r.t.deferWrite(ctx, b))
 	}
 	var inserted int64
-	b := &pgx.Batch{}
-	b.Queue(advisoryLockSQL, lockKey("pending/"+p.AccountID, r.t.s.cfg.Schema)).Exec(func(pgconn.CommandTag) error { return nil })
+	b := &batch{}
+	b.Queue(r.t.s.q.advisoryLock, lockKey("pending/"+p.AccountID, r.t.s.cfg.Schema)).Exec(func(pgconn.CommandTag) error { return nil })
 	b.Queue(r.t.s.q.pendingLimited, p.ID, p.Kind, p.AccountID, p.Method, p.Path, p.BodyDigest,
 		p.Payload, p.SignerRule, p.SignerRef, []byte(p.Data), p.CreatedAt, p.ExpiresAt, nullTime(p.ConsumedAt), limit).
 		Exec(func(ct pgconn.CommandTag) error { inserted = ct.RowsAffected(); return nil })
 	if err := r.t.send(ctx, b); err != nil {
-		return time.Time{}, wrap("create pending request", err)
+		return wrap("create pending request", err)
 	}
 	if inserted == 1 {
-		return time.Time{}, nil
+		return nil
 	}
 	var exists bool
 	var earliest pgtype.Timestamptz
@@ -153,40 +139,34 @@ func (r pendingRepo) CreateLimited(ctx context.Context, p *storage.PendingReques
 	})
 	switch {
 	case err != nil:
-		return time.Time{}, wrap("create pending request", err)
+		return wrap("create pending request", err)
 	case exists:
-		return time.Time{}, storage.ErrDuplicate
+		return storage.ErrDuplicate
 	}
-	return earliest.Time.UTC(), &storage.LimitError{RetryAt: earliest.Time.UTC()}
+	return &storage.LimitError{RetryAt: earliest.Time.UTC()}
 }
 
-// CreateBounded is a deferred write (see deferWrite): a transaction-level
+// createBounded is a deferred write (see deferWrite): a transaction-level
 // advisory lock of the scope (derived from the schema and the scope, like
 // LockEmail) and, under it, one statement that deletes what the scope no
 // longer keeps and inserts p, both with the transaction's next statement
 // or its COMMIT. An id that exists aborts the transaction with an error
 // wrapping storage.ErrDuplicate, and the deletions roll back with it.
-func (r pendingRepo) CreateBounded(ctx context.Context, p *storage.PendingRequest, scope string, limit int) error {
-	switch {
-	case limit <= 0:
-		return errors.New("postgres: CreateBounded needs a positive limit")
-	case scope == "":
-		return errors.New("postgres: CreateBounded needs a scope")
-	}
+func (r pendingRepo) createBounded(ctx context.Context, p *storage.PendingRequest, scope string, limit int) error {
 	err := r.t.valid("pending request", key("ID", p.ID), text("Kind", p.Kind), key("AccountID", p.AccountID),
 		text("Method", p.Method), text("Path", p.Path), text("SignerRule", p.SignerRule), text("SignerRef", p.SignerRef),
 		key("Scope", scope))
 	if err != nil {
 		return err
 	}
-	b := &pgx.Batch{}
-	b.Queue(advisoryLockSQL, lockKey("pending-scope/"+scope, r.t.s.cfg.Schema))
+	b := &batch{}
+	b.Queue(r.t.s.q.advisoryLock, lockKey("pending-scope/"+scope, r.t.s.cfg.Schema))
 	b.Queue(r.t.s.q.pendingBounded, p.ID, p.Kind, p.AccountID, p.Method, p.Path, p.BodyDigest,
 		p.Payload, p.SignerRule, p.SignerRef, []byte(p.Data), p.CreatedAt, p.ExpiresAt, nullTime(p.ConsumedAt), scope, limit)
 	return wrap("create bounded pending request", r.t.deferWrite(ctx, b))
 }
 
-// limitMiss is the error of a deferred CreateLimited that inserted
+// limitMiss is the error of a deferred createLimited that inserted
 // nothing. The transaction is aborted then; resolve, run after it rolled
 // back, reads whether the id exists and when the account's first live
 // request expires, and answers storage.ErrDuplicate or a
@@ -204,7 +184,7 @@ func (m *limitMiss) Error() string {
 func (s *Store) resolveLimit(ctx context.Context, conn *pgxpool.Conn, m *limitMiss) error {
 	var exists bool
 	var earliest pgtype.Timestamptz
-	err := conn.QueryRow(ctx, s.q.pendingLiveState, m.id, m.accountID, m.at).Scan(&exists, &earliest)
+	err := conn.QueryRow(ctx, s.q.pendingLiveState.sql, m.id, m.accountID, m.at).Scan(&exists, &earliest)
 	switch {
 	case err != nil:
 		return wrap("create pending request", err)
@@ -219,7 +199,7 @@ func (r pendingRepo) Get(ctx context.Context, id string) (storage.PendingRequest
 	if !storableKey(id) {
 		return p, notFoundOrDone(r.t)
 	}
-	found, err := r.t.readRow(ctx, r.t.s.q.pendingGet, []any{id}, func(row pgx.Row) error { return scanPending(row, &p) })
+	found, err := r.t.queryRow(ctx, r.t.s.q.pendingGet, []any{id}, func(row pgx.Row) error { return scanPending(row, &p) })
 	switch {
 	case err != nil:
 		return storage.PendingRequest{}, wrap("get pending request", err)
@@ -229,37 +209,22 @@ func (r pendingRepo) Get(ctx context.Context, id string) (storage.PendingRequest
 	return p, nil
 }
 
-func (r pendingRepo) Consume(ctx context.Context, id string, now time.Time) (storage.PendingRequest, error) {
-	var p storage.PendingRequest
-	if !storableKey(id) {
-		return p, notFoundOrDone(r.t)
-	}
-	found, err := r.t.queryRow(ctx, r.t.s.q.pendingConsume, []any{id, now}, func(row pgx.Row) error { return scanPending(row, &p) })
-	switch {
-	case err != nil:
-		return storage.PendingRequest{}, wrap("consume pending request", err)
-	case found:
-		return p, nil
-	}
-	return storage.PendingRequest{}, r.t.consumeMiss(ctx, r.t.s.q.pendingState, id, now, "pending request")
-}
-
-// Spend is a deferred write (see deferWrite): it travels with the
+// Consume is a deferred write (see deferWrite): it travels with the
 // transaction's next statement or its COMMIT. Its statement raises when it
-// consumes nothing, which the batch reports as a *storage.SpendError
+// consumes nothing, which the batch reports as a *storage.ConsumeError
 // wrapping storage.ErrConsumed.
-func (r pendingRepo) Spend(ctx context.Context, id string, now time.Time) error {
+func (r pendingRepo) Consume(ctx context.Context, id string, now time.Time) error {
 	if !storableKey(id) {
 		if err := r.t.check(); err != nil {
 			return err
 		}
-		return &storage.SpendError{ID: id, Err: storage.ErrNotFound}
+		return &storage.ConsumeError{ID: id, Err: storage.ErrNotFound}
 	}
-	b := &pgx.Batch{}
+	b := &batch{}
 	b.Queue(r.t.s.q.pendingSpend, id, now).Fn = func(br pgx.BatchResults) error {
 		_, err := br.Exec()
 		if pgCode(err) == codeGuardFailed {
-			return &storage.SpendError{ID: id, Err: storage.ErrConsumed}
+			return &storage.ConsumeError{ID: id, Err: storage.ErrConsumed}
 		}
 		return err
 	}

@@ -37,7 +37,10 @@ const (
 
 type limitRepo struct{ t *tx }
 
-func (r limitRepo) Allow(ctx context.Context, k string, now time.Time, window time.Duration, limit int) (time.Duration, error) {
+// allow counts one hit on k at now when the window has room and returns
+// 0; otherwise it counts nothing and returns how long until the window
+// closes. It is sent at once.
+func (r limitRepo) allow(ctx context.Context, k string, now time.Time, window time.Duration, limit int) (time.Duration, error) {
 	if err := r.t.valid("rate-limit window", key("key", k)); err != nil {
 		return 0, err
 	}
@@ -77,10 +80,10 @@ func (r limitRepo) windowWait(ctx context.Context, k string, now time.Time) (tim
 // Hit is a deferred write: the hit travels with the transaction's next
 // statement or its COMMIT. A denied hit raises, and Store.attempt, after
 // the rollback, reads when the window closes (see hitMiss). Inside a host
-// transaction, and for limits below one, it is Allow.
+// transaction, and for limits below one, it is sent at once (allow).
 func (r limitRepo) Hit(ctx context.Context, k string, now time.Time, window time.Duration, limit int) error {
 	if limit < 1 || r.t.inHost() {
-		wait, err := r.Allow(ctx, k, now, window, limit)
+		wait, err := r.allow(ctx, k, now, window, limit)
 		if err == nil && wait > 0 {
 			return &storage.RateLimitError{Wait: wait}
 		}
@@ -90,7 +93,7 @@ func (r limitRepo) Hit(ctx context.Context, k string, now time.Time, window time
 		return err
 	}
 	miss := &hitMiss{key: k, now: now}
-	b := &pgx.Batch{}
+	b := &batch{}
 	b.Queue(r.t.s.q.limitHitDefer, k, now, now.Add(window), int64(limit)).Fn = func(br pgx.BatchResults) error {
 		_, err := br.Exec()
 		if pgCode(err) == codeGuardFailed {
@@ -114,7 +117,7 @@ func (m *hitMiss) Error() string { return "postgres: count rate-limit hit: denie
 // resolveHit answers a hitMiss on conn, outside any transaction.
 func (s *Store) resolveHit(ctx context.Context, conn *pgxpool.Conn, m *hitMiss) error {
 	var end time.Time
-	err := conn.QueryRow(ctx, s.q.limitEnd, m.key).Scan(utc(&end))
+	err := conn.QueryRow(ctx, s.q.limitEnd.sql, m.key).Scan(utc(&end))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		end = m.now // swept since: the window is over

@@ -14,6 +14,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
+	"github.com/walletgate/walletgate/storage/storagetest"
 )
 
 const (
@@ -93,16 +94,9 @@ func TestReplicasConsumeOnce(t *testing.T) {
 			e := apierror.As(err)
 			return apierror.CodeOf(err) == apierror.Unauthorized && e != nil && e.Reason() == "request id already used"
 		})
-		mustAtomic(t, first, func(tx storage.Tx) error {
-			evs, err := tx.Outbox().ListByAccount(ctx, acct)
-			if err != nil {
-				return err
-			}
-			if len(evs) != 1 {
-				t.Fatalf("the effect committed %d times, want once", len(evs))
-			}
-			return nil
-		})
+		if evs := storagetest.Events(t, first, acct); len(evs) != 1 {
+			t.Fatalf("the effect committed %d times, want once", len(evs))
+		}
 	})
 
 	now := time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
@@ -110,12 +104,9 @@ func TestReplicasConsumeOnce(t *testing.T) {
 		p := storage.PendingRequest{ID: newID(t, "Request"), Kind: "REVOKE_SESSION", AccountID: newID(t, "InternalAccount"),
 			Method: "DELETE", Path: "/auth/sessions/x", Payload: []byte(`{"type":"REVOKE_SESSION"}`),
 			CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
-		mustAtomic(t, first, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) })
+		mustAtomic(t, first, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000}) })
 		errs := pgtest.Race(t, stores, workersPerReplica, func(c context.Context, s *postgres.Store) error {
-			return s.Atomic(c, func(tx storage.Tx) error {
-				_, err := tx.PendingRequests().Consume(c, p.ID, now)
-				return err
-			})
+			return s.Atomic(c, func(tx storage.Tx) error { return tx.PendingRequests().Consume(c, p.ID, now) })
 		})
 		pgtest.OneWinner(t, "pending request", errs, func(err error) bool { return errors.Is(err, storage.ErrConsumed) })
 	})
@@ -125,10 +116,7 @@ func TestReplicasConsumeOnce(t *testing.T) {
 			Code: "123456", TargetKey: []byte{1, 2, 3}, IssuedAt: now, ExpiresAt: now.Add(5 * time.Minute)}
 		mustAtomic(t, first, func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
 		errs := pgtest.Race(t, stores, workersPerReplica, func(c context.Context, s *postgres.Store) error {
-			return s.Atomic(c, func(tx storage.Tx) error {
-				_, err := tx.OTPIssuances().Consume(c, o.ID, now)
-				return err
-			})
+			return s.Atomic(c, func(tx storage.Tx) error { return tx.OTPIssuances().Consume(c, o.ID, now) })
 		})
 		pgtest.OneWinner(t, "OTP issuance", errs, func(err error) bool { return errors.Is(err, storage.ErrConsumed) })
 	})

@@ -40,7 +40,7 @@ func TestRetrySerializationFailure(t *testing.T) {
 			var runs atomic.Int32
 			err := s.Atomic(ctx, func(tx storage.Tx) error {
 				cp := p
-				if err := tx.PendingRequests().Create(ctx, &cp); err != nil {
+				if err := tx.PendingRequests().Create(ctx, &cp, storage.Quota{Limit: 1000}); err != nil {
 					return err
 				}
 				if runs.Add(1) == 1 {

@@ -114,35 +114,43 @@ func TestRoundTrips(t *testing.T) {
 			}
 			return tx.Commit(ctx)
 		}},
-		{"StoreConsume", 2, func(id string) error {
+		{"StoreConsume", 1, func(id string) error { // BEGIN+the deferred UPDATE+COMMIT in one flight
+			return s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, id, now) })
+		}},
+		{"StoreConsumeNow", 2, func(id string) error { // BEGIN+UPDATE+the read-back, COMMIT
 			return s.Atomic(ctx, func(tx storage.Tx) error {
-				_, err := tx.PendingRequests().Consume(ctx, id, now)
+				_, err := storage.ConsumeNow(ctx, tx, id, now)
 				return err
 			})
 		}},
-		{"StoreConsumeTwice", 4, func(id string) error { // a hit, then a miss and its state read
-			return s.Atomic(ctx, func(tx storage.Tx) error {
-				if _, err := tx.PendingRequests().Consume(ctx, id, now); err != nil {
+		// A hit, then a miss, which aborts: ROLLBACK. The failed batch drops
+		// the connection's prepared statements, which the next operation
+		// prepares again: two round trips more, as every aborting miss costs.
+		{"StoreConsumeTwice", 5, func(id string) error {
+			err := s.Atomic(ctx, func(tx storage.Tx) error {
+				if _, err := storage.ConsumeNow(ctx, tx, id, now); err != nil {
 					return err
 				}
-				if _, err := tx.PendingRequests().Consume(ctx, id, now); !errors.Is(err, storage.ErrConsumed) {
-					return errors.New("second consume: " + errString(err))
-				}
-				return nil
+				_, err := storage.ConsumeNow(ctx, tx, id, now)
+				return err
 			})
+			if !errors.Is(err, storage.ErrConsumed) {
+				return errors.New("second consume: " + errString(err))
+			}
+			return nil
 		}},
-		{"StoreConsumeAppend", 2, func(id string) error { // BEGIN+UPDATE, the append with the COMMIT
+		{"StoreConsumeAppend", 1, func(id string) error { // BEGIN+UPDATE+the append+COMMIT, all deferred
 			return s.Atomic(ctx, func(tx storage.Tx) error {
-				if _, err := tx.PendingRequests().Consume(ctx, id, now); err != nil {
+				if err := tx.PendingRequests().Consume(ctx, id, now); err != nil {
 					return err
 				}
 				ev := storage.Event{ID: newID(t, "Webhook"), Type: "X", AccountID: "InternalAccount:rt", Payload: []byte(`{}`), CreatedAt: now}
 				return tx.Outbox().Append(ctx, &ev)
 			})
 		}},
-		{"StoreRollback", 2, func(id string) error { // fn fails after a statement: BEGIN+UPDATE, ROLLBACK
+		{"StoreRollback", 2, func(id string) error { // fn fails after a statement: BEGIN+UPDATE+the read-back, ROLLBACK
 			err := s.Atomic(ctx, func(tx storage.Tx) error {
-				if _, err := tx.PendingRequests().Consume(ctx, id, now); err != nil {
+				if _, err := storage.ConsumeNow(ctx, tx, id, now); err != nil {
 					return err
 				}
 				return errRT
@@ -158,18 +166,17 @@ func TestRoundTrips(t *testing.T) {
 				return err
 			})
 		}},
-		{"StoreReadThenConsume", 3, func(id string) error { // the read, BEGIN+UPDATE, COMMIT
+		{"StoreReadThenConsume", 2, func(id string) error { // the read, BEGIN+the deferred UPDATE+COMMIT
 			return s.Atomic(ctx, func(tx storage.Tx) error {
 				if _, err := tx.PendingRequests().Get(ctx, id); err != nil {
 					return err
 				}
-				_, err := tx.PendingRequests().Consume(ctx, id, now)
-				return err
+				return tx.PendingRequests().Consume(ctx, id, now)
 			})
 		}},
-		{"StoreConsumeLockSigner", 3, func(id string) error { // BEGIN+UPDATE, the three signer locks in one flight, COMMIT
+		{"StoreConsumeLockSigner", 2, func(id string) error { // BEGIN+the deferred UPDATE+the three signer locks in one flight, COMMIT
 			return s.Atomic(ctx, func(tx storage.Tx) error {
-				if _, err := tx.PendingRequests().Consume(ctx, id, now); err != nil {
+				if err := tx.PendingRequests().Consume(ctx, id, now); err != nil {
 					return err
 				}
 				_, err := tx.Sessions().LockSigner(ctx, "InternalAccount:rt", "Session:rt")
@@ -179,24 +186,11 @@ func TestRoundTrips(t *testing.T) {
 				return nil
 			})
 		}},
-		{"StoreSpendLockSigner", 2, func(id string) error { // BEGIN+the deferred UPDATE+the three signer locks in one flight, COMMIT
-			return s.Atomic(ctx, func(tx storage.Tx) error {
-				if err := tx.PendingRequests().Spend(ctx, id, now); err != nil {
-					return err
-				}
-				_, err := tx.Sessions().LockSigner(ctx, "InternalAccount:rt", "Session:rt")
-				if !errors.Is(err, storage.ErrNotFound) {
-					return errors.New("LockSigner: " + errString(err))
-				}
-				return nil
-			})
-		}},
-		{"StoreCreateLimited", 1, func(string) error { // BEGIN+advisory lock+guarded INSERT (deferred)+COMMIT
+		{"StoreCreateWithinQuota", 1, func(string) error { // BEGIN+advisory lock+guarded INSERT (deferred)+COMMIT
 			return s.Atomic(ctx, func(tx storage.Tx) error {
 				p := storage.PendingRequest{ID: newID(t, "Request"), Kind: "X", AccountID: "InternalAccount:rt",
 					Payload: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
-				_, err := tx.PendingRequests().CreateLimited(ctx, &p, 1000)
-				return err
+				return tx.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000})
 			})
 		}},
 		{"StoreEmpty", 0, func(string) error { return s.Atomic(ctx, func(storage.Tx) error { return nil }) }},

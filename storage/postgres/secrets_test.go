@@ -10,6 +10,7 @@ import (
 
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
+	"github.com/walletgate/walletgate/storage/storagetest"
 )
 
 // TestMigrationDeletesPlaintextIssuances: migration 0002 deletes the OTP
@@ -23,7 +24,12 @@ func TestMigrationDeletesPlaintextIssuances(t *testing.T) {
 		Code: "123456", TargetKey: bytes.Repeat([]byte{7}, 32), IssuedAt: now, ExpiresAt: now.Add(5 * time.Minute)}
 	sess := storage.Session{ID: newID(t, "Session"), AccountID: legacy.AccountID, CredentialID: legacy.CredentialID,
 		PublicKey: []byte{2, 1}, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	cred := storage.Credential{ID: legacy.CredentialID, AccountID: legacy.AccountID, Type: storage.SMSOTP,
+		Phone: "+14155550100", Nickname: "+14155550100", CreatedAt: now, UpdatedAt: now}
 	mustAtomic(t, s, func(tx storage.Tx) error {
+		if err := tx.Credentials().Create(ctx, &cred); err != nil {
+			return err
+		}
 		if err := tx.Sessions().Create(ctx, &sess); err != nil {
 			return err
 		}
@@ -40,8 +46,8 @@ func TestMigrationDeletesPlaintextIssuances(t *testing.T) {
 		t.Fatalf("Migrate: applied %d, %v; want 1", n, err)
 	}
 	mustAtomic(t, s, func(tx storage.Tx) error {
-		if _, err := tx.OTPIssuances().GetByCredential(ctx, legacy.CredentialID); err != storage.ErrNotFound {
-			t.Fatalf("a plaintext issuance survived the migration: %v", err)
+		if o, err := storagetest.Issuance(ctx, tx, legacy.CredentialID); err != nil || o != nil {
+			t.Fatalf("a plaintext issuance survived the migration: %v, %v", o, err)
 		}
 		if _, err := tx.Sessions().Get(ctx, sess.ID); err != nil {
 			t.Fatalf("the migration touched a session: %v", err)

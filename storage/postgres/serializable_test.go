@@ -87,7 +87,7 @@ func TestSerializableLevels(t *testing.T) {
 		s := newStoreWith(t, pool, postgres.Config{Isolation: c.store})
 		tx := pgtest.Begin(t, pool, pgx.TxOptions{IsoLevel: c.host})
 		p := newRequest(t)
-		err := s.Atomic(s.WithTx(ctx, tx), func(wt storage.Tx) error { return wt.PendingRequests().Create(ctx, &p) })
+		err := s.Atomic(s.WithTx(ctx, tx), func(wt storage.Tx) error { return wt.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000}) })
 		switch {
 		case c.want == "" && err != nil:
 			t.Fatalf("store %s, host %s: %v", c.store, c.host, err)

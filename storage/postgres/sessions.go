@@ -58,7 +58,7 @@ func (r sessionRepo) Create(ctx context.Context, s *storage.Session) error {
 	// A deferred write (see deferWrite): it travels with the next
 	// statement or the COMMIT, and an id that exists aborts the
 	// transaction with an error wrapping storage.ErrDuplicate.
-	b := &pgx.Batch{}
+	b := &batch{}
 	b.Queue(r.t.s.q.sessionInsert, s.ID, s.AccountID, s.CredentialID, s.PublicKey,
 		s.CreatedAt, s.ExpiresAt, nullTime(s.RevokedAt))
 	return wrap("create session", r.t.deferWrite(ctx, b))
@@ -72,7 +72,7 @@ func (r sessionRepo) Get(ctx context.Context, id string) (storage.Session, error
 	if s, ok := r.t.heldSession(id); ok {
 		return s, nil
 	}
-	found, err := r.t.readRow(ctx, r.t.s.q.sessionGet, []any{id}, func(row pgx.Row) error { return scanSession(row, &s) })
+	found, err := r.t.queryRow(ctx, r.t.s.q.sessionGet, []any{id}, func(row pgx.Row) error { return scanSession(row, &s) })
 	switch {
 	case err != nil:
 		return storage.Session{}, wrap("get session", err)
@@ -87,7 +87,7 @@ func (r sessionRepo) ListActive(ctx context.Context, accountID string, now time.
 		return nil, r.t.check()
 	}
 	var out []storage.Session
-	err := r.t.readRows(ctx, r.t.s.q.sessionActive, []any{accountID, now}, func(rows pgx.Rows) error {
+	err := r.t.query(ctx, r.t.s.q.sessionActive, []any{accountID, now}, func(rows pgx.Rows) error {
 		var s storage.Session
 		if err := scanSession(rows, &s); err != nil {
 			return err
@@ -141,7 +141,7 @@ func (r sessionRepo) LockSigner(ctx context.Context, accountID, id string) (stor
 	var a storage.InternalAccount
 	var c storage.Credential
 	var account, credential, session bool
-	b := &pgx.Batch{}
+	b := &batch{}
 	b.Queue(r.t.s.q.signerAccount, accountID).Query(func(rows pgx.Rows) error {
 		if account = rows.Next(); account {
 			return scanWallet(rows, &a)
@@ -187,7 +187,7 @@ func (r sessionRepo) LockSignersByKey(ctx context.Context, accountID string, pub
 	var account bool
 	creds := map[string]storage.Credential{}
 	var sessions []storage.Session
-	b := &pgx.Batch{}
+	b := &batch{}
 	b.Queue(r.t.s.q.signerAccount, accountID).Query(func(rows pgx.Rows) error {
 		if account = rows.Next(); account {
 			return scanWallet(rows, &a)

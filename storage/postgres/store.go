@@ -20,7 +20,7 @@ type Store struct {
 	cfg  Config // normalized
 	q    queries
 	// leases holds the lease statement rendered for each limit asked
-	// (int to string).
+	// (int to stmt).
 	leases sync.Map
 	tel    telemetry
 }

@@ -15,7 +15,10 @@ const sweepSQL = `DELETE FROM {s}.%[1]s WHERE ctid = ANY (ARRAY(
 
 // sweepTarget is a table Sweep clears and the column that says when a row
 // expired.
-type sweepTarget struct{ table, column string }
+type sweepTarget struct {
+	table  table
+	column string
+}
 
 // sweepTables is the number of tables Sweep clears.
 const sweepTables = 7
@@ -24,13 +27,13 @@ const sweepTables = 7
 // the cutoff, as the memory store does.
 func sweepTargets() [sweepTables]sweepTarget {
 	return [sweepTables]sweepTarget{
-		{"pending_requests", "expires_at"},
-		{"otp_issuances", "expires_at"},
-		{"ownership_challenges", "expires_at"},
-		{"sessions", "expires_at"},
-		{"rate_limit_windows", "window_end"},
-		{"outbox_events", "delivered_at"},
-		{"idempotency_keys", "expires_at"},
+		{tablePendingRequests, "expires_at"},
+		{tableOTPIssuances, "expires_at"},
+		{tableOwnershipChallenges, "expires_at"},
+		{tableSessions, "expires_at"},
+		{tableRateLimitWindows, "window_end"},
+		{tableOutboxEvents, "delivered_at"},
+		{tableIdempotencyKeys, "expires_at"},
 	}
 }
 
@@ -43,14 +46,14 @@ func sweepTargets() [sweepTables]sweepTarget {
 // may sweep at once: each skips the rows another holds.
 func (s *Store) Sweep(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	n := 0
-	for i, sql := range s.q.sweep {
+	for i, st := range s.q.sweep {
 		if n >= limit {
 			break
 		}
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		tag, err := s.pool.Exec(ctx, sql, cutoff, int64(limit-n))
+		tag, err := s.pool.Exec(ctx, st.sql, cutoff, int64(limit-n))
 		if err != nil {
 			return n, fmt.Errorf("postgres: sweeping %s: %w", sweepTargets()[i].table, err)
 		}

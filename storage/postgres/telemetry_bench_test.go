@@ -23,7 +23,7 @@ func BenchmarkTransactionTelemetry(b *testing.B) {
 	plain := newStore(b, pool)
 	p := storage.PendingRequest{ID: newID(b, "Request"), AccountID: "a", CreatedAt: time.Unix(0, 0).UTC(),
 		ExpiresAt: time.Unix(60, 0).UTC()}
-	mustAtomic(b, plain, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) })
+	mustAtomic(b, plain, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000}) })
 	c := telemetrytest.New(b)
 	sdk, err := postgres.New(pool, postgres.Config{Schema: plain.Schema(), Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider})
 	if err != nil {

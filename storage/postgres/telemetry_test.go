@@ -38,7 +38,7 @@ func TestTransactionTelemetry(t *testing.T) {
 	err := s.Atomic(ctx, func(tx storage.Tx) error {
 		p := storage.PendingRequest{ID: newID(t, "Request"), AccountID: "a", CreatedAt: time.Unix(0, 0).UTC(),
 			ExpiresAt: time.Unix(60, 0).UTC()}
-		if err := tx.PendingRequests().Create(ctx, &p); err != nil {
+		if err := tx.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000}); err != nil {
 			return err
 		}
 		if runs++; runs == 1 {

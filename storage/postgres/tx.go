@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -37,7 +36,7 @@ func migrateOptions() pgx.TxOptions { return pgx.TxOptions{IsoLevel: pgx.ReadCom
 
 // inBlock reports whether plain reads must run inside the transaction
 // block: at SERIALIZABLE a read outside it would escape the serializable
-// checks (see run).
+// checks (see send).
 func (s *Store) inBlock() bool { return s.cfg.Isolation == pgx.Serializable }
 
 // finishTimeout bounds the rollback that runs after the caller's context was
@@ -46,7 +45,7 @@ const finishTimeout = 5 * time.Second
 
 // tx is one attempt of an Atomic call: a pooled connection on which the
 // transaction begins lazily, pipelined with its first statement that writes
-// or locks (see run). mu serializes statements (a connection runs one at a
+// or locks (see send). mu serializes statements (a connection runs one at a
 // time) and guards done.
 type tx struct {
 	s    *Store
@@ -63,14 +62,11 @@ type tx struct {
 	// it failed; later statements and the commit report it.
 	broken error
 	done   bool
-	// later holds deferred writes (see deferWrite) not sent yet: they go
-	// out ahead of the next statement, or with the COMMIT.
-	later []*pgx.QueuedQuery
-	// held keeps the rows the transaction locked (see hold).
-	held map[heldKey]any
-	// ahead holds rows read with the last statement sent (see
-	// readAhead), or nil.
-	ahead *aheadRows
+	// pipe holds the deferred writes not sent yet (see deferWrite), the
+	// rows the transaction locked (see hold) and the rows read with the
+	// last statement sent (see readAhead). It keeps nothing inside a host
+	// transaction.
+	pipe pipeline
 }
 
 var _ storage.Tx = (*tx)(nil)
@@ -108,7 +104,7 @@ func (t *tx) Idempotency() storage.IdempotencyKeys       { return idemRepo{t} }
 // A transaction whose fn issued no statement costs no round trip. The BEGIN
 // travels in one round trip with the first statement that writes or locks;
 // plain reads before it run outside the transaction block, which changes
-// nothing they see (see run), so a transaction that only reads costs
+// nothing they see (see send), so a transaction that only reads costs
 // its reads and no COMMIT.
 //
 // Given a context of [Store.WithTx], Atomic runs fn inside the host's
@@ -168,8 +164,9 @@ func (s *Store) attempt(ctx context.Context, fn func(storage.Tx) error) error {
 	return t.resolve(ctx, t.commit(ctx))
 }
 
-// resolve turns the failure of a deferred CreateLimited or Hit (a
-// limitMiss or hitMiss, wherever it surfaced) into what the call reports:
+// resolve turns the failure of a deferred account quota of
+// PendingRequests.Create or of a Hit (a limitMiss or hitMiss, wherever it
+// surfaced) into what the call reports:
 // it rolls the aborted transaction back and reads the account's requests,
 // or the rate-limit window, outside it. Other errors pass unchanged.
 func (t *tx) resolve(ctx context.Context, err error) error {
@@ -219,7 +216,7 @@ func (t *tx) commit(ctx context.Context) error {
 		t.sp = false
 		return nil
 	}
-	if len(t.later) > 0 {
+	if t.pipe.deferred() {
 		return t.commitLater(ctx)
 	}
 	if t.pg == nil {
@@ -266,24 +263,29 @@ func (t *tx) finish(ctx context.Context) {
 }
 
 // send runs the statements of b in one round trip, beginning the
-// transaction first when it has not begun yet. Result callbacks set on the
-// queued statements run before send returns; they must not return errors
-// for expected outcomes such as no rows (a failed batch invalidates the
-// connection's cached statements).
-func (t *tx) send(ctx context.Context, b *pgx.Batch) error { return t.run(ctx, b, false) }
-
-// run is send, except that with read set (b holds only plain reads:
-// SELECTs that neither write nor lock, so no FOR UPDATE and no advisory
-// lock) it does not begin the transaction: until a statement that writes or
-// locks has begun it, reads run on their own, outside any transaction block,
-// and a transaction that only reads costs no BEGIN and no COMMIT, one round
-// trip fewer. They read what they would have read inside it: at READ
-// COMMITTED every statement reads its own snapshot, taken when it starts; a
-// read that comes before the transaction's first write has none of its
-// writes to see; and a plain read holds no row lock the transaction would
-// keep. A failed read dooms the transaction as it would inside one: later
-// statements and the commit report it.
-func (t *tx) run(ctx context.Context, b *pgx.Batch, read bool) error {
+// transaction first when it has not begun yet, unless b holds only plain
+// reads (see below). Result callbacks set on the queued statements run
+// before send returns; they must not return errors for expected outcomes
+// such as no rows (a failed batch invalidates the connection's cached
+// statements).
+//
+// Whether b holds only plain reads (statements declared kindRead: SELECTs
+// that neither write nor lock, so no FOR UPDATE and no advisory lock) is
+// known from the declarations it recorded. Such a batch does not begin the
+// transaction: until a statement that writes or locks has begun it, reads
+// run on their own, outside any transaction block, and a transaction that
+// only reads costs no BEGIN and no COMMIT, one round trip fewer. They read
+// what they would have read inside it: at READ COMMITTED every statement
+// reads its own snapshot, taken when it starts; a read that comes before
+// the transaction's first write has none of its writes to see; and a plain
+// read holds no row lock the transaction would keep. A failed read dooms
+// the transaction as it would inside one: later statements and the commit
+// report it.
+//
+// Before b is sent, the pipeline forgets the kept rows of every table a
+// statement of b that is not a plain read declares, drops the rows read
+// ahead, and puts the deferred writes in front of b (see pipeline).
+func (t *tx) send(ctx context.Context, b *batch) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
@@ -292,20 +294,14 @@ func (t *tx) run(ctx context.Context, b *pgx.Batch, read bool) error {
 	case t.broken != nil:
 		return t.broken
 	case t.host != nil:
-		return t.runHost(ctx, b, read)
+		return t.runHost(ctx, b)
 	}
-	t.forget(b.QueuedQueries, read)
-	t.ahead = nil
-	if len(t.later) > 0 {
-		// The deferred writes go first, in the order they were made.
-		merged := &pgx.Batch{QueuedQueries: append(t.later, b.QueuedQueries...)}
-		t.later, b, read = nil, merged, false
-	}
+	b, read := t.pipe.next(b)
 	switch {
 	case t.pg != nil:
-		return t.conn.SendBatch(ctx, b).Close()
+		return t.conn.SendBatch(ctx, &b.pg).Close()
 	case read && !t.s.inBlock():
-		err := t.conn.SendBatch(ctx, b).Close()
+		err := t.conn.SendBatch(ctx, &b.pg).Close()
 		if err != nil {
 			t.broken = fmt.Errorf("postgres: a read of the transaction failed: %w", err)
 		}
@@ -313,7 +309,7 @@ func (t *tx) run(ctx context.Context, b *pgx.Batch, read bool) error {
 	}
 	first := &pgx.Batch{}
 	first.BeginTx(t.s.beginOptions())
-	first.QueuedQueries = append(first.QueuedQueries, b.QueuedQueries...)
+	first.QueuedQueries = append(first.QueuedQueries, b.pg.QueuedQueries...)
 	br := t.conn.SendBatch(ctx, first)
 	err := br.Close()
 	if t.conn.Conn().PgConn().TxStatus() == 'I' {
@@ -331,12 +327,13 @@ func (t *tx) run(ctx context.Context, b *pgx.Batch, read bool) error {
 // deferWrite queues the statements of b, writes whose callbacks only take
 // what the statements return (never deciding on it), to be sent ahead of
 // the transaction's next statement or with its COMMIT, saving their round
-// trip. Their statements must raise an error rather than do nothing when
-// they cannot write: a deferred failure aborts the transaction, is
-// reported by the statement or commit that carried it, and everything rolls
-// back. Inside a host transaction it sends them at once (the host's COMMIT
-// is not the store's).
-func (t *tx) deferWrite(ctx context.Context, b *pgx.Batch) error {
+// trip; the kept rows of the tables they declare are forgotten at once.
+// Their statements must raise an error rather than do nothing when they
+// cannot write: a deferred failure aborts the transaction, is reported by
+// the statement or commit that carried it, and everything rolls back.
+// Inside a host transaction it sends them at once (the host's COMMIT is
+// not the store's).
+func (t *tx) deferWrite(ctx context.Context, b *batch) error {
 	t.mu.Lock()
 	switch {
 	case t.done:
@@ -350,13 +347,7 @@ func (t *tx) deferWrite(ctx context.Context, b *pgx.Batch) error {
 		return t.send(ctx, b)
 	}
 	defer t.mu.Unlock()
-	t.forget(b.QueuedQueries, false)
-	t.later = append(t.later, b.QueuedQueries...)
-	for _, q := range b.QueuedQueries {
-		if strings.Contains(q.SQL, "."+heldWallets) {
-			t.ahead = nil
-		}
-	}
+	t.pipe.deferWrites(b)
 	return nil
 }
 
@@ -369,8 +360,8 @@ func (t *tx) commitLater(ctx context.Context) error {
 	if began {
 		b.BeginTx(t.s.beginOptions())
 	}
-	b.QueuedQueries = append(b.QueuedQueries, t.later...)
-	t.later, t.ahead = nil, nil
+	later, _ := t.pipe.next(&batch{})
+	b.QueuedQueries = append(b.QueuedQueries, later.pg.QueuedQueries...)
 	b.Queue("COMMIT")
 	br := t.conn.SendBatch(ctx, b)
 	err := br.Close()
@@ -393,43 +384,25 @@ func (t *tx) commitLater(ctx context.Context) error {
 	return wrap("commit", err)
 }
 
-// queryRow runs one statement expected to return at most one row; scan is
-// called only when there is one. It reports whether there was.
-func (t *tx) queryRow(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) (bool, error) {
-	return t.row(ctx, false, sql, args, scan)
-}
-
-// readRow is queryRow for a plain read (see run).
-func (t *tx) readRow(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) (bool, error) {
-	return t.row(ctx, true, sql, args, scan)
-}
-
-func (t *tx) row(ctx context.Context, read bool, sql string, args []any, scan func(pgx.Row) error) (bool, error) {
+// queryRow runs st, expected to return at most one row; scan is called
+// only when there is one. It reports whether there was.
+func (t *tx) queryRow(ctx context.Context, st stmt, args []any, scan func(pgx.Row) error) (bool, error) {
 	found := false
-	b := &pgx.Batch{}
-	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+	b := &batch{}
+	b.Queue(st, args...).Query(func(rows pgx.Rows) error {
 		if !rows.Next() {
 			return nil
 		}
 		found = true
 		return scan(rows)
 	})
-	return found, t.run(ctx, b, read)
+	return found, t.send(ctx, b)
 }
 
-// query runs one statement and calls each for every row.
-func (t *tx) query(ctx context.Context, sql string, args []any, each func(pgx.Rows) error) error {
-	return t.rows(ctx, false, sql, args, each)
-}
-
-// readRows is query for a plain read (see run).
-func (t *tx) readRows(ctx context.Context, sql string, args []any, each func(pgx.Rows) error) error {
-	return t.rows(ctx, true, sql, args, each)
-}
-
-func (t *tx) rows(ctx context.Context, read bool, sql string, args []any, each func(pgx.Rows) error) error {
-	b := &pgx.Batch{}
-	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+// query runs st and calls each for every row.
+func (t *tx) query(ctx context.Context, st stmt, args []any, each func(pgx.Rows) error) error {
+	b := &batch{}
+	b.Queue(st, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			if err := each(rows); err != nil {
 				return err
@@ -437,14 +410,14 @@ func (t *tx) rows(ctx context.Context, read bool, sql string, args []any, each f
 		}
 		return nil
 	})
-	return t.run(ctx, b, read)
+	return t.send(ctx, b)
 }
 
-// exec runs one statement and returns its command tag.
-func (t *tx) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+// exec runs st and returns its command tag.
+func (t *tx) exec(ctx context.Context, st stmt, args ...any) (pgconn.CommandTag, error) {
 	var tag pgconn.CommandTag
-	b := &pgx.Batch{}
-	b.Queue(sql, args...).Exec(func(ct pgconn.CommandTag) error { tag = ct; return nil })
+	b := &batch{}
+	b.Queue(st, args...).Exec(func(ct pgconn.CommandTag) error { tag = ct; return nil })
 	return tag, t.send(ctx, b)
 }
 

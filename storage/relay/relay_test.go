@@ -140,10 +140,7 @@ func TestBackoff(t *testing.T) {
 
 func nextAttempt(t testing.TB, s storage.Store, e storage.Event) time.Time {
 	t.Helper()
-	ctx := t.Context()
-	var evs []storage.Event
-	_ = s.Atomic(ctx, func(tx storage.Tx) error { evs, _ = tx.Outbox().ListByAccount(ctx, e.AccountID); return nil })
-	for _, x := range evs {
+	for _, x := range storagetest.Events(t, s, e.AccountID) {
 		if x.ID == e.ID {
 			return x.NextAttemptAt
 		}
@@ -223,7 +220,6 @@ func TestTypesSettleOthers(t *testing.T) {
 
 // TestPublisherPanic: a panicking publisher fails its event, not the relay.
 func TestPublisherPanic(t *testing.T) {
-	ctx := t.Context()
 	s := memory.New()
 	f := &fake{fail: func(storage.Event) error { panic("boom") }}
 	var reported error
@@ -235,8 +231,7 @@ func TestPublisherPanic(t *testing.T) {
 	if reported == nil || !strings.Contains(reported.Error(), "panicked") {
 		t.Fatalf("OnFailure saw %v", reported)
 	}
-	var evs []storage.Event
-	_ = s.Atomic(ctx, func(tx storage.Tx) error { evs, _ = tx.Outbox().ListByAccount(ctx, ev.AccountID); return nil })
+	evs := storagetest.Events(t, s, ev.AccountID)
 	if !strings.Contains(evs[0].LastError, "panicked") {
 		t.Fatalf("LastError %q", evs[0].LastError)
 	}

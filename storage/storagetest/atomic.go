@@ -3,6 +3,7 @@ package storagetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,7 +33,7 @@ func seed(t *testing.T, s storage.Store) *world {
 	w.chal = storage.OwnershipChallenge{ID: id(t, "Challenge"), AccountID: w.ext.ID, Method: "WALLET_SIGNATURE",
 		Message: "m", IssuedAt: t0, ExpiresAt: t0.Add(time.Hour)}
 	w.wallet = storage.InternalAccount{ID: id(t, "InternalAccount"), CustomerID: w.ext.CustomerID, Email: "a@example.com", CreatedAt: t0, UpdatedAt: t0}
-	w.cred = passkeyCred(t, w.wallet.ID, []byte("seed-passkey"))
+	w.cred = passkeyCred(t, w.wallet.ID, []byte(id(t, "Passkey")))
 	w.otp = storage.OTPIssuance{ID: id(t, "OTP"), CredentialID: w.cred.ID, AccountID: w.wallet.ID, Code: "000000",
 		IssuedAt: t0, ExpiresAt: t0.Add(time.Hour)}
 	w.session = storage.Session{ID: id(t, "Session"), AccountID: w.wallet.ID, CredentialID: w.cred.ID,
@@ -48,7 +49,7 @@ func seed(t *testing.T, s storage.Store) *world {
 			tx.Credentials().Create(ctx, &w.cred),
 			tx.OTPIssuances().Put(ctx, &w.otp),
 			tx.Sessions().Create(ctx, &w.session),
-			tx.PendingRequests().Create(ctx, &w.pending),
+			tx.PendingRequests().Create(ctx, &w.pending, roomy),
 			tx.Outbox().Append(ctx, &w.event),
 		)
 	})
@@ -74,14 +75,14 @@ func mutateAll(t *testing.T, tx storage.Tx, w *world) {
 	freshOTP := w.otp
 	freshOTP.ID = id(t, "OTP")
 	freshEvent := storage.Event{ID: id(t, "Webhook"), Type: "T", AccountID: w.ext.ID, CreatedAt: t0}
-	var wait time.Duration
-	_, rlErr := tx.RateLimits().Allow(ctx, "k", t0, time.Minute, 1)
-	wait, rlErr2 := tx.RateLimits().Allow(ctx, "k", t0, time.Minute, 1)
-	if wait == 0 {
-		t.Fatal("rate limit allowed a second hit inside the transaction")
+	rlErr := tx.RateLimits().Hit(ctx, "k", t0, time.Minute, 1)
+	// The attempt's budget shares the key: its hit is the window's second.
+	locked, otpErr := tx.Credentials().Lock(ctx, w.cred.ID,
+		&storage.OTPAttempt{Limit: 100, Now: t0, Key: "k", Window: time.Minute, Budget: 2})
+	if otpErr == nil && (locked.Reserved == nil || locked.Reserved.Attempts != 1) {
+		t.Fatalf("the attempt inside the transaction reserved %v (wait %v), want attempt 1", locked.Reserved, locked.Wait)
 	}
-	_, otpErr := tx.OTPIssuances().Attempt(ctx, w.otp.ID, 100, t0)
-	_, consumeErr := tx.PendingRequests().Consume(ctx, w.pending.ID, t0)
+	consumeErr := tx.PendingRequests().Consume(ctx, w.pending.ID, t0)
 	_, chalErr := tx.Challenges().Consume(ctx, w.ext.ID, w.chal.ID)
 	_, revErr := tx.Sessions().RevokeByCredential(ctx, w.cred.ID, t0)
 	err := errors.Join(
@@ -91,13 +92,14 @@ func mutateAll(t *testing.T, tx storage.Tx, w *world) {
 		tx.Credentials().Update(ctx, &cred),
 		tx.Credentials().Create(ctx, &freshCred),
 		tx.Credentials().Delete(ctx, w.cred.ID),
-		tx.PendingRequests().Create(ctx, &freshPending),
+		tx.PendingRequests().Create(ctx, &freshPending, roomy),
 		tx.Sessions().Create(ctx, &freshSession),
 		tx.OTPIssuances().Put(ctx, &freshOTP),
 		tx.Outbox().Append(ctx, &freshEvent),
 		tx.Outbox().MarkDelivered(ctx, []string{w.event.ID}, t0),
-		rlErr, rlErr2, otpErr, consumeErr, chalErr, revErr,
+		rlErr, otpErr, consumeErr, chalErr, revErr,
 	)
+	err = errors.Join(err, settle(ctx, tx))
 	if err != nil {
 		t.Fatalf("mutations inside the transaction failed: %v", err)
 	}
@@ -123,22 +125,35 @@ func unchanged(t *testing.T, s storage.Store, w *world) {
 		found, err := tx.Credentials().FindByWebAuthnID(ctx, w.cred.WebAuthn.CredentialID)
 		wantErr(t, "FindByWebAuthnID", err, nil)
 		diff(t, "passkey by WebAuthn id", found, w.cred)
-		otp, _ := tx.OTPIssuances().GetByCredential(ctx, w.cred.ID)
-		diff(t, "OTP issuance", otp, w.otp)
+		otp, err := Issuance(ctx, tx, w.cred.ID)
+		wantErr(t, "Issuance", err, nil)
+		if otp == nil {
+			t.Fatal("the OTP issuance is gone")
+		}
+		diff(t, "OTP issuance", *otp, w.otp)
 		sessions, _ := tx.Sessions().ListActive(ctx, w.wallet.ID, t0)
 		diff(t, "active sessions", sessions, []storage.Session{w.session})
 		p, _ := tx.PendingRequests().Get(ctx, w.pending.ID)
 		diff(t, "pending request", p, w.pending)
-		evs, _ := tx.Outbox().ListByAccount(ctx, w.ext.ID)
-		diff(t, "events", evs, []storage.Event{w.event})
-		wait, err := tx.RateLimits().Allow(ctx, "k", t0, time.Minute, 1)
-		wantErr(t, "Allow", err, nil)
-		if wait != 0 {
-			t.Fatal("a rolled-back rate-limit hit was counted")
-		}
-		return errRollback // leave the probe hit uncounted too
+		return nil
 	})
-	wantErr(t, "Atomic", err, errRollback)
+	wantErr(t, "Atomic", err, nil)
+	diff(t, "events", Events(t, s, w.ext.ID), []storage.Event{w.event})
+	// A probe hit at a limit of one, settled and then rolled back so that
+	// it stays uncounted too: a rolled-back hit counted would refuse it.
+	err = s.Atomic(ctx, func(tx storage.Tx) error {
+		if err := tx.RateLimits().Hit(ctx, "k", t0, time.Minute, 1); err != nil {
+			return err
+		}
+		if err := settle(ctx, tx); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if limited := (*storage.RateLimitError)(nil); errors.As(err, &limited) {
+		t.Fatalf("a rolled-back rate-limit hit was counted: %v", err)
+	}
+	wantErr(t, "the probe hit", err, errRollback)
 }
 
 func testAtomic(t *testing.T, newStore Factory) {
@@ -207,9 +222,12 @@ func testAtomic(t *testing.T, newStore Factory) {
 		s := newStore(t)
 		p := newPending(t, id(t, "InternalAccount"))
 		run(t, s, func(tx storage.Tx) error {
-			wantErr(t, "Create", tx.PendingRequests().Create(ctx, &p), nil)
-			_, err := tx.PendingRequests().Consume(ctx, p.ID, t0)
-			wantErr(t, "Consume in the creating transaction", err, nil)
+			wantErr(t, "Create", tx.PendingRequests().Create(ctx, &p, roomy), nil)
+			got, err := storage.ConsumeNow(ctx, tx, p.ID, t0)
+			wantErr(t, "ConsumeNow in the creating transaction", err, nil)
+			if !got.ConsumedAt.Equal(t0) {
+				t.Fatalf("ConsumeNow in the creating transaction read ConsumedAt %v, want %v", got.ConsumedAt, t0)
+			}
 			return nil
 		})
 	})
@@ -251,63 +269,69 @@ func testConcurrency(t *testing.T, newStore Factory) {
 		return wins, losses
 	}
 
-	t.Run("ConsumePendingRequest", func(t *testing.T) {
-		s := newStore(t)
-		p := newPending(t, id(t, "InternalAccount"))
-		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) })
-		wins, losses := race(t, func() error {
-			return s.Atomic(ctx, func(tx storage.Tx) error {
-				_, err := tx.PendingRequests().Consume(ctx, p.ID, t0)
-				return err
-			})
-		})
+	// losingConsumers fails the test unless exactly one consumer of id
+	// won and every other failed with a *storage.ConsumeError for id
+	// wrapping ErrConsumed.
+	losingConsumers := func(t *testing.T, id string, wins int, losses []error) {
+		t.Helper()
 		if wins != 1 {
 			t.Fatalf("%d consumers won, want exactly 1", wins)
 		}
 		for _, err := range losses {
+			var ce *storage.ConsumeError
+			if !errors.As(err, &ce) || ce.ID != id {
+				t.Fatalf("losing consumer: %v, want a *storage.ConsumeError for %s", err, id)
+			}
 			wantErr(t, "losing consumer", err, storage.ErrConsumed)
 		}
-	})
-	t.Run("SpendPendingRequest", func(t *testing.T) {
+	}
+	// Consume's failure may surface only from Atomic (at the commit).
+	t.Run("ConsumePendingRequest", func(t *testing.T) {
 		s := newStore(t)
 		p := newPending(t, id(t, "InternalAccount"))
-		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) })
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p, roomy) })
 		wins, losses := race(t, func() error {
-			return s.Atomic(ctx, func(tx storage.Tx) error {
-				if err := tx.PendingRequests().Spend(ctx, p.ID, t0); err != nil {
+			return s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, p.ID, t0) })
+		})
+		losingConsumers(t, p.ID, wins, losses)
+	})
+	// ConsumeNow's failure surfaces in the transaction, at the latest
+	// from the read-back that a deferred consumption travels with.
+	t.Run("ConsumeNowPendingRequest", func(t *testing.T) {
+		s := newStore(t)
+		p := newPending(t, id(t, "InternalAccount"))
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p, roomy) })
+		var late atomic.Int32
+		wins, losses := race(t, func() error {
+			early := false // of the last run of fn: a store may rerun it
+			err := s.Atomic(ctx, func(tx storage.Tx) error {
+				got, err := storage.ConsumeNow(ctx, tx, p.ID, t0)
+				early = err != nil
+				if err != nil {
 					return err
 				}
-				// A statement after it, which a deferred Spend travels with.
-				_, err := tx.PendingRequests().Get(ctx, p.ID)
-				return err
+				if !got.ConsumedAt.Equal(t0) {
+					return fmt.Errorf("ConsumeNow read ConsumedAt %v, want %v", got.ConsumedAt, t0)
+				}
+				return nil
 			})
-		})
-		if wins != 1 {
-			t.Fatalf("%d spenders won, want exactly 1", wins)
-		}
-		for _, err := range losses {
-			var spent *storage.SpendError
-			if !errors.As(err, &spent) || spent.ID != p.ID {
-				t.Fatalf("losing spender: %v, want a *storage.SpendError for %s", err, p.ID)
+			if err != nil && !early {
+				late.Add(1)
 			}
-			wantErr(t, "losing spender", err, storage.ErrConsumed)
+			return err
+		})
+		losingConsumers(t, p.ID, wins, losses)
+		if n := late.Load(); n > 0 {
+			t.Fatalf("%d of %d losing consumers learned it only from Atomic, not from ConsumeNow", n, len(losses))
 		}
 	})
 	t.Run("ConsumeOTPIssuance", func(t *testing.T) {
 		s := newStore(t)
 		w := seed(t, s)
 		wins, losses := race(t, func() error {
-			return s.Atomic(ctx, func(tx storage.Tx) error {
-				_, err := tx.OTPIssuances().Consume(ctx, w.otp.ID, t0)
-				return err
-			})
+			return s.Atomic(ctx, func(tx storage.Tx) error { return tx.OTPIssuances().Consume(ctx, w.otp.ID, t0) })
 		})
-		if wins != 1 {
-			t.Fatalf("%d consumers won, want exactly 1", wins)
-		}
-		for _, err := range losses {
-			wantErr(t, "losing consumer", err, storage.ErrConsumed)
-		}
+		losingConsumers(t, w.otp.ID, wins, losses)
 	})
 	t.Run("CompareAndSetAccount", func(t *testing.T) {
 		s := newStore(t)
@@ -371,13 +395,10 @@ func testSweep(t *testing.T, newStore Factory) {
 		} else {
 			live = append(live, p)
 		}
-		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) })
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p, roomy) })
 	}
 	// A consumed request is swept on its expiry like any other.
-	run(t, s, func(tx storage.Tx) error {
-		_, err := tx.PendingRequests().Consume(ctx, dead[0].ID, t0.Add(-time.Hour))
-		return err
-	})
+	run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, dead[0].ID, t0.Add(-time.Hour)) })
 	w := seed(t, s) // challenge, OTP and session expire at t0+1h
 	n, err := s.Sweep(ctx, t0, 3)
 	wantErr(t, "Sweep", err, nil)
@@ -410,8 +431,11 @@ func testSweep(t *testing.T, newStore Factory) {
 	run(t, s, func(tx storage.Tx) error {
 		_, err := tx.Challenges().Get(ctx, w.ext.ID)
 		wantErr(t, "Get swept challenge", err, storage.ErrNotFound)
-		_, err = tx.OTPIssuances().GetByCredential(ctx, w.cred.ID)
-		wantErr(t, "Get swept OTP issuance", err, storage.ErrNotFound)
+		o, err := Issuance(ctx, tx, w.cred.ID)
+		wantErr(t, "Issuance after Sweep", err, nil)
+		if o != nil {
+			t.Fatalf("the expired OTP issuance %s was not swept", o.ID)
+		}
 		_, err = tx.PendingRequests().Get(ctx, live[0].ID)
 		wantErr(t, "Get swept request", err, storage.ErrNotFound)
 		// Accounts and credentials never expire.

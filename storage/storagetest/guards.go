@@ -9,8 +9,9 @@ import (
 )
 
 // testGuards checks, one call at a time, the methods that keep check-then-act
-// rules: the Lock methods and OTPIssuances.Attempt. testRaces checks them
-// under concurrency.
+// rules: the Lock methods, Credentials.Lock with an OTP attempt among them,
+// and the consumption of an OTP issuance. testRaces checks them under
+// concurrency.
 func testGuards(t *testing.T, newStore Factory) {
 	ctx := t.Context()
 	t.Run("LockAccount", func(t *testing.T) {
@@ -61,15 +62,22 @@ func testGuards(t *testing.T, newStore Factory) {
 		s := newStore(t)
 		c := passkeyCred(t, id(t, "InternalAccount"), []byte("lock-me"))
 		run(t, s, func(tx storage.Tx) error { return tx.Credentials().Create(ctx, &c) })
+		o := newIssuance(t)
+		o.CredentialID, o.AccountID = c.ID, c.AccountID
+		run(t, s, func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
 		run(t, s, func(tx storage.Tx) error {
 			r := tx.Credentials()
-			got, err := r.Lock(ctx, c.ID)
+			got, err := r.Lock(ctx, c.ID, nil)
 			wantErr(t, "Lock", err, nil)
-			diff(t, "Lock", got, c)
+			diff(t, "Lock", got.Credential, c)
+			// Without an attempt it reads no issuance and charges nothing.
+			if got.Issuance != nil || got.Reserved != nil || got.Wait != 0 {
+				t.Fatalf("Lock without an attempt: issuance %v, reserved %v, wait %v; want none", got.Issuance, got.Reserved, got.Wait)
+			}
 			wantErr(t, "Delete of the locked credential", r.Delete(ctx, c.ID), nil)
-			_, err = r.Lock(ctx, c.ID)
+			_, err = r.Lock(ctx, c.ID, nil)
 			wantErr(t, "Lock after Delete", err, storage.ErrNotFound)
-			_, err = r.Lock(ctx, id(t, "AuthMethod"))
+			_, err = r.Lock(ctx, id(t, "AuthMethod"), nil)
 			wantErr(t, "Lock unknown", err, storage.ErrNotFound)
 			return nil
 		})
@@ -89,108 +97,34 @@ func testGuards(t *testing.T, newStore Factory) {
 			return nil
 		})
 	})
-	t.Run("SpendOTP", func(t *testing.T) {
+	t.Run("ConsumeOTP", func(t *testing.T) {
 		s := newStore(t)
-		o := newIssuance(t)
-		run(t, s, func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
+		cred, o := otpCredential(t, s)
 		run(t, s, func(tx storage.Tx) error {
-			if _, err := tx.OTPIssuances().Attempt(ctx, o.ID, 3, t0); err != nil {
+			l, err := tx.Credentials().Lock(ctx, cred.ID,
+				&storage.OTPAttempt{Limit: 3, Now: t0, Key: "budget:" + cred.ID, Window: time.Minute, Budget: 3})
+			if err != nil {
 				return err
 			}
-			return tx.OTPIssuances().Spend(ctx, o.ID, t0)
+			if l.Reserved == nil {
+				t.Fatalf("Lock with an attempt on a live issuance reserved nothing (wait %v)", l.Wait)
+			}
+			return tx.OTPIssuances().Consume(ctx, o.ID, t0)
 		})
 		run(t, s, func(tx storage.Tx) error {
-			got, err := tx.OTPIssuances().GetByCredential(ctx, o.CredentialID)
-			wantErr(t, "GetByCredential of a spent issuance", err, nil)
-			if !got.ConsumedAt.Equal(t0) || got.Attempts != 1 {
-				t.Fatalf("spent issuance: ConsumedAt %v, Attempts %d; want %v, 1", got.ConsumedAt, got.Attempts, t0)
+			got, err := Issuance(ctx, tx, cred.ID)
+			wantErr(t, "Issuance of a consumed issuance", err, nil)
+			if got == nil || !got.ConsumedAt.Equal(t0) || got.Attempts != 1 {
+				t.Fatalf("consumed issuance: %+v; want ConsumedAt %v and 1 attempt", got, t0)
 			}
 			return nil
 		})
-		for _, bad := range []string{o.ID, id(t, "OTP")} {
-			err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.OTPIssuances().Spend(ctx, bad, t0) })
-			var spent *storage.SpendError
-			if !errors.As(err, &spent) || spent.ID != bad {
-				t.Fatalf("Spend of a spent or unknown issuance: %v, want a *storage.SpendError for %s", err, bad)
-			}
+		for bad, want := range map[string]error{o.ID: storage.ErrConsumed, id(t, "OTP"): storage.ErrNotFound, "not-an-id": storage.ErrNotFound} {
+			atCall, err := consumeIn(ctx, s, func(tx storage.Tx) error { return tx.OTPIssuances().Consume(ctx, bad, t0) })
+			wantConsumeError(t, "Consume of a consumed or unknown issuance", err, atCall, bad, want)
 		}
 	})
-	t.Run("Attempt", func(t *testing.T) {
-		s := newStore(t)
-		o := newIssuance(t)
-		run(t, s, func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
-		run(t, s, func(tx storage.Tx) error {
-			r := tx.OTPIssuances()
-			for want := 1; want <= 3; want++ {
-				got, err := r.Attempt(ctx, o.ID, 3, t0)
-				wantErr(t, "Attempt under the limit", err, nil)
-				if got.ID != o.ID || got.Attempts != want {
-					t.Fatalf("Attempt %d returned id %s with Attempts %d", want, got.ID, got.Attempts)
-				}
-			}
-			_, err := r.Attempt(ctx, o.ID, 3, t0)
-			wantErr(t, "Attempt at the limit", err, storage.ErrExhausted)
-			got, _ := r.GetByCredential(ctx, o.CredentialID)
-			if got.Attempts != 3 {
-				t.Fatalf("Attempts after a refused attempt = %d, want 3", got.Attempts)
-			}
-			_, err = r.Attempt(ctx, o.ID, 4, t0)
-			wantErr(t, "Attempt under a higher limit", err, nil)
-			_, err = r.Attempt(ctx, o.ID, 0, t0)
-			wantErr(t, "Attempt with limit 0", err, storage.ErrExhausted)
-			_, err = r.Attempt(ctx, id(t, "OTP"), 3, t0)
-			wantErr(t, "Attempt unknown", err, storage.ErrNotFound)
-			return nil
-		})
-		// A rolled-back attempt does not count.
-		err := s.Atomic(ctx, func(tx storage.Tx) error {
-			if _, err := tx.OTPIssuances().Attempt(ctx, o.ID, 10, t0); err != nil {
-				return err
-			}
-			return errRollback
-		})
-		wantErr(t, "rolled-back Attempt", err, errRollback)
-		run(t, s, func(tx storage.Tx) error {
-			got, _ := tx.OTPIssuances().GetByCredential(ctx, o.CredentialID)
-			if got.Attempts != 4 {
-				t.Fatalf("Attempts after a rolled-back attempt = %d, want 4", got.Attempts)
-			}
-			return nil
-		})
-	})
-	t.Run("AttemptRefusals", func(t *testing.T) {
-		s := newStore(t)
-		o := newIssuance(t)
-		run(t, s, func(tx storage.Tx) error {
-			r := tx.OTPIssuances()
-			wantErr(t, "Put", r.Put(ctx, &o), nil)
-			_, err := r.Attempt(ctx, o.ID, 5, o.ExpiresAt)
-			wantErr(t, "Attempt at ExpiresAt", err, storage.ErrExpired)
-			_, err = r.Attempt(ctx, o.ID, 5, o.ExpiresAt.Add(-time.Microsecond))
-			wantErr(t, "Attempt just before ExpiresAt", err, nil)
-			_, err = r.Consume(ctx, o.ID, t0)
-			wantErr(t, "Consume", err, nil)
-			// Consumed comes before expired and exhausted.
-			_, err = r.Attempt(ctx, o.ID, 0, o.ExpiresAt)
-			wantErr(t, "Attempt on a consumed issuance", err, storage.ErrConsumed)
-
-			next := newIssuance(t)
-			next.CredentialID = o.CredentialID
-			wantErr(t, "Put superseding", r.Put(ctx, &next), nil)
-			_, err = r.Attempt(ctx, o.ID, 5, t0)
-			wantErr(t, "Attempt on a superseded issuance", err, storage.ErrNotFound)
-			got, err := r.Attempt(ctx, next.ID, 5, t0)
-			wantErr(t, "Attempt on the new issuance", err, nil)
-			if got.Attempts != 1 {
-				t.Fatalf("the new issuance has Attempts %d after one attempt, want 1", got.Attempts)
-			}
-			// Expired comes before exhausted.
-			_, err = r.Attempt(ctx, next.ID, 0, next.ExpiresAt)
-			wantErr(t, "Attempt on an expired, exhausted issuance", err, storage.ErrExpired)
-			return nil
-		})
-	})
-	t.Run("LockForOTPAttempt", func(t *testing.T) {
+	t.Run("LockWithOTPAttempt", func(t *testing.T) {
 		s := newStore(t)
 		acct := id(t, "InternalAccount")
 		c := storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct, Type: storage.EmailOTP, Email: "ada@example.com",
@@ -199,19 +133,19 @@ func testGuards(t *testing.T, newStore Factory) {
 		o.CredentialID, o.AccountID = c.ID, acct
 		run(t, s, func(tx storage.Tx) error { return tx.Credentials().Create(ctx, &c) })
 		key, window := "budget:"+c.ID, time.Minute
-		at := func(limit int, now time.Time, key string, budget int) storage.OTPAttempt {
-			return storage.OTPAttempt{Limit: limit, Now: now, Key: key, Window: window, Budget: budget}
+		at := func(limit int, now time.Time, key string, budget int) *storage.OTPAttempt {
+			return &storage.OTPAttempt{Limit: limit, Now: now, Key: key, Window: window, Budget: budget}
 		}
-		// attempt is LockForOTPAttempt of c, which must return c.
-		attempt := func(tx storage.Tx, what string, a storage.OTPAttempt) storage.OTPAttemptResult {
+		// attempt is Lock of c with attempt a, which must return c.
+		attempt := func(tx storage.Tx, what string, a *storage.OTPAttempt) storage.LockedCredential {
 			t.Helper()
-			r, err := tx.Credentials().LockForOTPAttempt(ctx, c.ID, a)
+			r, err := tx.Credentials().Lock(ctx, c.ID, a)
 			wantErr(t, what, err, nil)
 			diff(t, what+": the credential", r.Credential, c)
 			return r
 		}
 		// nothing fails unless a does nothing: no issuance reserved, no wait.
-		nothing := func(tx storage.Tx, what string, a storage.OTPAttempt) storage.OTPAttemptResult {
+		nothing := func(tx storage.Tx, what string, a *storage.OTPAttempt) storage.LockedCredential {
 			t.Helper()
 			r := attempt(tx, what, a)
 			if r.Reserved != nil || r.Wait != 0 {
@@ -220,72 +154,95 @@ func testGuards(t *testing.T, newStore Factory) {
 			return r
 		}
 		run(t, s, func(tx storage.Tx) error {
-			if r := nothing(tx, "LockForOTPAttempt without an issuance", at(5, t0, key, 1)); r.Issuance != nil {
-				t.Fatalf("LockForOTPAttempt without an issuance read %+v", *r.Issuance)
+			if r := nothing(tx, "Lock with an attempt without an issuance", at(5, t0, key, 1)); r.Issuance != nil {
+				t.Fatalf("Lock with an attempt without an issuance read %+v", *r.Issuance)
 			}
 			return nil
 		})
 		run(t, s, func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
 		attemptsNow := func(tx storage.Tx) int {
-			got, err := tx.OTPIssuances().GetByCredential(ctx, o.CredentialID)
-			wantErr(t, "GetByCredential", err, nil)
+			got, err := Issuance(ctx, tx, o.CredentialID)
+			wantErr(t, "Issuance", err, nil)
+			if got == nil {
+				t.Fatal("Issuance read nothing")
+			}
 			return got.Attempts
 		}
 		// A caller that fails rolls back the hit and the attempt.
 		err := s.Atomic(ctx, func(tx storage.Tx) error {
-			if r := attempt(tx, "LockForOTPAttempt rolled back", at(5, t0, key, 1)); r.Reserved == nil || r.Reserved.Attempts != 1 {
-				t.Fatalf("LockForOTPAttempt rolled back reserved %v, want attempt 1", r.Reserved)
+			if r := attempt(tx, "Lock with an attempt rolled back", at(5, t0, key, 1)); r.Reserved == nil || r.Reserved.Attempts != 1 {
+				t.Fatalf("Lock with an attempt rolled back reserved %v, want attempt 1", r.Reserved)
 			}
 			return errRollback
 		})
-		wantErr(t, "rolled-back LockForOTPAttempt", err, errRollback)
+		wantErr(t, "rolled-back Lock with an attempt", err, errRollback)
 		run(t, s, func(tx storage.Tx) error {
 			for want := 1; want <= 2; want++ {
-				r := attempt(tx, "LockForOTPAttempt within the budget", at(5, t0, key, 2))
+				r := attempt(tx, "Lock with an attempt within the budget", at(5, t0, key, 2))
 				before, upd := o, o
 				before.Attempts, upd.Attempts = want-1, want
 				if r.Issuance == nil || r.Reserved == nil || r.Wait != 0 {
-					t.Fatalf("LockForOTPAttempt %d within the budget: read %v, reserved %v, wait %v", want, r.Issuance, r.Reserved, r.Wait)
+					t.Fatalf("Lock with an attempt %d within the budget: read %v, reserved %v, wait %v", want, r.Issuance, r.Reserved, r.Wait)
 				}
-				diff(t, "LockForOTPAttempt within the budget: the issuance read", *r.Issuance, before)
-				diff(t, "LockForOTPAttempt within the budget: the issuance reserved", *r.Reserved, upd)
+				diff(t, "Lock with an attempt within the budget: the issuance read", *r.Issuance, before)
+				diff(t, "Lock with an attempt within the budget: the issuance reserved", *r.Reserved, upd)
 			}
 			// Past the budget: nothing reserved, the window's end.
-			r := attempt(tx, "LockForOTPAttempt past the budget", at(5, t0.Add(10*time.Second), key, 2))
+			r := attempt(tx, "Lock with an attempt past the budget", at(5, t0.Add(10*time.Second), key, 2))
 			if r.Reserved != nil || r.Wait != 50*time.Second || attemptsNow(tx) != 2 {
-				t.Fatalf("LockForOTPAttempt past the budget: reserved %v, wait %v, issuance attempts %d; want nothing, 50s and 2", r.Reserved, r.Wait, attemptsNow(tx))
+				t.Fatalf("Lock with an attempt past the budget: reserved %v, wait %v, issuance attempts %d; want nothing, 50s and 2", r.Reserved, r.Wait, attemptsNow(tx))
 			}
 			// A budget below one refuses, and opens a window.
-			r = attempt(tx, "LockForOTPAttempt with no budget", at(5, t0, "budget:none", 0))
+			r = attempt(tx, "Lock with an attempt with no budget", at(5, t0, "budget:none", 0))
 			if r.Reserved != nil || r.Wait != window || attemptsNow(tx) != 2 {
-				t.Fatalf("LockForOTPAttempt with no budget: reserved %v, wait %v, issuance attempts %d; want nothing, %v and 2", r.Reserved, r.Wait, attemptsNow(tx), window)
+				t.Fatalf("Lock with an attempt with no budget: reserved %v, wait %v, issuance attempts %d; want nothing, %v and 2", r.Reserved, r.Wait, attemptsNow(tx), window)
 			}
 			// The window over, the budget is whole again.
-			r = attempt(tx, "LockForOTPAttempt in a new window", at(5, t0.Add(window), key, 2))
+			r = attempt(tx, "Lock with an attempt in a new window", at(5, t0.Add(window), key, 2))
 			if r.Reserved == nil || r.Reserved.Attempts != 3 {
-				t.Fatalf("LockForOTPAttempt in a new window reserved %v, want attempt 3", r.Reserved)
+				t.Fatalf("Lock with an attempt in a new window reserved %v, want attempt 3", r.Reserved)
 			}
 			// An issuance not live for an attempt hits nothing: the
 			// budget of one is whole when it is.
 			exhausted := "budget:exhausted"
-			if r = nothing(tx, "LockForOTPAttempt at the limit of attempts", at(3, t0.Add(window), exhausted, 1)); r.Issuance == nil || r.Issuance.Attempts != 3 {
-				t.Fatalf("LockForOTPAttempt at the limit of attempts read %v, want the issuance with 3 attempts", r.Issuance)
+			if r = nothing(tx, "Lock with an attempt at the limit of attempts", at(3, t0.Add(window), exhausted, 1)); r.Issuance == nil || r.Issuance.Attempts != 3 {
+				t.Fatalf("Lock with an attempt at the limit of attempts read %v, want the issuance with 3 attempts", r.Issuance)
 			}
-			nothing(tx, "LockForOTPAttempt expired", at(5, o.ExpiresAt, exhausted, 1))
-			if r = attempt(tx, "LockForOTPAttempt on an untouched budget", at(5, t0.Add(window), exhausted, 1)); r.Reserved == nil || r.Reserved.Attempts != 4 {
-				t.Fatalf("LockForOTPAttempt on an untouched budget reserved %v, want attempt 4", r.Reserved)
+			// A limit of zero attempts reads the issuance and charges
+			// nothing (as Issuance does).
+			if r = nothing(tx, "Lock with an attempt with a limit of 0", at(0, t0.Add(window), exhausted, 1)); r.Issuance == nil || r.Issuance.Attempts != 3 {
+				t.Fatalf("Lock with an attempt with a limit of 0 read %v, want the issuance with 3 attempts", r.Issuance)
 			}
-			if _, err := tx.OTPIssuances().Consume(ctx, o.ID, t0.Add(window)); err != nil {
+			nothing(tx, "Lock with an attempt expired", at(5, o.ExpiresAt, exhausted, 1))
+			if r = attempt(tx, "Lock with an attempt on an untouched budget", at(5, t0.Add(window), exhausted, 1)); r.Reserved == nil || r.Reserved.Attempts != 4 {
+				t.Fatalf("Lock with an attempt on an untouched budget reserved %v, want attempt 4", r.Reserved)
+			}
+			// Live until just before ExpiresAt, under a higher limit.
+			if r = attempt(tx, "Lock with an attempt just before expiry", at(6, o.ExpiresAt.Add(-time.Microsecond), "budget:edge", 1)); r.Reserved == nil || r.Reserved.Attempts != 5 {
+				t.Fatalf("Lock with an attempt just before expiry reserved %v, want attempt 5", r.Reserved)
+			}
+			if err := tx.OTPIssuances().Consume(ctx, o.ID, t0.Add(window)); err != nil {
 				return err
 			}
-			if r = nothing(tx, "LockForOTPAttempt consumed", at(5, t0.Add(window), "budget:consumed", 1)); r.Issuance == nil || r.Issuance.ConsumedAt.IsZero() {
-				t.Fatalf("LockForOTPAttempt consumed read %v, want the consumed issuance", r.Issuance)
+			if r = nothing(tx, "Lock with an attempt consumed", at(5, t0.Add(window), "budget:consumed", 1)); r.Issuance == nil || r.Issuance.ConsumedAt.IsZero() {
+				t.Fatalf("Lock with an attempt consumed read %v, want the consumed issuance", r.Issuance)
+			}
+			// A new issuance supersedes the consumed one: attempts start
+			// over on it.
+			next := newIssuance(t)
+			next.CredentialID, next.AccountID = c.ID, acct
+			if err := tx.OTPIssuances().Put(ctx, &next); err != nil {
+				return err
+			}
+			r = attempt(tx, "Lock with an attempt superseded", at(5, t0.Add(window), "budget:next", 1))
+			if r.Issuance == nil || r.Issuance.ID != next.ID || r.Reserved == nil || r.Reserved.ID != next.ID || r.Reserved.Attempts != 1 {
+				t.Fatalf("Lock with an attempt after a new issuance read %v and reserved %v, want attempt 1 of %s", r.Issuance, r.Reserved, next.ID)
 			}
 			wantErr(t, "Delete of the locked credential", tx.Credentials().Delete(ctx, c.ID), nil)
-			_, err := tx.Credentials().LockForOTPAttempt(ctx, c.ID, at(5, t0, key, 2))
-			wantErr(t, "LockForOTPAttempt after Delete", err, storage.ErrNotFound)
-			_, err = tx.Credentials().LockForOTPAttempt(ctx, id(t, "AuthMethod"), at(5, t0, key, 2))
-			wantErr(t, "LockForOTPAttempt unknown", err, storage.ErrNotFound)
+			_, err := tx.Credentials().Lock(ctx, c.ID, at(5, t0, key, 2))
+			wantErr(t, "Lock with an attempt after Delete", err, storage.ErrNotFound)
+			_, err = tx.Credentials().Lock(ctx, id(t, "AuthMethod"), at(5, t0, key, 2))
+			wantErr(t, "Lock with an attempt unknown", err, storage.ErrNotFound)
 			return nil
 		})
 	})
@@ -297,13 +254,12 @@ func testGuards(t *testing.T, newStore Factory) {
 		wantErr(t, "InternalAccounts.Lock through a finished Tx", err, storage.ErrTxDone)
 		_, err = kept.ExternalAccounts().Lock(ctx, id(t, "ExternalAccount"))
 		wantErr(t, "ExternalAccounts.Lock through a finished Tx", err, storage.ErrTxDone)
-		_, err = kept.Credentials().Lock(ctx, id(t, "AuthMethod"))
+		_, err = kept.Credentials().Lock(ctx, id(t, "AuthMethod"), nil)
 		wantErr(t, "Credentials.Lock through a finished Tx", err, storage.ErrTxDone)
-		_, err = kept.Credentials().LockForOTPAttempt(ctx, id(t, "AuthMethod"), storage.OTPAttempt{Limit: 5, Now: t0, Key: "k", Window: time.Minute, Budget: 1})
-		wantErr(t, "Credentials.LockForOTPAttempt through a finished Tx", err, storage.ErrTxDone)
+		_, err = kept.Credentials().Lock(ctx, id(t, "AuthMethod"), &storage.OTPAttempt{Limit: 5, Now: t0, Key: "k", Window: time.Minute, Budget: 1})
+		wantErr(t, "Credentials.Lock with an attempt through a finished Tx", err, storage.ErrTxDone)
 		wantErr(t, "LockEmail through a finished Tx", kept.Credentials().LockEmail(ctx, "a@example.com"), storage.ErrTxDone)
-		_, err = kept.OTPIssuances().Attempt(ctx, id(t, "OTP"), 5, t0)
-		wantErr(t, "Attempt through a finished Tx", err, storage.ErrTxDone)
+		wantErr(t, "OTPIssuances.Consume through a finished Tx", kept.OTPIssuances().Consume(ctx, id(t, "OTP"), t0), storage.ErrTxDone)
 	})
 }
 

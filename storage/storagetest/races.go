@@ -27,18 +27,16 @@ type Replicas func(tb testing.TB) []storage.Store
 //   - concurrent revokes of every credential of an account, each locking the
 //     account ([storage.InternalAccounts.Lock]) before counting, leave
 //     exactly one credential;
-//   - concurrent verification attempts on one OTP issuance
-//     ([storage.OTPIssuances.Attempt]) compare at most the limit of codes,
-//     and a right code after the limit is refused;
-//   - concurrent [storage.Credentials.LockForOTPAttempt] calls on one
-//     credential, with a budget below the limit of attempts and some rolled
-//     back after they reserved: exactly the budget of reservations commit,
-//     and a refused hit reserves nothing;
-//   - concurrent transactions that each take a credential with
-//     [storage.Credentials.LockForOTPAttempt] (reserving nothing), decide
-//     on the attempts of the issuance it returned and write the issuance
-//     back with one more lose no attempt: the issuance is read after the
-//     lock;
+//   - concurrent verification attempts at one credential's OTP issuance
+//     ([storage.Credentials.Lock] with an [storage.OTPAttempt]) compare at
+//     most the limit of codes, and a right code after the limit is refused;
+//   - concurrent attempts at one credential, with a budget below the limit
+//     of attempts and some rolled back after they reserved: exactly the
+//     budget of reservations commit, and a refused hit reserves nothing;
+//   - concurrent transactions that each take a credential with an attempt
+//     of limit zero (reserving nothing), decide on the attempts of the
+//     issuance it returned and write the issuance back with one more lose
+//     no attempt: the issuance is read after the lock;
 //   - concurrent adds of an EMAIL_OTP (or SMS_OTP) credential to one account
 //     leave one;
 //   - concurrent ties of one address to EMAIL_OTP credentials of different
@@ -47,10 +45,10 @@ type Replicas func(tb testing.TB) []storage.Store
 //     is deleted are all revoked or refused;
 //   - concurrent [storage.IdempotencyKeys.Begin] calls with one scope and
 //     key: exactly one commits;
-//   - concurrent hits on one rate-limit key ([storage.RateLimits.Allow]),
-//     some rolled back after they were allowed: exactly the limit of hits
-//     commit, and the window refuses more until it ends; the same with
-//     [storage.RateLimits.Hit], whose refusal fails the transaction;
+//   - concurrent hits on one rate-limit key ([storage.RateLimits.Hit]),
+//     some rolled back after they were counted: exactly the limit of hits
+//     commit, every refusal fails its transaction, and the window refuses
+//     more until it ends;
 //   - relays leasing one outbox ([storage.Outbox.Lease]) and marking what
 //     they leased delivered hand out every event exactly once, the events
 //     of an account one at a time and in Seq order;
@@ -68,10 +66,10 @@ type Replicas func(tb testing.TB) []storage.Store
 //   - two revokes per account with three credentials, each signed by a
 //     session of the other's credential and locking it first: exactly one
 //     commits;
-//   - concurrent [storage.PendingRequests.CreateLimited] calls for one
-//     account store no more than the limit;
-//   - concurrent [storage.PendingRequests.CreateBounded] calls for one
-//     scope, some rolled back after their insert: every one that does not
+//   - concurrent [storage.PendingRequests.Create] calls within one
+//     account's quota store no more than the limit;
+//   - concurrent [storage.PendingRequests.Create] calls within one scope's
+//     quota, some rolled back after their insert: every one that does not
 //     roll back commits, none ever sees more than the limit of the
 //     scope's requests, and the scope ends with exactly the limit.
 //
@@ -87,7 +85,7 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"RevokeKeepsOne", raceRevokeKeepsOne},
 		{"AttemptLimit", raceAttemptLimit},
 		{"AttemptLimitRightCode", raceAttemptLimitRightCode},
-		{"LockForOTPAttemptReads", raceLockForOTPAttemptReads},
+		{"LockReadsIssuance", raceLockReadsIssuance},
 		{"OTPAttemptBudget", raceOTPAttemptBudget},
 		{"OneEmailOTP", func(t *testing.T, s []storage.Store, w int) { raceOneOTP(t, s, w, storage.EmailOTP) }},
 		{"OneSMSOTP", func(t *testing.T, s []storage.Store, w int) { raceOneOTP(t, s, w, storage.SMSOTP) }},
@@ -97,7 +95,6 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"LeaseOnce", raceLeaseOnce},
 		{"AppendCommitOrder", raceAppendCommitOrder},
 		{"RateLimit", raceRateLimit},
-		{"RateLimitHit", raceRateLimitHit},
 		{"SignerSessionRevoked", func(t *testing.T, s []storage.Store, w int) { raceSignerRevoked(t, s, w, false, updateEffect) }},
 		{"SignerCredentialRevoked", func(t *testing.T, s []storage.Store, w int) { raceSignerRevoked(t, s, w, true, updateEffect) }},
 		{"RefreshSessionRevoked", func(t *testing.T, s []storage.Store, w int) { raceSignerRevoked(t, s, w, false, refreshEffect) }},
@@ -282,14 +279,49 @@ func (l *lockHolds) overlap() (lockSpan, lockSpan, bool) {
 
 const attemptLimit = 5
 
+// roomyAttempt is an attempt at credential cred's issuance, at t0, under
+// the limit of attempts and a budget no race reaches.
+func roomyAttempt(cred string) *storage.OTPAttempt {
+	return &storage.OTPAttempt{Limit: attemptLimit, Now: t0, Key: "budget:" + cred, Window: time.Hour, Budget: 1 << 20}
+}
+
+// reserve takes credential cred with attempt a and returns nil when it
+// reserved an attempt at issuance o, storage.ErrConsumed when o was
+// consumed, storage.ErrExhausted when o had a.Limit attempts already, and
+// an error naming what it found otherwise.
+func reserve(c context.Context, tx storage.Tx, cred, o string, a *storage.OTPAttempt) error {
+	r, err := tx.Credentials().Lock(c, cred, a)
+	switch {
+	case err != nil:
+		return err
+	case r.Issuance == nil || r.Issuance.ID != o:
+		return fmt.Errorf("Lock with an attempt read issuance %v, want %s", r.Issuance, o)
+	case r.Reserved != nil:
+		if r.Reserved.ID != o || r.Reserved.Attempts != r.Issuance.Attempts+1 || r.Reserved.Attempts > a.Limit {
+			return fmt.Errorf("Lock with an attempt reserved %+v after reading %d attempts, want the next of at most %d",
+				*r.Reserved, r.Issuance.Attempts, a.Limit)
+		}
+		return nil
+	case !r.Issuance.ConsumedAt.IsZero():
+		return storage.ErrConsumed
+	case r.Issuance.Attempts >= a.Limit:
+		return storage.ErrExhausted
+	}
+	return fmt.Errorf("Lock with an attempt reserved nothing on a live issuance with %d attempts (wait %v)", r.Issuance.Attempts, r.Wait)
+}
+
+// raceAttemptLimit: workers each reserve an attempt at one issuance and
+// compare a wrong code when they did. At most the limit of attempts commit
+// and of codes are compared; a right code after them is refused before it
+// is compared.
 func raceAttemptLimit(t *testing.T, stores []storage.Store, workers int) {
 	ctx := t.Context()
-	o := newIssuance(t)
-	run(t, stores[0], func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
+	cred, o := otpCredential(t, stores[0])
+	a := roomyAttempt(cred.ID)
 	var compared atomic.Int32
 	errs := race(t, stores, workers, func(c context.Context, _ int, s storage.Store) error {
 		return s.Atomic(c, func(tx storage.Tx) error {
-			if _, err := tx.OTPIssuances().Attempt(c, o.ID, attemptLimit, t0); err != nil {
+			if err := reserve(c, tx, cred.ID, o.ID, a); err != nil {
 				return err
 			}
 			compared.Add(1)
@@ -307,34 +339,35 @@ func raceAttemptLimit(t *testing.T, stores []storage.Store, workers int) {
 	}
 	// The right code after the limit: refused before it is compared.
 	err := stores[len(stores)-1].Atomic(ctx, func(tx storage.Tx) error {
-		if _, err := tx.OTPIssuances().Attempt(ctx, o.ID, attemptLimit, t0); err != nil {
+		if err := reserve(ctx, tx, cred.ID, o.ID, a); err != nil {
 			return err
 		}
-		_, err := tx.OTPIssuances().Consume(ctx, o.ID, t0)
-		return err
+		return tx.OTPIssuances().Consume(ctx, o.ID, t0)
 	})
 	wantErr(t, "the right code after the limit", err, storage.ErrExhausted)
 	run(t, stores[0], func(tx storage.Tx) error {
-		got, err := tx.OTPIssuances().GetByCredential(ctx, o.CredentialID)
+		got, err := Issuance(ctx, tx, cred.ID)
 		if err != nil {
 			return err
 		}
-		if got.Attempts != attemptLimit || !got.ConsumedAt.IsZero() {
-			t.Fatalf("issuance after the race: Attempts %d, ConsumedAt %v; want %d and unconsumed",
-				got.Attempts, got.ConsumedAt, attemptLimit)
+		if got == nil || got.Attempts != attemptLimit || !got.ConsumedAt.IsZero() {
+			t.Fatalf("issuance after the race: %+v; want %d attempts and unconsumed", got, attemptLimit)
 		}
 		return nil
 	})
 }
 
+// raceAttemptLimitRightCode is raceAttemptLimit with worker 0 holding the
+// right code, which it consumes once its attempt is reserved: it is
+// accepted exactly when its attempt was within the limit.
 func raceAttemptLimitRightCode(t *testing.T, stores []storage.Store, workers int) {
 	ctx := t.Context()
-	o := newIssuance(t)
-	run(t, stores[0], func(tx storage.Tx) error { return tx.OTPIssuances().Put(ctx, &o) })
+	cred, o := otpCredential(t, stores[0])
+	a := roomyAttempt(cred.ID)
 	var compared atomic.Int32
 	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
 		return s.Atomic(c, func(tx storage.Tx) error {
-			if _, err := tx.OTPIssuances().Attempt(c, o.ID, attemptLimit, t0); err != nil {
+			if err := reserve(c, tx, cred.ID, o.ID, a); err != nil {
 				return err
 			}
 			compared.Add(1)
@@ -342,8 +375,7 @@ func raceAttemptLimitRightCode(t *testing.T, stores []storage.Store, workers int
 			if i != 0 {
 				return nil // a wrong code
 			}
-			_, err := tx.OTPIssuances().Consume(c, o.ID, t0)
-			return err
+			return tx.OTPIssuances().Consume(c, o.ID, t0)
 		})
 	})
 	tally(t, "guess", errs, storage.ErrExhausted, storage.ErrConsumed)
@@ -351,9 +383,12 @@ func raceAttemptLimitRightCode(t *testing.T, stores []storage.Store, workers int
 		t.Fatalf("%d codes were compared, want at most %d", n, attemptLimit)
 	}
 	run(t, stores[0], func(tx storage.Tx) error {
-		got, err := tx.OTPIssuances().GetByCredential(ctx, o.CredentialID)
+		got, err := Issuance(ctx, tx, cred.ID)
 		if err != nil {
 			return err
+		}
+		if got == nil {
+			t.Fatal("the issuance is gone after the race")
 		}
 		if got.Attempts > attemptLimit {
 			t.Fatalf("Attempts %d, want at most %d", got.Attempts, attemptLimit)
@@ -400,12 +435,12 @@ func raceOTPAttemptBudget(t *testing.T, stores []storage.Store, workers int) {
 	var reserved, refused atomic.Int32
 	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
 		return s.Atomic(c, func(tx storage.Tx) error {
-			r, err := tx.Credentials().LockForOTPAttempt(c, cred.ID, a)
+			r, err := tx.Credentials().Lock(c, cred.ID, &a)
 			switch {
 			case err != nil:
 				return err
 			case r.Issuance == nil || r.Issuance.ID != o.ID:
-				return fmt.Errorf("LockForOTPAttempt read issuance %v, want %s", r.Issuance, o.ID)
+				return fmt.Errorf("Lock with an attempt read issuance %v, want %s", r.Issuance, o.ID)
 			case r.Wait > 0:
 				if r.Reserved != nil {
 					return fmt.Errorf("a refused hit reserved attempt %d", r.Reserved.Attempts)
@@ -413,7 +448,7 @@ func raceOTPAttemptBudget(t *testing.T, stores []storage.Store, workers int) {
 				refused.Add(1)
 				return nil // commits nothing
 			case r.Reserved == nil:
-				return fmt.Errorf("LockForOTPAttempt of a live issuance within the budget reserved nothing (read %d attempts)", r.Issuance.Attempts)
+				return fmt.Errorf("Lock with an attempt at a live issuance within the budget reserved nothing (read %d attempts)", r.Issuance.Attempts)
 			case r.Reserved.Attempts < 1 || r.Reserved.Attempts > budget:
 				return fmt.Errorf("reserved attempt %d, want 1 to %d", r.Reserved.Attempts, budget)
 			}
@@ -430,9 +465,12 @@ func raceOTPAttemptBudget(t *testing.T, stores []storage.Store, workers int) {
 		t.Fatalf("%d reservations committed, want %d", got, budget)
 	}
 	run(t, stores[0], func(tx storage.Tx) error {
-		got, err := tx.OTPIssuances().GetByCredential(ctx, o.CredentialID)
+		got, err := Issuance(ctx, tx, o.CredentialID)
 		if err != nil {
 			return err
+		}
+		if got == nil {
+			t.Fatal("the issuance is gone after the race")
 		}
 		if got.Attempts != int(reserved.Load()) {
 			t.Fatalf("the issuance counts %d attempts after %d committed reservations (%d refused)", got.Attempts, reserved.Load(), refused.Load())
@@ -441,26 +479,26 @@ func raceOTPAttemptBudget(t *testing.T, stores []storage.Store, workers int) {
 	})
 }
 
-// raceLockForOTPAttemptReads: workers take one credential with
-// LockForOTPAttempt, reserving nothing (a limit of zero attempts), and,
-// while fewer than the limit of attempts were made, write its issuance
-// back with one attempt more, a plain write after a pause. The decision
-// holds only when the issuance is read under the lock: then exactly the
-// limit of workers write and the issuance ends with the limit of attempts.
-func raceLockForOTPAttemptReads(t *testing.T, stores []storage.Store, workers int) {
+// raceLockReadsIssuance: workers take one credential with an attempt of
+// limit zero, reserving nothing, and, while fewer than the limit of
+// attempts were made, write its issuance back with one attempt more, a
+// plain write after a pause. The decision holds only when the issuance is
+// read under the lock: then exactly the limit of workers write and the
+// issuance ends with the limit of attempts.
+func raceLockReadsIssuance(t *testing.T, stores []storage.Store, workers int) {
 	ctx := t.Context()
 	cred, o := otpCredential(t, stores[0])
 	a := storage.OTPAttempt{Now: t0, Key: "budget:" + cred.ID, Window: time.Hour, Budget: 1}
 	errs := race(t, stores, workers, func(c context.Context, _ int, s storage.Store) error {
 		return s.Atomic(c, func(tx storage.Tx) error {
-			r, err := tx.Credentials().LockForOTPAttempt(c, cred.ID, a)
+			r, err := tx.Credentials().Lock(c, cred.ID, &a)
 			switch {
 			case err != nil:
 				return err
 			case r.Credential.ID != cred.ID || r.Issuance == nil || r.Issuance.ID != o.ID:
-				return fmt.Errorf("LockForOTPAttempt returned credential %s and issuance %v, want %s and %s", r.Credential.ID, r.Issuance, cred.ID, o.ID)
+				return fmt.Errorf("Lock returned credential %s and issuance %v, want %s and %s", r.Credential.ID, r.Issuance, cred.ID, o.ID)
 			case r.Reserved != nil || r.Wait != 0:
-				return fmt.Errorf("LockForOTPAttempt with a limit of 0 reserved %v (wait %v)", r.Reserved, r.Wait)
+				return fmt.Errorf("Lock with an attempt of limit 0 reserved %v (wait %v)", r.Reserved, r.Wait)
 			case r.Issuance.Attempts >= attemptLimit:
 				return storage.ErrExhausted
 			}
@@ -473,9 +511,12 @@ func raceLockForOTPAttemptReads(t *testing.T, stores []storage.Store, workers in
 	wins := tally(t, "attempt", errs, storage.ErrExhausted)
 	want := min(attemptLimit, len(errs))
 	run(t, stores[0], func(tx storage.Tx) error {
-		got, err := tx.OTPIssuances().GetByCredential(ctx, cred.ID)
+		got, err := Issuance(ctx, tx, cred.ID)
 		if err != nil {
 			return err
+		}
+		if got == nil {
+			t.Fatal("the issuance is gone after the race")
 		}
 		if wins != want || got.Attempts != want {
 			t.Fatalf("%d writes committed and the issuance has %d attempts, want %d writes and %d attempts", wins, got.Attempts, want, want)
@@ -601,7 +642,7 @@ func raceSessionOfDeletedCredential(t *testing.T, stores []storage.Store, worker
 		}
 		sess := sessions[i]
 		return s.Atomic(c, func(tx storage.Tx) error {
-			if _, err := tx.Credentials().Lock(c, doomed.ID); err != nil {
+			if _, err := tx.Credentials().Lock(c, doomed.ID, nil); err != nil {
 				return err
 			}
 			pause()
@@ -785,7 +826,7 @@ func raceLeaseOnce(t *testing.T, stores []storage.Store, workers int) {
 	}
 }
 
-// racePendingBounded: concurrent CreateBounded calls for one scope, each
+// racePendingBounded: concurrent Create calls within one scope's quota, each
 // holding its transaction open after its insert was sent and a quarter
 // rolling back then. Every other call commits; each transaction, after its
 // insert, finds at most the limit of the requests made so far, and the
@@ -820,7 +861,7 @@ func racePendingBounded(t *testing.T, stores []storage.Store, workers int) {
 	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
 		p := made[i]
 		return s.Atomic(c, func(tx storage.Tx) error {
-			if err := tx.PendingRequests().CreateBounded(c, &p, scope, limit); err != nil {
+			if err := tx.PendingRequests().Create(c, &p, storage.Quota{Limit: limit, Scope: scope}); err != nil {
 				return err
 			}
 			// Reads after it send a deferred insert and count what this

@@ -16,68 +16,17 @@ const rateLimit = 7
 
 var errRolledBack = errors.New("storagetest: the transaction rolls back its counted hit")
 
-// raceRateLimit counts hits on one key from every worker at once
-// ([storage.RateLimits.Allow]); every third worker rolls its transaction
-// back after its hit was allowed. Exactly the limit of hits commit, since a
-// hit counts only when its transaction commits and a refusal is decided on
-// committed hits; every refusal names the end of the window; the window
-// refuses another hit until it ends and allows one after.
-func raceRateLimit(t *testing.T, stores []storage.Store, workers int) {
-	ctx := t.Context()
-	key := fmt.Sprintf("race:%s", id(t, "Key"))
-	const window = time.Hour
-	var committed atomic.Int32
-	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
-		return s.Atomic(c, func(tx storage.Tx) error {
-			wait, err := tx.RateLimits().Allow(c, key, t0, window, rateLimit)
-			if err != nil {
-				return err
-			}
-			if wait > 0 {
-				if wait != window {
-					return fmt.Errorf("refused with wait %v, want %v (the end of the window)", wait, window)
-				}
-				return errLimited
-			}
-			pause() // acting on the allowed hit
-			if i%3 == 0 {
-				return errRolledBack
-			}
-			committed.Add(1)
-			return nil
-		})
-	})
-	wins := tally(t, "hit", errs, errLimited, errRolledBack)
-	want := min(rateLimit, len(errs)-(len(errs)+2)/3)
-	if wins != want || committed.Load() != int32(want) {
-		t.Fatalf("%d hits committed (%d counted as committing), want %d", wins, committed.Load(), want)
-	}
-	if len(errs)-(len(errs)+2)/3 < rateLimit {
-		return
-	}
-	run(t, stores[len(stores)-1], func(tx storage.Tx) error {
-		wait, err := tx.RateLimits().Allow(ctx, key, t0.Add(window-time.Second), window, rateLimit)
-		if err == nil && wait != time.Second {
-			t.Fatalf("a hit a second before the window ends: wait %v, want 1s", wait)
-		}
-		return err
-	})
-	run(t, stores[0], func(tx storage.Tx) error {
-		wait, err := tx.RateLimits().Allow(ctx, key, t0.Add(window), window, rateLimit)
-		if err == nil && wait != 0 {
-			t.Fatalf("a hit when the window ends: wait %v, want it allowed", wait)
-		}
-		return err
-	})
-}
-
 var errLimited = errors.New("storagetest: the hit was refused")
 
-// raceRateLimitHit is raceRateLimit for [storage.RateLimits.Hit], whose
-// refusal fails the transaction (possibly only at its commit): exactly the
-// limit of hits commit, every refusal is a *storage.RateLimitError naming
-// the end of the window, and a refused transaction writes nothing.
-func raceRateLimitHit(t *testing.T, stores []storage.Store, workers int) {
+// raceRateLimit counts hits on one key from every worker at once
+// ([storage.RateLimits.Hit]); every third worker rolls its transaction back
+// after its hit. A refusal fails the transaction (possibly only at its
+// commit). Exactly the limit of hits commit, since a hit counts only when
+// its transaction commits and a refusal is decided on committed hits;
+// every refusal is a *storage.RateLimitError naming the end of the window,
+// and a refused transaction writes nothing; the window refuses another hit
+// until it ends and allows one after.
+func raceRateLimit(t *testing.T, stores []storage.Store, workers int) {
 	ctx := t.Context()
 	key := fmt.Sprintf("race:%s", id(t, "Key"))
 	const window = time.Hour

@@ -271,53 +271,71 @@ func testCredentials(t *testing.T, newStore Factory) {
 func testOTPIssuances(t *testing.T, newStore Factory) {
 	ctx := t.Context()
 	s := newStore(t)
-	cred := id(t, "AuthMethod")
-	o1 := storage.OTPIssuance{ID: id(t, "OTP"), CredentialID: cred, AccountID: id(t, "InternalAccount"),
+	acct := id(t, "InternalAccount")
+	cred := storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct, Type: storage.SMSOTP, Phone: "+14155550100",
+		Nickname: "+14155550100", CreatedAt: t0, UpdatedAt: t0}
+	o1 := storage.OTPIssuance{ID: id(t, "OTP"), CredentialID: cred.ID, AccountID: acct,
 		Code: "123456", TargetKey: []byte{1, 2, 3}, IssuedAt: t0, ExpiresAt: t0.Add(5 * time.Minute)}
 	o2 := o1
 	o2.ID, o2.Code = id(t, "OTP"), "654321"
+	attempt := &storage.OTPAttempt{Limit: 5, Now: t0, Key: "budget:" + cred.ID, Window: time.Minute, Budget: 10}
 	run(t, s, func(tx storage.Tx) error {
-		r := tx.OTPIssuances()
-		_, err := r.GetByCredential(ctx, cred)
-		wantErr(t, "GetByCredential before Put", err, storage.ErrNotFound)
-		wantErr(t, "Put", r.Put(ctx, &o1), nil)
-		got, err := r.GetByCredential(ctx, cred)
-		wantErr(t, "GetByCredential", err, nil)
-		diff(t, "GetByCredential", got, o1)
+		wantErr(t, "Create credential", tx.Credentials().Create(ctx, &cred), nil)
+		got, err := Issuance(ctx, tx, cred.ID)
+		wantErr(t, "Issuance before Put", err, nil)
+		if got != nil {
+			t.Fatalf("Issuance before Put read %+v", *got)
+		}
+		wantErr(t, "Put", tx.OTPIssuances().Put(ctx, &o1), nil)
+		got, err = Issuance(ctx, tx, cred.ID)
+		wantErr(t, "Issuance", err, nil)
+		if got == nil {
+			t.Fatal("Issuance after Put read nothing")
+		}
+		diff(t, "Issuance", *got, o1)
 
-		a, err := r.Attempt(ctx, o1.ID, 5, t0)
-		wantErr(t, "Attempt", err, nil)
-		if a.Attempts != 1 {
-			t.Fatalf("Attempt counted %d, want 1", a.Attempts)
-		}
-		a, _ = r.Attempt(ctx, o1.ID, 5, t0)
-		if a.Attempts != 2 {
-			t.Fatalf("Attempt counted %d, want 2", a.Attempts)
+		for want := 1; want <= 2; want++ {
+			l, err := tx.Credentials().Lock(ctx, cred.ID, attempt)
+			wantErr(t, "Lock with an attempt", err, nil)
+			if l.Reserved == nil || l.Reserved.ID != o1.ID || l.Reserved.Attempts != want {
+				t.Fatalf("Lock with an attempt reserved %v, want attempt %d of %s", l.Reserved, want, o1.ID)
+			}
 		}
 
-		wantErr(t, "Put superseding", r.Put(ctx, &o2), nil)
-		got, _ = r.GetByCredential(ctx, cred)
-		diff(t, "GetByCredential after supersede", got, o2)
-		_, err = r.Attempt(ctx, o1.ID, 5, t0)
-		wantErr(t, "Attempt on superseded", err, storage.ErrNotFound)
-		_, err = r.Consume(ctx, o1.ID, t0)
-		wantErr(t, "Consume superseded", err, storage.ErrNotFound)
-
-		_, err = r.Consume(ctx, o2.ID, o2.ExpiresAt)
-		wantErr(t, "Consume at expiresAt", err, storage.ErrExpired)
-		got, err = r.Consume(ctx, o2.ID, o2.ExpiresAt.Add(-time.Microsecond))
-		wantErr(t, "Consume just before expiresAt", err, nil)
-		if got.Code != o2.Code || !got.ConsumedAt.Equal(o2.ExpiresAt.Add(-time.Microsecond)) {
-			t.Fatalf("Consume returned %+v", got)
+		wantErr(t, "Put superseding", tx.OTPIssuances().Put(ctx, &o2), nil)
+		got, err = Issuance(ctx, tx, cred.ID)
+		wantErr(t, "Issuance after supersede", err, nil)
+		if got == nil {
+			t.Fatal("Issuance after supersede read nothing")
 		}
-		_, err = r.Consume(ctx, o2.ID, t0)
-		wantErr(t, "Consume twice", err, storage.ErrConsumed)
-		got, _ = r.GetByCredential(ctx, cred)
-		if got.ConsumedAt.IsZero() {
-			t.Fatal("GetByCredential after Consume: ConsumedAt not set")
-		}
+		diff(t, "Issuance after supersede", *got, o2)
 		return nil
 	})
+	// Each failed consumption fails its transaction: one transaction each.
+	atCall, err := consumeIn(ctx, s, func(tx storage.Tx) error { return tx.OTPIssuances().Consume(ctx, o1.ID, t0) })
+	wantConsumeError(t, "Consume superseded", err, atCall, o1.ID, storage.ErrNotFound)
+	atCall, err = consumeIn(ctx, s, func(tx storage.Tx) error { return tx.OTPIssuances().Consume(ctx, o2.ID, o2.ExpiresAt) })
+	wantConsumeError(t, "Consume at expiresAt", err, atCall, o2.ID, storage.ErrExpired)
+	at := o2.ExpiresAt.Add(-time.Microsecond)
+	run(t, s, func(tx storage.Tx) error {
+		got, err := Issuance(ctx, tx, cred.ID)
+		wantErr(t, "Issuance after failed consumptions", err, nil)
+		if got == nil || got.ID != o2.ID || !got.ConsumedAt.IsZero() {
+			t.Fatalf("Issuance after failed consumptions read %+v, want %s unconsumed", got, o2.ID)
+		}
+		wantErr(t, "Consume just before expiresAt", tx.OTPIssuances().Consume(ctx, o2.ID, at), nil)
+		got, err = Issuance(ctx, tx, cred.ID)
+		wantErr(t, "Issuance after Consume", err, nil)
+		want := o2
+		want.ConsumedAt = at
+		if got == nil {
+			t.Fatal("Issuance after Consume read nothing")
+		}
+		diff(t, "Issuance after Consume", *got, want)
+		return nil
+	})
+	atCall, err = consumeIn(ctx, s, func(tx storage.Tx) error { return tx.OTPIssuances().Consume(ctx, o2.ID, t0) })
+	wantConsumeError(t, "Consume twice", err, atCall, o2.ID, storage.ErrConsumed)
 }
 
 func testSessions(t *testing.T, newStore Factory) {
@@ -398,11 +416,14 @@ func testPendingRequests(t *testing.T, newStore Factory) {
 	ctx := t.Context()
 	s := newStore(t)
 	p := newPending(t, id(t, "InternalAccount"))
+	run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p, roomy) })
+	// A duplicate may be reported by Create, by a later statement or by
+	// the commit (a deferred write): Atomic fails with ErrDuplicate.
+	dup := p
+	err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &dup, roomy) })
+	wantErr(t, "Create duplicate", err, storage.ErrDuplicate)
 	run(t, s, func(tx storage.Tx) error {
 		r := tx.PendingRequests()
-		wantErr(t, "Create", r.Create(ctx, &p), nil)
-		dup := p
-		wantErr(t, "Create duplicate", r.Create(ctx, &dup), storage.ErrDuplicate)
 		got, err := r.Get(ctx, p.ID)
 		wantErr(t, "Get", err, nil)
 		diff(t, "Get", got, p)
@@ -411,21 +432,35 @@ func testPendingRequests(t *testing.T, newStore Factory) {
 		diff(t, "Get after caller mutation", again, p)
 		_, err = r.Get(ctx, id(t, "Request"))
 		wantErr(t, "Get unknown", err, storage.ErrNotFound)
-		_, err = r.Consume(ctx, id(t, "Request"), t0)
-		wantErr(t, "Consume unknown", err, storage.ErrNotFound)
-		_, err = r.Consume(ctx, p.ID, p.ExpiresAt)
-		wantErr(t, "Consume at expiresAt", err, storage.ErrExpired)
-		_, err = r.Consume(ctx, p.ID, p.ExpiresAt.Add(time.Second))
-		wantErr(t, "Consume after expiresAt", err, storage.ErrExpired)
-		at := p.ExpiresAt.Add(-time.Microsecond)
-		got, err = r.Consume(ctx, p.ID, at)
-		wantErr(t, "Consume before expiresAt", err, nil)
-		want := p
-		want.ConsumedAt = at
-		diff(t, "Consume", got, want)
-		_, err = r.Consume(ctx, p.ID, at)
-		wantErr(t, "Consume twice", err, storage.ErrConsumed)
-		got, err = r.Get(ctx, p.ID)
+		return nil
+	})
+	// Each failed consumption fails its transaction: one transaction each.
+	consume := func(id string, now time.Time) (bool, error) {
+		return consumeIn(ctx, s, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, id, now) })
+	}
+	unknown := id(t, "Request")
+	atCall, err := consume(unknown, t0)
+	wantConsumeError(t, "Consume unknown", err, atCall, unknown, storage.ErrNotFound)
+	atCall, err = consume(p.ID, p.ExpiresAt)
+	wantConsumeError(t, "Consume at expiresAt", err, atCall, p.ID, storage.ErrExpired)
+	atCall, err = consume(p.ID, p.ExpiresAt.Add(time.Second))
+	wantConsumeError(t, "Consume after expiresAt", err, atCall, p.ID, storage.ErrExpired)
+	at := p.ExpiresAt.Add(-time.Microsecond)
+	want := p
+	want.ConsumedAt = at
+	run(t, s, func(tx storage.Tx) error {
+		got, err := tx.PendingRequests().Get(ctx, p.ID)
+		wantErr(t, "Get after failed consumptions", err, nil)
+		diff(t, "Get after failed consumptions", got, p)
+		got, err = storage.ConsumeNow(ctx, tx, p.ID, at)
+		wantErr(t, "ConsumeNow before expiresAt", err, nil)
+		diff(t, "ConsumeNow", got, want)
+		return nil
+	})
+	atCall, err = consume(p.ID, at)
+	wantConsumeError(t, "Consume twice", err, atCall, p.ID, storage.ErrConsumed)
+	run(t, s, func(tx storage.Tx) error {
+		got, err := tx.PendingRequests().Get(ctx, p.ID)
 		wantErr(t, "Get consumed", err, nil)
 		diff(t, "Get consumed", got, want)
 		return nil
@@ -456,16 +491,8 @@ func testOutbox(t *testing.T, newStore Factory) {
 		return errors.Join(tx.Outbox().Append(ctx, &other), tx.Outbox().Append(ctx, &dup))
 	})
 	wantErr(t, "Append duplicate", dupErr, storage.ErrDuplicate)
-	run(t, s, func(tx storage.Tx) error {
-		r := tx.Outbox()
-		theirs, err := r.ListByAccount(ctx, a2)
-		wantErr(t, "ListByAccount", err, nil)
-		diff(t, "ListByAccount after a failed append", theirs, []storage.Event{evs[1]})
-		mine, err := r.ListByAccount(ctx, a1)
-		wantErr(t, "ListByAccount", err, nil)
-		diff(t, "ListByAccount", mine, []storage.Event{evs[0], evs[2]})
-		return nil
-	})
+	diff(t, "Events after a failed append", Events(t, s, a2), []storage.Event{evs[1]})
+	diff(t, "Events", Events(t, s, a1), []storage.Event{evs[0], evs[2]})
 
 	now := t0.Add(time.Hour)
 	lease := func(owner string, at time.Time, limit int) []storage.Event {
@@ -554,13 +581,9 @@ func testOutbox(t *testing.T, newStore Factory) {
 		t.Fatalf("re-driven event: Attempts %d ParkedAt %v LastError %q", got[0].Attempts, got[0].ParkedAt, got[0].LastError)
 	}
 	do("MarkDelivered all", nil, func(r storage.Outbox) error { return r.MarkDelivered(ctx, eventIDs(evs), parkAt) })
-	run(t, s, func(tx storage.Tx) error {
-		mine, _ := tx.Outbox().ListByAccount(ctx, a2)
-		if len(mine) != 1 || !mine[0].DeliveredAt.Equal(at) || mine[0].LeaseOwner != "" {
-			t.Fatalf("delivered event: %+v, want the first delivery %v and no lease", mine, at)
-		}
-		return nil
-	})
+	if mine := Events(t, s, a2); len(mine) != 1 || !mine[0].DeliveredAt.Equal(at) || mine[0].LeaseOwner != "" {
+		t.Fatalf("delivered event: %+v, want the first delivery %v and no lease", mine, at)
+	}
 	diff(t, "lease when all are delivered", eventIDs(lease("r5", parkAt.Add(time.Hour), 10)), []string{})
 }
 
@@ -576,28 +599,46 @@ func eventIDs(evs []storage.Event) []string {
 func testRateLimits(t *testing.T, newStore Factory) {
 	ctx := t.Context()
 	s := newStore(t)
-	allow := func(key string, now time.Time) time.Duration {
-		var wait time.Duration
-		run(t, s, func(tx storage.Tx) error {
-			var err error
-			wait, err = tx.RateLimits().Allow(ctx, key, now, time.Minute, 2)
-			return err
-		})
-		return wait
+	// hit counts one hit in a transaction of its own and returns how long
+	// the refusal said to wait, read from Atomic's error: 0 when allowed.
+	hit := func(key string, now time.Time) time.Duration {
+		t.Helper()
+		err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.RateLimits().Hit(ctx, key, now, time.Minute, 2) })
+		var limited *storage.RateLimitError
+		if errors.As(err, &limited) {
+			wantErr(t, "a refused hit", err, storage.ErrExhausted)
+			return limited.Wait
+		}
+		wantErr(t, "Hit", err, nil)
+		return 0
 	}
-	if w := allow("otp:a", t0); w != 0 {
+	if w := hit("otp:a", t0); w != 0 {
 		t.Fatalf("first hit denied, wait %v", w)
 	}
-	if w := allow("otp:a", t0.Add(10*time.Second)); w != 0 {
+	if w := hit("otp:a", t0.Add(10*time.Second)); w != 0 {
 		t.Fatalf("second hit denied, wait %v", w)
 	}
-	if w := allow("otp:a", t0.Add(20*time.Second)); w != 40*time.Second {
+	if w := hit("otp:a", t0.Add(20*time.Second)); w != 40*time.Second {
 		t.Fatalf("third hit: wait %v, want 40s", w)
 	}
-	if w := allow("otp:b", t0.Add(20*time.Second)); w != 0 {
+	if w := hit("otp:b", t0.Add(20*time.Second)); w != 0 {
 		t.Fatalf("another key denied, wait %v", w)
 	}
-	if w := allow("otp:a", t0.Add(time.Minute)); w != 0 {
+	if w := hit("otp:a", t0.Add(time.Minute)); w != 0 {
 		t.Fatalf("hit in a new window denied, wait %v", w)
+	}
+	// A transaction sees its own hits: its second hit at a limit of one is
+	// refused, and the refusal rolls back the first.
+	err := s.Atomic(ctx, func(tx storage.Tx) error {
+		if err := tx.RateLimits().Hit(ctx, "otp:c", t0, time.Minute, 1); err != nil {
+			return err
+		}
+		return tx.RateLimits().Hit(ctx, "otp:c", t0.Add(time.Second), time.Minute, 1)
+	})
+	if limited := (*storage.RateLimitError)(nil); !errors.As(err, &limited) || limited.Wait <= 0 {
+		t.Fatalf("a second hit at a limit of one in one transaction: %v, want a *storage.RateLimitError with a wait", err)
+	}
+	if w := hit("otp:c", t0.Add(2*time.Second)); w != 0 {
+		t.Fatalf("a hit after a refused transaction was denied, wait %v: the transaction's first hit was counted", w)
 	}
 }

@@ -14,8 +14,9 @@ import (
 )
 
 // Signed operations: the signer's locks ([storage.Sessions.LockSigner]), the
-// cap on live pending requests ([storage.PendingRequests.CreateLimited]) and
-// the bound of a scope of them ([storage.PendingRequests.CreateBounded]).
+// single use of pending requests ([storage.PendingRequests.Consume]) and
+// the quotas they are created within ([storage.PendingRequests.Create]): the
+// cap on an account's live requests and the bound of a scope of them.
 
 var (
 	errSignerGone = errors.New("storagetest: the signer is revoked")
@@ -186,8 +187,9 @@ func testSigner(t *testing.T, newStore Factory) {
 			_, err = tx.Credentials().Get(ctx, a.creds[0].ID)
 			wantErr(t, "Get after Delete", err, storage.ErrNotFound)
 
-			c, err := tx.Credentials().Lock(ctx, a.creds[1].ID)
+			l, err := tx.Credentials().Lock(ctx, a.creds[1].ID, nil)
 			wantErr(t, "Lock of a credential", err, nil)
+			c := l.Credential
 			c.Nickname = "renamed"
 			wantErr(t, "Update of the locked credential", tx.Credentials().Update(ctx, &c), nil)
 			got2, err := tx.Credentials().Get(ctx, a.creds[1].ID)
@@ -196,64 +198,67 @@ func testSigner(t *testing.T, newStore Factory) {
 			return nil
 		})
 	})
-	t.Run("Spend", func(t *testing.T) {
+	t.Run("Consume", func(t *testing.T) {
 		s := newStore(t)
 		acct := id(t, "InternalAccount")
 		p := newPending(t, acct)
-		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p) })
-		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Spend(ctx, p.ID, t0) })
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p, roomy) })
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, p.ID, t0) })
 		run(t, s, func(tx storage.Tx) error {
 			got, err := tx.PendingRequests().Get(ctx, p.ID)
-			wantErr(t, "Get of a spent request", err, nil)
+			wantErr(t, "Get of a consumed request", err, nil)
 			if !got.ConsumedAt.Equal(t0) {
-				t.Fatalf("a spent request has ConsumedAt %v, want %v", got.ConsumedAt, t0)
+				t.Fatalf("a consumed request has ConsumedAt %v, want %v", got.ConsumedAt, t0)
 			}
 			return nil
 		})
-		// A second Spend fails, from the call or from Atomic, and rolls
+		// A second Consume fails, from the call or from Atomic, and rolls
 		// back what its transaction wrote.
 		other := newPending(t, acct)
+		atCall := false
 		err := s.Atomic(ctx, func(tx storage.Tx) error {
-			if err := tx.PendingRequests().Create(ctx, &other); err != nil {
+			if err := tx.PendingRequests().Create(ctx, &other, roomy); err != nil {
 				return err
 			}
-			return tx.PendingRequests().Spend(ctx, p.ID, t0)
+			err := tx.PendingRequests().Consume(ctx, p.ID, t0)
+			atCall = err != nil
+			return err
 		})
-		var spent *storage.SpendError
-		if !errors.As(err, &spent) || spent.ID != p.ID {
-			t.Fatalf("Spend of a spent request: %v, want a *storage.SpendError for %s", err, p.ID)
-		}
-		wantErr(t, "Spend of a spent request", err, storage.ErrConsumed)
+		wantConsumeError(t, "Consume of a consumed request", err, atCall, p.ID, storage.ErrConsumed)
 		run(t, s, func(tx storage.Tx) error {
 			_, err := tx.PendingRequests().Get(ctx, other.ID)
-			wantErr(t, "Get of a request created with a failed Spend", err, storage.ErrNotFound)
+			wantErr(t, "Get of a request created with a failed Consume", err, storage.ErrNotFound)
 			return nil
 		})
 		for _, bad := range []string{id(t, "Request"), "not-an-id"} {
-			err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Spend(ctx, bad, t0) })
-			if !errors.As(err, &spent) || spent.ID != bad {
-				t.Fatalf("Spend of an unknown request: %v, want a *storage.SpendError for %s", err, bad)
-			}
+			atCall, err := consumeIn(ctx, s, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, bad, t0) })
+			wantConsumeError(t, "Consume of an unknown request", err, atCall, bad, storage.ErrNotFound)
 		}
 		late := newPending(t, acct)
-		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &late) })
-		err = s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Spend(ctx, late.ID, late.ExpiresAt) })
-		if !errors.As(err, &spent) || spent.ID != late.ID {
-			t.Fatalf("Spend of an expired request: %v, want a *storage.SpendError for %s", err, late.ID)
-		}
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &late, roomy) })
+		atCall, err = consumeIn(ctx, s, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, late.ID, late.ExpiresAt) })
+		wantConsumeError(t, "Consume of an expired request", err, atCall, late.ID, storage.ErrExpired)
+		// ConsumeNow reports the failure itself, before the transaction
+		// goes on to decide anything.
+		err = s.Atomic(ctx, func(tx storage.Tx) error {
+			if _, err := storage.ConsumeNow(ctx, tx, p.ID, t0); err != nil {
+				return err
+			}
+			t.Fatal("ConsumeNow of a consumed request returned no error")
+			return nil
+		})
+		wantConsumeError(t, "ConsumeNow of a consumed request", err, false, p.ID, storage.ErrConsumed)
 	})
-	t.Run("CreateLimited", func(t *testing.T) {
+	t.Run("CreateWithinAccountQuota", func(t *testing.T) {
 		s := newStore(t)
 		acct := id(t, "InternalAccount")
 		const limit = 3
+		quota := storage.Quota{Limit: limit}
 		var made []storage.PendingRequest
 		for i := range limit {
 			p := newPending(t, acct)
 			p.ExpiresAt = t0.Add(time.Duration(5-i) * time.Minute)
-			run(t, s, func(tx storage.Tx) error {
-				_, err := tx.PendingRequests().CreateLimited(ctx, &p, limit)
-				return err
-			})
+			run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p, quota) })
 			made = append(made, p)
 		}
 		run(t, s, func(tx storage.Tx) error {
@@ -263,13 +268,13 @@ func testSigner(t *testing.T, newStore Factory) {
 			return nil
 		})
 		dup := made[0]
-		_, err := createLimited(ctx, s, &dup, limit+1)
-		wantErr(t, "CreateLimited of an existing id", err, storage.ErrDuplicate)
+		_, err := createWithin(ctx, s, &dup, storage.Quota{Limit: limit + 1})
+		wantErr(t, "Create of an existing id", err, storage.ErrDuplicate)
 		over := newPending(t, acct)
-		retryAt, err := createLimited(ctx, s, &over, limit)
-		wantErr(t, "CreateLimited over the limit", err, storage.ErrExhausted)
+		retryAt, err := createWithin(ctx, s, &over, quota)
+		wantErr(t, "Create over the limit", err, storage.ErrExhausted)
 		if !retryAt.Equal(made[limit-1].ExpiresAt) {
-			t.Fatalf("CreateLimited over the limit: retryAt %v, want the earliest expiry %v", retryAt, made[limit-1].ExpiresAt)
+			t.Fatalf("Create over the limit: retryAt %v, want the earliest expiry %v", retryAt, made[limit-1].ExpiresAt)
 		}
 		run(t, s, func(tx storage.Tx) error {
 			if _, err := tx.PendingRequests().Get(ctx, over.ID); !errors.Is(err, storage.ErrNotFound) {
@@ -278,36 +283,34 @@ func testSigner(t *testing.T, newStore Factory) {
 			return nil
 		})
 		other := newPending(t, id(t, "InternalAccount"))
-		_, err = createLimited(ctx, s, &other, limit)
-		wantErr(t, "CreateLimited of another account", err, nil)
+		_, err = createWithin(ctx, s, &other, quota)
+		wantErr(t, "Create for another account", err, nil)
 		// A consumed request stops counting, and so does an expired one.
-		run(t, s, func(tx storage.Tx) error {
-			_, err := tx.PendingRequests().Consume(ctx, made[0].ID, t0)
-			return err
-		})
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, made[0].ID, t0) })
 		p := newPending(t, acct)
-		run(t, s, func(tx storage.Tx) error {
-			_, err := tx.PendingRequests().CreateLimited(ctx, &p, limit)
-			return err
-		})
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p, quota) })
 		later := newPending(t, acct)
 		later.CreatedAt, later.ExpiresAt = made[limit-1].ExpiresAt, made[limit-1].ExpiresAt.Add(5*time.Minute)
-		run(t, s, func(tx storage.Tx) error {
-			_, err := tx.PendingRequests().CreateLimited(ctx, &later, limit)
-			return err
-		})
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &later, quota) })
 		again := newPending(t, acct)
 		again.CreatedAt, again.ExpiresAt = later.CreatedAt, later.ExpiresAt
-		_, err = createLimited(ctx, s, &again, limit)
-		wantErr(t, "CreateLimited at the limit again", err, storage.ErrExhausted)
+		_, err = createWithin(ctx, s, &again, quota)
+		wantErr(t, "Create at the limit again", err, storage.ErrExhausted)
+		// There is no unbounded Create.
+		free := newPending(t, id(t, "InternalAccount"))
+		if _, err := createWithin(ctx, s, &free, storage.Quota{}); err == nil {
+			t.Fatal("Create with a limit of 0 succeeded")
+		}
 	})
-	t.Run("CreateBounded", func(t *testing.T) {
+	t.Run("CreateWithinScopeQuota", func(t *testing.T) {
 		s := newStore(t)
 		acct := id(t, "InternalAccount")
 		scope := id(t, "AuthMethod")
 		const limit = 3
 		bounded := func(p *storage.PendingRequest, scope string, limit int) error {
-			return s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().CreateBounded(ctx, p, scope, limit) })
+			return s.Atomic(ctx, func(tx storage.Tx) error {
+				return tx.PendingRequests().Create(ctx, p, storage.Quota{Limit: limit, Scope: scope})
+			})
 		}
 		// exists tells which of ps the store still holds.
 		exists := func(ps ...storage.PendingRequest) []bool {
@@ -329,7 +332,7 @@ func testSigner(t *testing.T, newStore Factory) {
 			p := newPending(t, acct)
 			p.CreatedAt = t0.Add(time.Duration(i) * time.Second)
 			p.ExpiresAt = p.CreatedAt.Add(5 * time.Minute)
-			wantErr(t, "CreateBounded", bounded(&p, scope, limit), nil)
+			wantErr(t, "Create in a scope", bounded(&p, scope, limit), nil)
 			made = append(made, p)
 		}
 		if got, want := exists(made...), []bool{false, true, true, true}; !slices.Equal(got, want) {
@@ -339,31 +342,30 @@ func testSigner(t *testing.T, newStore Factory) {
 			got, err := tx.PendingRequests().Get(ctx, made[1].ID)
 			wantErr(t, "Get of a bounded request", err, nil)
 			diff(t, "Get of a bounded request", got, made[1])
-			_, err = tx.PendingRequests().Consume(ctx, made[0].ID, made[1].CreatedAt)
-			wantErr(t, "Consume of a superseded request", err, storage.ErrNotFound)
 			return nil
 		})
+		atCall, err := consumeIn(ctx, s, func(tx storage.Tx) error {
+			return tx.PendingRequests().Consume(ctx, made[0].ID, made[1].CreatedAt)
+		})
+		wantConsumeError(t, "Consume of a superseded request", err, atCall, made[0].ID, storage.ErrNotFound)
 		// The scope's requests do not count against the account, and the
 		// account's do not count in the scope nor are superseded by it.
 		limited := newPending(t, acct)
-		_, err := createLimited(ctx, s, &limited, 1)
-		wantErr(t, "CreateLimited beside a full scope", err, nil)
+		_, err = createWithin(ctx, s, &limited, storage.Quota{Limit: 1})
+		wantErr(t, "Create within the account's quota beside a full scope", err, nil)
 		// A consumed request is deleted and stops counting: the next one
 		// supersedes nothing live.
-		run(t, s, func(tx storage.Tx) error {
-			_, err := tx.PendingRequests().Consume(ctx, made[1].ID, made[3].CreatedAt)
-			return err
-		})
+		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, made[1].ID, made[3].CreatedAt) })
 		next := newPending(t, acct)
 		next.CreatedAt, next.ExpiresAt = made[3].CreatedAt, made[3].ExpiresAt
-		wantErr(t, "CreateBounded after a consumption", bounded(&next, scope, limit), nil)
+		wantErr(t, "Create in a scope after a consumption", bounded(&next, scope, limit), nil)
 		if got, want := exists(made[1], made[2], made[3], next, limited), []bool{false, true, true, true, true}; !slices.Equal(got, want) {
 			t.Fatalf("after a consumption: held %v, want %v", got, want)
 		}
 		// Of requests created at one instant, the lower id is the older.
 		tie := newPending(t, acct)
 		tie.CreatedAt, tie.ExpiresAt = next.CreatedAt, next.ExpiresAt
-		wantErr(t, "CreateBounded at one instant", bounded(&tie, scope, limit), nil)
+		wantErr(t, "Create in a scope at one instant", bounded(&tie, scope, limit), nil)
 		if got, want := exists(made[2], made[3], next, tie), []bool{false, true, true, true}; !slices.Equal(got, want) {
 			t.Fatalf("requests of one instant: held %v, want %v", got, want)
 		}
@@ -371,7 +373,7 @@ func testSigner(t *testing.T, newStore Factory) {
 		slices.SortFunc(same, func(a, b storage.PendingRequest) int { return strings.Compare(a.ID, b.ID) })
 		tie2 := newPending(t, acct)
 		tie2.CreatedAt, tie2.ExpiresAt = next.CreatedAt, next.ExpiresAt
-		wantErr(t, "CreateBounded at one instant", bounded(&tie2, scope, limit), nil)
+		wantErr(t, "Create in a scope at one instant", bounded(&tie2, scope, limit), nil)
 		if got, want := exists(same[0], same[1], same[2], tie2), []bool{false, true, true, true}; !slices.Equal(got, want) {
 			t.Fatalf("requests of one instant: held %v, want the lowest id superseded %v", got, want)
 		}
@@ -379,13 +381,13 @@ func testSigner(t *testing.T, newStore Factory) {
 		dup := tie2
 		dup.CreatedAt = tie2.ExpiresAt
 		err = bounded(&dup, scope, 1)
-		wantErr(t, "CreateBounded of an existing id", err, storage.ErrDuplicate)
+		wantErr(t, "Create in a scope of an existing id", err, storage.ErrDuplicate)
 		if got := exists(same[1], same[2], tie2); !slices.Equal(got, []bool{true, true, true}) {
 			t.Fatalf("a refused duplicate changed the scope: held %v, want all", got)
 		}
 		// Another scope is its own.
 		other := newPending(t, acct)
-		wantErr(t, "CreateBounded in another scope", bounded(&other, id(t, "AuthMethod"), 1), nil)
+		wantErr(t, "Create in a scope in another scope", bounded(&other, id(t, "AuthMethod"), 1), nil)
 		if got := exists(same[1], same[2], tie2, other); !slices.Equal(got, []bool{true, true, true, true}) {
 			t.Fatalf("a request of another scope changed this one: held %v", got)
 		}
@@ -393,41 +395,30 @@ func testSigner(t *testing.T, newStore Factory) {
 		// of one keeps only the new one.
 		late := newPending(t, acct)
 		late.CreatedAt, late.ExpiresAt = tie2.ExpiresAt, tie2.ExpiresAt.Add(5*time.Minute)
-		wantErr(t, "CreateBounded after expiry", bounded(&late, scope, 1), nil)
+		wantErr(t, "Create in a scope after expiry", bounded(&late, scope, 1), nil)
 		if got, want := exists(same[1], same[2], tie2, late, limited, other), []bool{false, false, false, true, true, true}; !slices.Equal(got, want) {
 			t.Fatalf("after expiry: held %v, want %v", got, want)
 		}
 		bad := newPending(t, acct)
 		if err := bounded(&bad, scope, 0); err == nil {
-			t.Fatal("CreateBounded with a limit of 0 succeeded")
-		}
-		if err := bounded(&bad, "", 1); err == nil {
-			t.Fatal("CreateBounded without a scope succeeded")
+			t.Fatal("Create in a scope with a limit of 0 succeeded")
 		}
 	})
 }
 
-// createLimited runs CreateLimited in a transaction of its own and returns
-// what it reported, at once or (deferred) from Atomic: the limit as a
-// *storage.LimitError, whose RetryAt it returns.
-func createLimited(ctx context.Context, s storage.Store, p *storage.PendingRequest, limit int) (time.Time, error) {
-	var at time.Time
-	err := s.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		at, err = tx.PendingRequests().CreateLimited(ctx, p, limit)
-		return err
-	})
+// createWithin runs Create within quota in a transaction of its own and
+// returns what it reported, at once or (deferred) from Atomic: the limit as
+// a *storage.LimitError, whose RetryAt it returns.
+func createWithin(ctx context.Context, s storage.Store, p *storage.PendingRequest, quota storage.Quota) (time.Time, error) {
+	err := s.Atomic(ctx, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, p, quota) })
 	var limited *storage.LimitError
 	if errors.As(err, &limited) {
-		if !at.IsZero() && !at.Equal(limited.RetryAt) {
-			return at, fmt.Errorf("CreateLimited returned retryAt %v and a LimitError of %v", at, limited.RetryAt)
-		}
 		return limited.RetryAt, err
 	}
 	if errors.Is(err, storage.ErrExhausted) {
-		return at, fmt.Errorf("the limit was reported without a *storage.LimitError: %w", err)
+		return time.Time{}, fmt.Errorf("the limit was reported without a *storage.LimitError: %w", err)
 	}
-	return at, err
+	return time.Time{}, err
 }
 
 // raceSignerRevoked: operations signed by one session lock it, check it,
@@ -449,7 +440,6 @@ const signerRounds = 5
 
 func signerRevokedRound(t *testing.T, stores []storage.Store, workers int, credential bool,
 	effect func(c context.Context, tx storage.Tx, a *signedAccount, i int) error) {
-	ctx := t.Context()
 	a := newSignedAccount(t, stores[0])
 	signer := a.sessions[0]
 	var revoked atomic.Bool
@@ -490,26 +480,20 @@ func signerRevokedRound(t *testing.T, stores []storage.Store, workers int, crede
 	})
 	wantErr(t, "the revoke", errs[0], nil)
 	tally(t, "signed operation", errs[1:], errSignerGone)
-	run(t, stores[0], func(tx storage.Tx) error {
-		events, err := tx.Outbox().ListByAccount(ctx, a.acct.ID)
-		if err != nil {
-			return err
-		}
-		at := slices.IndexFunc(events, func(e storage.Event) bool { return e.Type == "REVOKED" })
-		if at < 0 {
-			t.Fatal("the revoke wrote no event")
-		}
-		if late := len(events) - at - 1; late > 0 {
-			t.Fatalf("%d effects committed after the revoke of their signer had committed", late)
-		}
-		return nil
-	})
+	events := Events(t, stores[0], a.acct.ID)
+	at := slices.IndexFunc(events, func(e storage.Event) bool { return e.Type == "REVOKED" })
+	if at < 0 {
+		t.Fatal("the revoke wrote no event")
+	}
+	if late := len(events) - at - 1; late > 0 {
+		t.Fatalf("%d effects committed after the revoke of their signer had committed", late)
+	}
 }
 
 // refreshEffect creates a session of the signer's credential, as a refresh
 // does: under the credential's lock.
 func refreshEffect(c context.Context, tx storage.Tx, a *signedAccount, i int) error {
-	if _, err := tx.Credentials().Lock(c, a.creds[0].ID); errors.Is(err, storage.ErrNotFound) {
+	if _, err := tx.Credentials().Lock(c, a.creds[0].ID, nil); errors.Is(err, storage.ErrNotFound) {
 		return errSignerGone
 	} else if err != nil {
 		return err
@@ -590,15 +574,15 @@ func btoi(b bool) int {
 	return 0
 }
 
-// racePendingLimit: concurrent CreateLimited calls for one account store no
-// more than the limit.
+// racePendingLimit: concurrent Create calls within one account's quota
+// store no more than the limit.
 func racePendingLimit(t *testing.T, stores []storage.Store, workers int) {
 	const limit = 5
 	acct := id(t, "InternalAccount")
 	errs := race(t, stores, workers, func(c context.Context, _ int, s storage.Store) error {
 		p := newPending(t, acct)
 		err := s.Atomic(c, func(tx storage.Tx) error {
-			if _, err := tx.PendingRequests().CreateLimited(c, &p, limit); err != nil {
+			if err := tx.PendingRequests().Create(c, &p, storage.Quota{Limit: limit}); err != nil {
 				return err
 			}
 			// A statement after it sends a deferred insert; the insert

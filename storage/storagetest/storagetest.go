@@ -15,6 +15,7 @@
 package storagetest
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"testing"
@@ -49,6 +50,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"RateLimits", testRateLimits},
 		{"Idempotency", testIdempotency},
 		{"Atomic", testAtomic},
+		{"Deferred", testDeferred},
 		{"Concurrency", testConcurrency},
 		{"Guards", testGuards},
 		{"Signer", testSigner},
@@ -107,3 +109,47 @@ func diff(t *testing.T, what string, got, want any) {
 }
 
 var errRollback = errors.New("storagetest: roll back")
+
+// roomy is a quota of an account's pending requests that no test reaches:
+// a request created within it is refused only for a duplicate id.
+var roomy = storage.Quota{Limit: 1000}
+
+// settle makes a call of tx that carries every deferrable write tx made
+// before it, so that a failure of one surfaces now, and returns that
+// failure.
+func settle(ctx context.Context, tx storage.Tx) error {
+	_, err := tx.PendingRequests().Get(ctx, "Request:settle")
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// consumeIn runs one consumption in a transaction of its own, made by
+// consume, and returns whether the call itself returned the failure
+// (rather than a later call or Atomic), and the failure.
+func consumeIn(ctx context.Context, s storage.Store, consume func(tx storage.Tx) error) (atCall bool, err error) {
+	err = s.Atomic(ctx, func(tx storage.Tx) error {
+		if err := consume(tx); err != nil {
+			atCall = true
+			return err
+		}
+		return settle(ctx, tx)
+	})
+	return atCall, err
+}
+
+// wantConsumeError fails the test unless err is a [*storage.ConsumeError]
+// for id that wraps want. A failure the consuming call returned itself
+// names its cause exactly; one a store deferred may wrap ErrConsumed
+// instead (the store knows only that nothing was consumed).
+func wantConsumeError(t *testing.T, what string, err error, atCall bool, id string, want error) {
+	t.Helper()
+	var ce *storage.ConsumeError
+	if !errors.As(err, &ce) || ce.ID != id {
+		t.Fatalf("%s: error = %v, want a *storage.ConsumeError for %s", what, err, id)
+	}
+	if !errors.Is(err, want) && (atCall || !errors.Is(err, storage.ErrConsumed)) {
+		t.Fatalf("%s: error = %v, want one wrapping %v", what, err, want)
+	}
+}

@@ -54,7 +54,7 @@ func pending(t *testing.T, s storage.Store, n int, expires time.Time) []string {
 			p := storage.PendingRequest{ID: ids[i], Kind: "TEST", AccountID: "InternalAccount:1", Method: "POST", Path: "/x",
 				BodyDigest: make([]byte, 32), Payload: []byte(`{}`), SignerRule: "ANY_SESSION", Data: []byte(`{}`),
 				CreatedAt: expires.Add(-time.Minute), ExpiresAt: expires}
-			if err := tx.PendingRequests().Create(context.Background(), &p); err != nil {
+			if err := tx.PendingRequests().Create(context.Background(), &p, storage.Quota{Limit: 1000}); err != nil {
 				return err
 			}
 		}

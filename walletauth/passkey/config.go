@@ -20,6 +20,10 @@ import (
 // unless [Config].RegistrationTTL says otherwise.
 const DefaultRegistrationTTL = 5 * time.Minute
 
+// DefaultMaxRegistrationChallenges is how many registration challenges an
+// account keeps unless [Config].MaxRegistrationChallenges says otherwise.
+const DefaultMaxRegistrationChallenges = 16
+
 // RelyingParty is the WebAuthn relying-party configuration: which RP id
 // passkeys are scoped to and which clients may use them.
 type RelyingParty struct {
@@ -72,6 +76,11 @@ type Config struct {
 	// RegistrationTTL is the lifetime of registration challenges; zero or
 	// negative means DefaultRegistrationTTL.
 	RegistrationTTL time.Duration
+	// MaxRegistrationChallenges bounds the registration challenges an
+	// account keeps: issuing one more supersedes the oldest, which then
+	// answers as unknown. Zero or negative means
+	// DefaultMaxRegistrationChallenges.
+	MaxRegistrationChallenges int
 	// Sandbox switches sandbox mode on: an assertion whose signature is
 	// exactly [SandboxSignature] skips the WebAuthn checks. Never set it in
 	// production.
@@ -120,6 +129,9 @@ func New(cfg Config) (*Verifier, error) {
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
+	}
+	if cfg.MaxRegistrationChallenges <= 0 {
+		cfg.MaxRegistrationChallenges = DefaultMaxRegistrationChallenges
 	}
 	if cfg.RegistrationTTL <= 0 {
 		cfg.RegistrationTTL = DefaultRegistrationTTL

@@ -26,6 +26,10 @@ const KindRegistration = "PASSKEY_REGISTRATION"
 // "Request:<uuid>" of a signed retry.
 const registrationIDPrefix = "PasskeyRegistration:"
 
+// registrationScope, followed by the account id, is the scope of an
+// account's registration challenges (storage.Quota).
+const registrationScope = "passkey-registration:"
+
 // Registration challenge size in bytes, and the sizes accepted back.
 const (
 	challengeBytes    = 32
@@ -64,7 +68,10 @@ func (v *Verifier) IssueRegistrationChallenge(ctx context.Context, tx storage.Tx
 	rc := &RegistrationChallenge{Challenge: ch, AccountID: accountID, ExpiresAt: now.Add(v.cfg.RegistrationTTL)}
 	p := &storage.PendingRequest{ID: registrationID(ch), Kind: KindRegistration, AccountID: accountID,
 		Payload: []byte(ch), CreatedAt: now, ExpiresAt: rc.ExpiresAt}
-	if err := tx.PendingRequests().Create(ctx, p); err != nil {
+	// Bounded per account, the oldest superseded: a caller that asks for
+	// challenges without end fills nothing but its own account's scope.
+	quota := storage.Quota{Scope: registrationScope + accountID, Limit: v.cfg.MaxRegistrationChallenges}
+	if err := tx.PendingRequests().Create(ctx, p, quota); err != nil {
 		return nil, apierror.Internal(fmt.Errorf("passkey: storing registration challenge: %w", err))
 	}
 	return rc, nil
@@ -248,7 +255,7 @@ func (v *Verifier) consumeRegistration(ctx context.Context, tx storage.Tx, chall
 	var p storage.PendingRequest
 	var err error
 	if consume {
-		p, err = tx.PendingRequests().Consume(ctx, registrationID(challenge), now)
+		p, err = storage.ConsumeNow(ctx, tx, registrationID(challenge), now)
 	} else if p, err = tx.PendingRequests().Get(ctx, registrationID(challenge)); err == nil {
 		switch {
 		case !p.ConsumedAt.IsZero():
