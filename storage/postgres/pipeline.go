@@ -8,56 +8,46 @@ import (
 	"github.com/walletgate/walletgate/storage"
 )
 
-// batch is a pgx.Batch that keeps, with each statement it queues, the
-// statement's declaration (kind and tables), so that what the batch does
-// is known from data: whether it only reads, and which tables it writes
-// or locks.
+// batch is a pgx.Batch that keeps, from the declarations of the
+// statements it queues (kinds and tables), what the pipeline decides on:
+// whether the batch only reads, and which tables it writes or locks. It
+// keeps the two as it goes, not a list, so queuing costs no allocation of
+// its own.
 type batch struct {
-	pg    pgx.Batch
-	decls []stmt
+	pg pgx.Batch
+	// changed are the tables of the statements that are not plain reads;
+	// notRead reports that there is one.
+	changed tableSet
+	notRead bool
 }
 
 // Queue queues st with args, as pgx.Batch.Queue does, and records its
 // declaration.
 func (b *batch) Queue(st stmt, args ...any) *pgx.QueuedQuery {
-	b.decls = append(b.decls, st)
+	if st.kind != kindRead {
+		b.notRead = true
+		b.changed |= st.tables
+	}
 	return b.pg.Queue(st.sql, args...)
 }
 
 // Len returns the number of statements queued.
-func (b *batch) Len() int { return len(b.decls) }
+func (b *batch) Len() int { return len(b.pg.QueuedQueries) }
 
 // reads reports whether b holds statements and every one is a plain read
 // (kindRead). An empty batch is not: sending one begins the transaction.
-func (b *batch) reads() bool {
-	if len(b.decls) == 0 {
-		return false
-	}
-	for _, d := range b.decls {
-		if d.kind != kindRead {
-			return false
-		}
-	}
-	return true
-}
+func (b *batch) reads() bool { return b.Len() > 0 && !b.notRead }
 
 // changes returns the tables of b's statements that are not plain reads:
 // those whose kept rows the statements invalidate.
-func (b *batch) changes() tableSet {
-	var ts tableSet
-	for _, d := range b.decls {
-		if d.kind != kindRead {
-			ts |= d.tables
-		}
-	}
-	return ts
-}
+func (b *batch) changes() tableSet { return b.changed }
 
 // append queues the statements of o, with their result callbacks, after
 // those of b.
 func (b *batch) append(o *batch) {
 	b.pg.QueuedQueries = append(b.pg.QueuedQueries, o.pg.QueuedQueries...)
-	b.decls = append(b.decls, o.decls...)
+	b.changed |= o.changed
+	b.notRead = b.notRead || o.notRead
 }
 
 // pipeline is what a transaction keeps between its statements: the writes
