@@ -192,7 +192,8 @@ func TestPayoutGateReplicasRace(t *testing.T) {
 //     payout's gate waits for it and then refuses on the new status.
 func TestPayoutGateHold(t *testing.T) {
 	ctx := t.Context()
-	a := newStore(t, newPool(t, 4))
+	poolA := newPool(t, 4)
+	a := newStore(t, poolA)
 	b := pgtest.SameSchema(t, a, newPool(t, 4), postgres.Config{})
 	svcA := gateService(t, a)
 	id := pendingWallet(t, a, svcA)
@@ -243,7 +244,7 @@ func TestPayoutGateHold(t *testing.T) {
 			t.Errorf("rule %s", d.Rule)
 		}
 		close(held)
-		time.Sleep(300 * time.Millisecond) // the change is waiting on the row now
+		pgtest.AwaitLockWait(t, poolA, a.Schema()) // the change waits on the row
 		payoutCommitted.Store(true)
 		return payoutEvent(ctx, tx, id)
 	})
@@ -288,7 +289,7 @@ func TestPayoutGateHold(t *testing.T) {
 	}()
 	if err := flip(b, func() {
 		close(updated)
-		time.Sleep(300 * time.Millisecond) // the payout is waiting on the row now
+		pgtest.AwaitLockWait(t, poolA, a.Schema()) // the payout waits on the row
 		changeCommitted.Store(true)
 	}); err != nil {
 		t.Fatal(err)
