@@ -234,6 +234,14 @@ type InternalAccounts interface {
 	Update(ctx context.Context, a *InternalAccount) error
 	// ListByCustomer returns the customer's accounts in creation order.
 	ListByCustomer(ctx context.Context, customerID string) ([]InternalAccount, error)
+	// OfCredential returns the account that holds credential credentialID,
+	// as Get does, in one read: the owner a caller's authorization is
+	// decided on. ErrNotFound when the credential or its account does not
+	// exist.
+	OfCredential(ctx context.Context, credentialID string) (InternalAccount, error)
+	// OfSession is OfCredential for the account of session sessionID
+	// (revoked and expired sessions included).
+	OfSession(ctx context.Context, sessionID string) (InternalAccount, error)
 	// Lock returns the account as Get does and holds it until the
 	// transaction ends: another transaction's Lock or Update of the account
 	// waits until then and sees what this one committed. Callers lock the

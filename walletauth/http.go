@@ -115,23 +115,15 @@ func (s *Service) walletOf(ctx context.Context, k ref, id string) (storage.Inter
 	}
 	var w storage.InternalAccount
 	err := s.atomic(ctx, func(tx storage.Tx) error {
-		walletID := id
+		var err error
 		switch k {
 		case refCredential:
-			c, err := tx.Credentials().Get(ctx, id)
-			if err != nil {
-				return err
-			}
-			walletID = c.AccountID
+			w, err = tx.InternalAccounts().OfCredential(ctx, id)
 		case refSession:
-			sess, err := tx.Sessions().Get(ctx, id)
-			if err != nil {
-				return err
-			}
-			walletID = sess.AccountID
+			w, err = tx.InternalAccounts().OfSession(ctx, id)
+		default:
+			w, err = tx.InternalAccounts().Get(ctx, id)
 		}
-		var err error
-		w, err = tx.InternalAccounts().Get(ctx, walletID)
 		return err
 	})
 	if errors.Is(err, storage.ErrNotFound) {

@@ -131,6 +131,24 @@ func (r walletRepo) Get(ctx context.Context, id string) (storage.InternalAccount
 	return r.get(ctx, id, shared)
 }
 
+// OfCredential reads the credential, then its account, under shared locks.
+func (r walletRepo) OfCredential(ctx context.Context, credentialID string) (storage.InternalAccount, error) {
+	c, err := credRepo(r).Get(ctx, credentialID)
+	if err != nil {
+		return storage.InternalAccount{}, err
+	}
+	return r.Get(ctx, c.AccountID)
+}
+
+// OfSession reads the session, then its account, under shared locks.
+func (r walletRepo) OfSession(ctx context.Context, sessionID string) (storage.InternalAccount, error) {
+	s, err := sessionRepo(r).Get(ctx, sessionID)
+	if err != nil {
+		return storage.InternalAccount{}, err
+	}
+	return r.Get(ctx, s.AccountID)
+}
+
 func (r walletRepo) Update(ctx context.Context, a *storage.InternalAccount) error {
 	if err := r.lockX(ctx, lkWallet, a.ID); err != nil {
 		return err

@@ -139,6 +139,9 @@ const (
 	// walletOfCredSQL reads the account of a credential (see readAhead).
 	walletOfCredSQL = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts
 	WHERE id = (SELECT account_id FROM {s}.credentials WHERE id = $1)`
+	// walletOfSessSQL reads the account of a session.
+	walletOfSessSQL = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts
+	WHERE id = (SELECT account_id FROM {s}.sessions WHERE id = $1)`
 	walletUpdateSQL = `UPDATE {s}.internal_accounts SET customer_id = $2, email = $3, phone = $4,
 	created_at = $5, updated_at = $6, version = version + 1
 	WHERE id = $1 AND version = $7 RETURNING version`
@@ -196,6 +199,32 @@ func (r walletRepo) Get(ctx context.Context, id string) (storage.InternalAccount
 		return storage.InternalAccount{}, wrap("get internal account", err)
 	case !found:
 		return a, storage.ErrNotFound
+	}
+	return a, nil
+}
+
+// OfCredential reads the credential's account in one statement.
+func (r walletRepo) OfCredential(ctx context.Context, credentialID string) (storage.InternalAccount, error) {
+	return r.of(ctx, r.t.s.q.walletOfCred, credentialID)
+}
+
+// OfSession reads the session's account in one statement.
+func (r walletRepo) OfSession(ctx context.Context, sessionID string) (storage.InternalAccount, error) {
+	return r.of(ctx, r.t.s.q.walletOfSess, sessionID)
+}
+
+// of reads the account that st, given the id of a record of it, returns.
+func (r walletRepo) of(ctx context.Context, st stmt, id string) (storage.InternalAccount, error) {
+	var a storage.InternalAccount
+	if !storableKey(id) {
+		return a, notFoundOrDone(r.t)
+	}
+	found, err := r.t.queryRow(ctx, st, []any{id}, func(row pgx.Row) error { return scanWallet(row, &a) })
+	switch {
+	case err != nil:
+		return storage.InternalAccount{}, wrap("get the internal account of a record", err)
+	case !found:
+		return storage.InternalAccount{}, storage.ErrNotFound
 	}
 	return a, nil
 }

@@ -134,7 +134,7 @@ type queries struct {
 	walletInsert, walletGet, walletUpdate, walletExists, walletList, walletLock                     stmt
 	challengePut, challengeGet, challengeConsume                                                    stmt
 	credInsert, credGet, credUpdate, credExists, credDelete, credList, credByWebAuthn, credByEmail  stmt
-	credLock, walletOfCred                                                                          stmt
+	credLock, walletOfCred, walletOfSess                                                            stmt
 	otpPut, otpGet, otpSpend, otpLockAttempt                                                        stmt
 	sessionInsert, sessionGet, sessionActive, sessionRevoke, sessionExists, sessionRevokeAll        stmt
 	signerAccount, signerCredential, signerSession, signerKeyCredentials, signerKeySessions         stmt
@@ -187,6 +187,7 @@ func renderQueries(quotedSchema string) queries {
 		walletList:   d(walletListSQL, read, wallets),
 		walletLock:   d(walletLockSQL, lock, wallets),
 		walletOfCred: d(walletOfCredSQL, read, wallets, creds),
+		walletOfSess: d(walletOfSessSQL, read, wallets, sessions),
 
 		challengePut:     d(challengePutSQL, write, challenges),
 		challengeGet:     d(challengeGetSQL, read, challenges),

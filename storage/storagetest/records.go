@@ -149,6 +149,29 @@ func testInternalAccounts(t *testing.T, newStore Factory) {
 		wantErr(t, "Update unknown", r.Update(ctx, &ghost), storage.ErrNotFound)
 		return nil
 	})
+	// The owner of a credential and of a session, read in one call.
+	c := emailCred(t, b.ID, "b@example.com")
+	sess := storage.Session{ID: id(t, "Session"), AccountID: b.ID, CredentialID: c.ID,
+		PublicKey: append([]byte{2}, make([]byte, 32)...), CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}
+	run(t, s, func(tx storage.Tx) error {
+		return errors.Join(tx.Credentials().Create(ctx, &c), tx.Sessions().Create(ctx, &sess))
+	})
+	run(t, s, func(tx storage.Tx) error {
+		r := tx.InternalAccounts()
+		got, err := r.OfCredential(ctx, c.ID)
+		wantErr(t, "OfCredential", err, nil)
+		diff(t, "OfCredential", got, b)
+		got, err = r.OfSession(ctx, sess.ID)
+		wantErr(t, "OfSession", err, nil)
+		diff(t, "OfSession", got, b)
+		_, err = r.OfCredential(ctx, id(t, "AuthMethod"))
+		wantErr(t, "OfCredential unknown", err, storage.ErrNotFound)
+		_, err = r.OfSession(ctx, id(t, "Session"))
+		wantErr(t, "OfSession unknown", err, storage.ErrNotFound)
+		_, err = r.OfSession(ctx, "not an id")
+		wantErr(t, "OfSession of a malformed id", err, storage.ErrNotFound)
+		return nil
+	})
 }
 
 func emailCred(t *testing.T, acct, email string) storage.Credential {
