@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
@@ -304,6 +306,20 @@ func TestRoundTripsPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// challengeHTTP asks for a code through the handler, whose tenant
+	// guard resolves the credential's wallet first.
+	handler, err := e.svc.Handler(walletauth.HandlerConfig{Guard: func(*http.Request, storage.InternalAccount) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	challengeHTTP := func() {
+		e.clock.Add(time.Hour)
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/auth/credentials/"+e.email.ID+"/challenge", strings.NewReader(`{}`)))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("challenge over HTTP: %d %s", rec.Code, rec.Body)
+		}
+	}
 	for _, c := range []struct {
 		name  string
 		max   int // round trips
@@ -311,7 +327,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 		run   func()
 	}{
 		// challenge (2), verify (2), its signed retry (4: a bound key has no
-		// signer lock to carry the consumption, which is sent alone so that
+		// signer lock to carry the consumption, which is read back so that
 		// its lock is granted before the expiry is decided)
 		{"OTPLogin", 8, 15, login},
 		{"WalletPrivacy", 5, 8, privacy},
@@ -324,6 +340,9 @@ func TestRoundTripsPostgres(t *testing.T) {
 		{"RevokeCredential", 12, 16, revokeCredential},
 		{"UpdateEmail", 16, 22, updateEmail},
 		{"Authorize", 5, 8, authorize},
+		// the guard's lookup of the wallet (1), the challenge (2); last, as
+		// it moves the clock past the sessions of the flows above
+		{"ChallengeOverHTTP", 3, 4, challengeHTTP},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run()
