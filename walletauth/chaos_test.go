@@ -24,7 +24,6 @@ import (
 	"github.com/ethereum/go-ethereum/accounts"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -523,7 +522,7 @@ func (w *chaosWorld) do(c context.Context, rng *rand.Rand, op func(ctx context.C
 		case errors.Is(err, postgres.ErrIsolation) && level != w.level:
 			w.hostStats.isolation.Add(1)
 			level = w.level
-		case (errors.Is(err, postgres.ErrRerun) || errors.Is(err, errHostCommitConflict)) && run < chaosHostReruns:
+		case postgres.Rerunnable(err) && run < chaosHostReruns:
 			w.hostStats.reruns.Add(1)
 			time.Sleep(time.Duration(rng.Int64N(int64(time.Millisecond) << run)))
 		default:
@@ -531,11 +530,6 @@ func (w *chaosWorld) do(c context.Context, rng *rand.Rand, op func(ctx context.C
 		}
 	}
 }
-
-// errHostCommitConflict: the host's own COMMIT failed with a
-// serialization failure (at SERIALIZABLE the serializable checks may
-// refuse the commit itself); nothing committed and the host reruns.
-var errHostCommitConflict = errors.New("the host's commit lost a serialization conflict")
 
 // hostOnce is one run of a host transaction around op (see do).
 func (w *chaosWorld) hostOnce(c context.Context, rng *rand.Rand, r chaosReplica, level pgx.TxIsoLevel,
@@ -546,11 +540,14 @@ func (w *chaosWorld) hostOnce(c context.Context, rng *rand.Rand, r chaosReplica,
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(c)) }() // a no-op after Commit
 	if _, err := tx.Exec(c, "INSERT INTO "+w.audit+" (at) VALUES (clock_timestamp())"); err != nil {
+		if postgres.Rerunnable(err) {
+			return err // the host's own statement lost a conflict: rerun
+		}
 		return apierror.Internal(err)
 	}
 	err = op(context.WithValue(r.pg.WithTx(c, tx), ledgerKey{}, w.ledger), r)
 	switch {
-	case errors.Is(err, storage.ErrStandalone) || errors.Is(err, postgres.ErrIsolation) || errors.Is(err, postgres.ErrRerun):
+	case errors.Is(err, storage.ErrStandalone) || errors.Is(err, postgres.ErrIsolation) || postgres.Rerunnable(err):
 		return err // rolled back
 	case err != nil && rng.IntN(100) < chaosHostRollbackErr:
 		w.hostStats.rolledBackErr.Add(1)
@@ -560,8 +557,10 @@ func (w *chaosWorld) hostOnce(c context.Context, rng *rand.Rand, r chaosReplica,
 		return errHostRolledBack
 	}
 	if cerr := tx.Commit(c); cerr != nil {
-		if pe := (*pgconn.PgError)(nil); errors.As(cerr, &pe) && pe.Code == "40001" {
-			return fmt.Errorf("%w: %w", errHostCommitConflict, cerr)
+		if postgres.Rerunnable(cerr) {
+			// At SERIALIZABLE the serializable checks may refuse the
+			// commit itself: nothing committed, and the host reruns.
+			return fmt.Errorf("host commit: %w", cerr)
 		}
 		w.hostStats.commitFailed.Add(1)
 		if err == nil {

@@ -73,7 +73,9 @@
 // then commit together, and an effect writes the host's rows in the same
 // transaction through postgres.HostTx. Inside a host's transaction nothing
 // is rerun: a serialization failure or deadlock is returned (wrapping
-// postgres.ErrRerun) for the host to roll back and run again. The memory
+// postgres.ErrRerun) for the host to roll back and run again; the host's
+// own statements fail with such errors too, and postgres.Rerunnable
+// reports both. The memory
 // store has no host transaction. The storage/postgres documentation shows
 // the pattern, the same for every operation that accepts a host
 // transaction.

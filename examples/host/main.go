@@ -12,7 +12,9 @@
 //   - one host transaction per write that spans both sides: the host begins
 //     a pgx.Tx, binds it with Store.WithTx, runs walletgate's operation in
 //     it, writes its own rows through postgres.HostTx and commits; on
-//     postgres.ErrRerun it rolls back and runs the whole transaction again;
+//     a lost conflict (postgres.Rerunnable: walletgate's postgres.ErrRerun,
+//     or 40001/40P01 from the host's own statements or COMMIT) it rolls
+//     back and runs the whole transaction again;
 //   - POST /customers: the customer row, its ledger row and its embedded
 //     wallet in one transaction;
 //   - POST /customers/{id}/external-accounts registers an external wallet;

@@ -33,8 +33,8 @@ const PayoutEvent = "PAYOUT.CREATED"
 // maxBody bounds every request body the host reads itself.
 const maxBody = 64 << 10
 
-// maxReruns bounds how often a host transaction that lost a serialization
-// check (postgres.ErrRerun) is run again.
+// maxReruns bounds how often a host transaction that lost a conflict with
+// another (postgres.Rerunnable) is run again.
 const maxReruns = 5
 
 // Server is the host: its own tables (customers, ledger, payouts) beside
@@ -182,12 +182,14 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 }
 
 // inTx runs fn in a host transaction bound to the store (WithTx) and
-// commits it; a serialization failure (postgres.ErrRerun) rolls back and
-// runs the whole transaction again, as walletgate cannot rerun the host's.
+// commits it; a transaction that lost a conflict with another
+// (postgres.Rerunnable: walletgate's postgres.ErrRerun, or a serialization
+// failure or deadlock of the host's own statements or COMMIT) rolls back
+// and runs it whole again, as walletgate cannot rerun the host's.
 func (s *Server) inTx(ctx context.Context, fn func(hctx context.Context, tx pgx.Tx) error) error {
 	for run := 0; ; run++ {
 		err := s.once(ctx, fn)
-		if !errors.Is(err, postgres.ErrRerun) || run == maxReruns {
+		if !postgres.Rerunnable(err) || run == maxReruns {
 			return err
 		}
 	}

@@ -155,7 +155,10 @@
 // [HostTx]. [Store.WithTx] binds the transaction to the store through the
 // context; [Store.Atomic] then runs in a savepoint of it, commits nothing,
 // and never reruns: a serialization failure or deadlock comes back at once
-// wrapping [ErrRerun], for the host to roll back and run again.
+// wrapping [ErrRerun], for the host to roll back and run again. The host's
+// own statements, and its COMMIT at SERIALIZABLE, report the same conflicts
+// with SQLSTATE 40001 or 40P01; [Rerunnable] reports both kinds, so one
+// check decides whether to run the transaction again.
 //
 // # Exactly once across replicas
 //

@@ -67,7 +67,9 @@ func ExampleNew() {
 
 // ExampleStore_WithTx runs a walletgate write inside the host's own
 // transaction: the host's row and walletgate's commit together, or neither
-// does. It needs a database, so it has no checked output.
+// does. A transaction that lost a conflict with another, in walletgate's
+// statements, the host's or its COMMIT (postgres.Rerunnable), is run again
+// from its BEGIN. It needs a database, so it has no checked output.
 func ExampleStore_WithTx() {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, os.Getenv("WALLETGATE_POSTGRES_DSN"))
@@ -103,11 +105,18 @@ func ExampleStore_WithTx() {
 			return err // an error rolls back both writes; tx stays usable
 		})
 		if err != nil {
-			return err // errors.Is(err, postgres.ErrRerun): roll back and run again
+			return err // an ErrRerun is rolled back and run again below
 		}
-		return tx.Commit(ctx)
+		return tx.Commit(ctx) // at SERIALIZABLE the COMMIT may fail with 40001
 	}
-	if err := payout(ctx); err != nil {
-		log.Print(err)
+	const maxReruns = 5
+	for run := 0; ; run++ { // a lost run was rolled back by its deferred Rollback
+		err := payout(ctx)
+		if !postgres.Rerunnable(err) || run == maxReruns {
+			if err != nil {
+				log.Print(err)
+			}
+			break
+		}
 	}
 }

@@ -20,8 +20,45 @@ import (
 // times) and returns an error wrapping ErrRerun once they are spent; inside
 // a host's transaction ([Store.WithTx]) it never reruns and returns it at
 // once, since only the host can roll back and rerun what it began. The
-// driver's *pgconn.PgError stays in the chain.
+// driver's *pgconn.PgError stays in the chain. A host's own statements
+// report the same conflicts as a bare *pgconn.PgError: [Rerunnable]
+// recognizes both.
 var ErrRerun = errors.New("postgres: the transaction lost a conflict with another (serialization failure or deadlock): roll it back and run it again")
+
+// Rerunnable reports whether err says that PostgreSQL aborted the
+// transaction to resolve a conflict with another, so that the host may roll
+// it back and run it again from its BEGIN: err wraps [ErrRerun] (what
+// walletgate's operations return), or a *pgconn.PgError with SQLSTATE 40001
+// (serialization_failure) or 40P01 (deadlock_detected) is anywhere in its
+// chain (what the host's own statements return, and the COMMIT of a
+// SERIALIZABLE transaction that the serializable checks refuse). One check
+// thus covers walletgate's errors and the host's:
+//
+//	for run := 0; ; run++ {
+//		err := payout(ctx) // begin, WithTx, walletgate's operations and the host's statements, commit
+//		if !postgres.Rerunnable(err) || run == maxReruns {
+//			return err
+//		}
+//	}
+//
+// It reports false for nil and for every other error: another SQLSTATE, a
+// cancelled context, and a lost connection or any other failure of the
+// driver, since a transaction whose COMMIT was in flight when the
+// connection was lost may have committed, and running it again could
+// apply it twice.
+func Rerunnable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrRerun) {
+		return true
+	}
+	switch pgCode(err) {
+	case codeSerializationFailure, codeDeadlockDetected:
+		return true
+	}
+	return false
+}
 
 // ErrIsolation reports a host transaction ([Store.WithTx]) that does not run
 // at the store's isolation level ([Config.Isolation], READ COMMITTED unless
@@ -81,6 +118,8 @@ type hostBinding struct {
 //     savepoint; the host rolls its transaction back and, if it wants, runs
 //     it again from the BEGIN (walletgate's rules hold for any rerun: a
 //     consumed request or code stays consumed only when the host committed).
+//     [Rerunnable] reports such an error, and the same conflicts raised by
+//     the host's own statements and COMMIT.
 //     So fn, and an effect, may count on one run per call.
 //
 // tx must run at the store's isolation level ([Config.Isolation]): READ
@@ -223,14 +262,10 @@ func (s *Store) atomicHost(ctx context.Context, b *hostBinding, fn func(storage.
 // rerunError wraps err with ErrRerun when PostgreSQL aborted a statement
 // to resolve a conflict and err does not say so yet.
 func rerunError(err error) error {
-	if err == nil || errors.Is(err, ErrRerun) {
+	if errors.Is(err, ErrRerun) || !Rerunnable(err) {
 		return err
 	}
-	switch pgCode(err) {
-	case codeSerializationFailure, codeDeadlockDetected:
-		return fmt.Errorf("%w: %w", ErrRerun, err)
-	}
-	return err
+	return fmt.Errorf("%w: %w", ErrRerun, err)
 }
 
 // runHost is send inside a host transaction. Plain reads before the first

@@ -252,9 +252,10 @@ func TestHostTxRefused(t *testing.T) {
 // hostStore is a storage.Store whose every transaction is a host's: Atomic
 // begins a transaction on the pool, runs the store's Atomic inside it
 // (WithTx) and commits, rerunning the whole transaction, after a jittered
-// pause, when it lost a conflict: walletgate's ErrRerun, or a
-// serialization failure of the host's own COMMIT (at SERIALIZABLE the
-// serializable checks may refuse the commit itself), as a host does.
+// pause, when it lost a conflict (postgres.Rerunnable): walletgate's
+// ErrRerun, or a serialization failure of the host's own COMMIT (at
+// SERIALIZABLE the serializable checks may refuse the commit itself), as a
+// host does.
 type hostStore struct {
 	*postgres.Store
 	pool *pgxpool.Pool
@@ -264,7 +265,7 @@ type hostStore struct {
 func (h hostStore) Atomic(ctx context.Context, fn func(storage.Tx) error) error {
 	for run := 0; ; run++ {
 		err := h.once(ctx, fn)
-		if !errors.Is(err, postgres.ErrRerun) && sqlState(err) != "40001" {
+		if !postgres.Rerunnable(err) {
 			return err
 		}
 		select {
