@@ -92,11 +92,14 @@
 // host-driven changes, writes an EXTERNAL_ACCOUNT.STATUS_UPDATED event to the
 // store's outbox in the same transaction as the change; storage/relay hands
 // them to a publisher (storage/webhook signs and sends them), the events of
-// an account in order. The event of a change decided by [Service.Verify]
-// also has a "proof" member, {"method": "WALLET_SIGNATURE", "address": ...}:
-// the address the signature was checked against, which is the account's
-// address when the change commits (Verify applies the change by
-// compare-and-set on the version it checked, and answers 409 otherwise).
+// an account in order. The envelope is {"id", "type", "timestamp", "data"},
+// data the rendered account ([Config.Render]). The ACTIVE event of a valid
+// signature ([Service.Verify]) also has, as the last member of data, a
+// "proof", {"method": "WALLET_SIGNATURE", "address": ...}: the address the
+// signature proved, which is the account's address when the change commits
+// (Verify applies the change by compare-and-set on the version it checked,
+// and answers 409 otherwise). The UNVERIFIED event of a failed check has
+// no proof: nothing was proved.
 //
 // # The payout gate
 //

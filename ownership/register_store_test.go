@@ -156,13 +156,15 @@ func TestVerifyAppliesToTheProvenAddress(t *testing.T) {
 			}
 			ev := eventsOf(t, store, id)
 			var last struct {
-				Data  struct{ Status string }
-				Proof struct{ Method, Address string }
+				Data struct {
+					Status string
+					Proof  struct{ Method, Address string }
+				}
 			}
 			if err := json.Unmarshal(ev[len(ev)-1].Payload, &last); err != nil {
 				t.Fatal(err)
 			}
-			if last.Data.Status != "ACTIVE" || last.Proof.Method != ownership.MethodWalletSignature || last.Proof.Address != newAddr {
+			if last.Data.Status != "ACTIVE" || last.Data.Proof.Method != ownership.MethodWalletSignature || last.Data.Proof.Address != newAddr {
 				t.Fatalf("last event %s", ev[len(ev)-1].Payload)
 			}
 			for _, e := range ev[:len(ev)-1] {

@@ -69,7 +69,9 @@ type Config struct {
 	// Rand supplies nonces and ids; nil means crypto/rand.
 	Rand io.Reader
 	// Render turns an account into the JSON clients receive (the 200 of
-	// verify and the data of events); nil means [AccountJSON].
+	// verify and the data of events); nil means [AccountJSON]. It must
+	// render a JSON object without a "proof" member: the event of a valid
+	// signature adds "proof" to it, and Verify answers 500 otherwise.
 	Render func(storage.ExternalAccount) any
 	// Payouts configures the payout gate ([Service.CheckPayout]): the
 	// verification thresholds and the single-transaction maxima. New
@@ -340,8 +342,9 @@ type VerifyRequest struct {
 // and the status is changed in a second one by compare-and-set on the
 // version that was read: the account goes ACTIVE only when it is still
 // exactly the account whose address the signature proved, and the
-// EXTERNAL_ACCOUNT.STATUS_UPDATED event names that address (its "proof"
-// member: method and address). When the account changed in between, Verify
+// EXTERNAL_ACCOUNT.STATUS_UPDATED event names that address (the "proof"
+// member of its data: method and address). The UNVERIFIED event of a failed
+// check has no proof. When the account changed in between, Verify
 // answers 409 CONFLICT ("the account changed after the signature was
 // checked") and changes nothing: the challenge stays outstanding and the
 // status as it is. The client submits the same signature again; that call
@@ -446,7 +449,13 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 		if failure != nil {
 			to = storage.StatusUnverified
 		}
-		if err := s.transitionProof(ctx, tx, &a, to, s.cfg.Clock().UTC(), &proof{Method: MethodWalletSignature, Address: acct.Address}); err != nil {
+		// Only a valid signature proves the address; a failed check's
+		// UNVERIFIED event names no proof.
+		var p *proof
+		if failure == nil {
+			p = &proof{Method: MethodWalletSignature, Address: acct.Address}
+		}
+		if err := s.transitionProof(ctx, tx, &a, to, s.cfg.Clock().UTC(), p); err != nil {
 			return err
 		}
 		out = a
@@ -517,8 +526,8 @@ func (s *Service) transition(ctx context.Context, tx storage.Tx, a *storage.Exte
 	return s.transitionProof(ctx, tx, a, to, now, nil)
 }
 
-// transitionProof is transition for a change decided by a proof, which the
-// event names.
+// transitionProof is transition for a change decided by a valid proof,
+// which the event's data names; p nil is transition.
 func (s *Service) transitionProof(ctx context.Context, tx storage.Tx, a *storage.ExternalAccount, to storage.AccountStatus, now time.Time, p *proof) error {
 	a.Status, a.UpdatedAt = to, now
 	if err := tx.ExternalAccounts().Update(ctx, a); err != nil {
@@ -527,9 +536,10 @@ func (s *Service) transitionProof(ctx context.Context, tx storage.Tx, a *storage
 	return s.eventProof(ctx, tx, a, now, p)
 }
 
-// proof is the "proof" member of a status event decided by a WALLET_SIGNATURE
-// verification: the method and the address the signature was checked
-// against (public data; the signature itself is never written).
+// proof is the "proof" member of the data of a status event decided by a
+// valid WALLET_SIGNATURE: the method and the address the signature proved
+// (public data; the signature itself is never written). A failed check
+// proves nothing and its event has no proof.
 type proof struct {
 	Method  string `json:"method"`
 	Address string `json:"address"`
@@ -542,22 +552,52 @@ func (s *Service) event(ctx context.Context, tx storage.Tx, a *storage.ExternalA
 }
 
 // eventProof is event with the proof that decided the change, when p is not
-// nil. The envelope is storage.NewEvent's; the proof is one more member
-// after "data": {"id","type","timestamp","data","proof"}.
+// nil. The envelope is storage.NewEvent's, {"id","type","timestamp","data"};
+// the proof is the last member of "data", the rendered account, which must
+// then be a JSON object without a "proof" member of its own.
 func (s *Service) eventProof(ctx context.Context, tx storage.Tx, a *storage.ExternalAccount, now time.Time, p *proof) error {
-	e, err := storage.NewEvent(s.cfg.Rand, EventStatusUpdated, a.ID, s.cfg.Render(*a), now)
-	if err != nil {
-		return err
-	}
+	var data any = s.cfg.Render(*a)
 	if p != nil {
-		member, err := json.Marshal(p)
+		d, err := withProof(data, p)
 		if err != nil {
 			return err
 		}
-		// The envelope is a JSON object: its closing brace is its last byte.
-		e.Payload = append(append(append(e.Payload[:len(e.Payload)-1], `,"proof":`...), member...), '}')
+		data = d
+	}
+	e, err := storage.NewEvent(s.cfg.Rand, EventStatusUpdated, a.ID, data, now)
+	if err != nil {
+		return err
 	}
 	return tx.Outbox().Append(ctx, &e)
+}
+
+// withProof returns the JSON of the rendered account data with p appended
+// as its last member, "proof". It fails when data is not a JSON object or
+// already has a "proof" member.
+func withProof(data any, p *proof) (json.RawMessage, error) {
+	obj, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &members); err != nil || members == nil {
+		return nil, errors.New("ownership: the rendered account is not a JSON object, so the event cannot carry its proof in data")
+	}
+	if _, ok := members["proof"]; ok {
+		return nil, errors.New("ownership: the rendered account has a \"proof\" member of its own, which the event's proof would duplicate")
+	}
+	member, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	// json.Marshal writes an object compact: its closing brace is its
+	// last byte.
+	out := obj[:len(obj)-1]
+	if len(members) > 0 {
+		out = append(out, ',')
+	}
+	out = append(append(append(out, `"proof":`...), member...), '}')
+	return out, nil
 }
 
 // changedSinceCheck is the 409 of a verify whose account changed between

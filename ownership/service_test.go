@@ -529,8 +529,9 @@ func TestHTTP(t *testing.T) {
 }
 
 // TestStatusEventEnvelope: a status event is storage.NewEvent's envelope
-// {"id","type","timestamp","data"} and, after a signature verify, one more
-// member "proof" last, byte for byte as encoding/json writes that struct.
+// {"id","type","timestamp","data"} and nothing more. After a valid signature
+// the ACTIVE event's data is the rendered account with one more member,
+// "proof" last, byte for byte as encoding/json writes it.
 func TestStatusEventEnvelope(t *testing.T) {
 	ctx := t.Context()
 	l := newLifecycle(t)
@@ -539,27 +540,75 @@ func TestStatusEventEnvelope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree); err != nil {
+	a, err := l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
+	if err != nil {
 		t.Fatal(err)
 	}
 	evs := storagetest.Events(t, l.store, id)
 	if len(evs) != 1 {
 		t.Fatalf("events %v", evs)
 	}
-	e := evs[0]
-	var got struct {
-		ID        string          `json:"id"`
-		Type      string          `json:"type"`
-		Timestamp time.Time       `json:"timestamp"`
-		Data      json.RawMessage `json:"data"`
-		Proof     json.RawMessage `json:"proof,omitempty"`
+	e, got := evs[0], envelope(t, evs[0].Payload)
+	account, _ := json.Marshal(ownership.AccountJSON(*a))
+	wantData := string(account[:len(account)-1]) + `,"proof":{"method":"WALLET_SIGNATURE","address":"` +
+		crypto.PubkeyToAddress(l.evm.PublicKey).Hex() + `"}}`
+	if got.ID != e.ID || got.Type != ownership.EventStatusUpdated || !got.Timestamp.Equal(e.CreatedAt) || string(got.Data) != wantData {
+		t.Fatalf("payload\n%s\nwant data\n%s", e.Payload, wantData)
 	}
-	if err := json.Unmarshal(e.Payload, &got); err != nil {
+}
+
+// TestStatusEventUnverifiedHasNoProof: the UNVERIFIED event of a failed
+// signature check names no proof, neither in data nor beside it: nothing
+// was proved.
+func TestStatusEventUnverifiedHasNoProof(t *testing.T) {
+	ctx := t.Context()
+	l := newLifecycle(t)
+	id := l.account(t, nil)
+	c, err := l.svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.CustomerTree)
+	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := json.Marshal(got)
-	if string(e.Payload) != string(want) || got.ID != e.ID || got.Type != ownership.EventStatusUpdated || !got.Timestamp.Equal(e.CreatedAt) ||
-		string(got.Proof) != `{"method":"WALLET_SIGNATURE","address":"`+crypto.PubkeyToAddress(l.evm.PublicKey).Hex()+`"}` {
-		t.Fatalf("payload\n%s\nwant\n%s", e.Payload, want)
+	other, _ := crypto.HexToECDSA(strings.Repeat("1", 64))
+	sig, err := crypto.Sign(accounts.TextHash([]byte(c.MessageToSign)), other)
+	if err != nil {
+		t.Fatal(err)
 	}
+	sig[64] += 27
+	_, err = l.svc.Verify(ctx, id, ownership.VerifyRequest{Signature: "0x" + hex.EncodeToString(sig)}, ownership.CustomerTree)
+	apierrortest.Want(t, err, apierror.InvalidInput, "")
+	evs := storagetest.Events(t, l.store, id)
+	if len(evs) != 1 {
+		t.Fatalf("events %v", evs)
+	}
+	got := envelope(t, evs[0].Payload)
+	var data map[string]json.RawMessage
+	if err := json.Unmarshal(got.Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := data["proof"]; ok || string(data["status"]) != `"UNVERIFIED"` {
+		t.Fatalf("UNVERIFIED event %s", evs[0].Payload)
+	}
+}
+
+// statusEvent is the envelope of a status event.
+type statusEvent struct {
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	Timestamp time.Time       `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// envelope decodes payload and fails t unless it is exactly the envelope
+// {"id","type","timestamp","data"} as encoding/json writes it: no member
+// before, between or after.
+func envelope(t *testing.T, payload []byte) statusEvent {
+	t.Helper()
+	var got statusEvent
+	if err := json.Unmarshal(payload, &got); err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := json.Marshal(got); string(payload) != string(want) {
+		t.Fatalf("payload\n%s\nis not the envelope\n%s", payload, want)
+	}
+	return got
 }

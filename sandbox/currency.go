@@ -27,6 +27,23 @@ var currencies = map[string]currency{
 	"SVC": {2, "8.75"},
 }
 
+// currencyCodes are the codes of currencies, sorted.
+var currencyCodes = func() []string {
+	out := make([]string, 0, len(currencies))
+	for code := range currencies {
+		out = append(out, code)
+	}
+	slices.Sort(out)
+	return out
+}()
+
+// knownCurrency reports whether code is a currency of the sandbox's table
+// (currencies), spelled exactly.
+func knownCurrency(code string) bool {
+	_, ok := currencies[code]
+	return ok
+}
+
 // pow10 returns 10^n as a rational.
 func pow10(n int) *big.Rat {
 	return new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil))

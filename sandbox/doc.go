@@ -158,5 +158,8 @@
 // currency with its smallest unit and both amounts.
 //
 // A vaspName makes a wallet custodial only when it names a VASP of the
-// sandbox's directory, [SandboxVASPs]; any other is 400 INVALID_INPUT.
+// sandbox's directory, [SandboxVASPs], exactly as sent (no trimming); any
+// other is 400 INVALID_INPUT on accountInfo.vaspName. An external account
+// registers only in a currency of that table: any other currency is 400
+// INVALID_INPUT on currency at registration.
 package sandbox

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,7 +105,11 @@ func parseExternalCreateTree(body []byte, network ownership.Network, platform bo
 		v.Check(!p.defaultUMA, "defaultUmaDepositAccount", nil, "is a customer setting; platform accounts cannot be one")
 	}
 	in := &p.info
-	if in.currency != "" && p.currency != "" && p.currency != in.currency {
+	if p.currency != "" && !knownCurrency(p.currency) {
+		// Refused here rather than at the first payout: an account in a
+		// currency the sandbox has no table entry for could never be paid.
+		v.Add("currency", apierror.OneOf(slices.Clone(currencyCodes)...), "is not a currency of the sandbox's currency table")
+	} else if in.currency != "" && p.currency != "" && p.currency != in.currency {
 		v.Add("currency", apierror.OneOf(in.currency), in.accountType+" accounts hold "+in.currency)
 	}
 	if in.keyWallet && in.accountType != "" {
@@ -134,7 +139,9 @@ func parseExternalCreateTree(body []byte, network ownership.Network, platform bo
 // A vaspName must name a VASP of [SandboxVASPs], exactly.
 //
 // Errors: 400 INVALID_INPUT listing every invalid field (a vaspName not in
-// the directory is accountInfo.vaspName), 400 INVALID_BANK_ACCOUNT
+// the directory, matched exactly and untrimmed, is accountInfo.vaspName; a
+// currency not in the currency table, [Simulator.Currencies], is
+// currency), 400 INVALID_BANK_ACCOUNT
 // (identifier suffix 105), 404 USER_NOT_FOUND, 409 CONFLICT (the customer
 // already has a defaultUmaDepositAccount).
 func (s *Simulator) CreateExternalAccount(ctx context.Context, req ExternalAccountCreate) (*ExternalAccount, error) {

@@ -64,7 +64,9 @@ func TestFiatVariants(t *testing.T) {
 		{"MXN", map[string]any{"accountType": "MXN_ACCOUNT", "clabeNumber": "002010077777777771"}},
 		{"INR", map[string]any{"accountType": "INR_ACCOUNT", "vpa": "jo.bloggs@okbank"}},
 		{"CAD", map[string]any{"accountType": "CAD_ACCOUNT", "accountNumber": "1234567", "institutionNumber": "001", "transitNumber": "12345"}},
-		{"CHF", map[string]any{"accountType": "SWIFT_ACCOUNT", "accountNumber": "CH9300762011623852957", "swiftCode": "UBSWCHZH"}},
+		// A SWIFT account holds the request's currency, one of the table's
+		// (a euro account at a Swiss bank).
+		{"EUR", map[string]any{"accountType": "SWIFT_ACCOUNT", "accountNumber": "CH9300762011623852957", "swiftCode": "UBSWCHZH"}},
 		{"NGN", map[string]any{"accountType": "NGN_ACCOUNT", "accountNumber": "0123456789", "bankName": "Sandbox Bank"}},
 		{"USD", map[string]any{"accountType": "SLV_ACCOUNT", "accountNumber": "9988776655"}},
 	} {

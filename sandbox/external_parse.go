@@ -161,7 +161,10 @@ func (o object) wallet(out *accountInfo, network ownership.Network) {
 		// it registers the account (see Config.ContractWallets).
 		out.info["contractAccount"] = raw
 	}
-	out.vaspName = o.text("vaspName", false, 255)
+	// A vaspName names a VASP of the directory exactly: it is passed on as
+	// sent, untrimmed, so " Coinbase" or "Coinbase\n" is refused as not
+	// listed (or as a control character) rather than read as Coinbase.
+	out.vaspName = o.exactText("vaspName", false, 255)
 	o.put(out, "vaspName", out.vaspName)
 	out.keyWallet = out.vaspName == ""
 	if b, ok := o.obj("beneficiary", false); ok {

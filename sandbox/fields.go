@@ -30,9 +30,23 @@ func (o object) has(name string) bool {
 	return ok && v != nil
 }
 
-// str returns a string member. A missing or null member is "" and is
-// recorded when required; a member of another type is always recorded.
+// str returns a string member with its leading and trailing white space
+// trimmed. A missing or null member is "" and is recorded when required; a
+// member of another type is always recorded.
 func (o object) str(name string, required bool) string {
+	s := strings.TrimSpace(o.verbatim(name, required))
+	if s == "" && required && o.has(name) {
+		if _, ok := o.m[name].(string); ok {
+			o.v.Add(o.field(name), apierror.Length(1, -1), "must not be empty")
+		}
+	}
+	return s
+}
+
+// verbatim is str without the trimming: the member exactly as sent, for a
+// value matched exactly against a list. It records only a missing required
+// member and a member of another type.
+func (o object) verbatim(name string, required bool) string {
 	raw, ok := o.m[name]
 	if !ok || raw == nil {
 		if required {
@@ -45,16 +59,24 @@ func (o object) str(name string, required bool) string {
 		o.v.Add(o.field(name), nil, "must be a string")
 		return ""
 	}
-	s = strings.TrimSpace(s)
-	if s == "" && required {
-		o.v.Add(o.field(name), apierror.Length(1, -1), "must not be empty")
-	}
 	return s
 }
 
-// text is str with a length bound in characters.
+// text is str with a length bound in characters and no control
+// characters.
 func (o object) text(name string, required bool, maxLen int) string {
-	s := o.str(name, required)
+	return o.bounded(name, o.str(name, required), maxLen)
+}
+
+// exactText is text without the trimming (see verbatim).
+func (o object) exactText(name string, required bool, maxLen int) string {
+	return o.bounded(name, o.verbatim(name, required), maxLen)
+}
+
+// bounded returns s, the value of member name, when it has at most maxLen
+// characters and no control character, and records the member and returns
+// "" otherwise.
+func (o object) bounded(name, s string, maxLen int) string {
 	if utf8.RuneCountInString(s) > maxLen {
 		o.v.Add(o.field(name), apierror.Length(-1, maxLen), "is too long")
 		return ""

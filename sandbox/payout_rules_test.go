@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -317,6 +318,51 @@ func TestVerificationThresholdByValue(t *testing.T) {
 		}
 		_, r := e.transfer(false, ext.ID, w, tc.below)
 		r.ok(t, 201, nil)
+	}
+}
+
+// TestExternalAccountVASPNameExact: a vaspName is one of the directory's
+// names exactly as sent: a listed name with white space around it (spaces,
+// a newline, a tab), or white space alone, is 400 INVALID_INPUT naming
+// accountInfo.vaspName, and nothing is registered.
+func TestExternalAccountVASPNameExact(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.customer("Vasp Exact")
+	for i, vasp := range []string{" Coinbase", "Coinbase ", "Coinbase\n", "\tKraken", " Sandbox VASP\t", "  "} {
+		f := e.do("POST", "/customers/external-accounts", map[string]any{"customerId": c.ID, "currency": "USDC",
+			"ownershipType": "FIRST_PARTY", "accountInfo": map[string]any{"accountType": "ETHEREUM_WALLET",
+				"address": fmt.Sprintf("0x%040x", 0xe0+i), "vaspName": vasp}}).fails(t, 400, apierror.InvalidInput)
+		apierrortest.WantFields(t, f, apierror.InvalidInput, "accountInfo.vaspName")
+	}
+	var list struct{ Data []sandbox.ExternalAccount }
+	e.do("GET", "/customers/external-accounts?customerId="+c.ID, nil).ok(t, 200, &list)
+	if len(list.Data) != 0 {
+		t.Fatalf("registered %d accounts with a vaspName not in the directory", len(list.Data))
+	}
+}
+
+// TestExternalAccountCurrencyTable: registration takes only a currency of
+// the currency table (Simulator.Currencies): a code-shaped currency the
+// table does not list is 400 INVALID_INPUT naming currency, for wallets and
+// SWIFT accounts alike; every listed currency registers.
+func TestExternalAccountCurrencyTable(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.customer("Currency Table")
+	wallet := func(cur, suffix string) map[string]any {
+		return map[string]any{"customerId": c.ID, "currency": cur, "ownershipType": "THIRD_PARTY", "accountInfo": map[string]any{
+			"accountType": "ETHEREUM_WALLET", "address": "0x" + strings.Repeat("f", 40-len(suffix)) + suffix, "vaspName": "Kraken"}}
+	}
+	for _, cur := range []string{"XYZ", "DOGE", "USDX", "ETH"} {
+		f := e.do("POST", "/customers/external-accounts", wallet(cur, "1")).fails(t, 400, apierror.InvalidInput)
+		apierrortest.WantFields(t, f, apierror.InvalidInput, "currency")
+	}
+	swift := map[string]any{"accountType": "SWIFT_ACCOUNT", "accountNumber": "12345678", "swiftCode": "DEUTDEFF",
+		"beneficiary": map[string]any{"beneficiaryType": "INDIVIDUAL", "fullName": "Jane Doe"}}
+	f := e.do("POST", "/platform/external-accounts", map[string]any{"currency": "XYZ", "accountInfo": swift}).
+		fails(t, 400, apierror.InvalidInput)
+	apierrortest.WantFields(t, f, apierror.InvalidInput, "currency")
+	for i, cur := range e.sim.Currencies() {
+		e.do("POST", "/customers/external-accounts", wallet(cur.Code, fmt.Sprint(100+i))).ok(t, 201, nil)
 	}
 }
 

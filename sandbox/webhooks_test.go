@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -9,8 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/accounts"
+	"github.com/ethereum/go-ethereum/crypto"
+
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/webhooksig"
+	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/sandbox"
 )
 
@@ -88,6 +93,57 @@ func TestWebhookLivenessOutcome(t *testing.T) {
 			t.Fatalf("no ACTIVE status webhook within 10 s; got %d deliveries", len(h.deliveries()))
 		}
 		time.Sleep(sandbox.WebhookPoll)
+	}
+}
+
+// TestWebhookSignatureProof: the signed STATUS_UPDATED webhooks of a
+// signature check, as a receiver verifying with webhooksig gets them (it
+// refuses an envelope with any member besides id, type, timestamp and
+// data): the UNVERIFIED of a wrong signature names no proof; the ACTIVE of
+// a valid one has data.proof, the method and the address proved.
+func TestWebhookSignatureProof(t *testing.T) {
+	e, h := newWebhookEnv(t)
+	cust, _ := e.customer("Proof Webhook")
+	key, _ := crypto.HexToECDSA("4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318")
+	addr := crypto.PubkeyToAddress(key.PublicKey).Hex()
+	a := e.external(cust.ID, map[string]any{"currency": "USDC", "ownershipType": "FIRST_PARTY",
+		"accountInfo": map[string]any{"accountType": "ETHEREUM_WALLET", "address": addr}})
+	path := "/customers/external-accounts/" + a.ID
+	sign := func(msg string) string {
+		sig, _ := crypto.Sign(accounts.TextHash([]byte(msg)), key)
+		sig[64] += 27
+		return "0x" + hex.EncodeToString(sig)
+	}
+	var c ownership.Challenge
+	e.do("POST", path+"/challenge", map[string]string{"method": "WALLET_SIGNATURE"}).ok(t, 201, &c)
+	e.do("POST", path+"/verify", map[string]string{"signature": sign("something else")}).fails(t, 400, apierror.InvalidInput)
+	e.do("POST", path+"/challenge", map[string]string{"method": "WALLET_SIGNATURE"}).ok(t, 201, &c)
+	e.do("POST", path+"/verify", map[string]string{"signature": sign(c.MessageToSign)}).ok(t, 200, nil)
+
+	type data struct {
+		ID     string                            `json:"id"`
+		Status string                            `json:"status"`
+		Proof  *struct{ Method, Address string } `json:"proof"`
+	}
+	byStatus := map[string]data{}
+	deadline := time.Now().Add(10 * time.Second)
+	for byStatus["ACTIVE"].ID == "" || byStatus["UNVERIFIED"].ID == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no UNVERIFIED and ACTIVE status webhooks within 10 s; got %d deliveries", len(h.deliveries()))
+		}
+		time.Sleep(sandbox.WebhookPoll)
+		for _, d := range h.deliveries() {
+			var got data
+			if d.Type == "EXTERNAL_ACCOUNT.STATUS_UPDATED" && json.Unmarshal(d.Data, &got) == nil && got.ID == a.ID {
+				byStatus[got.Status] = got
+			}
+		}
+	}
+	if p := byStatus["UNVERIFIED"].Proof; p != nil {
+		t.Fatalf("the UNVERIFIED webhook of a wrong signature names a proof: %+v", *p)
+	}
+	if p := byStatus["ACTIVE"].Proof; p == nil || p.Method != ownership.MethodWalletSignature || p.Address != addr {
+		t.Fatalf("the ACTIVE webhook's data.proof is %+v, want %s %s", p, ownership.MethodWalletSignature, addr)
 	}
 }
 

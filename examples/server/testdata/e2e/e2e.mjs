@@ -355,7 +355,7 @@ async function main() {
 
   await moneyMovement(customer, wallet, refreshedKey, receiver);
   if (receiver) {
-    await checkWebhooks(receiver, { wallet, ethAcct, solAcct, oauthCred, otpSession, refreshed });
+    await checkWebhooks(receiver, { wallet, ethAcct, solAcct, ethAddress: eth.address, solAddress, oauthCred, otpSession, refreshed });
   } else {
     console.log("skip webhooks: set WALLETGATE_WEBHOOK_PORT and WALLETGATE_WEBHOOK_KEY_FILE (the server's -webhook-url and -webhook-public-key)");
   }
@@ -579,6 +579,8 @@ async function startReceiver() {
         }
         const env = JSON.parse(body.toString("utf8"));
         if (!/^Webhook:[0-9a-f-]{36}$/.test(env.id) || typeof env.type !== "string" || !env.timestamp || env.data === undefined) throw new Error(`envelope ${body}`);
+        // README, Webhooks: the envelope is {id, type, timestamp, data} and nothing more.
+        if (canonical(Object.keys(env).sort()) !== canonical(["data", "id", "timestamp", "type"])) throw new Error(`envelope members ${Object.keys(env).join(", ")}: ${body}`);
         if (req.headers["x-grid-webhook-id"] !== undefined && req.headers["x-grid-webhook-id"] !== env.id) throw new Error("X-Grid-Webhook-Id is not the signed id");
         if (r.seen.has(env.id)) {
           r.duplicates++;
@@ -608,7 +610,7 @@ async function startReceiver() {
 // order (README, Webhooks: ordered per external account), the wallet's
 // walletauth events in commit order (ordered per embedded wallet), and the
 // TEST event answered by this receiver.
-async function checkWebhooks(r, { wallet, ethAcct, solAcct, oauthCred, otpSession, refreshed }) {
+async function checkWebhooks(r, { wallet, ethAcct, solAcct, ethAddress, solAddress, oauthCred, otpSession, refreshed }) {
   step = "webhooks";
   const res = await call("POST", "/sandbox/webhooks/test");
   const test = expectStatus(res, 200, "POST /sandbox/webhooks/test");
@@ -633,6 +635,17 @@ async function checkWebhooks(r, { wallet, ethAcct, solAcct, oauthCred, otpSessio
   for (const [id, want] of r.want) {
     check(canonical(statuses(id)) === canonical(want), `${id}: status events ${statuses(id).join(" -> ")}, want ${want.join(" -> ")}`);
   }
+  // README, Webhooks: the ACTIVE event of a valid signature carries
+  // data.proof {method, address}; the UNVERIFIED of a foreign signature
+  // names no proof (nothing was proved), neither in data nor beside it.
+  const statusEvent = (id, status) => r.events.find((e) => e.type === "EXTERNAL_ACCOUNT.STATUS_UPDATED" && e.data.id === id && e.data.status === status);
+  for (const [acct, address] of [[ethAcct, ethAddress], [solAcct, solAddress]]) {
+    const active = statusEvent(acct.id, "ACTIVE");
+    check(canonical(active?.data.proof) === canonical({ method: "WALLET_SIGNATURE", address }),
+      `${acct.id}: ACTIVE event's data.proof ${JSON.stringify(active?.data.proof)}, want WALLET_SIGNATURE ${address}`);
+  }
+  const unverified = statusEvent(solAcct.id, "UNVERIFIED");
+  check(unverified && !("proof" in unverified.data) && !("proof" in unverified), `${solAcct.id}: the UNVERIFIED event of a foreign signature names a proof: ${JSON.stringify(unverified)}`);
   const order = walletWant.map(([t, id]) => index(t, id));
   check(order.every((v, i) => i === 0 || v > order[i - 1]), `wallet events out of commit order: ${walletWant.map(([t], i) => `${t}@${order[i]}`).join(", ")}`);
   ok(`${r.events.length} deliveries verified with WebCrypto (X-Grid-Signature), ${r.duplicates} duplicates answered 409; ` +
