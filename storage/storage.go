@@ -320,8 +320,10 @@ type OTPIssuances interface {
 	// calls for one id, at most one commits. Deferrable: wherever it
 	// surfaces, a failure is a [*ConsumeError] for id, which wraps
 	// ErrNotFound (unknown or superseded), ErrExpired (now is not before
-	// ExpiresAt) or ErrConsumed; one reported after the call returned may
-	// wrap ErrConsumed whatever the cause. A caller reserves an attempt on the
+	// ExpiresAt) or ErrConsumed. One reported after the call returned
+	// never wraps ErrNotFound, so that it is not taken for the answer of
+	// the later call that carried it: an issuance gone by then is reported
+	// as consumed. A caller reserves an attempt on the
 	// issuance first ([Credentials.Lock], at the same now), which holds it,
 	// so Consume then cannot fail.
 	Consume(ctx context.Context, id string, now time.Time) error
@@ -402,8 +404,10 @@ type PendingRequests interface {
 	// calls for one id, at most one commits. Deferrable: wherever it
 	// surfaces, a failure is a [*ConsumeError] for id, which wraps
 	// ErrNotFound, ErrExpired (now is not before ExpiresAt) or
-	// ErrConsumed; one reported after the call returned may wrap
-	// ErrConsumed whatever the cause. A caller reads the request first (Get) and consumes one
+	// ErrConsumed. One reported after the call returned never wraps
+	// ErrNotFound, so that it is not taken for the answer of the later
+	// call that carried it: a request gone by then is reported as
+	// consumed. A caller reads the request first (Get) and consumes one
 	// it found live, at the same now; a failure then means that another
 	// transaction consumed or superseded it meanwhile.
 	Consume(ctx context.Context, id string, now time.Time) error

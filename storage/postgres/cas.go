@@ -2,10 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/walletgate/walletgate/storage"
@@ -55,4 +58,59 @@ func (t *tx) consumeMiss(ctx context.Context, state stmt, id string, now time.Ti
 	// Unconsumed and live now: the row was replaced between the two
 	// statements (a supersede reusing the id). Report the lost race.
 	return fmt.Errorf("postgres: consume %s %s: %w (changed concurrently)", what, id, storage.ErrConflict)
+}
+
+// consume sends st, a single-use consumption of record id at now, as a
+// deferred write (see deferWrite): it travels with the transaction's next
+// statement or its COMMIT. Its statement raises when it consumes nothing,
+// naming why in its guard (consumeCauseSQL), which the batch reports as a
+// *storage.ConsumeError for id wrapping that cause.
+func (t *tx) consume(ctx context.Context, st stmt, id string, now time.Time) error {
+	if !storableKey(id) {
+		if err := t.check(); err != nil {
+			return err
+		}
+		return &storage.ConsumeError{ID: id, Err: storage.ErrNotFound}
+	}
+	b := &batch{}
+	b.Queue(st, id, now).Fn = func(br pgx.BatchResults) error {
+		_, err := br.Exec()
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == codeGuardFailed {
+			return &storage.ConsumeError{ID: id, Err: consumeCause(pe.Message)}
+		}
+		return err
+	}
+	return t.deferWrite(ctx, b)
+}
+
+// The guards a consumption's statement fails with, one per cause, as
+// guard_failed names them in its message.
+const (
+	guardConsumeConsumed = "consume: consumed"
+	guardConsumeExpired  = "consume: expired"
+)
+
+// consumeCauseHead, a table, then consumeCauseTail are the guard a
+// consumption of a row of that table ($1 the id, $2 now) names when it
+// consumed nothing, read from the statement's snapshot: expired, or else
+// consumed. A row that was live in the snapshot was consumed by another
+// transaction while this one waited for its lock; a row not there was
+// superseded or swept, which is reported as consumed too, never as
+// ErrNotFound: the failure surfaces at a later call of the transaction,
+// whose caller may take ErrNotFound for an answer of its own.
+const (
+	consumeCauseHead = `COALESCE((SELECT CASE WHEN r.consumed_at IS NULL AND r.expires_at <= $2 THEN '` + guardConsumeExpired +
+		`' ELSE '` + guardConsumeConsumed + `' END FROM `
+	consumeCauseTail = ` r WHERE r.id = $1), '` + guardConsumeConsumed + `')`
+)
+
+// consumeCause maps the message of a consumption's failed guard to the
+// storage error it names; guard_failed's message ends "the guard of
+// <guard> failed".
+func consumeCause(message string) error {
+	if strings.HasSuffix(message, " "+guardConsumeExpired+" failed") {
+		return storage.ErrExpired
+	}
+	return storage.ErrConsumed
 }

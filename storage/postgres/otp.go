@@ -30,7 +30,7 @@ const (
 	// WG001).
 	otpSpendSQL = `WITH spent AS (UPDATE {s}.otp_issuances SET consumed_at = $2
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING 1)
-	SELECT CASE WHEN count(*) = 0 THEN {s}.guard_failed('one-time code spend') ELSE 1 END FROM spent`
+	SELECT CASE WHEN count(*) > 0 THEN 1 ELSE {s}.guard_failed(` + consumeCauseHead + `{s}.otp_issuances` + consumeCauseTail + `) END FROM spent`
 	// otpLockAttemptSQL is the attempt of Credentials.Lock,
 	// sent right after the credential's locking read ($1 the credential,
 	// $2 now, $3 the limit of attempts, $4 the budget's key, $5 its
@@ -112,21 +112,7 @@ func (n *otpRow) issuance() *storage.OTPIssuance {
 	return &o
 }
 
-// Consume is a deferred write (see deferWrite), as PendingRequests.Consume.
+// Consume is the deferred consumption (see consume).
 func (r otpRepo) Consume(ctx context.Context, id string, now time.Time) error {
-	if !storableKey(id) {
-		if err := r.t.check(); err != nil {
-			return err
-		}
-		return &storage.ConsumeError{ID: id, Err: storage.ErrNotFound}
-	}
-	b := &batch{}
-	b.Queue(r.t.s.q.otpSpend, id, now).Fn = func(br pgx.BatchResults) error {
-		_, err := br.Exec()
-		if pgCode(err) == codeGuardFailed {
-			return &storage.ConsumeError{ID: id, Err: storage.ErrConsumed}
-		}
-		return err
-	}
-	return r.t.deferWrite(ctx, b)
+	return r.t.consume(ctx, r.t.s.q.otpSpend, id, now)
 }

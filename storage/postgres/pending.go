@@ -28,7 +28,7 @@ const (
 	// instead of passing unnoticed.
 	pendingSpendSQL = `WITH spent AS (UPDATE {s}.pending_requests SET consumed_at = $2
 	WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING 1)
-	SELECT CASE WHEN count(*) = 0 THEN {s}.guard_failed('pending request spend') ELSE 1 END FROM spent`
+	SELECT CASE WHEN count(*) > 0 THEN 1 ELSE {s}.guard_failed(` + consumeCauseHead + `{s}.pending_requests` + consumeCauseTail + `) END FROM spent`
 	// pendingLimitedSQL inserts the request only while its account has
 	// fewer than $14 live requests. It runs after the advisory lock of the
 	// account's requests was granted, in its own statement, so its count
@@ -209,24 +209,7 @@ func (r pendingRepo) Get(ctx context.Context, id string) (storage.PendingRequest
 	return p, nil
 }
 
-// Consume is a deferred write (see deferWrite): it travels with the
-// transaction's next statement or its COMMIT. Its statement raises when it
-// consumes nothing, which the batch reports as a *storage.ConsumeError
-// wrapping storage.ErrConsumed.
+// Consume is the deferred consumption (see consume).
 func (r pendingRepo) Consume(ctx context.Context, id string, now time.Time) error {
-	if !storableKey(id) {
-		if err := r.t.check(); err != nil {
-			return err
-		}
-		return &storage.ConsumeError{ID: id, Err: storage.ErrNotFound}
-	}
-	b := &batch{}
-	b.Queue(r.t.s.q.pendingSpend, id, now).Fn = func(br pgx.BatchResults) error {
-		_, err := br.Exec()
-		if pgCode(err) == codeGuardFailed {
-			return &storage.ConsumeError{ID: id, Err: storage.ErrConsumed}
-		}
-		return err
-	}
-	return r.t.deferWrite(ctx, b)
+	return r.t.consume(ctx, r.t.s.q.pendingSpend, id, now)
 }

@@ -120,8 +120,8 @@ func testGuards(t *testing.T, newStore Factory) {
 			return nil
 		})
 		for bad, want := range map[string]error{o.ID: storage.ErrConsumed, id(t, "OTP"): storage.ErrNotFound, "not-an-id": storage.ErrNotFound} {
-			atCall, err := consumeIn(ctx, s, func(tx storage.Tx) error { return tx.OTPIssuances().Consume(ctx, bad, t0) })
-			wantConsumeError(t, "Consume of a consumed or unknown issuance", err, atCall, bad, want)
+			err := consumeIn(ctx, s, func(tx storage.Tx) error { return tx.OTPIssuances().Consume(ctx, bad, t0) })
+			wantConsumeError(t, "Consume of a consumed or unknown issuance", err, bad, want)
 		}
 	})
 	t.Run("LockWithOTPAttempt", func(t *testing.T) {

@@ -215,29 +215,26 @@ func testSigner(t *testing.T, newStore Factory) {
 		// A second Consume fails, from the call or from Atomic, and rolls
 		// back what its transaction wrote.
 		other := newPending(t, acct)
-		atCall := false
 		err := s.Atomic(ctx, func(tx storage.Tx) error {
 			if err := tx.PendingRequests().Create(ctx, &other, roomy); err != nil {
 				return err
 			}
-			err := tx.PendingRequests().Consume(ctx, p.ID, t0)
-			atCall = err != nil
-			return err
+			return tx.PendingRequests().Consume(ctx, p.ID, t0)
 		})
-		wantConsumeError(t, "Consume of a consumed request", err, atCall, p.ID, storage.ErrConsumed)
+		wantConsumeError(t, "Consume of a consumed request", err, p.ID, storage.ErrConsumed)
 		run(t, s, func(tx storage.Tx) error {
 			_, err := tx.PendingRequests().Get(ctx, other.ID)
 			wantErr(t, "Get of a request created with a failed Consume", err, storage.ErrNotFound)
 			return nil
 		})
 		for _, bad := range []string{id(t, "Request"), "not-an-id"} {
-			atCall, err := consumeIn(ctx, s, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, bad, t0) })
-			wantConsumeError(t, "Consume of an unknown request", err, atCall, bad, storage.ErrNotFound)
+			err := consumeIn(ctx, s, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, bad, t0) })
+			wantConsumeError(t, "Consume of an unknown request", err, bad, storage.ErrNotFound)
 		}
 		late := newPending(t, acct)
 		run(t, s, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &late, roomy) })
-		atCall, err = consumeIn(ctx, s, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, late.ID, late.ExpiresAt) })
-		wantConsumeError(t, "Consume of an expired request", err, atCall, late.ID, storage.ErrExpired)
+		err = consumeIn(ctx, s, func(tx storage.Tx) error { return tx.PendingRequests().Consume(ctx, late.ID, late.ExpiresAt) })
+		wantConsumeError(t, "Consume of an expired request", err, late.ID, storage.ErrExpired)
 		// ConsumeNow reports the failure itself, before the transaction
 		// goes on to decide anything.
 		err = s.Atomic(ctx, func(tx storage.Tx) error {
@@ -247,7 +244,7 @@ func testSigner(t *testing.T, newStore Factory) {
 			t.Fatal("ConsumeNow of a consumed request returned no error")
 			return nil
 		})
-		wantConsumeError(t, "ConsumeNow of a consumed request", err, false, p.ID, storage.ErrConsumed)
+		wantConsumeError(t, "ConsumeNow of a consumed request", err, p.ID, storage.ErrConsumed)
 	})
 	t.Run("CreateWithinAccountQuota", func(t *testing.T) {
 		s := newStore(t)
@@ -344,10 +341,10 @@ func testSigner(t *testing.T, newStore Factory) {
 			diff(t, "Get of a bounded request", got, made[1])
 			return nil
 		})
-		atCall, err := consumeIn(ctx, s, func(tx storage.Tx) error {
+		err := consumeIn(ctx, s, func(tx storage.Tx) error {
 			return tx.PendingRequests().Consume(ctx, made[0].ID, made[1].CreatedAt)
 		})
-		wantConsumeError(t, "Consume of a superseded request", err, atCall, made[0].ID, storage.ErrNotFound)
+		wantConsumeError(t, "Consume of a superseded request", err, made[0].ID, storage.ErrNotFound)
 		// The scope's requests do not count against the account, and the
 		// account's do not count in the scope nor are superseded by it.
 		limited := newPending(t, acct)
