@@ -108,6 +108,17 @@ func TestRegistrationChallengeLifecycle(t *testing.T) {
 			t.Fatalf("after a rolled-back failure: %v", err)
 		}
 	})
+	t.Run("bounded per account", func(t *testing.T) {
+		bounded := newVerifier(t, nil, func(c *passkey.Config) { c.MaxRegistrationChallenges = 2 })
+		first := issue(t, bounded, s, account2, t0)
+		second := issue(t, bounded, s, account2, t0.Add(time.Second))
+		issue(t, bounded, s, account2, t0.Add(2*time.Second)) // supersedes the oldest
+		_, err := register(bounded, s, req(first, account2), t0.Add(3*time.Second))
+		apierrortest.Want(t, err, apierror.Unauthorized, passkey.ReasonRegistrationChallengeUnknown)
+		if _, err := register(bounded, s, req(second, account2), t0.Add(3*time.Second)); err != nil {
+			t.Fatalf("a challenge within the bound: %v", err)
+		}
+	})
 	t.Run("challenge field differs from the signed one", func(t *testing.T) {
 		a, b := issue(t, v, s, account1, t0), issue(t, v, s, account1, t0)
 		r := req(b, account1)
