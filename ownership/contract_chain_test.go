@@ -63,7 +63,8 @@ var chainTestNow = time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
 func newChainService(t *testing.T, vs Verifiers, network Network) (*Service, storage.Store) {
 	t.Helper()
 	store := memory.New()
-	svc, err := New(Config{Store: store, Verifiers: vs, Network: network, Clock: func() time.Time { return chainTestNow }})
+	svc, err := New(Config{Store: store, Verifiers: vs, Network: network, Clock: func() time.Time { return chainTestNow },
+		Payouts: PayoutPolicy{MaxAmounts: Limits{ByCurrency: map[string]int64{"USDC": 1 << 40}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,9 @@ import (
 func ExampleService_RegisterAccount() {
 	ctx := context.Background()
 	store := memory.New()
-	svc, _ := ownership.New(ownership.Config{Store: store})
+	svc, _ := ownership.New(ownership.Config{Store: store,
+		// Accounts register in the currencies the payout policy pays out.
+		Payouts: ownership.PayoutPolicy{MaxAmounts: ownership.Limits{ByCurrency: map[string]int64{"USDC": 50_000_000_000}}}})
 
 	_, err := svc.RegisterAccount(ctx, ownership.NewAccount{CustomerID: "Customer:1", AccountType: ownership.AccountEthereum,
 		Address: "0x12", Currency: "USDC", OwnershipType: ownership.FirstParty})

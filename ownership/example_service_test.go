@@ -19,7 +19,9 @@ import (
 func ExampleService_Verify() {
 	ctx := context.Background()
 	store := memory.New()
-	svc, _ := ownership.New(ownership.Config{Store: store, Service: "payments.example.com"})
+	svc, _ := ownership.New(ownership.Config{Store: store,
+		// Accounts register in the currencies the payout policy pays out.
+		Payouts: ownership.PayoutPolicy{MaxAmounts: ownership.Limits{ByCurrency: map[string]int64{"USDC": 50_000_000_000}}}, Service: "payments.example.com"})
 
 	// The host registered the customer's wallet as an external account.
 	key, _ := crypto.HexToECDSA("4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318")

@@ -143,7 +143,7 @@ func TestHandlerGuardRefuses(t *testing.T) {
 		events[tc.id] = len(l.events(t, tc.id))
 	}
 	liveness := &liveness{}
-	svc, err := ownership.New(ownership.Config{Store: l.store, Service: "payments.example.com", Liveness: liveness})
+	svc, err := ownership.New(ownership.Config{Store: l.store, Payouts: testPolicy, Service: "payments.example.com", Liveness: liveness})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -123,6 +124,14 @@ func (l *Limits) validate(name string) error {
 		}
 	}
 	return nil
+}
+
+// Currencies returns the currencies the policy pays out, those with a
+// single-transaction maximum (MaxAmounts.ByCurrency), sorted. They are the
+// currencies [Service.RegisterAccount] accepts; a host that keeps balances
+// or accounts of its own refuses every other currency the same way.
+func (p *PayoutPolicy) Currencies() []string {
+	return slices.Sorted(maps.Keys(p.MaxAmounts.ByCurrency))
 }
 
 func (l Limits) clone() Limits {

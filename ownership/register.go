@@ -98,7 +98,10 @@ type NewAccount struct {
 	// the service's network. Empty means the service's network.
 	Network string
 	// Currency is the account's currency code (see [ValidCurrency]).
-	// Required.
+	// Required, and it must be a currency the payout policy pays out (one
+	// with a maximum in Config.Payouts.MaxAmounts.ByCurrency): an account
+	// no payout could reach is refused when it registers, not at its
+	// first payout.
 	Currency string
 	// OwnershipType is [FirstParty], [ThirdParty] or empty. It is required
 	// for a self-custody wallet (a type with a verifier, without VaspName).
@@ -142,7 +145,9 @@ func (vs Verifiers) StartingStatus(a *storage.ExternalAccount) storage.AccountSt
 // Errors: 400 INVALID_INPUT listing every invalid field
 // (accountInfo.accountType: missing or not a known type, see
 // [Verifiers.KnownType]; accountInfo.address; accountInfo.vaspName: not in
-// the VASP directory; network; currency: missing or not a currency code;
+// the VASP directory; network; currency: missing, not a currency code or
+// without a maximum in the payout policy, whose constraint's enum lists the
+// policy's currencies;
 // ownershipType; accountInfo; accountInfo.contractAccount and its
 // chainId: malformed, on a type without contract accounts, not the chain
 // of the type on the service's network, or a type without a
@@ -192,7 +197,17 @@ func (s *Service) newAccount(n NewAccount) (storage.ExternalAccount, error) {
 		"is not a known account type (a fiat *_ACCOUNT type, LIGHTNING or a wallet type with a verifier, spelled exactly)")
 	v.Check(n.Address != "", "accountInfo.address", nil, "is required")
 	v.Check(n.Currency != "", "currency", nil, "is required")
-	v.Check(n.Currency == "" || ValidCurrency(n.Currency), "currency", nil, "is not a currency code ("+currencyRule+")")
+	switch _, paid := s.cfg.Payouts.MaxAmounts.ByCurrency[n.Currency]; {
+	case n.Currency == "":
+	case !ValidCurrency(n.Currency):
+		v.Add("currency", nil, "is not a currency code ("+currencyRule+")")
+	case !paid:
+		// Refused here rather than at the first payout: the gate refuses
+		// every payout in a currency without a maximum, so such an account
+		// could never be paid.
+		v.Add("currency", apierror.OneOf(s.cfg.Payouts.Currencies()...),
+			"is not a currency of the payout policy (one with a single-transaction maximum)")
+	}
 	vasp := ""
 	if n.VaspName != "" {
 		var ok bool

@@ -39,7 +39,7 @@ func TestSetStatusConcurrent(t *testing.T) {
 	ctx := t.Context()
 	for name, store := range regStores(t) {
 		t.Run(name, func(t *testing.T) {
-			svc, err := ownership.New(ownership.Config{Store: store})
+			svc, err := ownership.New(ownership.Config{Store: store, Payouts: testPolicy})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +116,7 @@ func TestVerifyAppliesToTheProvenAddress(t *testing.T) {
 				}
 				return evm.Verify(c, w, msg, sig)
 			})
-			svc, err := ownership.New(ownership.Config{Store: store, Verifiers: vs})
+			svc, err := ownership.New(ownership.Config{Store: store, Payouts: testPolicy, Verifiers: vs})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/mr-tron/base58"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
@@ -52,7 +53,7 @@ func mustKey() *ecdsa.PrivateKey {
 func newRegService(t *testing.T, vs ownership.Verifiers, network ownership.Network) (*ownership.Service, storage.Store) {
 	t.Helper()
 	store := memory.New()
-	svc, err := ownership.New(ownership.Config{Store: store, Verifiers: vs, Network: network, Clock: func() time.Time { return regFixedNow },
+	svc, err := ownership.New(ownership.Config{Store: store, Payouts: testPolicy, Verifiers: vs, Network: network, Clock: func() time.Time { return regFixedNow },
 		VASPs: testVASPs})
 	if err != nil {
 		t.Fatal(err)
@@ -389,7 +390,7 @@ func TestValidateAddressWithoutVerifier(t *testing.T) {
 func TestRegisterAccountVASPWithoutDirectory(t *testing.T) {
 	ctx := t.Context()
 	store := memory.New()
-	svc, err := ownership.New(ownership.Config{Store: store})
+	svc, err := ownership.New(ownership.Config{Store: store, Payouts: testPolicy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,5 +402,44 @@ func TestRegisterAccountVASPWithoutDirectory(t *testing.T) {
 	}
 	if n := len(allEvents(t, store)); n != 0 {
 		t.Fatalf("%d events after a refused registration", n)
+	}
+}
+
+// A currency the payout policy does not pay out is refused at registration,
+// naming the field and the policy's currencies: an account no payout could
+// reach is an error now, not at its first payout. The zero policy pays out
+// nothing, so it registers nothing.
+func TestRegisterAccountCurrencyOutsidePolicy(t *testing.T) {
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name    string
+		policy  ownership.PayoutPolicy
+		allowed []string
+	}{
+		{"code-shaped, not in the policy", testPolicy, []string{"BTC", "EUR", "USD", "USDC"}},
+		// GBP has a verification threshold but no maximum: it is not paid out.
+		{"threshold only", testPolicy, []string{"BTC", "EUR", "USD", "USDC"}},
+		{"zero policy", ownership.PayoutPolicy{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := memory.New()
+			svc, err := ownership.New(ownership.Config{Store: store, Payouts: tc.policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			currency := "XYZ"
+			if tc.name == "threshold only" {
+				currency = "GBP"
+			}
+			_, err = svc.RegisterAccount(ctx, ownership.NewAccount{CustomerID: "Customer:1", AccountType: "GBP_ACCOUNT",
+				Address: "12345", Currency: currency})
+			ae := apierrortest.WantFields(t, err, apierror.InvalidInput, "currency")
+			if got := ae.FieldErrors()[0].Constraint; got == nil || !reflect.DeepEqual(got.Enum, tc.allowed) {
+				t.Fatalf("constraint %+v, want enum %v", got, tc.allowed)
+			}
+			if n := len(allEvents(t, store)); n != 0 {
+				t.Fatalf("%d events after a refused registration", n)
+			}
+		})
 	}
 }

@@ -75,8 +75,10 @@ type Config struct {
 	Render func(storage.ExternalAccount) any
 	// Payouts configures the payout gate ([Service.CheckPayout]): the
 	// verification thresholds and the single-transaction maxima. New
-	// refuses a policy that [PayoutPolicy.Validate] refuses. The zero value
-	// configures no currency, so the gate refuses every payout (see
+	// refuses a policy that [PayoutPolicy.Validate] refuses. The currencies
+	// with a maximum (MaxAmounts.ByCurrency) are also the currencies
+	// registration accepts. The zero value configures no currency, so the
+	// gate refuses every payout and registration every account (see
 	// [PayoutPolicy]).
 	Payouts PayoutPolicy
 	// VASPs is the directory of the custodians whose wallets registration

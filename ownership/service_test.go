@@ -49,7 +49,7 @@ func newLifecycle(t *testing.T) *lifecycle {
 	t.Helper()
 	l := &lifecycle{store: memory.New()}
 	var err error
-	l.svc, err = ownership.New(ownership.Config{Store: l.store, Service: "payments.example.com", Liveness: &liveness{}})
+	l.svc, err = ownership.New(ownership.Config{Store: l.store, Payouts: testPolicy, Service: "payments.example.com", Liveness: &liveness{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestChallengeEligibility(t *testing.T) {
 	}
 	_, err := l.svc.StartChallenge(ctx, "ExternalAccount:nope", "WALLET_SIGNATURE", ownership.CustomerTree)
 	apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
-	noLiveness, _ := ownership.New(ownership.Config{Store: l.store})
+	noLiveness, _ := ownership.New(ownership.Config{Store: l.store, Payouts: testPolicy})
 	_, err = noLiveness.StartChallenge(ctx, l.account(t, nil), "LIVENESS", ownership.AnyTree)
 	apierrortest.Want(t, err, apierror.InvalidInput, "")
 	platform := l.account(t, func(a *storage.ExternalAccount) { a.CustomerID = "" })

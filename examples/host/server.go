@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -228,8 +229,10 @@ func (s *Server) createCustomer(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, err)
 		return
 	}
-	if !ownership.ValidCurrency(in.Currency) {
-		apierror.Write(w, apierror.InvalidField("currency", nil, "not a currency code"))
+	// Fail closed: a ledger in a currency the payout policy does not pay
+	// out could never be paid from.
+	if paid := Policy.Currencies(); !slices.Contains(paid, in.Currency) {
+		apierror.Write(w, apierror.InvalidField("currency", apierror.OneOf(paid...), "is not a currency this host pays out"))
 		return
 	}
 	id, err := storage.NewID(nil, "Customer")

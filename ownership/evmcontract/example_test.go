@@ -43,7 +43,8 @@ func ExampleNew() {
 	}
 	vs := ownership.DefaultVerifiers()
 	vs[ownership.AccountEthereum] = cv
-	svc, err := ownership.New(ownership.Config{Store: memory.New(), Verifiers: vs, Service: "payments.example.com"})
+	svc, err := ownership.New(ownership.Config{Store: memory.New(), Verifiers: vs, Service: "payments.example.com",
+		Payouts: ownership.PayoutPolicy{MaxAmounts: ownership.Limits{ByCurrency: map[string]int64{"USDC": 50_000_000_000}}}})
 	if err != nil {
 		panic(err)
 	}
