@@ -1,8 +1,13 @@
 package apierror
 
-import "net/http"
+import (
+	"fmt"
+	"net/http"
+	"sync"
+)
 
-// Code is an error code of the service. Each code belongs to exactly one HTTP
+// Code is an error code: one of the service's (the variables below) or one a
+// host defined with [Define]. Each code belongs to exactly one HTTP
 // status, which the code carries: an Error built from a Code always reports the
 // status that code is defined for. The zero Code is not a valid code; an Error
 // with it is written as 500 INTERNAL_ERROR.
@@ -22,23 +27,90 @@ func (c Code) Status() int { return c.status }
 // IsZero reports whether c is the zero Code (no code).
 func (c Code) IsZero() bool { return c.name == "" }
 
-// LookupCode returns the code with the given wire name.
+// LookupCode returns the code with the given wire name: a code of the
+// service or one a host defined with [Define].
 func LookupCode(name string) (Code, bool) {
-	c, ok := byName[name]
+	if c, ok := byName[name]; ok {
+		return c, true
+	}
+	hostCodes.RLock()
+	defer hostCodes.RUnlock()
+	c, ok := hostCodes.byName[name]
 	return c, ok
 }
 
-// Codes returns every defined code, in a stable order (by status, then as the
-// service's tables list them).
+// Codes returns every code of the service, in a stable order (by status,
+// then as the service's tables list them). Codes a host defined with
+// [Define] are not among them.
 func Codes() []Code {
 	out := make([]Code, len(all))
 	copy(out, all)
 	return out
 }
 
+// Define returns a code of the host's own, answered with status, for
+// refusals the service has no code for (a host's INSUFFICIENT_FUNDS, for
+// example). Errors built from it are written, logged and decoded like the
+// service's, and [LookupCode] finds it.
+//
+// The name must be 1 to 64 uppercase ASCII letters, digits and
+// underscores, beginning with a letter, and status a client or server
+// error (400 to 599). A name the service uses is refused whatever the
+// status, so a host code can never be read as one of the service's (and a
+// later walletgate that adds a code of that name fails the host's start,
+// not its clients). Defining a name the host already defined returns that
+// code when the status is the same and an error otherwise. Define is safe
+// for concurrent use; a host defines its codes once, when it starts.
+func Define(status int, name string) (Code, error) {
+	if !validCodeName(name) {
+		return Code{}, fmt.Errorf("apierror: code name %q is not 1 to 64 uppercase ASCII letters, digits and underscores beginning with a letter", name)
+	}
+	if status < 400 || status > 599 {
+		return Code{}, fmt.Errorf("apierror: code %s: status %d is not a client or server error (400 to 599)", name, status)
+	}
+	if c, ok := byName[name]; ok {
+		return Code{}, fmt.Errorf("apierror: code %s is the service's (status %d); a host code needs a name of its own", name, c.status)
+	}
+	hostCodes.Lock()
+	defer hostCodes.Unlock()
+	if c, ok := hostCodes.byName[name]; ok {
+		if c.status != status {
+			return Code{}, fmt.Errorf("apierror: code %s is already defined with status %d, not %d", name, c.status, status)
+		}
+		return c, nil
+	}
+	c := Code{name: name, status: status}
+	if hostCodes.byName == nil {
+		hostCodes.byName = map[string]Code{}
+	}
+	hostCodes.byName[name] = c
+	return c, nil
+}
+
+// validCodeName reports whether name is spelled as codes are: 1 to 64
+// uppercase ASCII letters, digits and underscores, the first a letter.
+func validCodeName(name string) bool {
+	if len(name) == 0 || len(name) > 64 || name[0] < 'A' || name[0] > 'Z' {
+		return false
+	}
+	for i := 1; i < len(name); i++ {
+		if c := name[i]; (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
 var (
+	// all and byName are the service's codes, written by def during
+	// package initialization only and read-only after it.
 	all    []Code
 	byName = map[string]Code{}
+	// hostCodes are the codes hosts defined with Define.
+	hostCodes struct {
+		sync.RWMutex
+		byName map[string]Code
+	}
 )
 
 func def(status int, name string) Code {

@@ -2,6 +2,7 @@ package apierror_test
 
 import (
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"time"
 
@@ -44,4 +45,21 @@ func ExampleWrite_internal() {
 	apierror.Write(rec, fmt.Errorf("query sessions: connection to 10.0.0.7 refused"))
 	fmt.Print(rec.Body)
 	// Output: {"status":500,"code":"INTERNAL_ERROR","message":"internal error"}
+}
+
+// A host defines the codes of its own refusals once, when it starts; a name
+// the service uses is refused.
+func ExampleDefine() {
+	insufficientFunds, err := apierror.Define(http.StatusConflict, "INSUFFICIENT_FUNDS")
+	if err != nil {
+		panic(err)
+	}
+	e := apierror.New(insufficientFunds, "balance %d is below the payout's %d", 500, 1000).WithDetail("field", "amount")
+	fmt.Println(e.Status(), e.Code)
+
+	_, err = apierror.Define(http.StatusConflict, "CONFLICT")
+	fmt.Println(err)
+	// Output:
+	// 409 INSUFFICIENT_FUNDS
+	// apierror: code CONFLICT is the service's (status 409); a host code needs a name of its own
 }

@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/walletauth"
 )
 
@@ -432,4 +434,60 @@ func TestExecuteRetryKeepsRequestWhenRefused(t *testing.T) {
 		t.Fatalf("balance %d, want 500000 after both payments and the top-up", got)
 	}
 	e.retry(p.key, ch, "POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 409, apierror.Conflict)
+}
+
+// TestExecuteBodyNoneOrEmptyObject: execute takes no body, and accepts an
+// empty body or {}. Each spelling is its own body, as JSON canonicalization
+// (RFC 8785) makes it: the challenge binds the SHA-256 of its canonical form
+// (of zero bytes for an empty body, of "{}" for {}), the retry must repeat
+// the first call's spelling, and under one Idempotency-Key the two are
+// different requests.
+func TestExecuteBodyNoneOrEmptyObject(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, sandbox.Config{})
+		p := e.payer(10_000_000)
+		ext := e.external(p.customer.ID, usdAccount("66666601"))
+		bodySHA := func(ch signedretry.Challenge) string {
+			var payload struct {
+				BodySHA256 string `json:"bodySha256"`
+			}
+			if err := json.Unmarshal([]byte(ch.PayloadToSign), &payload); err != nil {
+				t.Fatal(err)
+			}
+			return payload.BodySHA256
+		}
+		for _, tc := range []struct {
+			name, key   string
+			body, other any
+			digest      string
+		}{
+			{"empty", "0b7a3c55-2f4e-4c1d-9a8b-000000000001", nil, "{}", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+			{"{}", "0b7a3c55-2f4e-4c1d-9a8b-000000000002", "{}", nil, "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"},
+		} {
+			q := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
+			path := "/quotes/" + q.ID + "/execute"
+			ch := e.challenge("POST", path, tc.body)
+			if got := bodySHA(ch); got != tc.digest {
+				t.Fatalf("%s: bodySha256 %s, want %s", tc.name, got, tc.digest)
+			}
+			// The other spelling is another body: refused, nothing changes.
+			e.retry(p.key, ch, "POST", path, tc.other).fails(t, 401, apierror.WalletSignatureBodyMismatch)
+			if e.getQuote(q.ID).Status != "PENDING" {
+				t.Fatalf("%s: a refused retry executed the quote", tc.name)
+			}
+			e.retry(p.key, ch, "POST", path, tc.body).ok(t, 200, nil)
+
+			// Under one key, the first spelling's result replays and the
+			// other spelling is another request.
+			q2 := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
+			path2 := "/quotes/" + q2.ID + "/execute"
+			e.signed(p.key, "POST", path2, tc.body, "Idempotency-Key", tc.key).ok(t, 200, nil)
+			r := e.do("POST", path2, tc.body, "Idempotency-Key", tc.key)
+			r.ok(t, 200, nil)
+			if r.header.Get(idempotency.ReplayedHeader) != "true" {
+				t.Fatalf("%s: the repeat was not a replay", tc.name)
+			}
+			e.do("POST", path2, tc.other, "Idempotency-Key", tc.key).fails(t, 409, apierror.Conflict)
+		}
+	})
 }

@@ -388,7 +388,10 @@ func TestPayoutDebitFailsAfterGate(t *testing.T) {
 	body, ch := e.firstLeg(c.ID, account, 5_000_000)
 	hdr := retryHeaders(t, ch, key)
 	before := len(e.events(account))
-	wantAPIError(t, e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, hdr), apierror.Conflict)
+	err := wantAPIError(t, e.call(http.MethodPost, "/customers/"+c.ID+"/payouts", body, hdr), InsufficientFunds)
+	if err.Details["field"] != "amount" {
+		t.Fatalf("details %v do not name the amount", err.Details)
+	}
 	if e.balance(c.ID) != 1_000_000 || e.payoutRows(c.ID) != 0 || len(e.events(account)) != before {
 		t.Fatal("a failed debit left a trace")
 	}

@@ -455,7 +455,19 @@ func (s *Server) payoutEffect(ctx context.Context, wt storage.Tx, a *signedretry
 	return Payout{ID: a.RequestID, AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency, SessionID: a.SessionID}, nil
 }
 
-// debit takes amount from the customer's balance, refusing an overdraft.
+// InsufficientFunds is this host's own error code: 409 when a payout is
+// more than the customer's balance. apierror.Define refuses a name the
+// service already uses.
+var InsufficientFunds = func() apierror.Code {
+	c, err := apierror.Define(http.StatusConflict, "INSUFFICIENT_FUNDS")
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+// debit takes amount from the customer's balance, refusing an overdraft
+// with [InsufficientFunds].
 // It is a variable so that tests can make it fail after the gate.
 var debit = func(ctx context.Context, pg pgx.Tx, t tables, customer string, amount int64) error {
 	tag, err := pg.Exec(ctx, "UPDATE "+t.ledger+" SET balance = balance - $1 WHERE customer_id = $2 AND balance >= $1", amount, customer)
@@ -463,7 +475,7 @@ var debit = func(ctx context.Context, pg pgx.Tx, t tables, customer string, amou
 		return err
 	}
 	if tag.RowsAffected() != 1 {
-		return apierror.New(apierror.Conflict, "insufficient balance")
+		return apierror.New(InsufficientFunds, "the balance is below the payout's %d", amount).WithDetail("field", "amount")
 	}
 	return nil
 }
