@@ -53,7 +53,7 @@ func newHarnessFor(t *testing.T, cfg evmcontract.Config, types ...string) *harne
 	store := memory.New()
 	svc, err := ownership.New(ownership.Config{Store: store, Verifiers: vs, Service: "payments.example.com",
 		Payouts: ownership.PayoutPolicy{MaxAmounts: ownership.Limits{ByCurrency: map[string]int64{"USDC": 1 << 40}}},
-		Clock: func() time.Time { return testNow }})
+		Clock:   func() time.Time { return testNow }})
 	if err != nil {
 		t.Fatal(err)
 	}

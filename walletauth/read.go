@@ -1,0 +1,55 @@
+package walletauth
+
+import (
+	"context"
+	"errors"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage"
+)
+
+// Wallet returns the embedded wallet (internal account) id as it is
+// committed, or as the host's transaction bound to ctx sees it, for a
+// host's own reads; its credentials are [Service.ListCredentials] and its
+// sessions [Service.ListSessions]. It takes no lock.
+//
+// Errors: 400 INVALID_INPUT (field accountId) when id is not an
+// InternalAccount id, 404 REFERENCE_NOT_FOUND when there is no such wallet.
+func (s *Service) Wallet(ctx context.Context, id string) (*storage.InternalAccount, error) {
+	if !storage.ValidID(id, "InternalAccount") {
+		return nil, apierror.InvalidField("accountId", apierror.Pattern(`^InternalAccount:[0-9a-fA-F-]{36}$`), "must be an InternalAccount id")
+	}
+	var a storage.InternalAccount
+	err := s.atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		a, err = tx.InternalAccounts().Get(ctx, id)
+		if errors.Is(err, storage.ErrNotFound) {
+			return notFound("internal account", id)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, apierror.From(err)
+	}
+	return &a, nil
+}
+
+// Wallets returns the customer's embedded wallets in the order they were
+// created; a customer without wallets has none.
+//
+// Errors: 400 INVALID_INPUT (field customerId) when customerID is empty.
+func (s *Service) Wallets(ctx context.Context, customerID string) ([]storage.InternalAccount, error) {
+	if customerID == "" {
+		return nil, apierror.InvalidField("customerId", nil, "is required")
+	}
+	var out []storage.InternalAccount
+	err := s.atomic(ctx, func(tx storage.Tx) error {
+		var err error
+		out, err = tx.InternalAccounts().ListByCustomer(ctx, customerID)
+		return err
+	})
+	if err != nil {
+		return nil, apierror.From(err)
+	}
+	return out, nil
+}
