@@ -123,11 +123,12 @@ func TestThirdPartyBeneficiaryShape(t *testing.T) {
 	}
 }
 
-// TestREADMECurrencyTable: the README's currency table is the simulator's:
+// TestREADMECurrencyTable: the currency table of the sandbox's README
+// (sandbox/README.md, its HTTP reference) is the simulator's:
 // every currency with its decimals, unit, verification threshold and
 // single-transaction maximum, no row more or less.
 func TestREADMECurrencyTable(t *testing.T) {
-	raw, err := os.ReadFile("../README.md")
+	raw, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

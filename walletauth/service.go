@@ -204,7 +204,7 @@ type Config struct {
 	// tracing; the global provider is never used.
 	TracerProvider trace.TracerProvider
 	// MeterProvider receives the outcome counters and duration histograms
-	// (the "Operating walletgate" section of the README lists them), whose
+	// (apierror/operation/README.md lists them), whose
 	// attributes are operation names, outcomes and error codes only. Nil
 	// means no metrics; the global provider is never used.
 	MeterProvider metric.MeterProvider
