@@ -3,6 +3,8 @@ package sandbox_test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -152,5 +154,23 @@ func TestREADMECurrencyTable(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("README currency table:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestREADMELinks: every relative link of the module's READMEs names a file
+// of the module, so moving a document cannot leave a reader at a dead link.
+func TestREADMELinks(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)
+	for _, doc := range []string{"../README.md", "README.md", "../apierror/operation/README.md"} {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(raw), -1) {
+			target := filepath.Join(filepath.Dir(doc), m[1])
+			if _, err := os.Stat(target); err != nil {
+				t.Errorf("%s links to %s: %v", doc, m[1], err)
+			}
+		}
 	}
 }
