@@ -172,6 +172,23 @@ type LockedCredential struct {
 	Wait time.Duration
 }
 
+// PayoutUsage is one executed payout as a payout policy counts it in its
+// windows ([PayoutUsages]).
+type PayoutUsage struct {
+	// ID identifies the payout (the signed request that made it, or the
+	// host's payout id); a payout is counted once.
+	ID            string
+	CustomerID    string
+	SourceID      string // the wallet or account paid from
+	DestinationID string // the external account paid
+	// Amount is the payout's value in the policy's reference currency, in
+	// its minor units.
+	Amount    int64
+	CreatedAt time.Time
+	// ExpiresAt is when no window can count the usage any more.
+	ExpiresAt time.Time
+}
+
 // Session is an authenticated session of an internal account; its public key
 // signs the account's signed retries.
 type Session struct {

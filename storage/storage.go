@@ -163,8 +163,8 @@ type Store interface {
 
 	// Sweep deletes at most limit records that expired before cutoff: pending
 	// requests, OTP issuances, ownership challenges, sessions, rate-limit
-	// windows and idempotency records (in progress or complete), consumed or
-	// not, and events delivered before cutoff (parked events stay until
+	// windows, idempotency records (in progress or complete) and payout
+	// usages, consumed or not, and events delivered before cutoff (parked events stay until
 	// they are re-driven and delivered). It
 	// returns how many it deleted; a result equal to limit means more may
 	// remain. It does not scan live records. Choose cutoff with a margin
@@ -185,6 +185,7 @@ type Tx interface {
 	Outbox() Outbox
 	RateLimits() RateLimits
 	Idempotency() IdempotencyKeys
+	PayoutUsage() PayoutUsages
 }
 
 // ExternalAccounts stores external accounts.
@@ -495,6 +496,27 @@ type Outbox interface {
 	// Redrive makes parked event id due again at now, with Attempts reset
 	// and LastError kept. ErrNotFound when no parked event has that id.
 	Redrive(ctx context.Context, id string, now time.Time) error
+}
+
+// PayoutUsages records the payouts a payout policy counts in its rolling
+// windows (an amount and a number of payouts per customer or per source
+// over a period). The rule "a payout fits the window" is a check and an
+// act: a policy holds the customer, reads the usages in the window, decides
+// and records the payout, all in the payout's transaction, so concurrent
+// payouts of one customer decide one at a time, on every replica, and a
+// payout rolled back uses nothing of any window.
+type PayoutUsages interface {
+	// Hold holds the customer's payouts until the transaction ends: another
+	// transaction's Hold of the same customer waits until then and sees
+	// what this one recorded. Holding a customer no usage names is allowed.
+	Hold(ctx context.Context, customerID string) error
+	// Since returns the customer's usages created at or after since, oldest
+	// first. Called after Hold, it sees every usage committed before the
+	// hold and none committed after it until the transaction ends.
+	Since(ctx context.Context, customerID string, since time.Time) ([]PayoutUsage, error)
+	// Record stores u. ErrDuplicate when a usage with its ID exists. The
+	// usage counts from u.CreatedAt and is swept after u.ExpiresAt.
+	Record(ctx context.Context, u *PayoutUsage) error
 }
 
 // RateLimits counts hits per key in fixed windows.

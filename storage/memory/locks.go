@@ -79,6 +79,8 @@ const (
 	lkLimit                                // rate-limit window by key
 	lkIdem                                 // idempotency record by scope and key
 	lkOutbox                               // the whole outbox (one key)
+	lkUsage                                // payout usage by id
+	lkUsageByCustomer                      // the payout usages of a customer (and Hold)
 	lkCount
 )
 

@@ -90,6 +90,8 @@ type Store struct {
 	pendByScope   table[[]string] // requests by bounded scope, pruned by createBounded
 	limits        table[*window]
 	idem          table[*storage.IdempotencyRecord] // by idemKey(scope, key)
+	usage         table[*storage.PayoutUsage]
+	usageByCust   table[[]string]
 	expiry        [nShards]expiryShard
 
 	// The outbox, guarded by the lkOutbox lock.
@@ -284,6 +286,7 @@ func (t *tx) PendingRequests() storage.PendingRequests   { return pendingRepo{t}
 func (t *tx) Outbox() storage.Outbox                     { return outboxRepo{t} }
 func (t *tx) RateLimits() storage.RateLimits             { return limitRepo{t} }
 func (t *tx) Idempotency() storage.IdempotencyKeys       { return idemRepo{t} }
+func (t *tx) PayoutUsage() storage.PayoutUsages          { return usageRepo{t} }
 
 // watch schedules a check of a record at its expiry. A rolled-back write
 // leaves its entry behind; the entry is stale and ignored by Sweep.
@@ -509,6 +512,19 @@ func (t *tx) expire(ctx context.Context, e expiryEntry, cutoff time.Time) (bool,
 			return false, nil
 		}
 		tdel(t, &s.idem, e.key)
+	case kindUsage:
+		if err := t.lockX(ctx, lkUsage, e.key); err != nil {
+			return false, err
+		}
+		u, ok := s.usage.get(e.key)
+		if !ok || !u.ExpiresAt.Before(cutoff) {
+			return false, nil
+		}
+		if err := t.lockX(ctx, lkUsageByCustomer, u.CustomerID); err != nil {
+			return false, err
+		}
+		tdel(t, &s.usage, e.key)
+		removeIndex(t, &s.usageByCust, u.CustomerID, e.key)
 	}
 	return true, nil
 }

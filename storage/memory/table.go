@@ -110,6 +110,7 @@ const (
 	kindSession
 	kindLimit
 	kindIdempotency
+	kindUsage
 )
 
 type expiryEntry struct {

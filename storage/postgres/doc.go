@@ -213,6 +213,13 @@
 // statement's snapshot is taken after the lock was granted, so it sees
 // every request committed under the lock.
 //
+// PayoutUsages.Hold is a transaction-level advisory lock of the customer's
+// payouts; Since, sent after it, is a READ COMMITTED statement whose
+// snapshot is taken after the lock was granted, so it sees every usage
+// recorded under the lock, and Record is a deferred INSERT. A payout that
+// rolls back leaves no row. Under SERIALIZABLE the reads and inserts of two
+// holders also conflict, so one of them reruns.
+//
 // Outbox appends take a transaction-level advisory lock of the event's
 // account before drawing Seq, so the Seq of one account's events increases
 // in commit order; transactions appending events of one account therefore

@@ -21,6 +21,7 @@ const (
 	tableOutboxEvents
 	tableRateLimitWindows
 	tableIdempotencyKeys
+	tablePayoutUsages
 	numTables
 )
 
@@ -36,6 +37,7 @@ var tableNames = [numTables]string{
 	tableOutboxEvents:        "outbox_events",
 	tableRateLimitWindows:    "rate_limit_windows",
 	tableIdempotencyKeys:     "idempotency_keys",
+	tablePayoutUsages:        "payout_usages",
 }
 
 // String returns the table's name in the schema.
@@ -144,6 +146,7 @@ type queries struct {
 	outboxList                                                                                      stmt
 	limitHit, limitHitDefer, limitOpen, limitEnd                                                    stmt
 	idemBegin, idemGet, idemComplete, idemExists, idemRelease                                       stmt
+	usageInsert, usageSince                                                                         stmt
 	savepoint, release, rollbackTo, advisoryLock                                                    stmt
 	sweep                                                                                           [sweepTables]stmt
 }
@@ -171,6 +174,7 @@ func renderQueries(quotedSchema string) queries {
 		outbox      = tableOutboxEvents
 		windows     = tableRateLimitWindows
 		idempotency = tableIdempotencyKeys
+		usage       = tablePayoutUsages
 	)
 	q := queries{
 		extInsert: d(extInsertSQL, write, ext),
@@ -247,6 +251,9 @@ func renderQueries(quotedSchema string) queries {
 		idemComplete: d(idemCompleteSQL, write, idempotency),
 		idemExists:   d(idemExistsSQL, read, idempotency),
 		idemRelease:  d(idemReleaseSQL, write, idempotency),
+
+		usageInsert: d(usageInsertSQL, write, usage),
+		usageSince:  d(usageSinceSQL, read, usage),
 
 		// Transaction control and the advisory lock name no table.
 		savepoint:    d(savepointSQL, write),

@@ -21,7 +21,7 @@ type sweepTarget struct {
 }
 
 // sweepTables is the number of tables Sweep clears.
-const sweepTables = 7
+const sweepTables = 8
 
 // sweepTargets lists them. Delivered events are swept once delivered before
 // the cutoff, as the memory store does.
@@ -34,12 +34,14 @@ func sweepTargets() [sweepTables]sweepTarget {
 		{tableRateLimitWindows, "window_end"},
 		{tableOutboxEvents, "delivered_at"},
 		{tableIdempotencyKeys, "expires_at"},
+		{tablePayoutUsages, "expires_at"},
 	}
 }
 
 // Sweep deletes at most limit records that expired before cutoff: pending
 // requests, OTP issuances, ownership challenges, sessions, rate-limit
-// windows and idempotency records (consumed, completed or not), and events
+// windows, idempotency records (consumed, completed or not) and payout
+// usages, and events
 // delivered before cutoff. It runs one
 // short DELETE per table, each its own transaction, and returns how many rows
 // it deleted; a result equal to limit means more may remain. Several replicas

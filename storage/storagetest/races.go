@@ -71,7 +71,11 @@ type Replicas func(tb testing.TB) []storage.Store
 //   - concurrent [storage.PendingRequests.Create] calls within one scope's
 //     quota, some rolled back after their insert: every one that does not
 //     roll back commits, none ever sees more than the limit of the
-//     scope's requests, and the scope ends with exactly the limit.
+//     scope's requests, and the scope ends with exactly the limit;
+//   - concurrent payouts of one customer, each holding the customer
+//     ([storage.PayoutUsages.Hold]) and recording its usage only when it
+//     fits a window, some rolled back: the window ends exactly full, and a
+//     rolled-back payout used nothing.
 //
 // [Run] runs them with 64 goroutines on one store. A store meant for several
 // replicas should run them with one store per replica (for example one
@@ -101,6 +105,7 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"CrossSignedRevokes", raceCrossSignedRevokes},
 		{"PendingLimit", racePendingLimit},
 		{"PendingBounded", racePendingBounded},
+		{"PayoutWindow", racePayoutWindow},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Backlog", testBacklog},
 		{"RateLimits", testRateLimits},
 		{"Idempotency", testIdempotency},
+		{"PayoutUsage", testPayoutUsage},
 		{"Atomic", testAtomic},
 		{"Deferred", testDeferred},
 		{"Concurrency", testConcurrency},

@@ -1,0 +1,61 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/walletgate/walletgate/storage"
+)
+
+const (
+	usageColumns = `id, customer_id, source_id, destination_id, amount, created_at, expires_at`
+	// usageInsertSQL raises a unique violation for an id that exists (no
+	// ON CONFLICT): Record is a deferred write (see deferWrite).
+	usageInsertSQL = `INSERT INTO {s}.payout_usages (` + usageColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	usageSinceSQL  = `SELECT ` + usageColumns + ` FROM {s}.payout_usages
+	WHERE customer_id = $1 AND created_at >= $2 ORDER BY created_at, seq`
+)
+
+type usageRepo struct{ t *tx }
+
+// Hold takes a transaction-level advisory lock derived from the schema and
+// the customer: concurrent holds of one customer, on any replica, run one
+// at a time, and a READ COMMITTED read after it sees what the last holder
+// committed. Under SERIALIZABLE the reads and inserts of two holders also
+// conflict, so one of them reruns.
+func (r usageRepo) Hold(ctx context.Context, customerID string) error {
+	if err := r.t.valid("payout usage", key("CustomerID", customerID)); err != nil {
+		return err
+	}
+	_, err := r.t.exec(ctx, r.t.s.q.advisoryLock, lockKey("payouts/"+customerID, r.t.s.cfg.Schema))
+	return wrap("hold payouts", err)
+}
+
+func (r usageRepo) Since(ctx context.Context, customerID string, since time.Time) ([]storage.PayoutUsage, error) {
+	if !storableKey(customerID) {
+		return nil, r.t.check()
+	}
+	var out []storage.PayoutUsage
+	err := r.t.query(ctx, r.t.s.q.usageSince, []any{customerID, since}, func(rows pgx.Rows) error {
+		var u storage.PayoutUsage
+		if err := rows.Scan(&u.ID, &u.CustomerID, &u.SourceID, &u.DestinationID, &u.Amount, utc(&u.CreatedAt), utc(&u.ExpiresAt)); err != nil {
+			return err
+		}
+		out = append(out, u)
+		return nil
+	})
+	return out, wrap("list payout usages", err)
+}
+
+func (r usageRepo) Record(ctx context.Context, u *storage.PayoutUsage) error {
+	err := r.t.valid("payout usage", key("ID", u.ID), key("CustomerID", u.CustomerID), key("SourceID", u.SourceID),
+		key("DestinationID", u.DestinationID))
+	if err != nil {
+		return err
+	}
+	b := &batch{}
+	b.Queue(r.t.s.q.usageInsert, u.ID, u.CustomerID, u.SourceID, u.DestinationID, u.Amount, u.CreatedAt, u.ExpiresAt)
+	return wrap("record payout usage", r.t.deferWrite(ctx, b))
+}
