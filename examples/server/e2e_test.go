@@ -24,6 +24,9 @@ const e2eDir = "testdata/e2e"
 // as a signed retry and the Idempotency-Key rules; the server delivers its
 // webhooks (-webhook-url) to a receiver the script runs on 127.0.0.1, which
 // verifies them with WebCrypto against the key -webhook-public-key wrote.
+// With -evm-simulated, the script proves EVM contract accounts: an EIP-1271
+// wallet it deploys through POST /sandbox/contract-wallets and a
+// counterfactual one whose signature ethers wraps in ERC-6492.
 // It skips without node or without testdata/e2e/node_modules.
 func TestE2ENodeClients(t *testing.T) {
 	node, err := exec.LookPath("node")
@@ -46,7 +49,7 @@ func TestE2ENodeClients(t *testing.T) {
 	l.Close()
 	keyFile := filepath.Join(t.TempDir(), "webhook.pem")
 	srv := start(t, "-client-id", clientID, "-client-secret", clientSecret,
-		"-webhook-url", "http://127.0.0.1:"+hookPort+"/webhooks", "-webhook-public-key", keyFile)
+		"-webhook-url", "http://127.0.0.1:"+hookPort+"/webhooks", "-webhook-public-key", keyFile, "-evm-simulated")
 	base := srv.base
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -54,7 +57,8 @@ func TestE2ENodeClients(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, "e2e.mjs", base)
 	cmd.Dir = e2eDir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "WALLETGATE_CLIENT_ID="+clientID, "WALLETGATE_CLIENT_SECRET="+clientSecret,
-		"WALLETGATE_SIGNING_KEY="+srv.signing, "WALLETGATE_WEBHOOK_PORT="+hookPort, "WALLETGATE_WEBHOOK_KEY_FILE="+keyFile)
+		"WALLETGATE_SIGNING_KEY="+srv.signing, "WALLETGATE_WEBHOOK_PORT="+hookPort, "WALLETGATE_WEBHOOK_KEY_FILE="+keyFile,
+		"WALLETGATE_EVM_SIMULATED=1")
 	cmd.WaitDelay = 5 * time.Second
 	began := time.Now()
 	out, err := cmd.CombinedOutput()

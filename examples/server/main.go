@@ -47,6 +47,28 @@
 // "OPTIONS *" is routed like any other request (401 without credentials,
 // JSON 404 with them) instead of net/http's default 200, and OPTIONS on a
 // route answers the JSON 405 of a wrong method.
+//
+// -evm-simulated proves EVM contract accounts (accountInfo.contractAccount:
+// EIP-1271 wallets and ERC-6492 signatures of wallets not deployed yet)
+// against simulated chains in this process: one go-ethereum simulated
+// backend per account type with contract accounts, each running under that
+// type's chain id (BASE_WALLET on 8453, ETHEREUM_WALLET on 1, PLASMA_WALLET
+// on 9745, POLYGON_WALLET on 137), lost on exit. Without it a contract
+// account is refused (400 on accountInfo.contractAccount.chainId). With it,
+// two sandbox routes make test wallets that accept their owner's
+// personal_sign: POST /sandbox/contract-wallets {"chainId", "owner"}
+// deploys one and answers 201 {"chainId", "owner", "address"}; POST
+// /sandbox/contract-wallets/counterfactual {"chainId", "owner", "salt"}
+// (salt: 0x and 64 hex digits) deploys nothing and answers 200 {"chainId",
+// "owner", "salt", "address", "factory", "factoryCalldata"}: the address the
+// factory would deploy the wallet at and what an ERC-6492 signature wraps,
+// abi.encode(factory, factoryCalldata, ownerSignature) followed by
+// 0x6492…6492. Their bodies are read as every route's are (a member whose
+// name differs from a field's only in case is 400 INVALID_INPUT naming it;
+// unknown members are ignored). Without -evm-simulated they answer 404.
+// Servers sharing a -postgres database do not share their chains: a
+// deployed wallet is proven on the server that deployed it (a
+// counterfactual one on any, the factory being at one address everywhere).
 package main
 
 import (
@@ -61,6 +83,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -68,6 +91,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/examples/server/internal/evmsim"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
@@ -126,6 +150,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.Var(&androidFingerprints, "android-fingerprint", "SHA-256 fingerprints of the -android-package signing certificates (repeatable or comma-separated)")
 	webhookURL := fs.String("webhook-url", "", "deliver the sandbox's events as signed webhooks (X-Grid-Signature) to this URL; empty keeps them in the store")
 	webhookKeyOut := fs.String("webhook-public-key", "", "write the SPKI PEM of the webhook signing key to this file (for examples/webhookreceiver -key); the key is generated at each start")
+	evmSimulated := fs.Bool("evm-simulated", false, "prove EVM contract accounts (EIP-1271, ERC-6492) on simulated chains in this process, one per contract-capable account type under its chain id, and serve POST /sandbox/contract-wallets and /sandbox/contract-wallets/counterfactual to make test wallets on them")
 	genKeys := fs.Bool("gen-keys", false, "print new values for "+envSealKeys+", "+envCodeMACKey+" and "+envSigningKey+", then exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -191,13 +216,33 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if *androidPackage != "" {
 		rp.AndroidApps = []passkey.AndroidApp{{Package: *androidPackage, CertFingerprints: androidFingerprints}}
 	}
-	sim, err := sandbox.New(sandbox.Config{Store: store, ClientID: *clientID, ClientSecret: *secret,
+	cfg := sandbox.Config{Store: store, ClientID: *clientID, ClientSecret: *secret,
 		RelyingParty: rp, Sealer: sealer, CodeMACKey: codeMACKey, SigningKey: signing, ClientHeldKeys: *clientHeld, WebhookURL: *webhookURL,
-		Logger: log})
+		Logger: log}
+	var chains *evmsim.Chains
+	if *evmSimulated {
+		// The sandbox's network is cfg.Network's zero value, mainnet.
+		if chains, err = evmsim.New(cfg.Network); err != nil {
+			return fmt.Errorf("-evm-simulated: %w", err)
+		}
+		defer chains.Close()
+		cfg.ContractWallets = chains.ContractWallets()
+	}
+	sim, err := sandbox.New(cfg)
 	if err != nil {
 		return err
 	}
 	defer sim.Close()
+	if chains != nil {
+		if err := chains.Register(sim.Handle); err != nil {
+			return fmt.Errorf("-evm-simulated: %w", err)
+		}
+		served := make([]string, 0, len(chains.Served()))
+		for _, c := range chains.Served() {
+			served = append(served, c.AccountType+"="+strconv.FormatUint(c.ChainID, 10))
+		}
+		log.Info("simulated EVM chains", "chains", strings.Join(served, ","), "wallet_factory", chains.Factory().Hex())
+	}
 	if *webhookKeyOut != "" {
 		if err := os.WriteFile(*webhookKeyOut, sim.WebhookPublicKeyPEM(), 0o644); err != nil {
 			return fmt.Errorf("-webhook-public-key: %w", err)

@@ -24,7 +24,12 @@
 // server's -webhook-url and -webhook-public-key), a webhook receiver on
 // 127.0.0.1 that verifies every X-Grid-Signature with WebCrypto, answers 409
 // to an id it has seen, and checks each account's events arrive in commit
-// order. Passkeys are not
+// order; and, when WALLETGATE_EVM_SIMULATED=1 (the server's -evm-simulated),
+// EVM contract accounts: an EIP-1271 wallet deployed through POST
+// /sandbox/contract-wallets proven with its owner's ethers signMessage, and
+// a counterfactual one (POST /sandbox/contract-wallets/counterfactual)
+// proven with the owner's signature wrapped in ERC-6492 with ethers'
+// AbiCoder, each after another party's signature was refused. Passkeys are not
 // driven here (that needs a browser driver from npm, such as puppeteer);
 // walletauth/passkey's TestChromiumVirtualAuthenticator (chromedp) covers them.
 
@@ -40,7 +45,7 @@ import {
   getPublicKey,
 } from "@turnkey/crypto";
 import { uint8ArrayFromHexString as fromHex, uint8ArrayToHexString as toHex } from "@turnkey/encoding";
-import { Mnemonic, Wallet, verifyMessage } from "ethers";
+import { AbiCoder, Interface, Mnemonic, Wallet, concat, getAddress, hexlify, isAddress, randomBytes, verifyMessage } from "ethers";
 import * as jose from "jose";
 import nacl from "tweetnacl";
 import bs58 from "bs58";
@@ -304,6 +309,12 @@ async function main() {
   });
   ok(`${solAcct.id} (${solAddress}) ACTIVE after signMessage (a foreign signature made it UNVERIFIED first)`);
 
+  if (process.env.WALLETGATE_EVM_SIMULATED === "1") {
+    await contractWallets(customer.id, receiver);
+  } else {
+    console.log("skip contract-wallets: start the server with -evm-simulated and set WALLETGATE_EVM_SIMULATED=1");
+  }
+
   // 6. OAUTH: an ID token signed by jose. The sandbox does not check the
   // signature (README: "the signature may be a dummy") and examples/server
   // cannot be given an issuer or JWKS, so this exercises the claims and the
@@ -424,8 +435,29 @@ async function balance(walletId, cur) {
 // and quotes", "Idempotency-Key" and "The payout gate": amounts in the
 // smallest unit of the external account's currency.
 async function moneyMovement(customer, wallet, key, receiver) {
-  step = "transfer-in";
+  // Registration fails closed: a currency outside the sandbox's table, and
+  // a vaspName that is a directory name only once trimmed, are refused.
+  step = "registration-refusals";
+  const fieldsOf = (r) => (r.json.details?.errors || []).map((e) => e.field).join(",");
   let res = await call("POST", "/customers/external-accounts", {
+    customerId: customer.id, currency: "XYZ",
+    accountInfo: { accountType: "USD_ACCOUNT", accountNumber: "77001299", routingNumber: "021000021",
+      beneficiary: { beneficiaryType: "INDIVIDUAL", fullName: "Ada Lovelace" } },
+  });
+  expectError(res, 400, "INVALID_INPUT", "register an account in XYZ");
+  check(fieldsOf(res) === "currency", `the XYZ refusal names ${fieldsOf(res)}, want currency`, res);
+  for (const vaspName of [" Coinbase", "Coinbase\n", "coinbase"]) {
+    res = await call("POST", "/customers/external-accounts", {
+      customerId: customer.id, currency: "USDC", ownershipType: "FIRST_PARTY",
+      accountInfo: { accountType: "ETHEREUM_WALLET", address: "0x52908400098527886E0F7030069857D2E4169EE7", vaspName },
+    });
+    expectError(res, 400, "INVALID_INPUT", `register a custodial wallet of ${JSON.stringify(vaspName)}`);
+    check(fieldsOf(res) === "accountInfo.vaspName", `the vaspName refusal names ${fieldsOf(res)}`, res);
+  }
+  ok("a currency outside the table (XYZ) and inexact vaspNames are 400 naming the field");
+
+  step = "transfer-in";
+  res = await call("POST", "/customers/external-accounts", {
     customerId: customer.id, currency: "USD",
     accountInfo: { accountType: "USD_ACCOUNT", accountNumber: "77001201", routingNumber: "021000021",
       beneficiary: { beneficiaryType: "INDIVIDUAL", fullName: "Ada Lovelace" } },
@@ -653,12 +685,67 @@ async function checkWebhooks(r, { wallet, ethAcct, solAcct, ethAddress, solAddre
   await r.close();
 }
 
-// proveOwnership registers a FIRST_PARTY wallet, runs before (when given)
-// with the account path, then challenges WALLET_SIGNATURE, signs
-// messageToSign and verifies: the account must end ACTIVE.
-async function proveOwnership(customerId, accountType, address, sign, before) {
+// ERC6492_SUFFIX ends an ERC-6492 wrapped signature.
+const ERC6492_SUFFIX = "0x" + "6492".repeat(16);
+
+// contractWallets proves EVM contract accounts against the server's
+// simulated chains (-evm-simulated): an EIP-1271 wallet the sandbox deploys
+// for an owner on Base, and a counterfactual wallet on Ethereum whose
+// signature ethers wraps in ERC-6492. The other party's signature is
+// refused first, as the wallet's code decides. The receiver, when there is
+// one, must see each account's status events in that order.
+async function contractWallets(customerId, receiver) {
+  const owner = Wallet.createRandom();
+  const other = Wallet.createRandom();
+  const refused = (chainId, sign) => async (path) => {
+    let r = await call("POST", `${path}/challenge`, { method: "WALLET_SIGNATURE" });
+    const c = expectStatus(r, 201, "first challenge");
+    check(c.messageToSign.includes(`\nChain ID: ${chainId}\n`), `the message names chain ${chainId}`, r);
+    r = await call("POST", `${path}/verify`, { signature: await sign(c.messageToSign) });
+    expectError(r, 400, "INVALID_INPUT", "verify with the other party's signature", "the contract account did not return the EIP-1271 magic value");
+    r = await call("GET", path);
+    check(expectStatus(r, 200, "GET after the refusal").status === "UNVERIFIED", "status UNVERIFIED after the other party's signature", r);
+  };
+
+  step = "contract-wallet-eip1271";
+  let res = await call("POST", "/sandbox/contract-wallets", { chainId: 84532, owner: owner.address });
+  expectError(res, 400, "INVALID_INPUT", "deploy on a chain that is not simulated");
+  check(res.json.details.errors.length === 1 && res.json.details.errors[0].field === "chainId", "the refusal names chainId", res);
+  res = await call("POST", "/sandbox/contract-wallets", { chainId: 8453, owner: owner.address.toLowerCase() });
+  const deployed = expectStatus(res, 201, "POST /sandbox/contract-wallets");
+  check(deployed.chainId === 8453 && deployed.owner === owner.address && isAddress(deployed.address) && getAddress(deployed.address) === deployed.address,
+    "the deployed wallet's chainId, owner and EIP-55 address", res);
+  const onBase = await proveOwnership(customerId, "BASE_WALLET", deployed.address, (msg) => owner.signMessage(msg),
+    refused(8453, (msg) => other.signMessage(msg)), { contractAccount: { chainId: 8453 } });
+  const refusedThenActive = ["PENDING_OWNERSHIP_VERIFICATION", "UNVERIFIED", "PENDING_OWNERSHIP_VERIFICATION", "ACTIVE"];
+  if (receiver) receiver.expect(onBase.id, refusedThenActive);
+  ok(`${onBase.id}: EIP-1271 wallet ${deployed.address} on Base (8453) ACTIVE after its owner's signMessage (the other party's was 400 first)`);
+
+  step = "contract-wallet-erc6492";
+  const salt = hexlify(randomBytes(32));
+  res = await call("POST", "/sandbox/contract-wallets/counterfactual", { chainId: 1, owner: owner.address, salt });
+  const cf = expectStatus(res, 200, "POST /sandbox/contract-wallets/counterfactual");
+  check(cf.chainId === 1 && cf.owner === owner.address && cf.salt === salt && isAddress(cf.address) && isAddress(cf.factory), "counterfactual fields", res);
+  // The factory call must deploy this owner's wallet with this salt: check
+  // it before signing over it.
+  const call6492 = new Interface(["function deploy(address owner, bytes32 salt)"]).decodeFunctionData("deploy", cf.factoryCalldata);
+  check(call6492[0] === owner.address && call6492[1] === salt, `factoryCalldata deploys ${call6492[0]} with salt ${call6492[1]}`, res);
+  const wrap = (sig) => concat([AbiCoder.defaultAbiCoder().encode(["address", "bytes", "bytes"], [cf.factory, cf.factoryCalldata, sig]), ERC6492_SUFFIX]);
+  const onEth = await proveOwnership(customerId, "ETHEREUM_WALLET", cf.address, async (msg) => wrap(await owner.signMessage(msg)),
+    refused(1, async (msg) => wrap(await other.signMessage(msg))), { contractAccount: { chainId: 1 } });
+  res = await call("POST", "/sandbox/contract-wallets/counterfactual", { chainId: 1, owner: owner.address, salt });
+  check(expectStatus(res, 200, "counterfactual again").address === cf.address, "the same owner and salt name the same address", res);
+  if (receiver) receiver.expect(onEth.id, refusedThenActive);
+  ok(`${onEth.id}: counterfactual wallet ${cf.address} on Ethereum (1) ACTIVE after its owner's ERC-6492 signature (factory ${cf.factory}; the other party's was 400 first)`);
+}
+
+// proveOwnership registers a FIRST_PARTY wallet (accountInfo extended with
+// extra, when given), runs before (when given) with the account path, then
+// challenges WALLET_SIGNATURE, signs messageToSign and verifies: the account
+// must end ACTIVE.
+async function proveOwnership(customerId, accountType, address, sign, before, extra = {}) {
   let res = await call("POST", "/customers/external-accounts", {
-    customerId, currency: "USDC", ownershipType: "FIRST_PARTY", accountInfo: { accountType, address },
+    customerId, currency: "USDC", ownershipType: "FIRST_PARTY", accountInfo: { accountType, address, ...extra },
   });
   const acct = expectStatus(res, 201, "register the wallet");
   check(/^ExternalAccount:/.test(acct.id) && acct.customerId === customerId, "external account id and customerId", res);
