@@ -42,8 +42,8 @@ func TestCodesKnowTheirStatus(t *testing.T) {
 		t.Error("LookupCode found an undefined code")
 	}
 	// The service's error table has 43 codes for 400, 7 for 401, 10 for 404,
-	// 12 for 409 and 2 for 500; the library adds FORBIDDEN,
-	// METHOD_NOT_ALLOWED and RATE_LIMITED.
+	// 12 for 409 and 2 for 500; the library adds FORBIDDEN, PAYOUT_BLOCKED,
+	// STEP_UP_REQUIRED, METHOD_NOT_ALLOWED and RATE_LIMITED.
 	perStatus := map[int]int{}
 	for _, c := range apierror.Codes() {
 		perStatus[c.Status()]++
@@ -51,7 +51,7 @@ func TestCodesKnowTheirStatus(t *testing.T) {
 			t.Errorf("LookupCode(%s) does not round-trip", c)
 		}
 	}
-	wantPer := map[int]int{400: 43, 401: 7, 403: 1, 404: 10, 405: 1, 409: 12, 429: 1, 500: 2}
+	wantPer := map[int]int{400: 43, 401: 7, 403: 3, 404: 10, 405: 1, 409: 12, 429: 1, 500: 2}
 	if d := cmp.Diff(wantPer, perStatus); d != "" {
 		t.Errorf("codes per status (-want +got):\n%s", d)
 	}

@@ -183,8 +183,16 @@ var (
 	RequestIDMissing            = def(http.StatusUnauthorized, "REQUEST_ID_MISSING")
 )
 
-// 403 Forbidden.
-var Forbidden = def(http.StatusForbidden, "FORBIDDEN")
+// 403 Forbidden. FORBIDDEN is a host's guard refusing a caller; the payout
+// policy's refusals (ownership/policy) name the rule that decided:
+// PAYOUT_BLOCKED when a rule blocks the payout (a window without room, a
+// destination in its cool-off, a blocked kind of payout), STEP_UP_REQUIRED
+// when the rule that would allow it wants a stronger signer.
+var (
+	Forbidden      = def(http.StatusForbidden, "FORBIDDEN")
+	PayoutBlocked  = def(http.StatusForbidden, "PAYOUT_BLOCKED")
+	StepUpRequired = def(http.StatusForbidden, "STEP_UP_REQUIRED")
+)
 
 // 404 Not Found.
 var (

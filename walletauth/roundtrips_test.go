@@ -4,17 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
@@ -24,98 +19,16 @@ import (
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
-// flightCounter counts round trips to PostgreSQL: a write on a connection
-// after a read from it is one more flight (the client waited for the
-// server in between). It also counts the statements sent, BEGIN and
-// COMMIT aside, which cost the server its per-statement work.
-type flightCounter struct {
-	mu    sync.Mutex
-	n     int
-	stmts int
-	reads map[net.Conn]bool
-	log   []string
-}
-
-// flightTracer records each statement with the flight it travelled in;
-// WALLETGATE_TRACE_FLIGHTS=1 logs them for the counted run of each flow.
-type flightTracer struct{ f *flightCounter }
-
-func (tr flightTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	tr.f.note(d.SQL)
-	return ctx
-}
-func (flightTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (flightTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-func (tr flightTracer) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	tr.f.note(d.SQL)
-}
-func (flightTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
-func (f *flightCounter) note(sql string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if w := strings.ToUpper(strings.Fields(sql + " .")[0]); w != "BEGIN" && w != "COMMIT" {
-		f.stmts++
-	}
-	if len(sql) > 110 {
-		sql = sql[:110]
-	}
-	f.log = append(f.log, fmt.Sprintf("%2d %s", f.n, strings.Join(strings.Fields(sql), " ")))
-}
-
-type countedConn struct {
-	net.Conn
-	f *flightCounter
-}
-
-func (c *countedConn) Write(p []byte) (int, error) {
-	c.f.mu.Lock()
-	if c.f.reads[c.Conn] {
-		c.f.n++
-		c.f.reads[c.Conn] = false
-	}
-	c.f.mu.Unlock()
-	return c.Conn.Write(p)
-}
-
-func (c *countedConn) Read(p []byte) (int, error) {
-	c.f.mu.Lock()
-	c.f.reads[c.Conn] = true
-	c.f.mu.Unlock()
-	return c.Conn.Read(p)
-}
-
-// take returns the flights and statements counted since the last take.
-func (f *flightCounter) take() (flights, stmts int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	flights, stmts = f.n, f.stmts
-	f.n, f.stmts = 0, 0
-	f.log = nil
-	return flights, stmts
-}
-
 // TestRoundTripsPostgres pins the PostgreSQL round trips of the signed
 // flows (statements already prepared on the pool's one connection), as
 // documented in the package, and the statements they send: a count that
 // creeps up fails.
 func TestRoundTripsPostgres(t *testing.T) {
 	ctx := t.Context()
-	f := &flightCounter{reads: map[net.Conn]bool{}}
+	// WALLETGATE_TRACE_FLIGHTS=1 logs the statements of the counted run of
+	// each flow, with the flight each travelled in.
 	trace := os.Getenv("WALLETGATE_TRACE_FLIGHTS") != ""
-	pool := pgtest.Pool(t, pgtest.DSN(t), 1, func(cfg *pgxpool.Config) {
-		cfg.ConnConfig.Tracer = flightTracer{f}
-		var d net.Dialer
-		cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := d.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &countedConn{Conn: c, f: f}, nil
-		}
-	})
+	pool, f := pgtest.FlightPool(t, pgtest.DSN(t), 1)
 	store := pgtest.Store(t, pool, postgres.Config{})
 	sec := secrets{}
 	idp := newIDP(t)
@@ -142,7 +55,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 	privacy := func() {
 		if key == nil {
 			login()
-			f.take()
+			f.Take()
 		}
 		on := true
 		c := call("PATCH", "/internal-accounts/"+e.wallet.ID, `{"privateEnabled":true}`)
@@ -157,7 +70,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 	revokeSession := func() {
 		e.clock.Add(time.Hour)
 		s, k := e.login(t, e.email.ID, "EMAIL_OTP")
-		f.take() // the login is counted on its own
+		f.Take() // the login is counted on its own
 		rc := call(http.MethodDelete, "/auth/sessions/"+s.ID, "")
 		ch, err := e.svc.RevokeSession(ctx, s.ID, rc)
 		if err != nil {
@@ -170,7 +83,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 	refreshSession := func() {
 		e.clock.Add(time.Hour)
 		s, k := e.login(t, e.email.ID, "EMAIL_OTP")
-		f.take() // the login is counted on its own
+		f.Take() // the login is counted on its own
 		client := newKey(t)
 		req := walletauth.RefreshRequest{ClientPublicKey: client.PublicKeyHex()}
 		rc := call("POST", "/auth/sessions/"+s.ID+"/refresh", `{"clientPublicKey":"`+client.PublicKeyHex()+`"}`)
@@ -186,7 +99,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 	fresh := func() *walletauth.ClientKey {
 		e.clock.Add(time.Hour)
 		_, k := e.login(t, e.email.ID, "EMAIL_OTP")
-		f.take() // the login is counted on its own
+		f.Take() // the login is counted on its own
 		return k
 	}
 	exportWallet := func() {
@@ -234,7 +147,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 		att := newAuthenticator(t).attest(t, rch.Challenge, e.wallet.ID)
-		f.take() // the registration challenge is counted on its own
+		f.Take() // the registration challenge is counted on its own
 		req := walletauth.AddCredentialRequest{Type: "PASSKEY", AccountID: e.wallet.ID, Nickname: "iPhone", Challenge: rch.Challenge, Attestation: att}
 		body, err := json.Marshal(req)
 		if err != nil {
@@ -347,14 +260,14 @@ func TestRoundTripsPostgres(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.run()
 			c.run()
-			f.take()
+			f.Take()
 			c.run()
+			got, stmts, log := f.Take()
 			if trace {
-				for _, l := range f.log {
+				for _, l := range log {
 					t.Log(l)
 				}
 			}
-			got, stmts := f.take()
 			t.Logf("%s: %d round trips, %d statements", c.name, got, stmts)
 			if got > c.max {
 				t.Errorf("%s: %d round trips, want at most %d", c.name, got, c.max)

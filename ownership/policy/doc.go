@@ -1,0 +1,56 @@
+// Package policy is the payout policy a risk team runs beside the payout
+// gate of package ownership: limits on amounts and counts over rolling
+// windows, a stronger signer above an amount (step-up), a cool-off for new
+// destinations, and rules that block kinds of payouts, all configured as
+// data and every decision naming the rule that made it.
+//
+// # Rules as data
+//
+// A policy is a [Rules] value, usually read from JSON with [Parse]:
+//
+//	{"referenceCurrency": "USD",
+//	 "windows": [{"name": "day", "scope": "CUSTOMER", "period": "24h", "maxAmount": 100000, "maxCount": 10}],
+//	 "rules": [
+//	   {"name": "daily-limit", "match": {"exceedsWindows": ["day"]}, "action": "BLOCK"},
+//	   {"name": "cool-off", "match": {"newDestinationWithin": "24h", "minAmount": 10000}, "action": "BLOCK"},
+//	   {"name": "large-needs-passkey", "match": {"minAmount": 50000}, "action": "ALLOW",
+//	    "require": {"credentialTypes": ["PASSKEY"], "maxSessionAge": "15m"}},
+//	   {"name": "default", "match": {}, "action": "ALLOW"}]}
+//
+// [New] validates it and fails closed: an unknown member, action, scope,
+// credential type or account type, a rule naming a window that does not
+// exist, and a policy whose last rule is not a catch-all are errors, so
+// no payout is ever left undecided and no misspelled limit is silently
+// "no limit". Rules are tried in order and the first whose match holds
+// decides: BLOCK refuses, ALLOW pays once its step-up requirement is met.
+//
+// # Windows
+//
+// A window counts every payout the policy allowed in its scope (the
+// customer, or one source wallet of the customer) over its period,
+// whichever rule allowed it, in amount (in the reference currency, through
+// the host's [Rates]) and in number. [Policy.Decide] runs in the
+// transaction that makes the payout: it holds the customer
+// ([storage.PayoutUsages.Hold]) so that concurrent payouts of one customer
+// decide one at a time on every store and replica, reads the windows,
+// decides, and records an allowed payout, which then commits or rolls back
+// with the payout. A payout the host rolls back (its debit failed) uses
+// nothing. A refusal by a window says when the window will have room for
+// the payout (details.availableAt).
+//
+// # Step-up and cool-off
+//
+// The signer is the signed retry's: [Payout].Authorization names the
+// session and credential that signed, already locked by the retry's
+// transaction, and a step-up reads their type and age there. A payout not
+// signed by a session never meets a step-up. A destination is new while
+// it was changed (registered, or proven, which changes its status) within
+// the rule's newDestinationWithin and has not been paid since.
+//
+// # Audit
+//
+// Every allowed payout writes a [EventDecided] event in its transaction,
+// naming the payout, the rule, the amounts and the signing session and
+// credential (ids only). A refusal is an error the host answers with; the
+// transaction it ran in rolls back and records nothing.
+package policy

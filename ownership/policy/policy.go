@@ -1,0 +1,409 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
+)
+
+// EventDecided is the type of the event every allowed payout writes, in the
+// transaction that records it: the payout, the rule that allowed it, the
+// amount the windows counted and the signer, never a secret.
+const EventDecided = "PAYOUT.POLICY_ALLOWED"
+
+// Rates converts a payout's amount into the policy's reference currency.
+// The host implements it with its own rates; walletgate never fetches one.
+type Rates interface {
+	// ToReference returns amount (minor units of currency) in minor units
+	// of the reference currency. An error, for a currency without a rate
+	// among others, refuses the payout: an amount that cannot be valued
+	// cannot be counted.
+	ToReference(ctx context.Context, currency string, amount int64) (int64, error)
+}
+
+// Config configures a [Policy].
+type Config struct {
+	// Rules are the policy, validated by [New]. Required.
+	Rules Rules
+	// Rates converts payouts in other currencies than the reference one;
+	// nil pays out in the reference currency only (any other is refused).
+	Rates Rates
+	// Clock returns the current time when a payout carries none (see
+	// [Payout].Authorization); nil means time.Now.
+	Clock func() time.Time
+	// Rand supplies event ids; nil means crypto/rand.
+	Rand io.Reader
+}
+
+// Policy decides payouts by its rules. It holds no state of its own (the
+// windows are in the store) and is safe for concurrent use.
+type Policy struct {
+	rules   Rules
+	rates   Rates
+	clock   func() time.Time
+	rand    io.Reader
+	horizon time.Duration // the longest period a decision looks back
+	windows map[string]*Window
+}
+
+// New validates cfg.Rules (see [Rules]) and returns the policy. The error
+// names the first rule or window at fault and what is wrong with it: an
+// unknown action, scope, credential or account type, a window no rule
+// could use, a missing catch-all, a name used twice.
+func New(cfg Config) (*Policy, error) {
+	if err := cfg.Rules.validate(); err != nil {
+		return nil, err
+	}
+	p := &Policy{rules: cfg.Rules.clone(), rates: cfg.Rates, clock: cfg.Clock, rand: cfg.Rand, windows: map[string]*Window{}}
+	if p.clock == nil {
+		p.clock = time.Now
+	}
+	for i := range p.rules.Windows {
+		w := &p.rules.Windows[i]
+		p.windows[w.Name] = w
+		p.horizon = max(p.horizon, time.Duration(w.Period))
+	}
+	for _, r := range p.rules.Rules {
+		if d := r.Match.NewDestinationWithin; d != nil {
+			p.horizon = max(p.horizon, time.Duration(*d))
+		}
+	}
+	p.horizon = max(p.horizon, MinPeriod)
+	return p, nil
+}
+
+// Payout is a payout to decide.
+type Payout struct {
+	// ID identifies the payout; it is counted once (a second decision
+	// with the same ID in another transaction is refused with 409
+	// CONFLICT). Empty means the signed request's id.
+	ID string
+	// CustomerID is the customer paying; the windows of ScopeCustomer
+	// count per customer.
+	CustomerID string
+	// SourceID is the wallet or account paid from; the windows of
+	// ScopeSource count per source.
+	SourceID string
+	// DestinationID is the external account paid.
+	DestinationID string
+	// Amount is in minor units of Currency; it must be positive.
+	Amount int64
+	// Currency is the payout's currency code.
+	Currency string
+	// Authorization is the signed retry's authorization of the payout
+	// (what walletauth.Authorize hands its Effect): the signer a step-up
+	// judges, and the time of the decision. Required.
+	Authorization *signedretry.Authorization
+}
+
+// Decision is an allowed payout.
+type Decision struct {
+	// Rule is the name of the rule that allowed it.
+	Rule string `json:"rule"`
+	// ReferenceAmount is the amount the windows counted, in minor units of
+	// the reference currency.
+	ReferenceAmount int64 `json:"referenceAmount"`
+}
+
+// Decide decides pay inside tx, the transaction that makes the payout (on
+// the retry of its signed operation, in its Effect), and when a rule
+// allows it records it in every window and writes the [EventDecided]
+// event, so that the payout, its count and its audit commit together and
+// a payout rolled back counts nothing. It first holds the customer
+// ([storage.PayoutUsages.Hold]): concurrent payouts of one customer decide
+// one at a time, on every store and replica.
+//
+// The rules are tried in order and the first that matches decides. Errors:
+// 403 PAYOUT_BLOCKED naming the rule (details.rule, details.reason; for a
+// window, details.window and, when the window will have room for the
+// payout, details.availableAt), 403 STEP_UP_REQUIRED when the allowing
+// rule wants another credential or a younger session (details.rule,
+// details.credentialTypes, details.maxSessionAgeSeconds), 400
+// INVALID_INPUT naming a malformed member of pay, 400 INVALID_CURRENCY for
+// a currency without a rate, 404 REFERENCE_NOT_FOUND for an unknown
+// destination, 409 CONFLICT for a payout ID already counted, and 500 when
+// pay carries no authorization.
+func (p *Policy) Decide(ctx context.Context, tx storage.Tx, pay Payout) (*Decision, error) {
+	a := pay.Authorization
+	if a == nil {
+		return nil, apierror.Internal(errors.New("policy: Decide needs the payout's signed-retry authorization"))
+	}
+	if pay.ID == "" {
+		pay.ID = a.RequestID
+	}
+	var v apierror.Validation
+	v.Check(pay.ID != "", "id", nil, "is required")
+	v.Check(pay.CustomerID != "", "customerId", nil, "is required")
+	v.Check(pay.SourceID != "", "sourceId", nil, "is required")
+	v.Check(pay.DestinationID != "", "destinationId", nil, "is required")
+	v.Check(pay.Amount > 0, "amount", nil, "is not a positive integer in minor units")
+	v.Check(ownership.ValidCurrency(pay.Currency), "currency", nil, "is not a currency code")
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	now := a.Now
+	if now.IsZero() {
+		now = p.clock().UTC()
+	}
+	ref, err := p.toReference(ctx, pay.Currency, pay.Amount)
+	if err != nil {
+		return nil, err
+	}
+	usage := tx.PayoutUsage()
+	if err := usage.Hold(ctx, pay.CustomerID); err != nil {
+		return nil, apierror.From(err)
+	}
+	past, err := usage.Since(ctx, pay.CustomerID, now.Add(-p.horizon))
+	if err != nil {
+		return nil, apierror.From(err)
+	}
+	dest, err := tx.ExternalAccounts().Get(ctx, pay.DestinationID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, apierror.New(apierror.ReferenceNotFound, "external account %s not found", pay.DestinationID).WithDetail("field", "destinationId")
+	}
+	if err != nil {
+		return nil, apierror.From(err)
+	}
+	s := &subject{pay: &pay, ref: ref, now: now, past: past, dest: &dest}
+	for i := range p.rules.Rules {
+		r := &p.rules.Rules[i]
+		refusal, matched := p.match(r, s)
+		if !matched {
+			continue
+		}
+		if r.Action == Block {
+			return nil, refusal
+		}
+		if err := s.stepUp(ctx, tx, r); err != nil {
+			return nil, err
+		}
+		return p.allow(ctx, tx, r, s)
+	}
+	// Unreachable: New requires a final catch-all.
+	return nil, apierror.Internal(errors.New("policy: no rule decided the payout"))
+}
+
+// subject is what a decision looks at.
+type subject struct {
+	pay  *Payout
+	ref  int64
+	now  time.Time
+	past []storage.PayoutUsage // the customer's usages within the horizon
+	dest *storage.ExternalAccount
+}
+
+// toReference values amount in the reference currency.
+func (p *Policy) toReference(ctx context.Context, currency string, amount int64) (int64, error) {
+	if currency == p.rules.ReferenceCurrency {
+		return amount, nil
+	}
+	refuse := func(why string) error {
+		return apierror.New(apierror.InvalidCurrency, "payout in %s refused: %s", currency, why).WithDetail("field", "currency")
+	}
+	if p.rates == nil {
+		return 0, refuse("the policy counts in " + p.rules.ReferenceCurrency + " and has no rates for other currencies")
+	}
+	v, err := p.rates.ToReference(ctx, currency, amount)
+	if err != nil {
+		return 0, refuse(fmt.Sprintf("no rate to %s (%v)", p.rules.ReferenceCurrency, err))
+	}
+	if v < 0 {
+		return 0, refuse("the rate gave a negative amount")
+	}
+	return v, nil
+}
+
+// match reports whether r matches s; when r blocks, refusal is the error
+// that names why.
+func (p *Policy) match(r *Rule, s *subject) (refusal error, matched bool) {
+	m := &r.Match
+	reason := ""
+	if m.MinAmount != nil {
+		if s.ref < *m.MinAmount {
+			return nil, false
+		}
+		reason = fmt.Sprintf("the amount %d %s is at least %d", s.ref, p.rules.ReferenceCurrency, *m.MinAmount)
+	}
+	if len(m.Currencies) > 0 && !slices.Contains(m.Currencies, s.pay.Currency) {
+		return nil, false
+	}
+	if len(m.DestinationTypes) > 0 && !slices.Contains(m.DestinationTypes, s.dest.AccountType) {
+		return nil, false
+	}
+	if d := m.NewDestinationWithin; d != nil {
+		since := s.dest.UpdatedAt
+		if !s.now.Before(since.Add(time.Duration(*d))) || s.paidSince(since) {
+			return nil, false
+		}
+		reason = fmt.Sprintf("the destination's first payout within %v of its registration or last status change (%s)",
+			time.Duration(*d), since.UTC().Format(time.RFC3339))
+	}
+	var window *Window
+	var availableAt time.Time
+	if len(m.ExceedsWindows) > 0 {
+		exceeded := false
+		for _, name := range m.ExceedsWindows {
+			w := p.windows[name]
+			if at, fits := s.fits(w); !fits {
+				exceeded, window, availableAt = true, w, at
+				break
+			}
+		}
+		if !exceeded {
+			return nil, false
+		}
+		reason = fmt.Sprintf("the payout does not fit the window %s", window.Name)
+	}
+	if r.Action != Block {
+		return nil, true
+	}
+	if reason == "" {
+		reason = "the rule blocks every payout it matches"
+	}
+	e := apierror.New(apierror.PayoutBlocked, "payout refused by rule %s: %s", r.Name, reason).
+		WithDetail("rule", r.Name).WithDetail("reason", reason)
+	if window != nil {
+		e.WithDetail("window", window.Name)
+		if !availableAt.IsZero() {
+			e.WithDetail("availableAt", availableAt.UTC().Format(time.RFC3339))
+		}
+	}
+	return e, true
+}
+
+// paidSince reports whether the destination was paid at or after t.
+func (s *subject) paidSince(t time.Time) bool {
+	for _, u := range s.past {
+		if u.DestinationID == s.dest.ID && !u.CreatedAt.Before(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// fits reports whether the payout fits w; when it does not, availableAt is
+// when enough of the window's payouts will have left it for this one to
+// fit, or zero when it never will (the payout alone passes a maximum).
+func (s *subject) fits(w *Window) (availableAt time.Time, fits bool) {
+	start := s.now.Add(-time.Duration(w.Period))
+	var in []storage.PayoutUsage // oldest first, as Since returns them
+	var total, count int64
+	for _, u := range s.past {
+		// A payout leaves the window a period after it was made.
+		if !u.CreatedAt.After(start) || (w.Scope == ScopeSource && u.SourceID != s.pay.SourceID) {
+			continue
+		}
+		in = append(in, u)
+		total += u.Amount
+		count++
+	}
+	over := func(total, count int64) bool {
+		return (w.MaxAmount != nil && total+s.ref > *w.MaxAmount) || (w.MaxCount != nil && count+1 > *w.MaxCount)
+	}
+	if !over(total, count) {
+		return time.Time{}, true
+	}
+	if over(0, 0) {
+		return time.Time{}, false
+	}
+	for _, u := range in {
+		total -= u.Amount
+		count--
+		if !over(total, count) {
+			return u.CreatedAt.Add(time.Duration(w.Period)), false
+		}
+	}
+	return time.Time{}, false // unreachable: with every payout gone it fits
+}
+
+// stepUp checks r's requirement on the signer of the payout, read in tx:
+// the credential the signing session was opened with and the session.
+func (s *subject) stepUp(ctx context.Context, tx storage.Tx, r *Rule) error {
+	req := r.Require
+	if req == nil {
+		return nil
+	}
+	a := s.pay.Authorization
+	refuse := func(why string) error {
+		e := apierror.New(apierror.StepUpRequired, "payout refused by rule %s: %s", r.Name, why).
+			WithDetail("rule", r.Name).WithDetail("reason", why)
+		if len(req.CredentialTypes) > 0 {
+			e.WithDetail("credentialTypes", append([]string(nil), req.CredentialTypes...))
+		}
+		if req.MaxSessionAge != nil {
+			e.WithDetail("maxSessionAgeSeconds", int64(time.Duration(*req.MaxSessionAge)/time.Second))
+		}
+		return e
+	}
+	if a.SessionID == "" || a.CredentialID == "" {
+		return refuse("the payout was not signed by a session")
+	}
+	if len(req.CredentialTypes) > 0 {
+		c, err := tx.Credentials().Get(ctx, a.CredentialID)
+		if err != nil {
+			return apierror.From(err)
+		}
+		if !slices.Contains(req.CredentialTypes, string(c.Type)) {
+			return refuse(fmt.Sprintf("the signing session was opened with %s", c.Type))
+		}
+	}
+	if req.MaxSessionAge != nil {
+		sess, err := tx.Sessions().Get(ctx, a.SessionID)
+		if err != nil {
+			return apierror.From(err)
+		}
+		if age := s.now.Sub(sess.CreatedAt); age > time.Duration(*req.MaxSessionAge) {
+			return refuse(fmt.Sprintf("the signing session is %v old", age.Truncate(time.Second)))
+		}
+	}
+	return nil
+}
+
+// allow records the payout in the windows and writes its event.
+func (p *Policy) allow(ctx context.Context, tx storage.Tx, r *Rule, s *subject) (*Decision, error) {
+	u := storage.PayoutUsage{ID: s.pay.ID, CustomerID: s.pay.CustomerID, SourceID: s.pay.SourceID,
+		DestinationID: s.pay.DestinationID, Amount: s.ref, CreatedAt: s.now, ExpiresAt: s.now.Add(p.horizon)}
+	if err := tx.PayoutUsage().Record(ctx, &u); err != nil {
+		if errors.Is(err, storage.ErrDuplicate) {
+			return nil, apierror.New(apierror.Conflict, "payout %s was already decided", s.pay.ID).WithDetail("field", "id")
+		}
+		return nil, apierror.From(err)
+	}
+	a := s.pay.Authorization
+	data := eventData{PayoutID: s.pay.ID, CustomerID: s.pay.CustomerID, SourceID: s.pay.SourceID,
+		DestinationID: s.pay.DestinationID, Amount: s.pay.Amount, Currency: s.pay.Currency,
+		ReferenceAmount: s.ref, ReferenceCurrency: p.rules.ReferenceCurrency, Rule: r.Name,
+		RequestID: a.RequestID, SessionID: a.SessionID, CredentialID: a.CredentialID}
+	e, err := storage.NewEvent(p.rand, EventDecided, s.pay.SourceID, data, s.now)
+	if err != nil {
+		return nil, apierror.Internal(err)
+	}
+	if err := tx.Outbox().Append(ctx, &e); err != nil {
+		return nil, apierror.From(err)
+	}
+	return &Decision{Rule: r.Name, ReferenceAmount: s.ref}, nil
+}
+
+// eventData is the data of an [EventDecided] event.
+type eventData struct {
+	PayoutID          string `json:"payoutId"`
+	CustomerID        string `json:"customerId"`
+	SourceID          string `json:"sourceId"`
+	DestinationID     string `json:"destinationId"`
+	Amount            int64  `json:"amount"`
+	Currency          string `json:"currency"`
+	ReferenceAmount   int64  `json:"referenceAmount"`
+	ReferenceCurrency string `json:"referenceCurrency"`
+	Rule              string `json:"rule"`
+	RequestID         string `json:"requestId"`
+	SessionID         string `json:"sessionId,omitempty"`
+	CredentialID      string `json:"credentialId,omitempty"`
+}
