@@ -127,7 +127,7 @@ func newEnv(t testing.TB, conns int32) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner,
+	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner, Limits: svc.Limits,
 		Platforms: map[string]string{apiKey: "Platform:test"}, Telemetry: tel})
 	if err != nil {
 		t.Fatal(err)

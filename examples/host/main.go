@@ -76,6 +76,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/ownership/policy"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/relay"
@@ -184,10 +185,28 @@ func (s LogSender) Send(_ context.Context, m walletauth.Message) error {
 
 // Services are the walletgate services of the host, on one store.
 type Services struct {
-	Store *postgres.Store
-	Auth  *walletauth.Service
-	Owner *ownership.Service
+	Store  *postgres.Store
+	Auth   *walletauth.Service
+	Owner  *ownership.Service
+	Limits *policy.Policy
 }
+
+// PayoutRules is the risk policy of this example, as data, in USDC (six
+// decimals): 20,000 USDC a day per customer; a destination registered or
+// proven within a day takes at most 2,000 USDC in its first payout; from
+// 5,000 USDC the payout must be signed by a passkey session of at most
+// 15 minutes; everything else is allowed.
+const PayoutRules = `{
+	"referenceCurrency": "USDC",
+	"windows": [{"name": "customer-day", "scope": "CUSTOMER", "period": "24h", "maxAmount": 20000000000}],
+	"rules": [
+		{"name": "daily-limit", "match": {"exceedsWindows": ["customer-day"]}, "action": "BLOCK"},
+		{"name": "new-destination", "match": {"newDestinationWithin": "24h", "minAmount": 2000000000}, "action": "BLOCK"},
+		{"name": "large-needs-passkey", "match": {"minAmount": 5000000000}, "action": "ALLOW",
+			"require": {"credentialTypes": ["PASSKEY"], "maxSessionAge": "15m"}},
+		{"name": "default", "match": {}, "action": "ALLOW"}
+	]
+}`
 
 // Policy is the payout policy of this example: payouts of USDC at or above
 // 1,000 USDC (six decimals) need a proven wallet; none above 1,000,000.
@@ -216,7 +235,15 @@ func NewServices(pool *pgxpool.Pool, schema string, keys walletauth.Keys, sender
 	if err != nil {
 		return nil, err
 	}
-	return &Services{Store: store, Auth: auth, Owner: owner}, nil
+	rules, err := policy.Parse([]byte(PayoutRules))
+	if err != nil {
+		return nil, err
+	}
+	limits, err := policy.New(policy.Config{Rules: rules})
+	if err != nil {
+		return nil, err
+	}
+	return &Services{Store: store, Auth: auth, Owner: owner, Limits: limits}, nil
 }
 
 // NewRelay returns the relay delivering the outbox as webhooks signed
@@ -282,7 +309,8 @@ func run(ctx context.Context, log *slog.Logger, dsn string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner, Platforms: cfg.Platforms, Telemetry: tel})
+	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner, Limits: svc.Limits,
+		Platforms: cfg.Platforms, Telemetry: tel})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/ownership/policy"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/idempotency"
@@ -46,6 +47,7 @@ type Server struct {
 	store     *postgres.Store
 	auth      *walletauth.Service
 	owner     *ownership.Service
+	limits    *policy.Policy
 	guard     *idempotency.Guard
 	platforms map[string]string // API key -> platform id
 	log       *slog.Logger
@@ -95,6 +97,7 @@ type ServerConfig struct {
 	Store     *postgres.Store
 	Auth      *walletauth.Service
 	Owner     *ownership.Service
+	Limits    *policy.Policy
 	Platforms map[string]string // API key -> platform id
 	// Telemetry receives the records of the host and of the Idempotency-Key
 	// middleware, and every error the API answers (under apierror.Observe).
@@ -103,10 +106,10 @@ type ServerConfig struct {
 
 // NewServer creates the host's tables when missing and returns the host.
 func NewServer(ctx context.Context, c ServerConfig) (*Server, error) {
-	if c.Pool == nil || c.Store == nil || c.Auth == nil || c.Owner == nil || c.Telemetry.Log == nil || len(c.Platforms) == 0 {
+	if c.Pool == nil || c.Store == nil || c.Auth == nil || c.Owner == nil || c.Limits == nil || c.Telemetry.Log == nil || len(c.Platforms) == 0 {
 		return nil, errors.New("host: pool, store, services, logger and at least one platform key are required")
 	}
-	s := &Server{pool: c.Pool, store: c.Store, auth: c.Auth, owner: c.Owner, platforms: c.Platforms, log: c.Telemetry.Log, t: newTables(c.Store.Schema())}
+	s := &Server{pool: c.Pool, store: c.Store, auth: c.Auth, owner: c.Owner, limits: c.Limits, platforms: c.Platforms, log: c.Telemetry.Log, t: newTables(c.Store.Schema())}
 	if _, err := c.Pool.Exec(ctx, hostMigration(s.t)); err != nil {
 		return nil, fmt.Errorf("host: migrate the host's tables: %w", err)
 	}
@@ -427,8 +430,15 @@ func (s *Server) payoutCheck(ctx context.Context, wt storage.Tx, p payoutParams)
 
 // payoutEffect runs inside the host transaction that consumes the signed
 // request, once payoutCheck has allowed the signed parameters p, and
-// returns the payout it wrote.
+// returns the payout it wrote. The risk policy decides first, on the
+// signer of the retry (a refusal leaves the signed request usable, for
+// when the window has room); the payout it allows counts in its windows
+// only if everything below commits.
 func (s *Server) payoutEffect(ctx context.Context, wt storage.Tx, a *signedretry.Authorization, p payoutParams) (Payout, error) {
+	if _, err := s.limits.Decide(ctx, wt, policy.Payout{ID: a.RequestID, CustomerID: p.CustomerID, SourceID: a.AccountID,
+		DestinationID: p.AccountID, Amount: p.Amount, Currency: p.Currency, Authorization: a}); err != nil {
+		return Payout{}, err
+	}
 	pg, err := postgres.HostTx(ctx, wt)
 	if err != nil {
 		return Payout{}, err
