@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/ownership/policy"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
@@ -108,8 +110,26 @@ const (
 	kindPaidTwice          = "H: one payout paid more than once"
 	kindDebitNoCommit      = "H: a host debit committed without walletgate's payout"
 	kindCommitNoDebit      = "H: walletgate's payout committed without the host's debit"
+	kindWindow             = "I: a customer's payouts passed the policy's window"
+	kindStepUp             = "I: a payout from the step-up amount allowed without a passkey session"
+	kindPolicyTwice        = "I: the policy counted one payout more than once"
+	kindPolicyMissing      = "I: a host payout committed without the policy's decision"
 	kindLost               = "a 200 left no trace in the outbox"
 	kindRefusedCommitted   = "a refused operation committed"
+)
+
+// chaosRules is the payout policy of the host operations' payouts: a
+// customer's payouts are at most three thresholds a day, and from twice
+// the threshold they need a passkey session.
+var chaosRules = fmt.Sprintf(`{"referenceCurrency": "USDC",
+	"windows": [{"name": "day", "scope": "CUSTOMER", "period": "24h", "maxAmount": %d}],
+	"rules": [{"name": "daily-limit", "match": {"exceedsWindows": ["day"]}, "action": "BLOCK"},
+		{"name": "step-up", "match": {"minAmount": %d}, "action": "ALLOW", "require": {"credentialTypes": ["PASSKEY"]}},
+		{"name": "default", "match": {}, "action": "ALLOW"}]}`, chaosWindow, chaosStepUp)
+
+const (
+	chaosWindow = 3 * chaosThreshold
+	chaosStepUp = 2 * chaosThreshold
 )
 
 // The account types and custodians the test's host knows.
@@ -200,9 +220,12 @@ type chaosWorld struct {
 	// replicas are what operations run on: one per store, and on
 	// PostgreSQL one host replica more per store (see do).
 	replicas  []chaosReplica
-	checkPool *pgxpool.Pool // the checker's pool, nil on the memory store
-	ledger    string        // the host's ledger table, debited by payouts in host transactions
-	audit     string        // the host's audit table, written by every host transaction
+	checkPool *pgxpool.Pool                     // the checker's pool, nil on the memory store
+	ledger    string                            // the host's ledger table, debited by payouts in host transactions
+	limits    *policy.Policy                    // decides the host operations' payouts (chaosRules)
+	credMu    sync.Mutex                        // guards credTypes alone, taken under a wallet's mu
+	credTypes map[string]storage.CredentialType // every credential the clients learned of, revoked ones too
+	audit     string                            // the host's audit table, written by every host transaction
 	hostStats chaosHostStats
 	level     pgx.TxIsoLevel // the stores' isolation level; host transactions run at it
 
@@ -344,6 +367,13 @@ func newChaosWorld(t *testing.T, stores []storage.Store, check storage.Store, po
 	w := &chaosWorld{ctx: t.Context(), stores: stores, check: check, ops: map[string]*[3]int{}, hostSigner: map[string]string{},
 		hostResult: map[string]string{}, proofs: map[[2]string]int{}, wrong: map[string]int{}, compared: map[string]int{},
 		payouts: map[string]int{}, debits: map[string]bool{}, checkPool: checkPool}
+	rules, err := policy.Parse([]byte(chaosRules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.limits, err = policy.New(policy.Config{Rules: rules}); err != nil {
+		t.Fatal(err)
+	}
 	if checkPool != nil {
 		pg := check.(*postgres.Store)
 		w.ledger = pgx.Identifier{pg.Schema(), "chaos_ledger"}.Sanitize()
@@ -672,6 +702,7 @@ func (w *chaosWorld) resync(c context.Context, svc *walletauth.Service, cw *chao
 	cw.creds = map[string]chaosCredential{}
 	for _, m := range creds {
 		cw.creds[m.ID] = chaosCredential{ID: m.ID, Type: m.Type, Subject: known[m.ID].Subject}
+		w.learnCredential(m.ID, m.Type)
 	}
 	active := map[string]bool{}
 	for _, s := range sessions {
@@ -837,6 +868,7 @@ func (w *chaosWorld) addCredential(c context.Context, rng *rand.Rand, cw *chaosW
 	cw.mu.Lock()
 	cw.creds[m.ID] = chaosCredential{ID: m.ID, Type: m.Type, Subject: sub}
 	cw.mu.Unlock()
+	w.learnCredential(m.ID, m.Type)
 	w.expect(cw.ID, "AUTH_CREDENTIAL.ADDED of "+m.ID+" signed by "+signer.ID, func(r *replay) bool {
 		x := r.Credentials[m.ID]
 		return x != nil && r.Signers[x.Added] == signer.ID
@@ -1104,9 +1136,16 @@ func (w *chaosWorld) hostOperation(c context.Context, rng *rand.Rand, cw *chaosW
 	w.mu.Unlock()
 	var a *signedretry.Authorization
 	err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-		effect := func(ectx context.Context, tx storage.Tx, _ *signedretry.Authorization, sp chaosParams) (struct{}, error) {
+		effect := func(ectx context.Context, tx storage.Tx, a *signedretry.Authorization, sp chaosParams) (struct{}, error) {
 			if sp.Payout != nil {
-				if err := payout(ectx, tx, r.own, sp.OpID, sp.Payout); err != nil {
+				// The policy decides on the signer of the retry, after the
+				// gate (inside payout) and in the same transaction.
+				decide := func() error {
+					_, err := w.limits.Decide(ectx, tx, policy.Payout{ID: sp.OpID, CustomerID: cw.Customer, SourceID: cw.ID,
+						DestinationID: sp.Payout.AccountID, Amount: sp.Payout.Amount, Currency: sp.Payout.Currency, Authorization: a})
+					return err
+				}
+				if err := payout(ectx, tx, r.own, sp.OpID, sp.Payout, decide); err != nil {
 					return struct{}{}, err
 				}
 			}
@@ -1147,10 +1186,15 @@ func randomCurrency(rng *rand.Rand) string {
 // account, as a host that debits in the same database does. Inside a host
 // transaction it also writes the host's ledger debit through
 // postgres.HostTx, in the same transaction as the gate and the event.
-func payout(c context.Context, tx storage.Tx, own *ownership.Service, opID string, p *chaosPayParam) error {
+func payout(c context.Context, tx storage.Tx, own *ownership.Service, opID string, p *chaosPayParam, decide func() error) error {
 	d, err := own.CheckPayoutIn(c, tx, ownership.Payout{AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency})
 	if err != nil {
 		return err
+	}
+	if decide != nil {
+		if err := decide(); err != nil {
+			return err
+		}
 	}
 	data := chaosPayoutData{OpID: opID, Amount: p.Amount, Currency: p.Currency, Address: d.Account.Address, Status: string(d.Account.Status)}
 	if ledger := chaosLedger(c); ledger != "" {
@@ -1183,7 +1227,7 @@ func (w *chaosWorld) directPayout(c context.Context, rng *rand.Rand, cw *chaosWa
 	p := &chaosPayParam{AccountID: x.ID, Amount: randomAmount(rng), Currency: randomCurrency(rng)}
 	id := w.newOpID()
 	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) error {
-		return r.st.Atomic(ctx, func(tx storage.Tx) error { return payout(ctx, tx, r.own, id, p) })
+		return r.st.Atomic(ctx, func(tx storage.Tx) error { return payout(ctx, tx, r.own, id, p, nil) })
 	})
 	w.count("payout", err)
 }
@@ -1514,7 +1558,99 @@ func (w *chaosWorld) verdict(t *testing.T) []violation {
 	if err != nil {
 		t.Fatal(err)
 	}
+	out = append(out, vs...)
+	vs, err = w.checkPolicy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return append(out, vs...)
+}
+
+// learnCredential remembers a credential's type for the checker, which
+// judges step-ups after the credential may have been revoked.
+func (w *chaosWorld) learnCredential(id string, typ storage.CredentialType) {
+	w.credMu.Lock()
+	defer w.credMu.Unlock()
+	if w.credTypes == nil {
+		w.credTypes = map[string]storage.CredentialType{}
+	}
+	w.credTypes[id] = typ
+}
+
+// checkPolicy replays the policy's decisions from the wallets' outboxes: a
+// customer's allowed payouts stay within the day's window (the run is
+// shorter than a day), every one from the step-up amount was signed by a
+// session of a PASSKEY credential, none is counted twice, and every host
+// payout that committed (a CHAOS.PAYOUT of a host operation) was decided
+// by the policy.
+func (w *chaosWorld) checkPolicy(ctx context.Context) ([]violation, error) {
+	var out []violation
+	credTypes := map[string]storage.CredentialType{}
+	for _, cw := range append(slices.Clone(w.wallets), w.target) {
+		if cw == nil {
+			continue
+		}
+		cw.mu.Lock()
+		for id, c := range cw.creds {
+			credTypes[id] = c.Type
+		}
+		cw.mu.Unlock()
+	}
+	w.credMu.Lock()
+	maps.Copy(credTypes, w.credTypes)
+	w.credMu.Unlock()
+	decided := map[string]int{}
+	perCustomer := map[string]int64{}
+	for _, cw := range append(slices.Clone(w.wallets), w.target) {
+		if cw == nil {
+			continue
+		}
+		events, err := committedEvents(ctx, w.check, cw.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range events {
+			if e.Type != policy.EventDecided {
+				continue
+			}
+			var env struct {
+				Data struct {
+					PayoutID        string `json:"payoutId"`
+					CustomerID      string `json:"customerId"`
+					ReferenceAmount int64  `json:"referenceAmount"`
+					Rule            string `json:"rule"`
+					CredentialID    string `json:"credentialId"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(e.Payload, &env); err != nil {
+				return nil, err
+			}
+			d := env.Data
+			decided[d.PayoutID]++
+			perCustomer[d.CustomerID] += d.ReferenceAmount
+			if perCustomer[d.CustomerID] > chaosWindow {
+				out = append(out, violation{Kind: kindWindow, Account: cw.ID, Seq: e.Seq,
+					Detail: fmt.Sprintf("customer %s allowed %d in a run, the window holds %d", d.CustomerID, perCustomer[d.CustomerID], chaosWindow)})
+			}
+			if d.ReferenceAmount >= chaosStepUp && credTypes[d.CredentialID] != storage.Passkey {
+				out = append(out, violation{Kind: kindStepUp, Account: cw.ID, Seq: e.Seq,
+					Detail: fmt.Sprintf("%d allowed by rule %s, signed by credential %s (%s)", d.ReferenceAmount, d.Rule, d.CredentialID, credTypes[d.CredentialID])})
+			}
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, n := range decided {
+		if n > 1 {
+			out = append(out, violation{Kind: kindPolicyTwice, Detail: fmt.Sprintf("payout %s decided %d times", id, n)})
+		}
+	}
+	for id := range w.payouts {
+		if _, host := w.hostSigner[id]; host && decided[id] == 0 {
+			out = append(out, violation{Kind: kindPolicyMissing, Detail: "host payout " + id})
+		}
+	}
+	return out, nil
 }
 
 // checkLedger compares the host's ledger with walletgate's payouts: each
