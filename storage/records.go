@@ -189,6 +189,41 @@ type PayoutUsage struct {
 	ExpiresAt time.Time
 }
 
+// States of a [PayoutApproval].
+const (
+	ApprovalWaiting  = "WAITING"
+	ApprovalApproved = "APPROVED"
+	ApprovalRefused  = "REFUSED"
+)
+
+// PayoutApproval is a payout a payout policy holds until it is approved:
+// the payout's parameters as the user signed them, the approvals so far,
+// and its state. It expires at ExpiresAt while WAITING.
+type PayoutApproval struct {
+	ID            string // PayoutApproval:<uuid>
+	CustomerID    string
+	SourceID      string
+	DestinationID string
+	Amount        int64
+	Currency      string
+	// Rule names the rule that asked for approval.
+	Rule string
+	// RequestID is the signed request of the payout; RequestedBy the
+	// credential whose session signed it.
+	RequestID   string
+	RequestedBy string
+	// Required is how many approvals execute the payout.
+	Required int
+	// Approvers are who approved (or refused), in order: "credential:<id>"
+	// or "operator:<name>".
+	Approvers []string
+	State     string // ApprovalWaiting, ApprovalApproved or ApprovalRefused
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	ExpiresAt time.Time
+	Version   int64
+}
+
 // Session is an authenticated session of an internal account; its public key
 // signs the account's signed retries.
 type Session struct {

@@ -163,8 +163,8 @@ type Store interface {
 
 	// Sweep deletes at most limit records that expired before cutoff: pending
 	// requests, OTP issuances, ownership challenges, sessions, rate-limit
-	// windows, idempotency records (in progress or complete) and payout
-	// usages, consumed or not, and events delivered before cutoff (parked events stay until
+	// windows, idempotency records (in progress or complete), payout
+	// usages and payout approvals, consumed or not, and events delivered before cutoff (parked events stay until
 	// they are re-driven and delivered). It
 	// returns how many it deleted; a result equal to limit means more may
 	// remain. It does not scan live records. Choose cutoff with a margin
@@ -186,6 +186,7 @@ type Tx interface {
 	RateLimits() RateLimits
 	Idempotency() IdempotencyKeys
 	PayoutUsage() PayoutUsages
+	PayoutApprovals() PayoutApprovals
 }
 
 // ExternalAccounts stores external accounts.
@@ -517,6 +518,26 @@ type PayoutUsages interface {
 	// Record stores u. ErrDuplicate when a usage with its ID exists. The
 	// usage counts from u.CreatedAt and is swept after u.ExpiresAt.
 	Record(ctx context.Context, u *PayoutUsage) error
+}
+
+// PayoutApprovals stores the payouts a payout policy holds for approval.
+// Approving is a check and an act (the approval is waiting, the approver
+// has not approved yet, the last approval executes the payout): a policy
+// locks the approval, decides and updates it by compare-and-set on
+// Version in one transaction, so of concurrent approvals one decides at a
+// time and the payout executes once.
+type PayoutApprovals interface {
+	// Create stores a new approval with Version 1 (set on a). ErrDuplicate
+	// when the id exists.
+	Create(ctx context.Context, a *PayoutApproval) error
+	// Lock returns the approval and holds it until the transaction ends:
+	// another transaction's Lock or Update of it waits until then and sees
+	// what this one committed. ErrNotFound when it does not exist.
+	Lock(ctx context.Context, id string) (PayoutApproval, error)
+	// Update replaces the approval when the stored Version equals
+	// a.Version, and sets a.Version to the new version. ErrNotFound, or
+	// ErrConflict when the version differs.
+	Update(ctx context.Context, a *PayoutApproval) error
 }
 
 // RateLimits counts hits per key in fixed windows.

@@ -81,6 +81,7 @@ const (
 	lkOutbox                               // the whole outbox (one key)
 	lkUsage                                // payout usage by id
 	lkUsageByCustomer                      // the payout usages of a customer (and Hold)
+	lkApproval                             // payout approval by id
 	lkCount
 )
 

@@ -92,6 +92,7 @@ type Store struct {
 	idem          table[*storage.IdempotencyRecord] // by idemKey(scope, key)
 	usage         table[*storage.PayoutUsage]
 	usageByCust   table[[]string]
+	approvals     table[*storage.PayoutApproval]
 	expiry        [nShards]expiryShard
 
 	// The outbox, guarded by the lkOutbox lock.
@@ -287,6 +288,7 @@ func (t *tx) Outbox() storage.Outbox                     { return outboxRepo{t} 
 func (t *tx) RateLimits() storage.RateLimits             { return limitRepo{t} }
 func (t *tx) Idempotency() storage.IdempotencyKeys       { return idemRepo{t} }
 func (t *tx) PayoutUsage() storage.PayoutUsages          { return usageRepo{t} }
+func (t *tx) PayoutApprovals() storage.PayoutApprovals   { return approvalRepo{t} }
 
 // watch schedules a check of a record at its expiry. A rolled-back write
 // leaves its entry behind; the entry is stale and ignored by Sweep.
@@ -525,6 +527,15 @@ func (t *tx) expire(ctx context.Context, e expiryEntry, cutoff time.Time) (bool,
 		}
 		tdel(t, &s.usage, e.key)
 		removeIndex(t, &s.usageByCust, u.CustomerID, e.key)
+	case kindApproval:
+		if err := t.lockX(ctx, lkApproval, e.key); err != nil {
+			return false, err
+		}
+		a, ok := s.approvals.get(e.key)
+		if !ok || !a.ExpiresAt.Before(cutoff) {
+			return false, nil
+		}
+		tdel(t, &s.approvals, e.key)
 	}
 	return true, nil
 }

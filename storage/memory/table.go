@@ -111,6 +111,7 @@ const (
 	kindLimit
 	kindIdempotency
 	kindUsage
+	kindApproval
 )
 
 type expiryEntry struct {

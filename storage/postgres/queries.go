@@ -22,6 +22,7 @@ const (
 	tableRateLimitWindows
 	tableIdempotencyKeys
 	tablePayoutUsages
+	tablePayoutApprovals
 	numTables
 )
 
@@ -38,6 +39,7 @@ var tableNames = [numTables]string{
 	tableRateLimitWindows:    "rate_limit_windows",
 	tableIdempotencyKeys:     "idempotency_keys",
 	tablePayoutUsages:        "payout_usages",
+	tablePayoutApprovals:     "payout_approvals",
 }
 
 // String returns the table's name in the schema.
@@ -147,6 +149,7 @@ type queries struct {
 	limitHit, limitHitDefer, limitOpen, limitEnd                                                    stmt
 	idemBegin, idemGet, idemComplete, idemExists, idemRelease                                       stmt
 	usageInsert, usageSince                                                                         stmt
+	approvalInsert, approvalLock, approvalUpdate, approvalExists                                    stmt
 	savepoint, release, rollbackTo, advisoryLock                                                    stmt
 	sweep                                                                                           [sweepTables]stmt
 }
@@ -175,6 +178,7 @@ func renderQueries(quotedSchema string) queries {
 		windows     = tableRateLimitWindows
 		idempotency = tableIdempotencyKeys
 		usage       = tablePayoutUsages
+		approvals   = tablePayoutApprovals
 	)
 	q := queries{
 		extInsert: d(extInsertSQL, write, ext),
@@ -254,6 +258,11 @@ func renderQueries(quotedSchema string) queries {
 
 		usageInsert: d(usageInsertSQL, write, usage),
 		usageSince:  d(usageSinceSQL, read, usage),
+
+		approvalInsert: d(approvalInsertSQL, write, approvals),
+		approvalLock:   d(approvalLockSQL, lock, approvals),
+		approvalUpdate: d(approvalUpdateSQL, write, approvals),
+		approvalExists: d(approvalExistsSQL, read, approvals),
 
 		// Transaction control and the advisory lock name no table.
 		savepoint:    d(savepointSQL, write),

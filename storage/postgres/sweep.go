@@ -21,7 +21,7 @@ type sweepTarget struct {
 }
 
 // sweepTables is the number of tables Sweep clears.
-const sweepTables = 8
+const sweepTables = 9
 
 // sweepTargets lists them. Delivered events are swept once delivered before
 // the cutoff, as the memory store does.
@@ -35,13 +35,14 @@ func sweepTargets() [sweepTables]sweepTarget {
 		{tableOutboxEvents, "delivered_at"},
 		{tableIdempotencyKeys, "expires_at"},
 		{tablePayoutUsages, "expires_at"},
+		{tablePayoutApprovals, "expires_at"},
 	}
 }
 
 // Sweep deletes at most limit records that expired before cutoff: pending
 // requests, OTP issuances, ownership challenges, sessions, rate-limit
-// windows, idempotency records (consumed, completed or not) and payout
-// usages, and events
+// windows, idempotency records (consumed, completed or not), payout usages
+// and payout approvals, and events
 // delivered before cutoff. It runs one
 // short DELETE per table, each its own transaction, and returns how many rows
 // it deleted; a result equal to limit means more may remain. Several replicas

@@ -66,7 +66,7 @@ func TestSweepUsesExpiryIndexes(t *testing.T) {
 
 	indexes := []string{"pending_requests_expires_idx", "otp_issuances_expires_idx", "ownership_challenges_expires_idx",
 		"sessions_expires_idx", "rate_limit_windows_end_idx", "outbox_events_delivered_idx",
-		"idempotency_keys_expires_idx", "payout_usages_expires_idx"}
+		"idempotency_keys_expires_idx", "payout_usages_expires_idx", "payout_approvals_expires_idx"}
 	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
 		t.Fatal(err)
 	}

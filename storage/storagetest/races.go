@@ -75,7 +75,10 @@ type Replicas func(tb testing.TB) []storage.Store
 //   - concurrent payouts of one customer, each holding the customer
 //     ([storage.PayoutUsages.Hold]) and recording its usage only when it
 //     fits a window, some rolled back: the window ends exactly full, and a
-//     rolled-back payout used nothing.
+//     rolled-back payout used nothing;
+//   - concurrent approvals of one payout, each locking it and moving it from
+//     WAITING to APPROVED by compare-and-set, some rolled back: exactly one
+//     commits, so the payout executes once.
 //
 // [Run] runs them with 64 goroutines on one store. A store meant for several
 // replicas should run them with one store per replica (for example one
@@ -106,6 +109,7 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"PendingLimit", racePendingLimit},
 		{"PendingBounded", racePendingBounded},
 		{"PayoutWindow", racePayoutWindow},
+		{"PayoutApproval", racePayoutApproval},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

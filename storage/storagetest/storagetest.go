@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"RateLimits", testRateLimits},
 		{"Idempotency", testIdempotency},
 		{"PayoutUsage", testPayoutUsage},
+		{"PayoutApprovals", testPayoutApprovals},
 		{"Atomic", testAtomic},
 		{"Deferred", testDeferred},
 		{"Concurrency", testConcurrency},
