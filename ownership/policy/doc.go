@@ -22,7 +22,8 @@
 // exist, and a policy whose last rule is not a catch-all are errors, so
 // no payout is ever left undecided and no misspelled limit is silently
 // "no limit". Rules are tried in order and the first whose match holds
-// decides: BLOCK refuses, ALLOW pays once its step-up requirement is met.
+// decides: BLOCK refuses, ALLOW pays once its step-up requirement is met,
+// REQUIRE_APPROVAL holds the payout for approval.
 //
 // # Windows
 //
@@ -47,10 +48,28 @@
 // it was changed (registered, or proven, which changes its status) within
 // the rule's newDestinationWithin and has not been paid since.
 //
+// # Approvals
+//
+// A REQUIRE_APPROVAL rule holds the payout instead of paying it: Decide
+// stores a [storage.PayoutApproval] with the payout as signed (WAITING) and
+// returns it in [Decision].Approval, and the host commits without
+// executing. Approving is a signed operation of its own, by a session of
+// another credential of the same wallet ([Approver].Authorization, when the
+// rule allows a second credential), or the act of an operator the rule
+// names and the host authenticated. [Policy.Approve] locks the approval,
+// records the approval and, with the last one, tries the rules again on
+// the payout as it is then (a window may have filled meanwhile) and
+// returns the Decision the host executes in the same transaction: the
+// payout executes exactly once, when its last approval commits.
+// [Policy.Refuse] ends it; a payout waiting past its TTL is EXPIRED
+// ([StateOf]) and can no longer be approved.
+//
 // # Audit
 //
 // Every allowed payout writes a [EventDecided] event in its transaction,
 // naming the payout, the rule, the amounts and the signing session and
-// credential (ids only). A refusal is an error the host answers with; the
+// credential or the approvers (ids only); a held payout writes
+// [EventApprovalRequested], each approval short of the last
+// [EventApprovalRecorded], a refusal [EventApprovalRefused]. A refusal is an error the host answers with; the
 // transaction it ran in rolls back and records nothing.
 package policy

@@ -104,13 +104,17 @@ type Payout struct {
 	Authorization *signedretry.Authorization
 }
 
-// Decision is an allowed payout.
+// Decision is a payout the policy allows now, or holds for approval.
 type Decision struct {
-	// Rule is the name of the rule that allowed it.
+	// Rule is the name of the rule that decided it.
 	Rule string `json:"rule"`
-	// ReferenceAmount is the amount the windows counted, in minor units of
-	// the reference currency.
+	// ReferenceAmount is the amount in minor units of the reference
+	// currency: what the windows counted, or will count once approved.
 	ReferenceAmount int64 `json:"referenceAmount"`
+	// Approval, when set, is the approval the payout waits for: the host
+	// does not execute it now, commits (which stores the approval) and
+	// answers that the payout waits; [Policy.Approve] executes it.
+	Approval *storage.PayoutApproval `json:"approval,omitempty"`
 }
 
 // Decide decides pay inside tx, the transaction that makes the payout (on
@@ -149,10 +153,38 @@ func (p *Policy) Decide(ctx context.Context, tx storage.Tx, pay Payout) (*Decisi
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	now := a.Now
-	if now.IsZero() {
-		now = p.clock().UTC()
+	s, err := p.load(ctx, tx, &pay, p.now(a))
+	if err != nil {
+		return nil, err
 	}
+	r, refusal := p.first(s)
+	switch {
+	case refusal != nil:
+		return nil, refusal
+	case r == nil:
+		// Unreachable: New requires a final catch-all.
+		return nil, apierror.Internal(errors.New("policy: no rule decided the payout"))
+	}
+	if err := s.stepUp(ctx, tx, r); err != nil {
+		return nil, err
+	}
+	if r.Action == RequireApproval {
+		return p.hold(ctx, tx, r, s)
+	}
+	return p.allow(ctx, tx, r, s, nil)
+}
+
+// now is the time of a decision: the signed retry's, or the clock's.
+func (p *Policy) now(a *signedretry.Authorization) time.Time {
+	if a != nil && !a.Now.IsZero() {
+		return a.Now
+	}
+	return p.clock().UTC()
+}
+
+// load values the payout, holds its customer and reads what the rules look
+// at: the customer's payouts within the horizon and the destination.
+func (p *Policy) load(ctx context.Context, tx storage.Tx, pay *Payout, now time.Time) (*subject, error) {
 	ref, err := p.toReference(ctx, pay.Currency, pay.Amount)
 	if err != nil {
 		return nil, err
@@ -172,23 +204,24 @@ func (p *Policy) Decide(ctx context.Context, tx storage.Tx, pay Payout) (*Decisi
 	if err != nil {
 		return nil, apierror.From(err)
 	}
-	s := &subject{pay: &pay, ref: ref, now: now, past: past, dest: &dest}
+	return &subject{pay: pay, ref: ref, now: now, past: past, dest: &dest}, nil
+}
+
+// first returns the first rule that matches s, or the refusal of a
+// blocking one.
+func (p *Policy) first(s *subject) (*Rule, error) {
 	for i := range p.rules.Rules {
 		r := &p.rules.Rules[i]
 		refusal, matched := p.match(r, s)
-		if !matched {
+		switch {
+		case !matched:
 			continue
+		case r.Action == Block:
+			return r, refusal
 		}
-		if r.Action == Block {
-			return nil, refusal
-		}
-		if err := s.stepUp(ctx, tx, r); err != nil {
-			return nil, err
-		}
-		return p.allow(ctx, tx, r, s)
+		return r, nil
 	}
-	// Unreachable: New requires a final catch-all.
-	return nil, apierror.Internal(errors.New("policy: no rule decided the payout"))
+	return nil, nil
 }
 
 // subject is what a decision looks at.
@@ -367,8 +400,9 @@ func (s *subject) stepUp(ctx context.Context, tx storage.Tx, r *Rule) error {
 	return nil
 }
 
-// allow records the payout in the windows and writes its event.
-func (p *Policy) allow(ctx context.Context, tx storage.Tx, r *Rule, s *subject) (*Decision, error) {
+// allow records the payout in the windows and writes its event. approved
+// is the approval the payout waited for, nil when it did not wait.
+func (p *Policy) allow(ctx context.Context, tx storage.Tx, r *Rule, s *subject, approved *storage.PayoutApproval) (*Decision, error) {
 	u := storage.PayoutUsage{ID: s.pay.ID, CustomerID: s.pay.CustomerID, SourceID: s.pay.SourceID,
 		DestinationID: s.pay.DestinationID, Amount: s.ref, CreatedAt: s.now, ExpiresAt: s.now.Add(p.horizon)}
 	if err := tx.PayoutUsage().Record(ctx, &u); err != nil {
@@ -377,19 +411,32 @@ func (p *Policy) allow(ctx context.Context, tx storage.Tx, r *Rule, s *subject) 
 		}
 		return nil, apierror.From(err)
 	}
-	a := s.pay.Authorization
-	data := eventData{PayoutID: s.pay.ID, CustomerID: s.pay.CustomerID, SourceID: s.pay.SourceID,
-		DestinationID: s.pay.DestinationID, Amount: s.pay.Amount, Currency: s.pay.Currency,
-		ReferenceAmount: s.ref, ReferenceCurrency: p.rules.ReferenceCurrency, Rule: r.Name,
-		RequestID: a.RequestID, SessionID: a.SessionID, CredentialID: a.CredentialID}
-	e, err := storage.NewEvent(p.rand, EventDecided, s.pay.SourceID, data, s.now)
-	if err != nil {
-		return nil, apierror.Internal(err)
+	data := p.eventOf(r, s)
+	if approved != nil {
+		data.RequestID, data.ApprovalID, data.Approvers = approved.RequestID, approved.ID, approved.Approvers
+	} else if a := s.pay.Authorization; a != nil {
+		data.RequestID, data.SessionID, data.CredentialID = a.RequestID, a.SessionID, a.CredentialID
 	}
-	if err := tx.Outbox().Append(ctx, &e); err != nil {
-		return nil, apierror.From(err)
+	if err := p.append(ctx, tx, EventDecided, s, data); err != nil {
+		return nil, err
 	}
 	return &Decision{Rule: r.Name, ReferenceAmount: s.ref}, nil
+}
+
+// eventOf is the data every payout event carries.
+func (p *Policy) eventOf(r *Rule, s *subject) eventData {
+	return eventData{PayoutID: s.pay.ID, CustomerID: s.pay.CustomerID, SourceID: s.pay.SourceID,
+		DestinationID: s.pay.DestinationID, Amount: s.pay.Amount, Currency: s.pay.Currency,
+		ReferenceAmount: s.ref, ReferenceCurrency: p.rules.ReferenceCurrency, Rule: r.Name}
+}
+
+// append writes an event of typ about s's source to tx's outbox.
+func (p *Policy) append(ctx context.Context, tx storage.Tx, typ string, s *subject, data eventData) error {
+	e, err := storage.NewEvent(p.rand, typ, s.pay.SourceID, data, s.now)
+	if err != nil {
+		return apierror.Internal(err)
+	}
+	return apierror.From(tx.Outbox().Append(ctx, &e))
 }
 
 // eventData is the data of an [EventDecided] event.
@@ -406,4 +453,9 @@ type eventData struct {
 	RequestID         string `json:"requestId"`
 	SessionID         string `json:"sessionId,omitempty"`
 	CredentialID      string `json:"credentialId,omitempty"`
+	// The approval the payout waits for or waited for, and who approved.
+	ApprovalID string   `json:"approvalId,omitempty"`
+	Approvers  []string `json:"approvers,omitempty"`
+	// State is the approval's state, on the approval events.
+	State string `json:"state,omitempty"`
 }

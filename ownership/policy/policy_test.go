@@ -54,7 +54,7 @@ func newPolicy(t testing.TB, raw string) *policy.Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := policy.New(policy.Config{Rules: r, Rates: rates{}})
+	p, err := policy.New(policy.Config{Rules: r, Rates: rates{}, Clock: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
 	}

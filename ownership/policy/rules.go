@@ -18,6 +18,10 @@ const (
 	Allow = "ALLOW"
 	// Block refuses the payout with 403 PAYOUT_BLOCKED naming the rule.
 	Block = "BLOCK"
+	// RequireApproval holds the payout, once the rule's step-up
+	// requirement (if any) is met, until the rule's Approval is given
+	// ([Policy.Approve]); it then executes once.
+	RequireApproval = "REQUIRE_APPROVAL"
 )
 
 // Scopes of a [Window].
@@ -80,11 +84,30 @@ type Rule struct {
 	// Match says which payouts the rule decides; the empty Match matches
 	// every payout.
 	Match Match `json:"match"`
-	// Action is [Allow] or [Block].
+	// Action is [Allow], [Block] or [RequireApproval].
 	Action string `json:"action"`
-	// Require is what an allowing rule wants of the signer; nil wants
-	// nothing more than the signed retry's own rules. Only with [Allow].
+	// Require is what the rule wants of the signer of the payout; nil
+	// wants nothing more than the signed retry's own rules. Not with
+	// [Block].
 	Require *StepUp `json:"require,omitempty"`
+	// Approval says who approves a payout the rule holds. Required with
+	// [RequireApproval], and only with it.
+	Approval *Approval `json:"approval,omitempty"`
+}
+
+// Approval is who approves a payout a [RequireApproval] rule holds, how
+// many of them, and for how long it waits.
+type Approval struct {
+	// Count is how many different approvers must approve: 1 to 5.
+	Count int `json:"count"`
+	// SecondCredential lets a session of another credential of the same
+	// wallet approve, as a signed operation of its own.
+	SecondCredential bool `json:"secondCredential,omitempty"`
+	// Operators are the operator principals the host names (as it
+	// authenticates them) who may approve.
+	Operators []string `json:"operators,omitempty"`
+	// TTL is how long the payout waits; between one minute and 30 days.
+	TTL Duration `json:"ttl"`
 }
 
 // Match is the condition of a rule: every member that is set must hold
@@ -219,8 +242,15 @@ func (r *Rules) validate() error {
 			if rule.Require != nil {
 				return fmt.Errorf("policy: rule %q blocks, so it has no step-up requirement to make", rule.Name)
 			}
+		case RequireApproval:
+			if err := rule.Approval.validate(rule.Name); err != nil {
+				return err
+			}
 		default:
-			return fmt.Errorf("policy: rule %q: action %q is not %s or %s", rule.Name, rule.Action, Allow, Block)
+			return fmt.Errorf("policy: rule %q: action %q is not %s, %s or %s", rule.Name, rule.Action, Allow, Block, RequireApproval)
+		}
+		if rule.Action != RequireApproval && rule.Approval != nil {
+			return fmt.Errorf("policy: rule %q: approval is only for action %s", rule.Name, RequireApproval)
 		}
 		m := rule.Match
 		if m.MinAmount != nil && *m.MinAmount < 0 {
@@ -265,6 +295,43 @@ func (r *Rules) validate() error {
 		return fmt.Errorf("policy: the last rule %q is not a catch-all (an empty match): a payout no rule matches would be undecided", last.Name)
 	}
 	return nil
+}
+
+// validate checks the approval of rule.
+func (a *Approval) validate(rule string) error {
+	switch {
+	case a == nil:
+		return fmt.Errorf("policy: rule %q requires approval but says nothing of who approves: set approval", rule)
+	case a.Count < 1 || a.Count > 5:
+		return fmt.Errorf("policy: rule %q: approval.count %d is not 1 to 5", rule, a.Count)
+	case !a.SecondCredential && len(a.Operators) == 0:
+		return fmt.Errorf("policy: rule %q: approval names no approver: set secondCredential, operators or both", rule)
+	case time.Duration(a.TTL) < MinPeriod || time.Duration(a.TTL) > 30*24*time.Hour:
+		return fmt.Errorf("policy: rule %q: approval.ttl %v is not between %v and %v", rule, time.Duration(a.TTL), MinPeriod, 30*24*time.Hour)
+	}
+	for _, o := range a.Operators {
+		if !validName(o) && !validOperator(o) {
+			return fmt.Errorf("policy: rule %q: approval.operators: %q is not 1 to 128 printable ASCII characters", rule, o)
+		}
+	}
+	if n := len(a.Operators); a.Count > n && !a.SecondCredential {
+		return fmt.Errorf("policy: rule %q: approval.count %d is more than its %d approvers", rule, a.Count, n)
+	}
+	return nil
+}
+
+// validOperator reports whether s is 1 to 128 printable ASCII characters
+// without spaces (an email address, a principal id).
+func validOperator(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 func (m *Match) empty() bool {
