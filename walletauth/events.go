@@ -57,6 +57,9 @@ import (
 //	                                event per wallet of the customer that      (its EMAIL_OTP credentials),
 //	                                changed, none for one already at the new   updatedAt, [signedBySessionId]
 //	                                address
+//	HOST_OPERATION.AUTHORIZED       runs the effect of a host's operation      requestId, type, accountId,
+//	                                (the signed retry of [Authorize]), after   authorizedAt, [signedBySessionId],
+//	                                the effect                                 [authMethodId]
 //
 // signedBySessionId is the session that stamped the signed retry of the
 // change; it is left out when the change took no signature or the sandbox
@@ -78,9 +81,10 @@ import (
 //
 // Sessions revoked because their credential was revoked are counted in the
 // AUTH_CREDENTIAL.REVOKED event (revokedSessionCount); they get no
-// AUTH_SESSION.REVOKED of their own. Operations of the host authorized
-// through [Authorize] (and the wallet export and privacy update)
-// write no event: the host reports its own effects.
+// AUTH_SESSION.REVOKED of their own. An operation of the host authorized
+// through [Authorize] writes HOST_OPERATION.AUTHORIZED, the audit of who
+// signed which request (the host reports its own effects and parameters);
+// the wallet export and privacy update write no event.
 const (
 	EventCredentialAdded     = "AUTH_CREDENTIAL.ADDED"
 	EventCredentialRevoked   = "AUTH_CREDENTIAL.REVOKED"
@@ -92,13 +96,14 @@ const (
 	EventSessionRevoked         = "AUTH_SESSION.REVOKED"
 	EventSessionRefreshed       = "AUTH_SESSION.REFRESHED"
 	EventEmailUpdated           = "INTERNAL_ACCOUNT.EMAIL_UPDATED"
+	EventHostOperation          = "HOST_OPERATION.AUTHORIZED"
 )
 
 // EventTypes returns every event type the service writes, in the order of
 // the table above (for a host that subscribes to them).
 func EventTypes() []string {
 	return []string{EventCredentialAdded, EventCredentialRevoked, EventCredentialOTPLocked, EventCredentialOTPThrottled,
-		EventSessionCreated, EventSessionRevoked, EventSessionRefreshed, EventEmailUpdated}
+		EventSessionCreated, EventSessionRevoked, EventSessionRefreshed, EventEmailUpdated, EventHostOperation}
 }
 
 // CredentialEventData is the data of the AUTH_CREDENTIAL events: the
@@ -175,6 +180,19 @@ type EmailEventData struct {
 	// empty when the change took no signature (no tied credential) or the
 	// sandbox literal stood in.
 	SignedBySessionID string `json:"signedBySessionId,omitempty"`
+}
+
+// HostOperationEventData is the data of HOST_OPERATION.AUTHORIZED: who
+// signed which request of which operation.
+type HostOperationEventData struct {
+	RequestID    string    `json:"requestId"`
+	Type         string    `json:"type"`
+	AccountID    string    `json:"accountId"`
+	AuthorizedAt time.Time `json:"authorizedAt"`
+	// SignedBySessionID and AuthMethodID are the signing session and its
+	// credential; empty when the sandbox literal stood in for a signature.
+	SignedBySessionID string `json:"signedBySessionId,omitempty"`
+	AuthMethodID      string `json:"authMethodId,omitempty"`
 }
 
 // emit appends an event of type typ about accountID with data to the outbox

@@ -105,6 +105,22 @@ func (t recTx) InternalAccounts() storage.InternalAccounts {
 	return recAccounts{t.Tx.InternalAccounts(), t.log}
 }
 func (t recTx) RateLimits() storage.RateLimits { return recLimits{t.Tx.RateLimits(), t.log} }
+func (t recTx) PendingRequests() storage.PendingRequests {
+	return recPending{t.Tx.PendingRequests(), t.log}
+}
+
+type recPending struct {
+	storage.PendingRequests
+	log func(op, arg string)
+}
+
+func (p recPending) Consume(ctx context.Context, id string, now time.Time) error {
+	err := p.PendingRequests.Consume(ctx, id, now)
+	if err == nil {
+		p.log("PendingRequests.Consume", id)
+	}
+	return err
+}
 
 // recLimits logs the hits a rate limit counted, with the part of the key
 // after its first colon (a credential id for the OTP limits).
@@ -213,6 +229,7 @@ var changeOf = map[string]struct{ op, member string }{
 	walletauth.EventSessionRevoked:         {"Sessions.Revoke", "id"},
 	walletauth.EventSessionRefreshed:       {"Sessions.Create", "id"},
 	walletauth.EventEmailUpdated:           {"InternalAccounts.Update", "accountId"},
+	walletauth.EventHostOperation:          {"PendingRequests.Consume", "requestId"},
 }
 
 // checkSameTransaction checks that every committed event was appended in
@@ -721,6 +738,35 @@ func runFlows(t *testing.T, mods ...func(*walletauth.Config)) *evEnv {
 		t.Fatal(err)
 	}
 	e.expect(t, w, e.credentialWant(walletauth.EventCredentialAdded, sms, map[string]any{"signedBySessionId": s1.ID}))
+
+	// A host's operation through Authorize is audited with its effect:
+	// who signed which request; a failed effect writes nothing.
+	type hostParams struct {
+		To     string `json:"to"`
+		Amount int64  `json:"amount"`
+	}
+	hc := e.call("POST", "/host/payouts", `{"to":"ExternalAccount:x","amount":5}`)
+	_, _, hch, err := walletauth.Authorize(ctx, e.svc, walletauth.HostOperation[hostParams, struct{}]{Type: "HOST_PAYOUT", AccountID: w,
+		Parameters: hostParams{To: "ExternalAccount:x", Amount: 5}}, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.none(t, "host operation leg 1")
+	errEffect := errors.New("the host's debit failed")
+	failing := walletauth.HostOperation[hostParams, struct{}]{Type: "HOST_PAYOUT", AccountID: w,
+		Effect: func(context.Context, storage.Tx, *signedretry.Authorization, hostParams) (struct{}, error) {
+			return struct{}{}, errEffect
+		}}
+	if _, _, _, err := walletauth.Authorize(ctx, e.svc, failing, e.sign(t, hc, hch, k1)); !errors.Is(err, errEffect) {
+		t.Fatalf("a failing effect: %v", err)
+	}
+	e.none(t, "a host operation whose effect failed")
+	if _, _, _, err := walletauth.Authorize(ctx, e.svc, walletauth.HostOperation[hostParams, struct{}]{Type: "HOST_PAYOUT", AccountID: w},
+		e.sign(t, hc, hch, k1)); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(t, w, want{walletauth.EventHostOperation, map[string]any{"requestId": hch.RequestID, "type": "HOST_PAYOUT", "accountId": w,
+		"authorizedAt": e.clock.Now(), "signedBySessionId": s1.ID, "authMethodId": e.email.ID}})
 
 	// Lock the SMS code with wrong codes: the last attempt writes
 	// OTP_LOCKED and still answers 401.

@@ -109,7 +109,21 @@ func Authorize[P, R any](ctx context.Context, s *Service, op HostOperation[P, R]
 	if op.Type == "" || ownOperation(op.Type) {
 		return *new(R), nil, nil, apierror.Internal(errors.New("walletauth: host operation type " + strconv.Quote(op.Type) + " is reserved"))
 	}
-	steps := walletOp(op.Type, op.AccountID, func() (P, error) { return op.Parameters, nil }, op.Check, op.Effect)
+	// Every authorized operation is audited in the transaction of its
+	// effect: who signed which request.
+	effect := func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p P) (R, error) {
+		var res R
+		if op.Effect != nil {
+			var err error
+			if res, err = op.Effect(ctx, tx, a, p); err != nil {
+				return res, err
+			}
+		}
+		data := HostOperationEventData{RequestID: a.RequestID, Type: a.Type, AccountID: a.AccountID,
+			AuthorizedAt: a.Now, SignedBySessionID: a.SessionID, AuthMethodID: a.CredentialID}
+		return res, s.emit(ctx, tx, EventHostOperation, a.AccountID, data, a.Now)
+	}
+	steps := walletOp(op.Type, op.AccountID, func() (P, error) { return op.Parameters, nil }, op.Check, effect)
 	res, a, c, err := signedretry.Run(ctx, s.retry, call, steps)
 	if err != nil {
 		return res, nil, nil, apierror.From(err)

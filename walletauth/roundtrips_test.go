@@ -252,7 +252,8 @@ func TestRoundTripsPostgres(t *testing.T) {
 		{"AddOAuth", 9, 13, addOAuth},
 		{"RevokeCredential", 12, 16, revokeCredential},
 		{"UpdateEmail", 16, 22, updateEmail},
-		{"Authorize", 5, 8, authorize},
+		// its audit event travels with the COMMIT: one statement more
+		{"Authorize", 5, 9, authorize},
 		// the guard's lookup of the wallet (1), the challenge (2); last, as
 		// it moves the clock past the sessions of the flows above
 		{"ChallengeOverHTTP", 3, 4, challengeHTTP},
