@@ -157,6 +157,21 @@
 // TRANSACTION_SIZE_LIMIT_EXCEEDED. [Simulator.Currencies] lists every
 // currency with its smallest unit and both amounts.
 //
+// After the gate, a transfer-out or a quote execution (to an external
+// account or a UMA address) is decided by the payout policy of Config.PayoutRules (package
+// ownership/policy, default [DefaultPayoutRules]) on the signed retry, in
+// the transaction that consumes the request, which counts the payout in
+// the policy's windows when it commits. The default rules refuse the
+// payout that would bring a customer's payouts of the last 24 hours above
+// [DailyPayoutLimitUSD] (100,000) US dollars with 403 PAYOUT_BLOCKED
+// (details.rule daily-limit, details.window, details.availableAt), a
+// payout worth exactly [NewDestinationPayoutUSDCents] (555.55 USD) to a
+// destination registered within 24 hours with 403 PAYOUT_BLOCKED
+// (new-destination), and one worth exactly [StepUpPayoutUSDCents] (777.77
+// USD) signed by anything but a PASSKEY session of at most five minutes
+// with 403 STEP_UP_REQUIRED (step-up-amount). A refused retry leaves its
+// request usable and debits nothing.
+//
 // A vaspName makes a wallet custodial only when it names a VASP of the
 // sandbox's directory, [SandboxVASPs], exactly as sent (no trimming); any
 // other is 400 INVALID_INPUT on accountInfo.vaspName. An external account

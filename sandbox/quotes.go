@@ -9,6 +9,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/ownership/policy"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
@@ -367,8 +368,11 @@ func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
 // Idempotency-Key is not a UUID), the refusals of the payout gate (400
 // EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED, 400
 // TRANSACTION_SIZE_LIMIT_EXCEEDED, 409 CONFLICT for an account that
-// receives no payouts, with details.field destination.accountId), 404
-// QUOTE_NOT_FOUND, 409 CONFLICT (not pending, expired, funded in real time,
+// receives no payouts, with details.field destination.accountId), the
+// refusals of the payout policy on the retry of an execution to an
+// external account (Config.PayoutRules, valuing the sending amount: 403
+// PAYOUT_BLOCKED, 403 STEP_UP_REQUIRED, naming the rule in details.rule;
+// see [DefaultPayoutRules]), 404 QUOTE_NOT_FOUND, 409 CONFLICT (not pending, expired, funded in real time,
 // or the Idempotency-Key was used for another request or its request is in
 // progress), the 401s of signedretry.
 func (s *Simulator) ExecuteQuote(ctx context.Context, quoteID, idempotencyKey string, call signedretry.Request) (*Quote, *signedretry.Challenge, error) {
@@ -414,7 +418,7 @@ func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signe
 		return nil, nil, err
 	}
 	op := walletauth.HostOperation[quoteParams, quoteExecution]{Type: OpExecuteQuote, AccountID: q.rec.Source.AccountID,
-		Check: s.quoteRule(ctx, q, now), Effect: quoteEffect}
+		Check: s.quoteRule(ctx, q, now), Effect: s.quoteEffect}
 	if !call.IsRetry() {
 		op.Parameters = q.params()
 	}
@@ -478,17 +482,33 @@ func (s *Simulator) quoteRule(ctx context.Context, q *quote, now time.Time) func
 }
 
 // quoteEffect is the effect of a signed execution, once quoteRule has
-// allowed the signed parameters p in tx: it returns the payout to write to
-// the ledger, made of p and, for an account destination, the account's
-// identifier (which selects the sandbox outcome), read from the account
-// the rule holds. It decides nothing; the payout is written once the
-// transaction has committed.
-func quoteEffect(ctx context.Context, tx storage.Tx, _ *signedretry.Authorization, p quoteParams) (quoteExecution, error) {
+// allowed the signed parameters p in tx. For an account destination, the
+// payout policy (Config.PayoutRules) decides the payout signed by a and
+// counts it in tx (decidePayout): its value is what leaves the wallet, the
+// sending amount and currency (p.Amount, p.Currency), as for a transfer
+// out; a UMA-address destination is decided as one
+// (policy.DestinationUMA), so it counts in the windows too. Then it
+// returns the payout to write to the ledger, made of p and, for an
+// account destination, the account's identifier (which selects the
+// sandbox outcome), read from the account the rule holds. The payout is written
+// once the transaction has committed; a refusal of the policy rolls the
+// transaction back and leaves the signed request usable.
+func (s *Simulator) quoteEffect(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p quoteParams) (quoteExecution, error) {
+	wal, err := tx.InternalAccounts().Get(ctx, p.SourceAccountID)
+	if err != nil {
+		return quoteExecution{}, err
+	}
 	if p.DestinationAccountID == "" {
+		if err := s.decidePayout(ctx, tx, a, &wal, p.DestinationUMAAddress, policy.DestinationUMA, p.Amount, p.Currency); err != nil {
+			return quoteExecution{}, err
+		}
 		return quoteExecution{signed: p}, nil
 	}
 	ext, err := tx.ExternalAccounts().Get(ctx, p.DestinationAccountID)
 	if err != nil {
+		return quoteExecution{}, err
+	}
+	if err := s.decidePayout(ctx, tx, a, &wal, p.DestinationAccountID, "", p.Amount, p.Currency); err != nil {
 		return quoteExecution{}, err
 	}
 	return quoteExecution{signed: p, identifier: ext.Address}, nil

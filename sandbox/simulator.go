@@ -18,6 +18,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/ownership/policy"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/memory"
@@ -97,6 +98,16 @@ type Config struct {
 	VerificationThreshold int64
 	// QuoteTTL is DefaultQuoteTTL when zero.
 	QuoteTTL time.Duration
+	// PayoutRules is the payout policy (package ownership/policy) that
+	// decides every signed payout to an external account, transfer-out and
+	// quote execution, on the signed retry, in the transaction that
+	// consumes its request: rolling windows, step-up, new-destination
+	// cool-off and blocking rules, as data. Amounts are valued in its
+	// referenceCurrency, which must be a sandbox currency, at the
+	// sandbox's fixed rates, rounded down. Nil means [DefaultPayoutRules]
+	// (a daily limit of [DailyPayoutLimitUSD] per customer and two magic
+	// amounts). New refuses rules that do not validate ([policy.New]).
+	PayoutRules *policy.Rules
 	// RelyingParty configures passkeys; the zero value means RP id
 	// DefaultRPID with the origins http://localhost and
 	// http://localhost:8089. The legacy assertion literal
@@ -191,8 +202,11 @@ type Simulator struct {
 	own  *ownership.Service
 	// payouts is the payout gate's policy, the ownership service's too.
 	payouts *ownership.PayoutPolicy
-	pk      *passkey.Verifier
-	oidc    *oidc.Verifier
+	// limits is the payout policy of Config.PayoutRules, decided in the
+	// Effect of every signed payout to an external account.
+	limits *policy.Policy
+	pk     *passkey.Verifier
+	oidc   *oidc.Verifier
 	// idem keeps the Idempotency-Key records of every route that takes
 	// the header in the Store (see keyed).
 	idem *idempotency.Guard
@@ -211,9 +225,11 @@ type Simulator struct {
 // New returns a simulator for cfg, with a walletauth service in sandbox mode
 // on the same store. It fails, without starting anything, when cfg names a
 // wallet currency the sandbox does not have, a verification threshold beyond
-// a currency's range, a base path that is no valid route prefix, or a
-// ContractWallets entry that is nil, under a type without a contract-account
-// chain on Network, or whose verifier does not serve its type's chain.
+// a currency's range, a base path that is no valid route prefix,
+// PayoutRules that do not validate or count in a currency the sandbox does
+// not have, or a ContractWallets entry that is nil, under a type without a
+// contract-account chain on Network, or whose verifier does not serve its
+// type's chain.
 func New(cfg Config) (*Simulator, error) {
 	cfg, err := cfg.normalize()
 	if err != nil {
@@ -238,12 +254,16 @@ func New(cfg Config) (*Simulator, error) {
 		ov.Close()
 		return nil, err
 	}
-	policy, err := s.payoutPolicy()
+	gate, err := s.payoutPolicy()
 	if err != nil {
 		ov.Close()
 		return nil, err
 	}
-	s.payouts = &policy
+	s.payouts = &gate
+	if s.limits, err = newPayoutLimits(&cfg); err != nil {
+		ov.Close()
+		return nil, err
+	}
 	if s.own, err = s.newOwnership(); err != nil {
 		ov.Close()
 		return nil, err
@@ -307,6 +327,13 @@ func (cfg Config) normalize() (Config, error) {
 	}
 	if cfg.QuoteTTL <= 0 {
 		cfg.QuoteTTL = DefaultQuoteTTL
+	}
+	if cfg.PayoutRules == nil {
+		r, err := defaultPayoutRules()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.PayoutRules = r
 	}
 	if cfg.RelyingParty.ID == "" {
 		cfg.RelyingParty = defaultRelyingParty()

@@ -230,8 +230,10 @@ func (s *Simulator) transferIn(ctx context.Context, req TransferRequest, body []
 // (the amount is above the currency's single-transaction maximum, see
 // [TransactionMaximumUSD]), 409 CONFLICT (the destination receives no
 // payouts: PENDING, UNDER_REVIEW, INACTIVE), decided by the library's
-// payout gate with details.field destination.accountId, the 401s of
-// signedretry.
+// payout gate with details.field destination.accountId, the refusals of
+// the payout policy on the retry (Config.PayoutRules: 403 PAYOUT_BLOCKED,
+// 403 STEP_UP_REQUIRED, naming the rule in details.rule; see
+// [DefaultPayoutRules]), the 401s of signedretry.
 func (s *Simulator) TransferOut(ctx context.Context, req TransferRequest, call signedretry.Request) (*Transaction, *signedretry.Challenge, error) {
 	t, ch, _, err := s.transferOutKeyed(ctx, req, call)
 	return t, ch, err
@@ -344,19 +346,25 @@ func (s *Simulator) transferOutRule(ctx context.Context) func(context.Context, s
 }
 
 // transferOutEffect is the effect of a signed transfer out, once
-// transferOutRule has allowed the signed parameters p in tx: it returns the
-// transfer to write to the ledger, made of p and of what the ledger entry
-// names besides (the destination's identifier, which selects the sandbox
-// outcome, read from the account the rule holds, and the wallet's
-// customer). It decides nothing; the transfer is written once the
-// transaction has committed.
-func (s *Simulator) transferOutEffect(ctx context.Context, tx storage.Tx, _ *signedretry.Authorization, p transferParams) (transferPlan, error) {
+// transferOutRule has allowed the signed parameters p in tx: the payout
+// policy (Config.PayoutRules) decides the payout of p.Amount p.Currency
+// from the wallet to the destination account, signed by a, and counts it
+// in tx (decidePayout); then it returns the transfer to write to the
+// ledger, made of p and of what the ledger entry names besides (the
+// destination's identifier, which selects the sandbox outcome, read from
+// the account the rule holds, and the wallet's customer). The transfer is
+// written once the transaction has committed; a refusal of the policy
+// rolls the transaction back and leaves the signed request usable.
+func (s *Simulator) transferOutEffect(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p transferParams) (transferPlan, error) {
 	plan := transferPlan{amount: p.Amount, cur: p.Currency}
 	var err error
 	if plan.ext, err = tx.ExternalAccounts().Get(ctx, p.DestinationAccountID); err != nil {
 		return transferPlan{}, err
 	}
 	if plan.wal, err = tx.InternalAccounts().Get(ctx, p.SourceAccountID); err != nil {
+		return transferPlan{}, err
+	}
+	if err := s.decidePayout(ctx, tx, a, &plan.wal, p.DestinationAccountID, "", p.Amount, p.Currency); err != nil {
 		return transferPlan{}, err
 	}
 	return plan, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -96,7 +97,7 @@ func (p *Policy) Approve(ctx context.Context, tx storage.Tx, approvalID string, 
 		return nil, &ap, err
 	}
 	pay := &Payout{ID: ap.RequestID, CustomerID: ap.CustomerID, SourceID: ap.SourceID, DestinationID: ap.DestinationID,
-		Amount: ap.Amount, Currency: ap.Currency}
+		DestinationType: destinationTypeOf(ap.DestinationID), Amount: ap.Amount, Currency: ap.Currency}
 	s, err := p.load(ctx, tx, pay, now)
 	if err != nil {
 		return nil, nil, err
@@ -181,6 +182,15 @@ func (p *Policy) lockFor(ctx context.Context, tx storage.Tx, approvalID string, 
 		return fail(apierror.New(apierror.Conflict, "payout approval %s: %s approved it already", ap.ID, principal))
 	}
 	return ap, r, principal, now, nil
+}
+
+// destinationTypeOf is the DestinationType of a stored destination: a UMA
+// address begins with '$', an external account id never does.
+func destinationTypeOf(id string) string {
+	if strings.HasPrefix(id, "$") {
+		return DestinationUMA
+	}
+	return ""
 }
 
 // approvalEvent writes an approval event of ap.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -92,8 +93,14 @@ type Payout struct {
 	// SourceID is the wallet or account paid from; the windows of
 	// ScopeSource count per source.
 	SourceID string
-	// DestinationID is the external account paid.
+	// DestinationID is the external account paid or, with a
+	// DestinationType, the other destination (a UMA address).
 	DestinationID string
+	// DestinationType is empty for an external account. A payout to a
+	// destination that is no external account names its kind:
+	// [DestinationUMA]. Such a destination has no registration, so a
+	// cool-off treats it as new until it was paid within the cool-off.
+	DestinationType string
 	// Amount is in minor units of Currency; it must be positive.
 	Amount int64
 	// Currency is the payout's currency code.
@@ -150,6 +157,10 @@ func (p *Policy) Decide(ctx context.Context, tx storage.Tx, pay Payout) (*Decisi
 	v.Check(pay.DestinationID != "", "destinationId", nil, "is required")
 	v.Check(pay.Amount > 0, "amount", nil, "is not a positive integer in minor units")
 	v.Check(ownership.ValidCurrency(pay.Currency), "currency", nil, "is not a currency code")
+	v.Check(pay.DestinationType == "" || pay.DestinationType == DestinationUMA, "destinationType",
+		apierror.OneOf(DestinationUMA), "is not a kind of destination other than an external account")
+	v.Check(pay.DestinationType != DestinationUMA || strings.HasPrefix(pay.DestinationID, "$"), "destinationId", nil,
+		"is not a UMA address (it begins with '$')")
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
@@ -196,6 +207,10 @@ func (p *Policy) load(ctx context.Context, tx storage.Tx, pay *Payout, now time.
 	past, err := usage.Since(ctx, pay.CustomerID, now.Add(-p.horizon))
 	if err != nil {
 		return nil, apierror.From(err)
+	}
+	if pay.DestinationType != "" {
+		dest := storage.ExternalAccount{ID: pay.DestinationID, AccountType: pay.DestinationType}
+		return &subject{pay: pay, ref: ref, now: now, past: past, dest: &dest}, nil
 	}
 	dest, err := tx.ExternalAccounts().Get(ctx, pay.DestinationID)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -272,12 +287,21 @@ func (p *Policy) match(r *Rule, s *subject) (refusal error, matched bool) {
 		return nil, false
 	}
 	if d := m.NewDestinationWithin; d != nil {
-		since := s.dest.UpdatedAt
-		if !s.now.Before(since.Add(time.Duration(*d))) || s.paidSince(since) {
-			return nil, false
+		cool := time.Duration(*d)
+		if s.pay.DestinationType == "" {
+			since := s.dest.UpdatedAt
+			if !s.now.Before(since.Add(cool)) || s.paidSince(since) {
+				return nil, false
+			}
+			reason = fmt.Sprintf("the destination's first payout within %v of its registration or last status change (%s)",
+				cool, since.UTC().Format(time.RFC3339))
+		} else {
+			// Never registered: new until it was paid within the cool-off.
+			if s.paidSince(s.now.Add(-cool)) {
+				return nil, false
+			}
+			reason = fmt.Sprintf("the destination (%s) was not paid within the last %v", s.pay.DestinationType, cool)
 		}
-		reason = fmt.Sprintf("the destination's first payout within %v of its registration or last status change (%s)",
-			time.Duration(*d), since.UTC().Format(time.RFC3339))
 	}
 	var window *Window
 	var availableAt time.Time

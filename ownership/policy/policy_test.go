@@ -424,3 +424,40 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestUMADestination: a payout to a UMA address counts in the windows like
+// any other, and a cool-off treats the address as new until it was paid
+// within the cool-off.
+func TestUMADestination(t *testing.T) {
+	p := newPolicy(t, testRules)
+	w := newWorld(t, memory.New())
+	ctx := context.Background()
+	payUMA := func(amount int64, dest string) (*policy.Decision, error) {
+		var d *policy.Decision
+		err := w.store.Atomic(ctx, func(tx storage.Tx) error {
+			var err error
+			d, err = p.Decide(ctx, tx, policy.Payout{CustomerID: w.cust, SourceID: w.wallet, DestinationID: dest,
+				DestinationType: policy.DestinationUMA, Amount: amount, Currency: "USD",
+				Authorization: &signedretry.Authorization{RequestID: newID(t, "Request"), SessionID: w.email.session, CredentialID: w.email.cred, Now: t0}})
+			return err
+		})
+		return d, err
+	}
+	_, err := payUMA(10_000, "$alice@uma.example")
+	wantRefusal(t, err, apierror.PayoutBlocked, "cool-off")
+	d, err := payUMA(9_999, "$alice@uma.example")
+	wantRule(t, d, err, "default")
+	d, err = payUMA(40_000, "$alice@uma.example") // paid within the cool-off: no longer new
+	wantRule(t, d, err, "default")
+	// 49999 of the day's 100000 are used: 50002 does not fit.
+	_, err = payUMA(50_002, "$alice@uma.example")
+	wantRefusal(t, err, apierror.PayoutBlocked, "daily-limit")
+	_, err = payUMA(1, "alice@uma.example")
+	apierrortest.WantFields(t, err, apierror.InvalidInput, "destinationId")
+	err = w.store.Atomic(ctx, func(tx storage.Tx) error {
+		_, err := p.Decide(ctx, tx, policy.Payout{CustomerID: w.cust, SourceID: w.wallet, DestinationID: "x", DestinationType: "IBAN",
+			Amount: 1, Currency: "USD", Authorization: &signedretry.Authorization{RequestID: "Request:x", Now: t0}})
+		return err
+	})
+	apierrortest.WantFields(t, err, apierror.InvalidInput, "destinationType")
+}

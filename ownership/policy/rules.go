@@ -24,6 +24,10 @@ const (
 	RequireApproval = "REQUIRE_APPROVAL"
 )
 
+// DestinationUMA is the destination type of a payout to a UMA address
+// ([Payout].DestinationType), which rules match in destinationTypes.
+const DestinationUMA = "UMA_ADDRESS"
+
 // Scopes of a [Window].
 const (
 	// ScopeCustomer counts every payout of the customer.
@@ -262,7 +266,7 @@ func (r *Rules) validate() error {
 			}
 		}
 		for _, t := range m.DestinationTypes {
-			if !knownTypes.KnownType(t) {
+			if t != DestinationUMA && !knownTypes.KnownType(t) {
 				return fmt.Errorf("policy: rule %q: destinationTypes: %q is not an account type", rule.Name, t)
 			}
 		}

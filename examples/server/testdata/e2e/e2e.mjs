@@ -19,7 +19,10 @@
 // transfer-in, a transfer-out as a signed retry (its payload checked before
 // stamping), a quote and its signed execution, each under the
 // Idempotency-Key rules (UUID keys, replay with Idempotent-Replayed, 409 for
-// another request), and the single-transaction maximum; and, when
+// another request), and the single-transaction maximum; the sandbox's
+// payout policy: a second customer pays out up to the daily limit and the
+// next payout is refused, 403 PAYOUT_BLOCKED naming the rule, the window and
+// when it has room again; and, when
 // WALLETGATE_WEBHOOK_PORT and WALLETGATE_WEBHOOK_KEY_FILE are set (the
 // server's -webhook-url and -webhook-public-key), a webhook receiver on
 // 127.0.0.1 that verifies every X-Grid-Signature with WebCrypto, answers 409
@@ -65,6 +68,11 @@ const ORGANIZATION_ID = "org_sandbox";
 const MNEMONIC = "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about";
 const OIDC_ISSUER = "https://accounts.google.com";
 const OIDC_AUDIENCE = "sandbox-client";
+// The sandbox's payout policy (README, "Payout policy"): the payouts of a
+// customer within any 24 hours total at most 100,000 USD, in USD cents; one
+// payout is at most 50,000 USD (the single-transaction maximum).
+const DAILY_LIMIT_USD_CENTS = 10_000_000;
+const TRANSACTION_MAXIMUM_USD_CENTS = 5_000_000;
 
 class CheckError extends Error {}
 
@@ -365,6 +373,7 @@ async function main() {
   ok(`credential ${oauthCred.id} (${oauthCred.nickname}) added, login with nonce=sha256(clientPublicKey) -> session key decrypted and used, revoked 204`);
 
   await moneyMovement(customer, wallet, refreshedKey, receiver);
+  await dailyLimit();
   if (receiver) {
     await checkWebhooks(receiver, { wallet, ethAcct, solAcct, ethAddress: eth.address, solAddress, oauthCred, otpSession, refreshed });
   } else {
@@ -542,6 +551,74 @@ async function moneyMovement(customer, wallet, key, receiver) {
   res = await call("GET", `/customers/external-accounts/${bank.id}`);
   expectError(res, 404, "REFERENCE_NOT_FOUND", "a deleted account");
   ok(`${bank.id} deleted (204, then 404)`);
+}
+
+// otpLogin logs in with the EMAIL_OTP credential credId (code sealed with
+// @turnkey/crypto to the envelope signed by the pinned bundle signing key)
+// and returns the session key.
+async function otpLogin(credId) {
+  const signer = process.env.WALLETGATE_SIGNING_KEY ?? "";
+  const res = await call("POST", `/auth/credentials/${credId}/challenge`, {});
+  const c = expectStatus(res, 200, "OTP challenge");
+  const device = generateP256KeyPair();
+  const sealed = await encryptOtpCodeToBundle(OTP_CODE, c.otpEncryptionTargetBundle, device.publicKey, signer);
+  const key = sessionKeyFromPrivate(device.privateKey);
+  await signed("POST", `/auth/credentials/${credId}/verify`, { type: "EMAIL_OTP", encryptedOtpBundle: sealed }, key,
+    { what: "OTP verify", type: "EMAIL_OTP", status: 200 });
+  return key;
+}
+
+// dailyLimit drives the README's "Payout policy": a new customer funds its
+// wallet, pays out the daily limit in two transfers of the
+// single-transaction maximum, and the next payout, one cent, is refused on
+// its signed retry with 403 PAYOUT_BLOCKED naming the rule (daily-limit),
+// the window (customer-day) and when the window has room again
+// (availableAt, 24 hours after the first payout); nothing is debited.
+async function dailyLimit() {
+  step = "daily-limit";
+  let res = await call("POST", "/customers", { customerType: "INDIVIDUAL", fullName: "Grace Hopper", email: `grace.${Date.now()}@example.com` });
+  const customer = expectStatus(res, 201, "POST /customers");
+  res = await call("GET", `/internal-accounts?customerId=${encodeURIComponent(customer.id)}`);
+  const wallet = expectStatus(res, 200, "list internal accounts").data[0];
+  res = await call("GET", `/auth/credentials?accountId=${encodeURIComponent(wallet.id)}`);
+  const key = await otpLogin(expectStatus(res, 200, "list credentials").data[0].id);
+  res = await call("POST", "/customers/external-accounts", {
+    customerId: customer.id, currency: "USD",
+    accountInfo: { accountType: "USD_ACCOUNT", accountNumber: "88001201", routingNumber: "021000021",
+      beneficiary: { beneficiaryType: "INDIVIDUAL", fullName: "Grace Hopper" } },
+  });
+  const bank = expectStatus(res, 201, "register a USD bank account");
+  res = await call("POST", `/sandbox/internal-accounts/${wallet.id}/fund`, { amount: DAILY_LIMIT_USD_CENTS + 100, currency: "USD" });
+  expectStatus(res, 200, "fund the wallet with the daily limit and 1 USD");
+  // pay sends a transfer-out of amount USD cents: the first leg's
+  // challenge, checked, then the stamped retry, whose answer it returns.
+  const pay = async (amount) => {
+    const body = { source: { accountId: wallet.id }, destination: { accountId: bank.id }, amount };
+    const raw = JSON.stringify(body);
+    const r = await call("POST", "/transfer-out", raw);
+    const ch = checkChallenge(r, `transfer-out of ${amount}`, undefined);
+    checkPayload(ch, { type: "TRANSFER_OUT", accountId: wallet.id, body,
+      parameters: { sourceAccountId: wallet.id, destinationAccountId: bank.id, amount, currency: "USD" } }, r);
+    return call("POST", "/transfer-out", raw, { "Service-Wallet-Signature": await stamp(key, ch.payloadToSign), "Request-Id": ch.requestId });
+  };
+  const paid = [];
+  for (let total = 0; total < DAILY_LIMIT_USD_CENTS; total += TRANSACTION_MAXIMUM_USD_CENTS) {
+    res = await pay(TRANSACTION_MAXIMUM_USD_CENTS);
+    paid.push(expectStatus(res, 201, `transfer-out of ${TRANSACTION_MAXIMUM_USD_CENTS} USD cents within the daily limit`));
+  }
+  check(await balance(wallet.id, "USD") === 100, "the wallet holds 100 USD cents after paying out the daily limit");
+  // The first leg answers a challenge: the policy decides on the signed
+  // retry, in the transaction that consumes it.
+  res = await pay(1);
+  expectError(res, 403, "PAYOUT_BLOCKED", "one cent past the daily limit");
+  const d = res.json.details || {};
+  check(d.rule === "daily-limit" && d.window === "customer-day" && typeof d.reason === "string",
+    `details ${JSON.stringify(d)}, want rule daily-limit, window customer-day and a reason`, res);
+  check(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/.test(d.availableAt), `details.availableAt ${d.availableAt} is not an RFC 3339 UTC time`, res);
+  const wait = Date.parse(d.availableAt) - Date.parse(paid[0].createdAt);
+  check(Math.abs(wait - 24 * 3600_000) < 5_000, `availableAt ${d.availableAt} is not 24 hours after the first payout (${paid[0].createdAt})`, res);
+  check(await balance(wallet.id, "USD") === 100, "the refused payout debited nothing");
+  ok(`${paid.length} transfer-outs of ${TRANSACTION_MAXIMUM_USD_CENTS} USD cents paid; one more cent was 403 PAYOUT_BLOCKED (rule ${d.rule}, window ${d.window}, availableAt ${d.availableAt}), nothing debited`);
 }
 
 // spkiOf returns the DER of an SPKI PEM.
