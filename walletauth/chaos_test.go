@@ -114,22 +114,28 @@ const (
 	kindStepUp             = "I: a payout from the step-up amount allowed without a passkey session"
 	kindPolicyTwice        = "I: the policy counted one payout more than once"
 	kindPolicyMissing      = "I: a host payout committed without the policy's decision"
+	kindUnapproved         = "I: a payout the policy holds for approval executed without it"
 	kindLost               = "a 200 left no trace in the outbox"
 	kindRefusedCommitted   = "a refused operation committed"
 )
 
 // chaosRules is the payout policy of the host operations' payouts: a
-// customer's payouts are at most three thresholds a day, and from twice
-// the threshold they need a passkey session.
+// customer's payouts are at most three thresholds a day; from twice the
+// threshold they need a passkey session, and from half of it the approval
+// of the risk desk, which approvePayout gives.
 var chaosRules = fmt.Sprintf(`{"referenceCurrency": "USDC",
 	"windows": [{"name": "day", "scope": "CUSTOMER", "period": "24h", "maxAmount": %d}],
 	"rules": [{"name": "daily-limit", "match": {"exceedsWindows": ["day"]}, "action": "BLOCK"},
 		{"name": "step-up", "match": {"minAmount": %d}, "action": "ALLOW", "require": {"credentialTypes": ["PASSKEY"]}},
-		{"name": "default", "match": {}, "action": "ALLOW"}]}`, chaosWindow, chaosStepUp)
+		{"name": "approval", "match": {"minAmount": %d}, "action": "REQUIRE_APPROVAL",
+			"approval": {"count": 1, "operators": ["%s"], "ttl": "1h"}},
+		{"name": "default", "match": {}, "action": "ALLOW"}]}`, chaosWindow, chaosStepUp, chaosApproval, chaosRiskDesk)
 
 const (
-	chaosWindow = 3 * chaosThreshold
-	chaosStepUp = 2 * chaosThreshold
+	chaosWindow   = 3 * chaosThreshold
+	chaosStepUp   = 2 * chaosThreshold
+	chaosApproval = chaosThreshold / 2
+	chaosRiskDesk = "risk-desk"
 )
 
 // The account types and custodians the test's host knows.
@@ -223,6 +229,7 @@ type chaosWorld struct {
 	checkPool *pgxpool.Pool                     // the checker's pool, nil on the memory store
 	ledger    string                            // the host's ledger table, debited by payouts in host transactions
 	limits    *policy.Policy                    // decides the host operations' payouts (chaosRules)
+	held      []heldPayout                      // payouts held for approval, for approvePayout (under mu)
 	credMu    sync.Mutex                        // guards credTypes alone, taken under a wallet's mu
 	credTypes map[string]storage.CredentialType // every credential the clients learned of, revoked ones too
 	audit     string                            // the host's audit table, written by every host transaction
@@ -1140,10 +1147,16 @@ func (w *chaosWorld) hostOperation(c context.Context, rng *rand.Rand, cw *chaosW
 			if sp.Payout != nil {
 				// The policy decides on the signer of the retry, after the
 				// gate (inside payout) and in the same transaction.
-				decide := func() error {
-					_, err := w.limits.Decide(ectx, tx, policy.Payout{ID: sp.OpID, CustomerID: cw.Customer, SourceID: cw.ID,
+				decide := func() (bool, error) {
+					d, err := w.limits.Decide(ectx, tx, policy.Payout{ID: sp.OpID, CustomerID: cw.Customer, SourceID: cw.ID,
 						DestinationID: sp.Payout.AccountID, Amount: sp.Payout.Amount, Currency: sp.Payout.Currency, Authorization: a})
-					return err
+					if err != nil || d.Approval == nil {
+						return false, err
+					}
+					w.mu.Lock()
+					w.held = append(w.held, heldPayout{approval: d.Approval.ID, opID: sp.OpID, pay: *sp.Payout})
+					w.mu.Unlock()
+					return true, nil // held: it executes on its approval
 				}
 				if err := payout(ectx, tx, r.own, sp.OpID, sp.Payout, decide); err != nil {
 					return struct{}{}, err
@@ -1186,13 +1199,14 @@ func randomCurrency(rng *rand.Rand) string {
 // account, as a host that debits in the same database does. Inside a host
 // transaction it also writes the host's ledger debit through
 // postgres.HostTx, in the same transaction as the gate and the event.
-func payout(c context.Context, tx storage.Tx, own *ownership.Service, opID string, p *chaosPayParam, decide func() error) error {
+func payout(c context.Context, tx storage.Tx, own *ownership.Service, opID string, p *chaosPayParam, decide func() (held bool, err error)) error {
 	d, err := own.CheckPayoutIn(c, tx, ownership.Payout{AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency})
 	if err != nil {
 		return err
 	}
 	if decide != nil {
-		if err := decide(); err != nil {
+		held, err := decide()
+		if err != nil || held {
 			return err
 		}
 	}
@@ -1217,6 +1231,36 @@ func appendEvent(c context.Context, tx storage.Tx, typ, subject string, data any
 		return err
 	}
 	return tx.Outbox().Append(c, &e)
+}
+
+// heldPayout is a payout the policy held for approval (its transaction
+// may not have committed: approving an unknown one is 404).
+type heldPayout struct {
+	approval, opID string
+	pay            chaosPayParam
+}
+
+// approvePayout approves a held payout as the risk desk and, when the
+// policy then allows it, executes it in the same transaction through the
+// gate, as the host that held it would have.
+func (w *chaosWorld) approvePayout(c context.Context, rng *rand.Rand) {
+	w.mu.Lock()
+	if len(w.held) == 0 {
+		w.mu.Unlock()
+		return
+	}
+	h := w.held[rng.IntN(len(w.held))]
+	w.mu.Unlock()
+	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) error {
+		return r.st.Atomic(ctx, func(tx storage.Tx) error {
+			d, _, err := w.limits.Approve(ctx, tx, h.approval, policy.Approver{Operator: chaosRiskDesk})
+			if err != nil || d == nil {
+				return err
+			}
+			return payout(ctx, tx, r.own, h.opID, &h.pay, nil)
+		})
+	})
+	w.count("approve payout", err)
 }
 
 func (w *chaosWorld) directPayout(c context.Context, rng *rand.Rand, cw *chaosWallet) {
@@ -1390,8 +1434,10 @@ func (w *chaosWorld) step(rng *rand.Rand) {
 		w.updateEmail(c, rng, cw)
 	case n < 69:
 		w.hostOperation(c, rng, cw)
-	case n < 73:
+	case n < 71:
 		w.directPayout(c, rng, cw)
+	case n < 73:
+		w.approvePayout(c, rng)
 	case n < 78:
 		w.startChallenge(c, rng, x)
 	case n < 84:
@@ -1609,23 +1655,37 @@ func (w *chaosWorld) checkPolicy(ctx context.Context) ([]violation, error) {
 		if err != nil {
 			return nil, err
 		}
+		requested := map[string]bool{} // approvals held so far in the wallet's commit order
 		for _, e := range events {
-			if e.Type != policy.EventDecided {
+			if e.Type != policy.EventDecided && e.Type != policy.EventApprovalRequested {
 				continue
 			}
 			var env struct {
 				Data struct {
-					PayoutID        string `json:"payoutId"`
-					CustomerID      string `json:"customerId"`
-					ReferenceAmount int64  `json:"referenceAmount"`
-					Rule            string `json:"rule"`
-					CredentialID    string `json:"credentialId"`
+					PayoutID        string   `json:"payoutId"`
+					CustomerID      string   `json:"customerId"`
+					ReferenceAmount int64    `json:"referenceAmount"`
+					Rule            string   `json:"rule"`
+					CredentialID    string   `json:"credentialId"`
+					ApprovalID      string   `json:"approvalId"`
+					Approvers       []string `json:"approvers"`
 				} `json:"data"`
 			}
 			if err := json.Unmarshal(e.Payload, &env); err != nil {
 				return nil, err
 			}
 			d := env.Data
+			if e.Type == policy.EventApprovalRequested {
+				requested[d.ApprovalID] = true
+				continue
+			}
+			// Held amounts below the step-up's pass only with their approval,
+			// given after they were held.
+			if d.ReferenceAmount >= chaosApproval && d.ReferenceAmount < chaosStepUp &&
+				(d.ApprovalID == "" || !requested[d.ApprovalID] || !slices.Contains(d.Approvers, "operator:"+chaosRiskDesk)) {
+				out = append(out, violation{Kind: kindUnapproved, Account: cw.ID, Seq: e.Seq,
+					Detail: fmt.Sprintf("%d allowed by rule %s with approval %q by %v", d.ReferenceAmount, d.Rule, d.ApprovalID, d.Approvers)})
+			}
 			decided[d.PayoutID]++
 			perCustomer[d.CustomerID] += d.ReferenceAmount
 			if perCustomer[d.CustomerID] > chaosWindow {
