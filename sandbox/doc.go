@@ -88,11 +88,13 @@
 //   - keys belong to the platform (the client id), not to a route: a
 //     request is its method, path and canonical body (member order and
 //     whitespace do not count);
-//   - the first request with a key runs; its final answer (201, or the 200
-//     of an execution) is kept 24 hours from completion, and a repeat of
-//     the same request in that time gets it again with the header
+//   - the first request with a key runs; its final answer (201, the 200
+//     of an execution, or the 202 [PayoutApproval] of a transfer-out the
+//     payout policy holds) is kept 24 hours from completion, and a repeat
+//     of the same request in that time gets it again with the header
 //     Idempotent-Replayed: true, without running and without a signature
-//     check;
+//     check (a held transfer-out replays its approval as it was held, and
+//     never holds a second payout);
 //   - another request under a kept key, or the same request while the
 //     first still runs, is 409 CONFLICT;
 //   - an error, and the 202 challenge of a signed retry, are not kept: the
@@ -170,7 +172,15 @@
 // (new-destination), and one worth exactly [StepUpPayoutUSDCents] (777.77
 // USD) signed by anything but a PASSKEY session of at most five minutes
 // with 403 STEP_UP_REQUIRED (step-up-amount). A refused retry leaves its
-// request usable and debits nothing.
+// request usable and debits nothing. A transfer-out worth exactly
+// [ApprovalPayoutUSDCents] (888.88 USD) is held for approval
+// (approval-amount): the retry answers 202 with a [PayoutApproval] and
+// debits nothing; one approval within [ApprovalTTL], signed by a session
+// of another credential of the wallet (POST
+// /payout-approvals/{id}/approve, [Simulator.ApprovePayout]) or given by
+// the operator [SandboxRiskOperator] (POST
+// /sandbox/payout-approvals/{id}/approve), makes the payout in the
+// transaction that records it.
 //
 // A vaspName makes a wallet custodial only when it names a VASP of the
 // sandbox's directory, [SandboxVASPs], exactly as sent (no trimming); any

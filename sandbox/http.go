@@ -35,7 +35,11 @@ import (
 //	POST   /customers/external-accounts/{id}/untrust      200 TrustStart
 //	POST   /customers/external-accounts/{id}/untrust/confirm  200 TrustConfirm
 //	POST   /transfer-in                                   201 Transaction (Idempotency-Key, see the package documentation)
-//	POST   /transfer-out                                  202 then 201 Transaction (Idempotency-Key, see the package documentation)
+//	POST   /transfer-out                                  202 then 201 Transaction, or 202 PayoutApproval when held (Idempotency-Key, see the package documentation)
+//	GET    /payout-approvals/{id}                         200 PayoutApproval
+//	POST   /payout-approvals/{id}/approve                 202 then 200 Transaction (the payout made), or 200 PayoutApproval (approvals missing)
+//	POST   /sandbox/payout-approvals/{id}/approve         200 Transaction or PayoutApproval, as the operator SandboxRiskOperator
+//	POST   /sandbox/payout-approvals/{id}/refuse          200 PayoutApproval (REFUSED), as the operator SandboxRiskOperator
 //	POST   /quotes                                        201 Quote (Idempotency-Key, see the package documentation)
 //	GET    /quotes/{id}                                   200 Quote
 //	POST   /quotes/{id}/execute                           202 then 200 Quote (Idempotency-Key, see the package documentation)
@@ -146,6 +150,7 @@ func (s *Simulator) routes() error {
 	s.listRoutes(r)
 	s.platformRoutes(r)
 	s.scaRoutes(r)
+	s.approvalRoutes(r)
 	if err != nil {
 		return err
 	}

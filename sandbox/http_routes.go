@@ -143,15 +143,17 @@ func (s *Simulator) hTransfer(in bool) http.HandlerFunc {
 			return
 		}
 		req.IdempotencyKey = key
-		var tx *Transaction
-		var ch *signedretry.Challenge
-		var replayed bool
 		if in {
-			tx, replayed, err = s.transferIn(r.Context(), req, body)
-		} else {
-			tx, ch, replayed, err = s.transferOutKeyed(r.Context(), req, signedretry.RequestFrom(r, body))
+			tx, replayed, err := s.transferIn(r.Context(), req, body)
+			writeKeyed(w, http.StatusCreated, tx, nil, replayed, err)
+			return
 		}
-		writeKeyed(w, http.StatusCreated, tx, ch, replayed, err)
+		o, ch, replayed, err := s.transferOutKeyed(r.Context(), req, signedretry.RequestFrom(r, body))
+		status := http.StatusCreated
+		if o != nil {
+			status = o.keyedStatus(status)
+		}
+		writeKeyed(w, status, o.body(), ch, replayed, err)
 	}
 }
 

@@ -22,10 +22,14 @@ import (
 // request's fingerprint is POST, the base path and path, and the canonical
 // body (over HTTP the body as sent; in Go the request's JSON). The first
 // request with the key runs fn; a result is stored as status (the route's
-// final status) with its JSON for the Guard's TTL (24 hours from
-// completion). A challenge (the first leg of a signed retry) and an error
-// are not final: they release the key, which may then carry the retry or a
-// repeat. A repeat with the same fingerprint returns the stored result
+// final status, or the result's own when it has one: see [keyedStatus])
+// with its JSON for the Guard's TTL (24 hours from completion). A
+// challenge (the first leg of a signed retry) and an error are not final:
+// they release the key, which may then carry the retry or a repeat. A
+// payout held for approval (202 with a [PayoutApproval]) is final: the
+// key's payout is that approval, and a repeat returns it as it was held
+// (GET /payout-approvals/{id} says what became of it), never a second
+// hold. A repeat with the same fingerprint returns the stored result
 // decoded, with replayed true, without running fn (and so without checking
 // a signature: the key, like the effect, belongs to the platform); another
 // request under a live key, or the same while the first still runs, is 409
@@ -45,14 +49,20 @@ func keyed[T any](ctx context.Context, s *Simulator, key, path string, body []by
 			return idempotency.Response{}, err
 		case c != nil:
 			ch = c
-			return idempotency.Response{Status: http.StatusAccepted}, nil // not final: released
+			// Not final: no response of the key (Status 0, which
+			// keepKeyed refuses), so the key is released.
+			return idempotency.Response{}, nil
 		}
 		b, err := json.Marshal(o)
 		if err != nil {
 			return idempotency.Response{}, apierror.Internal(err)
 		}
 		out = o
-		return idempotency.Response{Status: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: b}, nil
+		st := status
+		if k, ok := any(o).(keyedStatus); ok {
+			st = k.keyedStatus(status)
+		}
+		return idempotency.Response{Status: st, Header: http.Header{"Content-Type": {"application/json"}}, Body: b}, nil
 	})
 	switch {
 	case err != nil:
@@ -66,6 +76,17 @@ func keyed[T any](ctx context.Context, s *Simulator, key, path string, body []by
 	}
 	return out, ch, false, nil
 }
+
+// keyedStatus is a result of [keyed] whose status is its own: a transfer
+// out answers 201 with its Transaction or 202 with the PayoutApproval it
+// waits for. keyedStatus returns it, given the route's final status.
+type keyedStatus interface{ keyedStatus(final int) int }
+
+// keepKeyed is the simulator Guard's [idempotency.Config].Keep: every 2xx
+// result of keyed is final and stored, 202 included (a held payout); the
+// challenge leg, which is not, reaches the Guard as no response (Status
+// 0) and releases the key.
+func keepKeyed(status int) bool { return status >= 200 && status < 300 }
 
 // idempotencyScope is the scope of the simulator's Idempotency-Key records:
 // the platform its credentials authenticate (the sandbox serves one, and

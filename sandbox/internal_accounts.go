@@ -114,8 +114,9 @@ func (s *Simulator) GetInternalAccount(ctx context.Context, id string) (*Interna
 // stamps a payload only when its type is the operation it started (the Type
 // of its signedretry.Expectation).
 const (
-	OpExecuteQuote = "EXECUTE_QUOTE"
-	OpTransferOut  = "TRANSFER_OUT"
+	OpExecuteQuote  = "EXECUTE_QUOTE"
+	OpTransferOut   = "TRANSFER_OUT"
+	OpApprovePayout = "APPROVE_PAYOUT"
 )
 
 // defaults fills a Go caller's zero call from the route.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership/policy"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
@@ -37,14 +38,31 @@ const (
 	// and has not been paid since. 555.55 USD, USDB or USDC, or any amount
 	// worth 555.55 USD rounded down to the cent.
 	NewDestinationPayoutUSDCents = 55_555
+	// ApprovalPayoutUSDCents is the magic value, in US cents, of a payout
+	// held for approval (rule [PayoutRuleApproval]): the retry commits
+	// without paying and answers 202 with the [PayoutApproval]; one
+	// approval, by a session of another credential of the wallet or by
+	// the operator [SandboxRiskOperator], within [ApprovalTTL], pays it.
+	// 888.88 USD, USDB or USDC, or any amount worth 888.88 USD rounded
+	// down to the cent.
+	ApprovalPayoutUSDCents = 88_888
+	// ApprovalTTL is how long a payout of [ApprovalPayoutUSDCents] waits
+	// for its approval; it is EXPIRED after.
+	ApprovalTTL = 24 * time.Hour
+	// SandboxRiskOperator is the operator principal of the sandbox's
+	// approval rule: the POST /sandbox/payout-approvals/{id}/approve and
+	// /refuse routes act as it.
+	SandboxRiskOperator = "sandbox-risk-desk"
 )
 
-// The names of [DefaultPayoutRules]' refusing rules and window, as
-// refusals name them in details.rule and details.window.
+// The names of [DefaultPayoutRules]' refusing and holding rules and of its
+// window, as refusals name them in details.rule and details.window and a
+// held payout in its [PayoutApproval].Rule.
 const (
 	PayoutRuleDailyLimit     = "daily-limit"
 	PayoutRuleStepUp         = "step-up-amount"
 	PayoutRuleNewDestination = "new-destination"
+	PayoutRuleApproval       = "approval-amount"
 	PayoutWindowCustomerDay  = "customer-day"
 )
 
@@ -54,6 +72,12 @@ const (
 //
 //   - daily-limit: a payout that would bring the customer's payouts of the
 //     last 24 hours above [DailyPayoutLimitUSD] is blocked;
+//   - above-approval-amount: a payout above [ApprovalPayoutUSDCents] is
+//     allowed;
+//   - approval-amount: a payout of exactly [ApprovalPayoutUSDCents] is
+//     held until one approval, by a session of another credential of the
+//     source wallet or by the operator [SandboxRiskOperator], within
+//     [ApprovalTTL];
 //   - above-step-up-amount: a payout above [StepUpPayoutUSDCents] is
 //     allowed;
 //   - step-up-amount: a payout of exactly [StepUpPayoutUSDCents] is allowed
@@ -65,15 +89,19 @@ const (
 //     since is blocked;
 //   - default: everything else is allowed.
 //
-// So the step-up and the cool-off are reached by their magic amounts only,
-// and the daily limit by paying out more than 100,000 USD in a day (two
-// payouts of the single-transaction maximum, [TransactionMaximumUSD], fill
-// it).
+// So the approval, the step-up and the cool-off are reached by their magic
+// amounts only, and the daily limit by paying out more than 100,000 USD in
+// a day (two payouts of the single-transaction maximum,
+// [TransactionMaximumUSD], fill it). A held payout counts in the window
+// when it is approved, and its approval pays it only if it still fits.
 const DefaultPayoutRules = `{
 	"referenceCurrency": "USD",
 	"windows": [{"name": "customer-day", "scope": "CUSTOMER", "period": "24h", "maxAmount": 10000000}],
 	"rules": [
 		{"name": "daily-limit", "match": {"exceedsWindows": ["customer-day"]}, "action": "BLOCK"},
+		{"name": "above-approval-amount", "match": {"minAmount": 88889}, "action": "ALLOW"},
+		{"name": "approval-amount", "match": {"minAmount": 88888}, "action": "REQUIRE_APPROVAL",
+			"approval": {"count": 1, "secondCredential": true, "operators": ["sandbox-risk-desk"], "ttl": "24h"}},
 		{"name": "above-step-up-amount", "match": {"minAmount": 77778}, "action": "ALLOW"},
 		{"name": "step-up-amount", "match": {"minAmount": 77777}, "action": "ALLOW",
 			"require": {"credentialTypes": ["PASSKEY"], "maxSessionAge": "5m"}},
@@ -128,14 +156,23 @@ func (r rates) ToReference(_ context.Context, currency string, amount int64) (in
 
 // decidePayout runs the payout policy on a payout of amount (smallest
 // units of cur) from the embedded wallet wal to the external account
-// destID (or, with destType policy.DestinationUMA, to a UMA address), inside tx, the transaction that consumes the signed request a
-// (the Effect of the payout's [walletauth.Authorize]). The payout counts
-// under a's request id; it counts in the windows when tx commits, and a
-// refusal (403 PAYOUT_BLOCKED, 403 STEP_UP_REQUIRED) rolls tx back, so the
-// signed request stays usable and nothing is debited.
+// destID (or, with destType policy.DestinationUMA, to a UMA address),
+// inside tx, the transaction that consumes the signed request a (the
+// Effect of the payout's [walletauth.Authorize]). The payout counts under
+// a's request id; it counts in the windows when tx commits, and a refusal
+// (403 PAYOUT_BLOCKED, 403 STEP_UP_REQUIRED) rolls tx back, so the signed
+// request stays usable and nothing is debited. held, when not nil, is the
+// approval a REQUIRE_APPROVAL rule stored in tx: the payout must not be
+// made now (it is made when the approval is, see [Simulator.ApprovePayout]).
 func (s *Simulator) decidePayout(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, wal *storage.InternalAccount,
-	destID, destType string, amount int64, cur string) error {
-	_, err := s.limits.Decide(ctx, tx, policy.Payout{ID: a.RequestID, CustomerID: wal.CustomerID, SourceID: wal.ID,
+	destID, destType string, amount int64, cur string) (held *storage.PayoutApproval, err error) {
+	d, err := s.limits.Decide(ctx, tx, policy.Payout{ID: a.RequestID, CustomerID: wal.CustomerID, SourceID: wal.ID,
 		DestinationID: destID, DestinationType: destType, Amount: amount, Currency: cur, Authorization: a})
-	return err
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		return nil, apierror.Internal(errors.New("sandbox: the payout policy returned no decision"))
+	}
+	return d.Approval, nil
 }

@@ -23,8 +23,9 @@ import (
 // valid policy, and holds the documented values: the customer-day window
 // of DailyPayoutLimitUSD in USD cents, the step-up at exactly
 // StepUpPayoutUSDCents (PASSKEY, StepUpMaxSessionAge) and the cool-off at
-// exactly NewDestinationPayoutUSDCents, each refusing rule named by its
-// constant.
+// exactly NewDestinationPayoutUSDCents, the approval at exactly
+// ApprovalPayoutUSDCents (one approval, a second credential or
+// SandboxRiskOperator, ApprovalTTL), each rule named by its constant.
 func TestDefaultPayoutRulesMatchConstants(t *testing.T) {
 	r, err := policy.Parse([]byte(sandbox.DefaultPayoutRules))
 	if err != nil {
@@ -60,10 +61,17 @@ func TestDefaultPayoutRulesMatchConstants(t *testing.T) {
 		n.Match.NewDestinationWithin == nil || time.Duration(*n.Match.NewDestinationWithin) != 24*time.Hour {
 		t.Fatalf("new destination %+v", n)
 	}
+	a := byName[sandbox.PayoutRuleApproval]
+	if a.Action != policy.RequireApproval || a.Match.MinAmount == nil || *a.Match.MinAmount != sandbox.ApprovalPayoutUSDCents ||
+		a.Require != nil || a.Approval == nil || a.Approval.Count != 1 || !a.Approval.SecondCredential ||
+		len(a.Approval.Operators) != 1 || a.Approval.Operators[0] != sandbox.SandboxRiskOperator ||
+		time.Duration(a.Approval.TTL) != sandbox.ApprovalTTL {
+		t.Fatalf("approval %+v", a)
+	}
 	// Each magic rule is reached by its exact amount only: the rule just
 	// before it allows every larger amount.
 	for i, rule := range r.Rules {
-		if rule.Name != s.Name && rule.Name != n.Name {
+		if rule.Name != s.Name && rule.Name != n.Name && rule.Name != a.Name {
 			continue
 		}
 		prev := r.Rules[i-1]

@@ -499,8 +499,12 @@ func (s *Simulator) quoteEffect(ctx context.Context, tx storage.Tx, a *signedret
 		return quoteExecution{}, err
 	}
 	if p.DestinationAccountID == "" {
-		if err := s.decidePayout(ctx, tx, a, &wal, p.DestinationUMAAddress, policy.DestinationUMA, p.Amount, p.Currency); err != nil {
+		held, err := s.decidePayout(ctx, tx, a, &wal, p.DestinationUMAAddress, policy.DestinationUMA, p.Amount, p.Currency)
+		if err != nil {
 			return quoteExecution{}, err
+		}
+		if held != nil {
+			return quoteExecution{}, quoteHeld(held)
 		}
 		return quoteExecution{signed: p}, nil
 	}
@@ -508,10 +512,25 @@ func (s *Simulator) quoteEffect(ctx context.Context, tx storage.Tx, a *signedret
 	if err != nil {
 		return quoteExecution{}, err
 	}
-	if err := s.decidePayout(ctx, tx, a, &wal, p.DestinationAccountID, "", p.Amount, p.Currency); err != nil {
+	held, err := s.decidePayout(ctx, tx, a, &wal, p.DestinationAccountID, "", p.Amount, p.Currency)
+	if err != nil {
 		return quoteExecution{}, err
 	}
+	if held != nil {
+		return quoteExecution{}, quoteHeld(held)
+	}
 	return quoteExecution{signed: p, identifier: ext.Address}, nil
+}
+
+// quoteHeld is the refusal of a quote execution the payout policy would
+// hold for approval: the sandbox holds transfers out only (a quote expires
+// long before its approval would), so the execution is refused, 403
+// PAYOUT_BLOCKED naming the holding rule, and its transaction, the held
+// approval with it, rolls back.
+func quoteHeld(held *storage.PayoutApproval) error {
+	const reason = "the rule holds the payout for approval, which the sandbox does for transfers out only, not quote executions"
+	return apierror.New(apierror.PayoutBlocked, "payout refused by rule %s: %s", held.Rule, reason).
+		WithDetail("rule", held.Rule).WithDetail("reason", reason)
 }
 
 // quoteParams are the parameters of an EXECUTE_QUOTE payload: every value

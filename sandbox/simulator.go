@@ -250,7 +250,7 @@ func New(cfg Config) (*Simulator, error) {
 	s := &Simulator{cfg: cfg, auth: auth, pk: pk, oidc: ov, state: newState()}
 	// Reservation tokens come from crypto/rand, not cfg.Rand, so keys do not
 	// shift a seeded simulator's ids.
-	if s.idem, err = idempotency.New(idempotency.Config{Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider}); err != nil {
+	if s.idem, err = idempotency.New(idempotency.Config{Store: cfg.Store, Clock: cfg.Clock, Keep: keepKeyed, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider}); err != nil {
 		ov.Close()
 		return nil, err
 	}

@@ -18,6 +18,9 @@ type state struct {
 	cards        map[string]*card
 	sca          map[string]*scaChallenge
 	scaCustomers map[string]*scaCustomer // by customer id, see sca.go
+	// approvalTxs names the transaction an approved payout was made as,
+	// by approval id (see payout_approvals.go).
+	approvalTxs map[string]string
 }
 
 func newState() *state {
@@ -32,6 +35,7 @@ func newState() *state {
 		unsettled:    map[string]*transaction{},
 		cards:        map[string]*card{},
 		sca:          map[string]*scaChallenge{},
+		approvalTxs:  map[string]string{},
 	}
 }
 

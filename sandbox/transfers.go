@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -222,6 +224,16 @@ func (s *Simulator) transferIn(ctx context.Context, req TransferRequest, body []
 // completed transfer returns the first result, signed or not (the
 // challenge leg is not remembered: the key then carries the retry).
 //
+// A retry the payout policy holds for approval (a REQUIRE_APPROVAL rule:
+// under [DefaultPayoutRules], a payout worth exactly
+// [ApprovalPayoutUSDCents]) consumes the signed request, stores the
+// approval and debits nothing: TransferOut returns a [*PayoutHeldError]
+// naming the [PayoutApproval] (over HTTP, 202 with the PayoutApproval,
+// which has no payloadToSign, unlike a challenge). The payout is made when
+// it is approved ([Simulator.ApprovePayout],
+// [Simulator.OperatorApprovePayout]). With an IdempotencyKey the held
+// result is final: a repeat gets the same PayoutApproval, as it was held.
+//
 // Errors: those of TransferIn, 400 INVALID_AMOUNT (balance too low), 400
 // EXTERNAL_ACCOUNT_VERIFICATION_REQUIRED (the destination is a first-party
 // self-custody wallet still pending ownership verification and the amount
@@ -235,20 +247,81 @@ func (s *Simulator) transferIn(ctx context.Context, req TransferRequest, body []
 // 403 STEP_UP_REQUIRED, naming the rule in details.rule; see
 // [DefaultPayoutRules]), the 401s of signedretry.
 func (s *Simulator) TransferOut(ctx context.Context, req TransferRequest, call signedretry.Request) (*Transaction, *signedretry.Challenge, error) {
-	t, ch, _, err := s.transferOutKeyed(ctx, req, call)
-	return t, ch, err
+	o, ch, _, err := s.transferOutKeyed(ctx, req, call)
+	switch {
+	case err != nil || ch != nil:
+		return nil, ch, err
+	case o.held != nil:
+		return nil, nil, &PayoutHeldError{Approval: o.held}
+	}
+	return o.tx, nil, nil
 }
 
-// transferOutKeyed is TransferOut; replayed reports a stored result.
-func (s *Simulator) transferOutKeyed(ctx context.Context, req TransferRequest, call signedretry.Request) (*Transaction, *signedretry.Challenge, bool, error) {
+// transferOutKeyed is TransferOut; replayed reports a stored result. The
+// outcome is set when the error and the challenge are nil.
+func (s *Simulator) transferOutKeyed(ctx context.Context, req TransferRequest, call signedretry.Request) (*transferOutcome, *signedretry.Challenge, bool, error) {
 	call, err := s.defaults(call, http.MethodPost, "/transfer-out", req)
 	if err != nil {
 		return nil, nil, false, err
 	}
 	return keyed(ctx, s, req.IdempotencyKey, "/transfer-out", call.Body, http.StatusCreated,
-		func(ctx context.Context) (*Transaction, *signedretry.Challenge, error) {
+		func(ctx context.Context) (*transferOutcome, *signedretry.Challenge, error) {
 			return s.transferOut(ctx, req, call)
 		})
+}
+
+// transferOutcome is what the retry of a transfer out answers: the
+// Transaction (201), or the PayoutApproval the payout waits for (202). It
+// marshals as the one that is set, and unmarshals a stored answer by its
+// id's prefix.
+type transferOutcome struct {
+	tx   *Transaction
+	held *PayoutApproval
+}
+
+// MarshalJSON writes the Transaction, or the PayoutApproval when held.
+func (o transferOutcome) MarshalJSON() ([]byte, error) {
+	if o.held != nil {
+		return json.Marshal(o.held)
+	}
+	return json.Marshal(o.tx)
+}
+
+// UnmarshalJSON reads a stored answer: a PayoutApproval when its id is
+// one, a Transaction otherwise.
+func (o *transferOutcome) UnmarshalJSON(b []byte) error {
+	var probe struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return err
+	}
+	*o = transferOutcome{}
+	if strings.HasPrefix(probe.ID, "PayoutApproval:") {
+		o.held = new(PayoutApproval)
+		return json.Unmarshal(b, o.held)
+	}
+	o.tx = new(Transaction)
+	return json.Unmarshal(b, o.tx)
+}
+
+// keyedStatus is 202 for a held payout, final (201) otherwise.
+func (o transferOutcome) keyedStatus(final int) int {
+	if o.held != nil {
+		return http.StatusAccepted
+	}
+	return final
+}
+
+// body is what the route writes: the PayoutApproval or the Transaction.
+func (o *transferOutcome) body() any {
+	switch {
+	case o == nil:
+		return nil
+	case o.held != nil:
+		return o.held
+	}
+	return o.tx
 }
 
 // transferParams are the parameters of a TRANSFER_OUT payload.
@@ -274,7 +347,10 @@ type transferParams struct {
 // currency to be the destination's. On the first leg that holds by
 // construction; on the retry it refuses a destination whose currency is no
 // longer the signed one.
-func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call signedretry.Request) (*Transaction, *signedretry.Challenge, error) {
+//
+// A payout the policy holds (transferPlan.held) is not written to the
+// ledger: the outcome is its PayoutApproval.
+func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call signedretry.Request) (*transferOutcome, *signedretry.Challenge, error) {
 	extID, walletID := req.Destination.AccountID, req.Source.AccountID
 	op := walletauth.HostOperation[transferParams, transferPlan]{Type: OpTransferOut, AccountID: walletID,
 		Check: s.transferOutRule(ctx), Effect: s.transferOutEffect}
@@ -300,7 +376,10 @@ func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call s
 	if err != nil || ch != nil {
 		return nil, ch, err
 	}
-	return s.state.scheduleTransfer(plan, id, now), nil, nil
+	if plan.held != nil {
+		return &transferOutcome{held: s.state.approvalView(plan.held, now)}, nil, nil
+	}
+	return &transferOutcome{tx: s.state.scheduleTransfer(plan, id, now)}, nil, nil
 }
 
 // transferCurrency returns the currency of the external account extID, the
@@ -350,12 +429,30 @@ func (s *Simulator) transferOutRule(ctx context.Context) func(context.Context, s
 // policy (Config.PayoutRules) decides the payout of p.Amount p.Currency
 // from the wallet to the destination account, signed by a, and counts it
 // in tx (decidePayout); then it returns the transfer to write to the
-// ledger, made of p and of what the ledger entry names besides (the
-// destination's identifier, which selects the sandbox outcome, read from
-// the account the rule holds, and the wallet's customer). The transfer is
-// written once the transaction has committed; a refusal of the policy
-// rolls the transaction back and leaves the signed request usable.
+// ledger (payoutPlan). The transfer is written once the transaction has
+// committed; a refusal of the policy rolls the transaction back and leaves
+// the signed request usable. A payout the policy holds for approval
+// returns the plan with held set, which is not written to the ledger: the
+// transaction commits the approval and the consumed request only.
 func (s *Simulator) transferOutEffect(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p transferParams) (transferPlan, error) {
+	plan, err := payoutPlan(ctx, tx, p)
+	if err != nil {
+		return transferPlan{}, err
+	}
+	if plan.held, err = s.decidePayout(ctx, tx, a, &plan.wal, p.DestinationAccountID, "", p.Amount, p.Currency); err != nil {
+		return transferPlan{}, err
+	}
+	return plan, nil
+}
+
+// payoutPlan returns the transfer out of the parameters p to write to the
+// ledger, read in tx once transferOutRule has allowed p there: p and what
+// the ledger entry names besides (the destination's identifier, which
+// selects the sandbox outcome, read from the account the rule holds, and
+// the wallet's customer). The payout policy has decided it already: the
+// effect of a transfer out and the approval of a held one
+// ([Simulator.ApprovePayout]) both end with it.
+func payoutPlan(ctx context.Context, tx storage.Tx, p transferParams) (transferPlan, error) {
 	plan := transferPlan{amount: p.Amount, cur: p.Currency}
 	var err error
 	if plan.ext, err = tx.ExternalAccounts().Get(ctx, p.DestinationAccountID); err != nil {
@@ -364,19 +461,19 @@ func (s *Simulator) transferOutEffect(ctx context.Context, tx storage.Tx, a *sig
 	if plan.wal, err = tx.InternalAccounts().Get(ctx, p.SourceAccountID); err != nil {
 		return transferPlan{}, err
 	}
-	if err := s.decidePayout(ctx, tx, a, &plan.wal, p.DestinationAccountID, "", p.Amount, p.Currency); err != nil {
-		return transferPlan{}, err
-	}
 	return plan, nil
 }
 
-// transferPlan is a checked transfer, ready to schedule.
+// transferPlan is a checked transfer, ready to schedule, unless held is
+// set: then the payout policy holds it for that approval and it is not
+// scheduled.
 type transferPlan struct {
 	ext    storage.ExternalAccount
 	wal    storage.InternalAccount
 	amount int64
 	cur    string
 	in     bool
+	held   *storage.PayoutApproval
 }
 
 func (s *Simulator) transfer(ctx context.Context, extID, walletID string, amount int64, in bool) (*Transaction, error) {

@@ -22,7 +22,12 @@
 // another request), and the single-transaction maximum; the sandbox's
 // payout policy: a second customer pays out up to the daily limit and the
 // next payout is refused, 403 PAYOUT_BLOCKED naming the rule, the window and
-// when it has room again; and, when
+// when it has room again; a payout held for approval: a transfer-out of
+// 888.88 USD answers 202 with a PayoutApproval, the session of the
+// credential that signed it may not approve it (403), a session of a second
+// (OAUTH) credential of the wallet approves it as a signed APPROVE_PAYOUT
+// and the payout is made once (200 Transaction), a second approval 409;
+// and, when
 // WALLETGATE_WEBHOOK_PORT and WALLETGATE_WEBHOOK_KEY_FILE are set (the
 // server's -webhook-url and -webhook-public-key), a webhook receiver on
 // 127.0.0.1 that verifies every X-Grid-Signature with WebCrypto, answers 409
@@ -374,6 +379,7 @@ async function main() {
 
   await moneyMovement(customer, wallet, refreshedKey, receiver);
   await dailyLimit();
+  await payoutApproval();
   if (receiver) {
     await checkWebhooks(receiver, { wallet, ethAcct, solAcct, ethAddress: eth.address, solAddress, oauthCred, otpSession, refreshed });
   } else {
@@ -619,6 +625,103 @@ async function dailyLimit() {
   check(Math.abs(wait - 24 * 3600_000) < 5_000, `availableAt ${d.availableAt} is not 24 hours after the first payout (${paid[0].createdAt})`, res);
   check(await balance(wallet.id, "USD") === 100, "the refused payout debited nothing");
   ok(`${paid.length} transfer-outs of ${TRANSACTION_MAXIMUM_USD_CENTS} USD cents paid; one more cent was 403 PAYOUT_BLOCKED (rule ${d.rule}, window ${d.window}, availableAt ${d.availableAt}), nothing debited`);
+}
+
+// APPROVAL_USD_CENTS is the sandbox's approval amount
+// (sandbox.ApprovalPayoutUSDCents): a transfer-out worth exactly 888.88
+// USD waits for an approval.
+const APPROVAL_USD_CENTS = 88_888;
+
+// oauthLogin adds an OAUTH credential to the wallet (signed by key, a
+// session of another credential), logs in with it (nonce =
+// sha256(clientPublicKey), ID token signed by jose) and returns the
+// credential and the session key @turnkey/crypto decrypts.
+async function oauthLogin(walletId, key, email) {
+  const { privateKey: idpKey } = await jose.generateKeyPair("RS256");
+  const sub = `20${Date.now()}`;
+  const idToken = (extra) =>
+    new jose.SignJWT({ email, ...extra })
+      .setProtectedHeader({ alg: "RS256", kid: "e2e-test", typ: "JWT" })
+      .setIssuer(OIDC_ISSUER)
+      .setAudience(OIDC_AUDIENCE)
+      .setSubject(sub)
+      .setIssuedAt()
+      .setExpirationTime("1h")
+      .sign(idpKey);
+  const add = await signed("POST", "/auth/credentials", { type: "OAUTH", accountId: walletId, oidcToken: await idToken({}) }, key,
+    { what: "add OAUTH", type: "OAUTH", status: 201 });
+  const loginKey = generateP256KeyPair();
+  const nonce = createHash("sha256").update(loginKey.publicKey).digest("hex");
+  const res = await call("POST", `/auth/credentials/${add.out.id}/verify`, { type: "OAUTH", oidcToken: await idToken({ nonce }), clientPublicKey: loginKey.publicKey });
+  const sess = expectStatus(res, 200, "OAUTH verify");
+  return { cred: add.out, key: sessionKeyFromPrivate(decryptCredentialBundle(sess.encryptedSessionSigningKey, loginKey.privateKey)) };
+}
+
+// payoutApproval drives the README's "Payout approvals": a new customer's
+// transfer-out of exactly 888.88 USD, signed by its EMAIL_OTP session, is
+// held (202 PayoutApproval, distinguishable from a challenge: no
+// payloadToSign; nothing debited); approving it is a signed APPROVE_PAYOUT
+// of the wallet naming the payout, refused (403 FORBIDDEN) when stamped by
+// the session of the credential that signed the payout and made (200
+// Transaction, debited once) when the same request is stamped by a session
+// of the wallet's OAUTH credential; approving again is 409 CONFLICT.
+async function payoutApproval() {
+  step = "payout-approval";
+  let res = await call("POST", "/customers", { customerType: "INDIVIDUAL", fullName: "Katherine Johnson", email: `katherine.${Date.now()}@example.com` });
+  const customer = expectStatus(res, 201, "POST /customers");
+  res = await call("GET", `/internal-accounts?customerId=${encodeURIComponent(customer.id)}`);
+  const wallet = expectStatus(res, 200, "list internal accounts").data[0];
+  res = await call("GET", `/auth/credentials?accountId=${encodeURIComponent(wallet.id)}`);
+  const key = await otpLogin(expectStatus(res, 200, "list credentials").data[0].id);
+  res = await call("POST", "/customers/external-accounts", {
+    customerId: customer.id, currency: "USD",
+    accountInfo: { accountType: "USD_ACCOUNT", accountNumber: "88002201", routingNumber: "021000021",
+      beneficiary: { beneficiaryType: "INDIVIDUAL", fullName: "Katherine Johnson" } },
+  });
+  const bank = expectStatus(res, 201, "register a USD bank account");
+  const funded = 100_000;
+  res = await call("POST", `/sandbox/internal-accounts/${wallet.id}/fund`, { amount: funded, currency: "USD" });
+  expectStatus(res, 200, "fund the wallet with 1000 USD");
+
+  const body = { source: { accountId: wallet.id }, destination: { accountId: bank.id }, amount: APPROVAL_USD_CENTS };
+  const raw = JSON.stringify(body);
+  const och = checkChallenge(await call("POST", "/transfer-out", raw), "transfer-out of 888.88 USD", undefined);
+  res = await call("POST", "/transfer-out", raw, { "Service-Wallet-Signature": await stamp(key, och.payloadToSign), "Request-Id": och.requestId });
+  const held = expectStatus(res, 202, "transfer-out of 888.88 USD (signed retry)");
+  check(held && !("payloadToSign" in held) && /^PayoutApproval:[0-9a-f-]{36}$/.test(held.id) && held.state === "WAITING" &&
+    held.rule === "approval-amount" && held.sourceAccountId === wallet.id && held.destinationAccountId === bank.id &&
+    held.amount === APPROVAL_USD_CENTS && held.currency === "USD" && held.requiredApprovals === 1,
+    "a held payout answers a WAITING PayoutApproval, not a challenge", res);
+  const ttl = Date.parse(held.expiresAt) - Date.parse(held.createdAt);
+  check(ttl === 24 * 3600_000, `the approval waits ${ttl} ms, want 24 hours`, res);
+  check(await balance(wallet.id, "USD") === funded, "a held payout debits nothing");
+  res = await call("GET", `/payout-approvals/${held.id}`);
+  check(expectStatus(res, 200, "GET the approval").state === "WAITING", "the approval waits", res);
+
+  // The approval: a signed retry of the wallet, naming the payout.
+  const path = `/payout-approvals/${held.id}/approve`;
+  const ach = checkChallenge(await call("POST", path), "approve", undefined);
+  checkPayload(ach, { type: "APPROVE_PAYOUT", accountId: wallet.id, parameters: { approvalId: held.id, sourceAccountId: wallet.id,
+    destinationAccountId: bank.id, amount: APPROVAL_USD_CENTS, currency: "USD" } }, null);
+  res = await call("POST", path, undefined, { "Service-Wallet-Signature": await stamp(key, ach.payloadToSign), "Request-Id": ach.requestId });
+  expectError(res, 403, "FORBIDDEN", "approval stamped by the session that signed the payout");
+  const oauth = await oauthLogin(wallet.id, key, "katherine.johnson@gmail.example");
+  res = await call("POST", path, undefined, { "Service-Wallet-Signature": await stamp(oauth.key, ach.payloadToSign), "Request-Id": ach.requestId });
+  const tx = expectStatus(res, 200, "approval stamped by the OAUTH session");
+  check(/^Transaction:/.test(tx.id) && tx.type === "OUTGOING" && tx.sentAmount.amount === APPROVAL_USD_CENTS && tx.sentAmount.currency === "USD" &&
+    tx.source.accountId === wallet.id && tx.destination.accountId === bank.id, "the approval made the payout", res);
+  check(await balance(wallet.id, "USD") === funded - APPROVAL_USD_CENTS, "the approved payout was debited once");
+  res = await call("GET", `/payout-approvals/${held.id}`);
+  const approved = expectStatus(res, 200, "GET the approved approval");
+  check(approved.state === "APPROVED" && approved.transactionId === tx.id && canonical(approved.approvers) === canonical([`credential:${oauth.cred.id}`]),
+    "the approval is APPROVED by the OAUTH credential and names the transaction", res);
+  res = await call("POST", path);
+  expectError(res, 409, "CONFLICT", "a second approval");
+  check(res.json.details && res.json.details.state === "APPROVED", `details.state ${JSON.stringify(res.json.details)}, want APPROVED`, res);
+  res = await call("POST", path, undefined, { "Service-Wallet-Signature": await stamp(oauth.key, ach.payloadToSign), "Request-Id": ach.requestId });
+  expectError(res, 409, "CONFLICT", "the approval's retry sent again");
+  check(await balance(wallet.id, "USD") === funded - APPROVAL_USD_CENTS, "nothing more was debited");
+  ok(`${held.id} 202 WAITING (nothing debited); APPROVE_PAYOUT stamped by the payout's own session 403, by the OAUTH session ${oauth.cred.id} 200 ${tx.id} (debited once); approving again 409`);
 }
 
 // spkiOf returns the DER of an SPKI PEM.
