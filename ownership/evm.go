@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/btcsuite/btcd/btcec/v2"
-	"github.com/btcsuite/btcd/btcec/v2/ecdsa"
 	"github.com/walletgate/walletgate/apierror"
 	"golang.org/x/crypto/sha3"
 )
@@ -26,6 +25,12 @@ import (
 // ERC-6492) need a node and a [ContractVerifier]; a wallet with a
 // [Wallet.ChainID] is one, and EVMVerifier refuses it with 500
 // INTERNAL_ERROR instead of checking it as a key. Wallet.Network is ignored.
+//
+// The public key is recovered by libsecp256k1 (go-ethereum's
+// crypto/secp256k1 binding) in a build with cgo and by the pure-Go btcec
+// without it (CGO_ENABLED=0); every check above is made before either, so
+// both builds give the same answer, status and reason for every input.
+// [TronVerifier] shares this recovery.
 type EVMVerifier struct{}
 
 // Verify implements [Verifier].
@@ -77,11 +82,11 @@ func parseEVMAddress(s string) (evmAddress, error) {
 		return evmAddress{}, malformed("address is not 0x followed by 40 hex digits")
 	}
 	var a evmAddress
-	if _, err := hex.Decode(a[:], []byte(s[2:])); err != nil {
+	digits := s[2:]
+	if !decodeHexString(a[:], digits) {
 		return evmAddress{}, malformed("address is not 0x followed by 40 hex digits")
 	}
-	digits := s[2:]
-	if digits != strings.ToLower(digits) && digits != strings.ToUpper(digits) {
+	if strings.ContainsAny(digits, "abcdef") && strings.ContainsAny(digits, "ABCDEF") {
 		if eip55(a) != digits {
 			return evmAddress{}, malformed("address fails its EIP-55 checksum")
 		}
@@ -108,57 +113,94 @@ func eip55(a evmAddress) string {
 }
 
 // recoverPrefixed decodes a hex r‖s‖v signature, checks v and low-S, and
-// returns the 20-byte Ethereum-style address of the key that signed digest:
-// the last 20 bytes of keccak256 of its uncompressed public key. TRON
-// shares this encoding and key hash.
+// returns the 20-byte Ethereum-style address of the key that signed digest
+// (32 bytes): the last 20 bytes of keccak256 of its uncompressed public key.
+// TRON shares this encoding and key hash. The recovery itself is
+// libsecp256k1's when the build has cgo and the pure-Go one otherwise
+// ([recoverAddress]); both see only signatures that passed [decodeRSV].
 func recoverPrefixed(digest []byte, value string) (evmAddress, error) {
-	compact, err := decodeRSV(value)
+	sig, err := decodeRSV(value)
 	if err != nil {
 		return evmAddress{}, err
 	}
-	pub, _, err := ecdsa.RecoverCompact(compact, digest)
-	if err != nil {
+	a, ok := recoverAddress(digest, &sig)
+	if !ok {
 		return evmAddress{}, mismatch("no public key recovers from the signature")
 	}
-	var a evmAddress
-	copy(a[:], keccak256(pub.SerializeUncompressed()[1:])[12:])
 	return a, nil
 }
 
-// decodeRSV parses 65 bytes of hex r‖s‖v (v in {27, 28} or {0, 1}) into
-// the compact form btcec recovers from (27+v, then r‖s, for an
-// uncompressed key), rejecting other v values, r or s zero or not below the
-// group order, and high s.
-func decodeRSV(value string) ([]byte, error) {
+// rsv is a signature that passed [decodeRSV]: r‖s‖v with r and s in
+// [1, n), s at most n/2 and v, the recovery id, 0 or 1.
+type rsv [65]byte
+
+// decodeRSV parses 65 bytes of hex r‖s‖v (0x optional, v in {27, 28} or
+// {0, 1}) into r‖s‖v with v reduced to 0 or 1, rejecting other v values,
+// r or s zero or not below the group order, and high s.
+func decodeRSV(value string) (rsv, error) {
 	s := strings.TrimSpace(value)
 	if len(s) >= 2 && (s[:2] == "0x" || s[:2] == "0X") {
 		s = s[2:]
 	}
-	if len(s) != 130 {
-		return nil, malformed("signature is not 65 bytes of hex")
-	}
-	sig := make([]byte, 65)
-	if _, err := hex.Decode(sig, []byte(s)); err != nil {
-		return nil, malformed("signature is not 65 bytes of hex")
+	var sig rsv
+	if len(s) != 2*len(sig) || !decodeHexString(sig[:], s) {
+		return rsv{}, malformed("signature is not 65 bytes of hex")
 	}
 	v := sig[64]
 	if v >= 27 {
 		v -= 27
 	}
 	if v > 1 {
-		return nil, malformed("signature recovery byte v is not 27, 28, 0 or 1")
+		return rsv{}, malformed("signature recovery byte v is not 27, 28, 0 or 1")
 	}
+	sig[64] = v
 	var r, sv btcec.ModNScalar
 	if r.SetByteSlice(sig[:32]) || sv.SetByteSlice(sig[32:64]) || r.IsZero() || sv.IsZero() {
-		return nil, malformed("signature r or s is out of range")
+		return rsv{}, malformed("signature r or s is out of range")
 	}
 	if sv.IsOverHalfOrder() {
-		return nil, malformed("signature s is not low (EIP-2)")
+		return rsv{}, malformed("signature s is not low (EIP-2)")
 	}
-	compact := make([]byte, 65)
-	compact[0] = 27 + v
-	copy(compact[1:], sig[:64])
-	return compact, nil
+	return sig, nil
+}
+
+// decodeHexString decodes the len(dst)*2 hex digits of s (either case) into
+// dst, as hex.Decode does but without copying s; it reports false on any
+// other character or length.
+func decodeHexString(dst []byte, s string) bool {
+	if len(s) != 2*len(dst) {
+		return false
+	}
+	for i := range dst {
+		hi, ok1 := fromHexChar(s[2*i])
+		lo, ok2 := fromHexChar(s[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+// fromHexChar is the value of one hex digit, either case.
+func fromHexChar(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// keyHash is the Ethereum-style address of an uncompressed public key
+// (0x04‖X‖Y, 65 bytes): the last 20 bytes of keccak256(X‖Y).
+func keyHash(uncompressed []byte) evmAddress {
+	var a evmAddress
+	copy(a[:], keccak256(uncompressed[1:])[12:])
+	return a
 }
 
 // ValidateAddress implements [AddressValidator]: a 0x address of 40 hex

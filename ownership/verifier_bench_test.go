@@ -10,8 +10,6 @@ import (
 	"github.com/btcsuite/btcd/btcec/v2"
 	"github.com/btcsuite/btcd/btcec/v2/ecdsa"
 	"github.com/btcsuite/btcd/txscript/v2"
-	"github.com/ethereum/go-ethereum/accounts"
-	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/mr-tron/base58"
 )
 
@@ -41,38 +39,16 @@ func benchVerify(b *testing.B, v Verifier, vec vector) {
 	}
 }
 
+// BenchmarkEVMVerify and BenchmarkTronVerify sit beside the recovery they
+// wrap, which depends on the build: go-ethereum's crypto.SigToPub
+// (libsecp256k1) with cgo, btcec's RecoverCompact without
+// (verifier_bench_cgo_test.go, verifier_bench_nocgo_test.go).
 func BenchmarkEVMVerify(b *testing.B) {
 	benchVerify(b, EVMVerifier{}, benchVector(b, "evm-ethereum-challenge"))
 }
 
-func BenchmarkEVMSigToPub(b *testing.B) {
-	vec := benchVector(b, "evm-ethereum-challenge")
-	sig, _ := hex.DecodeString(vec.Signature[2:])
-	sig[64] -= 27
-	digest := accounts.TextHash([]byte(vec.Message))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := crypto.SigToPub(digest, sig); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func BenchmarkTronVerify(b *testing.B) {
 	benchVerify(b, TronVerifier{}, benchVector(b, "tron-mainnet-challenge"))
-}
-
-func BenchmarkTronSigToPub(b *testing.B) {
-	vec := benchVector(b, "tron-mainnet-challenge")
-	sig, _ := hex.DecodeString(vec.Signature[2:])
-	sig[64] -= 27
-	digest := tronHash([]byte(vec.Message))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := crypto.SigToPub(digest, sig); err != nil {
-			b.Fatal(err)
-		}
-	}
 }
 
 func BenchmarkSolanaVerify(b *testing.B) {

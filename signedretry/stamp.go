@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/cryptobyte"
 	casn1 "golang.org/x/crypto/cryptobyte/asn1"
@@ -262,7 +263,122 @@ func decodeBase64URL(s string) ([]byte, error) {
 
 // decodeStampJSON reads exactly one JSON object and its three members,
 // rejecting repeated or non-string members; other members are skipped.
+// The object every client sends (string members only, none of them
+// escaped) is read by [decodePlainStamp] in one pass; anything else, and
+// every failure, is left to the token-by-token reading, whose answers are
+// the errors.
 func decodeStampJSON(raw []byte) (stampWire, error) {
+	if w, ok := decodePlainStamp(raw); ok {
+		return w, nil
+	}
+	return decodeStampTokens(raw)
+}
+
+// decodePlainStamp reads raw when it is one JSON object (whitespace
+// allowed around it and its tokens) whose members, names and values alike,
+// are strings without escapes or control characters and in valid UTF-8,
+// with publicKey, scheme and signature each present once. Those strings
+// are exactly what encoding/json would decode, so the result is
+// decodeStampTokens's. It reports false for anything else, leaving the
+// input (valid or not) to decodeStampTokens.
+func decodePlainStamp(raw []byte) (stampWire, bool) {
+	var w stampWire
+	var seen [3]bool
+	i := skipJSONSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return w, false
+	}
+	i = skipJSONSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return w, false // no members: decodeStampTokens names the missing one
+	}
+	for {
+		name, next, ok := plainJSONString(raw, i)
+		if !ok {
+			return w, false
+		}
+		i = skipJSONSpace(raw, next)
+		if i >= len(raw) || raw[i] != ':' {
+			return w, false
+		}
+		value, next, ok := plainJSONString(raw, skipJSONSpace(raw, i+1))
+		if !ok {
+			return w, false
+		}
+		var k int
+		switch string(name) {
+		case "publicKey":
+			k = 0
+		case "scheme":
+			k = 1
+		case "signature":
+			k = 2
+		default:
+			k = -1
+		}
+		if k >= 0 {
+			if seen[k] {
+				return w, false
+			}
+			seen[k] = true
+			switch k {
+			case 0:
+				w.PublicKey = string(value)
+			case 1:
+				w.Scheme = string(value)
+			case 2:
+				w.Signature = string(value)
+			}
+		}
+		i = skipJSONSpace(raw, next)
+		if i >= len(raw) {
+			return w, false
+		}
+		if raw[i] == '}' {
+			break
+		}
+		if raw[i] != ',' {
+			return w, false
+		}
+		i = skipJSONSpace(raw, i+1)
+	}
+	if skipJSONSpace(raw, i+1) != len(raw) || !seen[0] || !seen[1] || !seen[2] {
+		return w, false
+	}
+	return w, true
+}
+
+// skipJSONSpace returns the index of the first byte at or after i that is
+// not JSON whitespace (space, tab, newline, carriage return).
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// plainJSONString reads the JSON string starting at b[i] when it has no
+// escape and no control character and is valid UTF-8, returning its
+// contents and the index after its closing quote; ok is false otherwise.
+func plainJSONString(b []byte, i int) (s []byte, next int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			s = b[i+1 : j]
+			return s, j + 1, utf8.Valid(s)
+		case c == '\\' || c < 0x20:
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
+}
+
+// decodeStampTokens is decodeStampJSON read token by token with
+// encoding/json, for every input.
+func decodeStampTokens(raw []byte) (stampWire, error) {
 	var w stampWire
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {

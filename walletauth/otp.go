@@ -403,10 +403,9 @@ func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID strin
 	if err := tx.OTPIssuances().Consume(ctx, iss.ID, now); err != nil {
 		return nil, nil, otpSpent(err)
 	}
-	key, err := signedretry.CompressedHex(attempt.PublicKey)
-	if err != nil {
-		return nil, nil, err
-	}
+	// The key was validated as a point when the bundle was opened; its
+	// compressed hex is the one signedretry.CompressedHex would give.
+	key := attempt.PublicKeyCompressedHex
 	return &signedretry.Operation[otpParams]{AccountID: c.AccountID, Signer: signedretry.Signer{Rule: signedretry.BoundKey, Ref: key},
 		Parameters: otpParams{CredentialID: c.ID, PublicKey: key}, CredentialType: string(c.Type)}, nil, nil
 }

@@ -24,17 +24,28 @@ const maxKeyCandidates = 64
 // parsePublicKeyHex returns the key, or a problem phrase ("is not hex", ...)
 // that the caller prefixes with the field name.
 func parsePublicKeyHex(s string) (*ecdsa.PublicKey, string) {
+	pub, _, problem := parsePublicKeyHexRaw(s)
+	return pub, problem
+}
+
+// parsePublicKeyHexRaw is parsePublicKeyHex that also returns the decoded
+// SEC 1 bytes of the key it accepted.
+func parsePublicKeyHexRaw(s string) (*ecdsa.PublicKey, []byte, string) {
 	if s == "" {
-		return nil, "is required"
+		return nil, nil, "is required"
 	}
 	if len(s) != 2*compressedKeyLen && len(s) != 2*uncompressedKeyLen {
-		return nil, "must be 66 (compressed) or 130 (uncompressed) hex characters"
+		return nil, nil, "must be 66 (compressed) or 130 (uncompressed) hex characters"
 	}
 	raw, err := hex.DecodeString(s)
 	if err != nil {
-		return nil, "is not hex"
+		return nil, nil, "is not hex"
 	}
-	return parsePublicKeyBytes(raw)
+	pub, problem := parsePublicKeyBytes(raw)
+	if problem != "" {
+		return nil, nil, problem
+	}
+	return pub, raw, ""
 }
 
 // parsePublicKeyBytes parses a compressed or uncompressed SEC 1 point.

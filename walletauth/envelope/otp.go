@@ -36,4 +36,9 @@ type OTPAttempt struct {
 	PublicKey *ecdsa.PublicKey
 	// PublicKeyHex is public_key exactly as sent (66 or 130 hex characters).
 	PublicKeyHex string
+	// PublicKeyCompressedHex is the same key's compressed SEC 1 encoding
+	// (02|03 || X) in 66 lowercase hex characters, whichever encoding was
+	// sent: the form signedretry binds a key by (signedretry.CompressedHex
+	// of PublicKey gives the same string).
+	PublicKeyCompressedHex string
 }

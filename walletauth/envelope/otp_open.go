@@ -102,9 +102,16 @@ func parseOTPPayload(pt []byte) (OTPAttempt, error) {
 	if len(p.OTPCode) > MaxOTPCodeLen {
 		return OTPAttempt{}, invalid(f, "otp_code exceeds "+strconv.Itoa(MaxOTPCodeLen)+" bytes")
 	}
-	pub, problem := parsePublicKeyHex(p.PublicKey)
+	pub, raw, problem := parsePublicKeyHexRaw(p.PublicKey)
 	if problem != "" {
 		return OTPAttempt{}, invalid(f, "public_key "+problem)
 	}
-	return OTPAttempt{Code: p.OTPCode, PublicKey: pub, PublicKeyHex: p.PublicKey}, nil
+	// raw is a validated point, so its compressed form is its prefix's
+	// parity and X, read off the bytes without encoding the point again.
+	compressed := raw
+	if len(raw) == uncompressedKeyLen {
+		compressed = compressPoint(raw)
+	}
+	return OTPAttempt{Code: p.OTPCode, PublicKey: pub, PublicKeyHex: p.PublicKey,
+		PublicKeyCompressedHex: hex.EncodeToString(compressed)}, nil
 }

@@ -3,6 +3,7 @@ package envelope
 import (
 	"crypto/ecdh"
 	"encoding/hex"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -24,6 +25,35 @@ func TestOTPRoundTrip(t *testing.T) {
 		if att.Code != "123456" || att.PublicKeyHex != pub || !att.PublicKey.Equal(&session.PublicKey) {
 			t.Fatalf("opened %+v", att)
 		}
+	}
+}
+
+// TestOTPCompressedKey checks PublicKeyCompressedHex against
+// signedretry.CompressedHex of the parsed key, for keys of both parities of
+// Y sent in every encoding.
+func TestOTPCompressedKey(t *testing.T) {
+	target := testECDH(t, "otp/target")
+	parities := map[byte]bool{}
+	for i := range 8 {
+		session := testKey(t, "otp/compressed/"+strconv.Itoa(i))
+		want := compressedHex(t, session)
+		parities[want[1]] = true
+		for _, pub := range []string{want, uncompressedHex(t, session), strings.ToUpper(want), strings.ToUpper(uncompressedHex(t, session))} {
+			bundle, err := SealOTP(target.PublicKey(), "123456", pub, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			att, err := OpenOTP(target.Bytes(), bundle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if att.PublicKeyCompressedHex != want {
+				t.Fatalf("PublicKeyCompressedHex of %s = %s, want %s", pub, att.PublicKeyCompressedHex, want)
+			}
+		}
+	}
+	if !parities['2'] || !parities['3'] {
+		t.Fatalf("keys cover the parities %v, want both", parities)
 	}
 }
 
