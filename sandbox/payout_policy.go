@@ -129,7 +129,8 @@ func newPayoutLimits(cfg *Config) (*policy.Policy, error) {
 	if !knownCurrency(ref) {
 		return nil, fmt.Errorf("sandbox: Config.PayoutRules: referenceCurrency %q is not a sandbox currency", ref)
 	}
-	p, err := policy.New(policy.Config{Rules: *cfg.PayoutRules, Rates: rates{to: ref}, Clock: cfg.Clock, Rand: cfg.Rand})
+	p, err := policy.New(policy.Config{Rules: *cfg.PayoutRules, Rates: rates{to: ref}, Clock: cfg.Clock, Rand: cfg.Rand,
+		Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: Config.PayoutRules: %w", err)
 	}

@@ -239,7 +239,8 @@ func NewServices(pool *pgxpool.Pool, schema string, keys walletauth.Keys, sender
 	if err != nil {
 		return nil, err
 	}
-	limits, err := policy.New(policy.Config{Rules: rules})
+	limits, err := policy.New(policy.Config{Rules: rules,
+		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 	if err != nil {
 		return nil, err
 	}

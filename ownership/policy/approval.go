@@ -82,7 +82,9 @@ func (p *Policy) hold(ctx context.Context, tx storage.Tx, r *Rule, s *subject) (
 // refusals of [Policy.Decide] when the payout no longer passes the rules
 // (the approval then stays as it was), and 500 for an Approver with
 // neither or both members set.
-func (p *Policy) Approve(ctx context.Context, tx storage.Tx, approvalID string, by Approver) (*Decision, *storage.PayoutApproval, error) {
+func (p *Policy) Approve(ctx context.Context, tx storage.Tx, approvalID string, by Approver) (d *Decision, _ *storage.PayoutApproval, err error) {
+	ctx, o := p.tel.Begin(ctx, opApprove, p.tel.decisions)
+	defer func() { o.End(ctx, err, ruleAttr(d, err)) }()
 	ap, r, principal, now, err := p.lockFor(ctx, tx, approvalID, by)
 	if err != nil {
 		return nil, nil, err
@@ -113,8 +115,7 @@ func (p *Policy) Approve(ctx context.Context, tx storage.Tx, approvalID string, 
 	if err := tx.PayoutApprovals().Update(ctx, &ap); err != nil {
 		return nil, nil, apierror.From(err)
 	}
-	d, err := p.allow(ctx, tx, r, s, &ap)
-	if err != nil {
+	if d, err = p.allow(ctx, tx, r, s, &ap); err != nil {
 		return nil, nil, err
 	}
 	return d, &ap, nil
@@ -123,7 +124,9 @@ func (p *Policy) Approve(ctx context.Context, tx storage.Tx, approvalID string, 
 // Refuse records by's refusal of the held payout approvalID inside tx: the
 // approval is REFUSED and the payout never executes. Errors: those of
 // [Policy.Approve] but the rules' refusals.
-func (p *Policy) Refuse(ctx context.Context, tx storage.Tx, approvalID string, by Approver) (*storage.PayoutApproval, error) {
+func (p *Policy) Refuse(ctx context.Context, tx storage.Tx, approvalID string, by Approver) (_ *storage.PayoutApproval, err error) {
+	ctx, o := p.tel.Begin(ctx, opRefuse, p.tel.decisions)
+	defer func() { o.End(ctx, err, ruleAttr(nil, err)) }()
 	ap, r, principal, now, err := p.lockFor(ctx, tx, approvalID, by)
 	if err != nil {
 		return nil, err

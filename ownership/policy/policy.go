@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // EventDecided is the type of the event every allowed payout writes, in the
@@ -42,6 +45,18 @@ type Config struct {
 	Clock func() time.Time
 	// Rand supplies event ids; nil means crypto/rand.
 	Rand io.Reader
+	// Logger receives a Warn record per refusal (403 PAYOUT_BLOCKED or
+	// STEP_UP_REQUIRED) with its code and reason, which names the rule and
+	// amounts, never an id of a customer, wallet or account. Nil discards.
+	Logger *slog.Logger
+	// TracerProvider receives a span per decision, approval and refusal
+	// ("policy.decide", "policy.approve", "policy.refuse") with the
+	// outcome, code and rule; nil means no tracing, never the global one.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the walletgate.policy.decisions counter and
+	// the walletgate.policy.operation.duration histogram, by operation,
+	// outcome, code and rule; nil means no metrics, never the global one.
+	MeterProvider metric.MeterProvider
 }
 
 // Policy decides payouts by its rules. It holds no state of its own (the
@@ -53,6 +68,7 @@ type Policy struct {
 	rand    io.Reader
 	horizon time.Duration // the longest period a decision looks back
 	windows map[string]*Window
+	tel     *instruments
 }
 
 // New validates cfg.Rules (see [Rules]) and returns the policy. The error
@@ -63,7 +79,11 @@ func New(cfg Config) (*Policy, error) {
 	if err := cfg.Rules.validate(); err != nil {
 		return nil, err
 	}
-	p := &Policy{rules: cfg.Rules.clone(), rates: cfg.Rates, clock: cfg.Clock, rand: cfg.Rand, windows: map[string]*Window{}}
+	tel, err := newInstruments(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &Policy{rules: cfg.Rules.clone(), rates: cfg.Rates, clock: cfg.Clock, rand: cfg.Rand, windows: map[string]*Window{}, tel: tel}
 	if p.clock == nil {
 		p.clock = time.Now
 	}
@@ -142,7 +162,9 @@ type Decision struct {
 // a currency without a rate, 404 REFERENCE_NOT_FOUND for an unknown
 // destination, 409 CONFLICT for a payout ID already counted, and 500 when
 // pay carries no authorization.
-func (p *Policy) Decide(ctx context.Context, tx storage.Tx, pay Payout) (*Decision, error) {
+func (p *Policy) Decide(ctx context.Context, tx storage.Tx, pay Payout) (d *Decision, err error) {
+	ctx, o := p.tel.Begin(ctx, opDecide, p.tel.decisions)
+	defer func() { o.End(ctx, err, ruleAttr(d, err)) }()
 	a := pay.Authorization
 	if a == nil {
 		return nil, apierror.Internal(errors.New("policy: Decide needs the payout's signed-retry authorization"))
