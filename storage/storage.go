@@ -502,19 +502,18 @@ type Outbox interface {
 // PayoutUsages records the payouts a payout policy counts in its rolling
 // windows (an amount and a number of payouts per customer or per source
 // over a period). The rule "a payout fits the window" is a check and an
-// act: a policy holds the customer, reads the usages in the window, decides
-// and records the payout, all in the payout's transaction, so concurrent
-// payouts of one customer decide one at a time, on every replica, and a
-// payout rolled back uses nothing of any window.
+// act: a policy holds the customer and reads the usages in the window,
+// decides and records the payout, all in the payout's transaction, so
+// concurrent payouts of one customer decide one at a time, on every
+// replica, and a payout rolled back uses nothing of any window.
 type PayoutUsages interface {
-	// Hold holds the customer's payouts until the transaction ends: another
-	// transaction's Hold of the same customer waits until then and sees
-	// what this one recorded. Holding a customer no usage names is allowed.
-	Hold(ctx context.Context, customerID string) error
-	// Since returns the customer's usages created at or after since, oldest
-	// first. Called after Hold, it sees every usage committed before the
-	// hold and none committed after it until the transaction ends.
-	Since(ctx context.Context, customerID string, since time.Time) ([]PayoutUsage, error)
+	// Hold holds the customer's payouts until the transaction ends and
+	// returns the customer's usages created at or after since, oldest
+	// first: every usage committed before the hold was granted, and this
+	// transaction's own. Another transaction's Hold of the same customer
+	// waits until this one ends and then sees what it recorded. Holding a
+	// customer no usage names is allowed (it returns none).
+	Hold(ctx context.Context, customerID string, since time.Time) ([]PayoutUsage, error)
 	// Record stores u. ErrDuplicate when a usage with its ID exists. The
 	// usage counts from u.CreatedAt and is swept after u.ExpiresAt.
 	Record(ctx context.Context, u *PayoutUsage) error

@@ -63,7 +63,7 @@ func (w *world) usages(t *testing.T) int {
 	t.Helper()
 	n := 0
 	err := w.store.Atomic(context.Background(), func(tx storage.Tx) error {
-		u, err := tx.PayoutUsage().Since(context.Background(), w.cust, time.Time{})
+		u, err := tx.PayoutUsage().Hold(context.Background(), w.cust, time.Time{})
 		n = len(u)
 		return err
 	})

@@ -222,11 +222,7 @@ func (p *Policy) load(ctx context.Context, tx storage.Tx, pay *Payout, now time.
 	if err != nil {
 		return nil, err
 	}
-	usage := tx.PayoutUsage()
-	if err := usage.Hold(ctx, pay.CustomerID); err != nil {
-		return nil, apierror.From(err)
-	}
-	past, err := usage.Since(ctx, pay.CustomerID, now.Add(-p.horizon))
+	past, err := tx.PayoutUsage().Hold(ctx, pay.CustomerID, now.Add(-p.horizon))
 	if err != nil {
 		return nil, apierror.From(err)
 	}
@@ -373,7 +369,7 @@ func (s *subject) paidSince(t time.Time) bool {
 // fit, or zero when it never will (the payout alone passes a maximum).
 func (s *subject) fits(w *Window) (availableAt time.Time, fits bool) {
 	start := s.now.Add(-time.Duration(w.Period))
-	var in []storage.PayoutUsage // oldest first, as Since returns them
+	var in []storage.PayoutUsage // oldest first, as Hold returns them
 	var total, count int64
 	for _, u := range s.past {
 		// A payout leaves the window a period after it was made.

@@ -86,7 +86,7 @@ func raceWindow(t *testing.T, stores []storage.Store, workers int, begin func(s 
 	}
 	ctx := context.Background()
 	err := stores[0].Atomic(ctx, func(tx storage.Tx) error {
-		used, err := tx.PayoutUsage().Since(ctx, w.cust, time.Time{})
+		used, err := tx.PayoutUsage().Hold(ctx, w.cust, time.Time{})
 		if err != nil {
 			return err
 		}

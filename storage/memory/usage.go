@@ -12,15 +12,11 @@ import (
 
 type usageRepo struct{ *tx }
 
-// Hold takes the customer's usage index exclusively: a second Hold, a
-// Since or a Record of the customer in another transaction waits until
-// this one ends.
-func (r usageRepo) Hold(ctx context.Context, customerID string) error {
-	return r.lockX(ctx, lkUsageByCustomer, customerID)
-}
-
-func (r usageRepo) Since(ctx context.Context, customerID string, since time.Time) ([]storage.PayoutUsage, error) {
-	if err := r.lockS(ctx, lkUsageByCustomer, customerID); err != nil {
+// Hold takes the customer's usage index exclusively, so a Hold or a
+// Record of the customer in another transaction waits until this one
+// ends, and reads the usages since.
+func (r usageRepo) Hold(ctx context.Context, customerID string, since time.Time) ([]storage.PayoutUsage, error) {
+	if err := r.lockX(ctx, lkUsageByCustomer, customerID); err != nil {
 		return nil, err
 	}
 	ids, _ := r.s.usageByCust.get(customerID)

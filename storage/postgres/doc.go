@@ -214,9 +214,9 @@
 // every request committed under the lock.
 //
 // PayoutUsages.Hold is a transaction-level advisory lock of the customer's
-// payouts; Since, sent after it, is a READ COMMITTED statement whose
-// snapshot is taken after the lock was granted, so it sees every usage
-// recorded under the lock, and Record is a deferred INSERT. A payout that
+// payouts and the read of its usages, two statements in one round trip:
+// the read's snapshot is taken after the lock was granted, so it sees every
+// usage recorded under the lock. Record is a deferred INSERT. A payout that
 // rolls back leaves no row. Under SERIALIZABLE the reads and inserts of two
 // holders also conflict, so one of them reruns.
 //

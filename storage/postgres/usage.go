@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -20,33 +21,30 @@ const (
 
 type usageRepo struct{ t *tx }
 
-// Hold takes a transaction-level advisory lock derived from the schema and
-// the customer: concurrent holds of one customer, on any replica, run one
-// at a time, and a READ COMMITTED read after it sees what the last holder
-// committed. Under SERIALIZABLE the reads and inserts of two holders also
-// conflict, so one of them reruns.
-func (r usageRepo) Hold(ctx context.Context, customerID string) error {
+// Hold sends, in one round trip, a transaction-level advisory lock derived
+// from the schema and the customer, then the read of the customer's usages:
+// concurrent holds of one customer, on any replica, run one at a time, and
+// the read, a READ COMMITTED statement run after the lock was granted, sees
+// what the last holder committed. Under SERIALIZABLE the reads and inserts
+// of two holders also conflict, so one of them reruns.
+func (r usageRepo) Hold(ctx context.Context, customerID string, since time.Time) ([]storage.PayoutUsage, error) {
 	if err := r.t.valid("payout usage", key("CustomerID", customerID)); err != nil {
-		return err
-	}
-	_, err := r.t.exec(ctx, r.t.s.q.advisoryLock, lockKey("payouts/"+customerID, r.t.s.cfg.Schema))
-	return wrap("hold payouts", err)
-}
-
-func (r usageRepo) Since(ctx context.Context, customerID string, since time.Time) ([]storage.PayoutUsage, error) {
-	if !storableKey(customerID) {
-		return nil, r.t.check()
+		return nil, err
 	}
 	var out []storage.PayoutUsage
-	err := r.t.query(ctx, r.t.s.q.usageSince, []any{customerID, since}, func(rows pgx.Rows) error {
-		var u storage.PayoutUsage
-		if err := rows.Scan(&u.ID, &u.CustomerID, &u.SourceID, &u.DestinationID, &u.Amount, utc(&u.CreatedAt), utc(&u.ExpiresAt)); err != nil {
-			return err
+	b := &batch{}
+	b.Queue(r.t.s.q.advisoryLock, lockKey("payouts/"+customerID, r.t.s.cfg.Schema)).Exec(func(pgconn.CommandTag) error { return nil })
+	b.Queue(r.t.s.q.usageSince, customerID, since).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var u storage.PayoutUsage
+			if err := rows.Scan(&u.ID, &u.CustomerID, &u.SourceID, &u.DestinationID, &u.Amount, utc(&u.CreatedAt), utc(&u.ExpiresAt)); err != nil {
+				return err
+			}
+			out = append(out, u)
 		}
-		out = append(out, u)
 		return nil
 	})
-	return out, wrap("list payout usages", err)
+	return out, wrap("hold payouts", r.t.send(ctx, b))
 }
 
 func (r usageRepo) Record(ctx context.Context, u *storage.PayoutUsage) error {

@@ -35,20 +35,17 @@ func testPayoutUsage(t *testing.T, newStore Factory) {
 		return nil
 	})
 	run(t, s, func(tx storage.Tx) error {
-		if err := tx.PayoutUsage().Hold(ctx, cust); err != nil {
-			return err
-		}
-		got, err := tx.PayoutUsage().Since(ctx, cust, t0.Add(-3*time.Hour))
+		got, err := tx.PayoutUsage().Hold(ctx, cust, t0.Add(-3*time.Hour))
 		if err != nil {
 			return err
 		}
 		diff(t, "usages since 3h ago", got, []storage.PayoutUsage{a, b})
-		got, err = tx.PayoutUsage().Since(ctx, cust, b.CreatedAt)
+		got, err = tx.PayoutUsage().Hold(ctx, cust, b.CreatedAt)
 		if err != nil {
 			return err
 		}
 		diff(t, "usages since the second (inclusive)", got, []storage.PayoutUsage{b})
-		got, err = tx.PayoutUsage().Since(ctx, id(t, "Customer"), time.Time{})
+		got, err = tx.PayoutUsage().Hold(ctx, id(t, "Customer"), time.Time{})
 		if err != nil {
 			return err
 		}
@@ -70,7 +67,7 @@ func testPayoutUsage(t *testing.T, newStore Factory) {
 	})
 	wantErr(t, "a rolled-back record", err, errRollback)
 	run(t, s, func(tx storage.Tx) error {
-		got, err := tx.PayoutUsage().Since(ctx, cust, time.Time{})
+		got, err := tx.PayoutUsage().Hold(ctx, cust, time.Time{})
 		diff(t, "usages after a rollback", got, []storage.PayoutUsage{a, b})
 		return err
 	})
@@ -80,7 +77,7 @@ func testPayoutUsage(t *testing.T, newStore Factory) {
 		t.Fatal(err)
 	}
 	run(t, s, func(tx storage.Tx) error {
-		got, err := tx.PayoutUsage().Since(ctx, cust, time.Time{})
+		got, err := tx.PayoutUsage().Hold(ctx, cust, time.Time{})
 		diff(t, "usages after a sweep past the first's expiry", got, []storage.PayoutUsage{b})
 		return err
 	})
@@ -94,8 +91,8 @@ const usageAmount = 300
 var errWindowFull = errors.New("storagetest: the payout does not fit the window")
 
 // racePayoutWindow: every worker pays one customer at once, each in a
-// transaction that holds the customer ([storage.PayoutUsages.Hold]), sums
-// the window's usages, refuses when the payout does not fit, and records it
+// transaction that holds the customer and reads its window
+// ([storage.PayoutUsages.Hold]), sums the window's usages, refuses when the payout does not fit, and records it
 // otherwise; every third worker rolls back after recording. The window
 // ends exactly full, never over: what committed is the limit (or every
 // worker that did not roll back), and a rolled-back payout used nothing.
@@ -106,10 +103,7 @@ func racePayoutWindow(t *testing.T, stores []storage.Store, workers int) {
 	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
 		u := newUsage(t, cust, usageAmount, t0)
 		err := s.Atomic(c, func(tx storage.Tx) error {
-			if err := tx.PayoutUsage().Hold(c, cust); err != nil {
-				return err
-			}
-			used, err := tx.PayoutUsage().Since(c, cust, t0.Add(-24*time.Hour))
+			used, err := tx.PayoutUsage().Hold(c, cust, t0.Add(-24*time.Hour))
 			if err != nil {
 				return err
 			}
@@ -140,7 +134,7 @@ func racePayoutWindow(t *testing.T, stores []storage.Store, workers int) {
 		t.Fatalf("%d payouts committed, want %d (the window holds %d)", wins, want, usageWindow/usageAmount)
 	}
 	run(t, stores[0], func(tx storage.Tx) error {
-		used, err := tx.PayoutUsage().Since(ctx, cust, time.Time{})
+		used, err := tx.PayoutUsage().Hold(ctx, cust, time.Time{})
 		if err != nil {
 			return err
 		}
