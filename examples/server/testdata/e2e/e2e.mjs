@@ -574,6 +574,27 @@ async function otpLogin(credId) {
   return key;
 }
 
+// fundedCustomer makes a customer named name, logs its wallet in over
+// EMAIL_OTP, registers a USD bank account with accountNumber and funds the
+// wallet with usdCents USD cents.
+async function fundedCustomer(name, emailUser, accountNumber, usdCents) {
+  let res = await call("POST", "/customers", { customerType: "INDIVIDUAL", fullName: name, email: `${emailUser}.${Date.now()}@example.com` });
+  const customer = expectStatus(res, 201, "POST /customers");
+  res = await call("GET", `/internal-accounts?customerId=${encodeURIComponent(customer.id)}`);
+  const wallet = expectStatus(res, 200, "list internal accounts").data[0];
+  res = await call("GET", `/auth/credentials?accountId=${encodeURIComponent(wallet.id)}`);
+  const key = await otpLogin(expectStatus(res, 200, "list credentials").data[0].id);
+  res = await call("POST", "/customers/external-accounts", {
+    customerId: customer.id, currency: "USD",
+    accountInfo: { accountType: "USD_ACCOUNT", accountNumber, routingNumber: "021000021",
+      beneficiary: { beneficiaryType: "INDIVIDUAL", fullName: name } },
+  });
+  const bank = expectStatus(res, 201, "register a USD bank account");
+  res = await call("POST", `/sandbox/internal-accounts/${wallet.id}/fund`, { amount: usdCents, currency: "USD" });
+  expectStatus(res, 200, `fund the wallet with ${usdCents} USD cents`);
+  return { customer, wallet, key, bank };
+}
+
 // dailyLimit drives the README's "Payout policy": a new customer funds its
 // wallet, pays out the daily limit in two transfers of the
 // single-transaction maximum, and the next payout, one cent, is refused on
@@ -582,20 +603,8 @@ async function otpLogin(credId) {
 // (availableAt, 24 hours after the first payout); nothing is debited.
 async function dailyLimit() {
   step = "daily-limit";
-  let res = await call("POST", "/customers", { customerType: "INDIVIDUAL", fullName: "Grace Hopper", email: `grace.${Date.now()}@example.com` });
-  const customer = expectStatus(res, 201, "POST /customers");
-  res = await call("GET", `/internal-accounts?customerId=${encodeURIComponent(customer.id)}`);
-  const wallet = expectStatus(res, 200, "list internal accounts").data[0];
-  res = await call("GET", `/auth/credentials?accountId=${encodeURIComponent(wallet.id)}`);
-  const key = await otpLogin(expectStatus(res, 200, "list credentials").data[0].id);
-  res = await call("POST", "/customers/external-accounts", {
-    customerId: customer.id, currency: "USD",
-    accountInfo: { accountType: "USD_ACCOUNT", accountNumber: "88001201", routingNumber: "021000021",
-      beneficiary: { beneficiaryType: "INDIVIDUAL", fullName: "Grace Hopper" } },
-  });
-  const bank = expectStatus(res, 201, "register a USD bank account");
-  res = await call("POST", `/sandbox/internal-accounts/${wallet.id}/fund`, { amount: DAILY_LIMIT_USD_CENTS + 100, currency: "USD" });
-  expectStatus(res, 200, "fund the wallet with the daily limit and 1 USD");
+  const { customer, wallet, key, bank } = await fundedCustomer("Grace Hopper", "grace", "88001201", DAILY_LIMIT_USD_CENTS + 100);
+  let res;
   // pay sends a transfer-out of amount USD cents: the first leg's
   // challenge, checked, then the stamped retry, whose answer it returns.
   const pay = async (amount) => {
@@ -667,21 +676,9 @@ async function oauthLogin(walletId, key, email) {
 // of the wallet's OAUTH credential; approving again is 409 CONFLICT.
 async function payoutApproval() {
   step = "payout-approval";
-  let res = await call("POST", "/customers", { customerType: "INDIVIDUAL", fullName: "Katherine Johnson", email: `katherine.${Date.now()}@example.com` });
-  const customer = expectStatus(res, 201, "POST /customers");
-  res = await call("GET", `/internal-accounts?customerId=${encodeURIComponent(customer.id)}`);
-  const wallet = expectStatus(res, 200, "list internal accounts").data[0];
-  res = await call("GET", `/auth/credentials?accountId=${encodeURIComponent(wallet.id)}`);
-  const key = await otpLogin(expectStatus(res, 200, "list credentials").data[0].id);
-  res = await call("POST", "/customers/external-accounts", {
-    customerId: customer.id, currency: "USD",
-    accountInfo: { accountType: "USD_ACCOUNT", accountNumber: "88002201", routingNumber: "021000021",
-      beneficiary: { beneficiaryType: "INDIVIDUAL", fullName: "Katherine Johnson" } },
-  });
-  const bank = expectStatus(res, 201, "register a USD bank account");
   const funded = 100_000;
-  res = await call("POST", `/sandbox/internal-accounts/${wallet.id}/fund`, { amount: funded, currency: "USD" });
-  expectStatus(res, 200, "fund the wallet with 1000 USD");
+  const { customer, wallet, key, bank } = await fundedCustomer("Katherine Johnson", "katherine", "88002201", funded);
+  let res;
 
   const body = { source: { accountId: wallet.id }, destination: { accountId: bank.id }, amount: APPROVAL_USD_CENTS };
   const raw = JSON.stringify(body);
