@@ -368,7 +368,7 @@ func TestDecode(t *testing.T) {
 		{"fraction for int", `{"age":36.5}`, "must be an integer", "age"},
 		{"wrong array", `{"tags":"x"}`, "must be an array, not string", "tags"},
 		{"wrong object", `{"address":[]}`, "must be an object, not array", "address"},
-		{"not an object", `[1,2]`, "request body must be a JSON an object", ""},
+		{"not an object", `[1,2]`, "request body must be an object, not array", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -171,7 +171,7 @@ func decodeError(err error) *Error {
 	case errors.As(err, &typ):
 		field := typ.Field
 		if field == "" {
-			return New(InvalidInput, "request body must be a JSON %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)
+			return New(InvalidInput, "request body must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)
 		}
 		return InvalidField(field, nil, fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value))
 	default:
