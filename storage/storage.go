@@ -516,6 +516,8 @@ type PayoutUsages interface {
 	Hold(ctx context.Context, customerID string, since time.Time) ([]PayoutUsage, error)
 	// Record stores u. ErrDuplicate when a usage with its ID exists. The
 	// usage counts from u.CreatedAt and is swept after u.ExpiresAt.
+	// Deferrable: the ErrDuplicate may come from a later call of the
+	// transaction or from Atomic.
 	Record(ctx context.Context, u *PayoutUsage) error
 }
 

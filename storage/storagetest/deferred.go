@@ -457,6 +457,73 @@ func deferCases() []deferCase {
 		fail: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
 			return tx.Idempotency().Release(ctx, f.idem.Scope, f.idem.Key, fresh("Token"))
 		}}, notFound, notFoundName)
+	// The payout records of a payout policy, written once per fixture's
+	// customer.
+	usage := func(f *deferFixture) storage.PayoutUsage {
+		return storage.PayoutUsage{ID: "Payout:" + f.wallet.ID, CustomerID: f.wallet.CustomerID, SourceID: f.wallet.ID,
+			DestinationID: f.ext.ID, Amount: 100, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	}
+	add(deferCase{name: "PayoutUsages.Record",
+		write: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			u := usage(f)
+			return tx.PayoutUsage().Record(ctx, &u)
+		},
+		seen: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			list, err := tx.PayoutUsage().Hold(ctx, f.wallet.CustomerID, time.Time{})
+			return seenIf(err, len(list) == 1, "the recorded usage")
+		},
+		before: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			u := usage(f)
+			return tx.PayoutUsage().Record(ctx, &u)
+		},
+		fail: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			u := usage(f)
+			return tx.PayoutUsage().Record(ctx, &u)
+		}}, dup, dupName)
+	approval := func(f *deferFixture) storage.PayoutApproval {
+		return storage.PayoutApproval{ID: "PayoutApproval:" + f.wallet.ID[len("InternalAccount:"):], CustomerID: f.wallet.CustomerID,
+			SourceID: f.wallet.ID, DestinationID: f.ext.ID, Amount: 100, Currency: "USD", Rule: "r", RequestID: fresh("Request"),
+			RequestedBy: f.cred.ID, Required: 1, State: storage.ApprovalWaiting, CreatedAt: t0, UpdatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	}
+	add(deferCase{name: "PayoutApprovals.Create",
+		write: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			a := approval(f)
+			return tx.PayoutApprovals().Create(ctx, &a)
+		},
+		seen: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			_, err := tx.PayoutApprovals().Lock(ctx, approval(f).ID)
+			return err
+		},
+		before: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			a := approval(f)
+			return tx.PayoutApprovals().Create(ctx, &a)
+		},
+		fail: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			a := approval(f)
+			return tx.PayoutApprovals().Create(ctx, &a)
+		}}, dup, dupName)
+	add(deferCase{name: "PayoutApprovals.Update",
+		write: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			a := approval(f)
+			if err := tx.PayoutApprovals().Create(ctx, &a); err != nil {
+				return err
+			}
+			a.State = storage.ApprovalApproved
+			return tx.PayoutApprovals().Update(ctx, &a)
+		},
+		seen: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			a, err := tx.PayoutApprovals().Lock(ctx, approval(f).ID)
+			return seenIf(err, a.State == storage.ApprovalApproved, "the updated approval")
+		},
+		before: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			a := approval(f)
+			return tx.PayoutApprovals().Create(ctx, &a)
+		},
+		fail: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			a := approval(f)
+			a.Version = 7
+			return tx.PayoutApprovals().Update(ctx, &a)
+		}}, conflict, conflictName)
 	return cases
 }
 
