@@ -216,7 +216,8 @@ func (p *Policy) now(a *signedretry.Authorization) time.Time {
 }
 
 // load values the payout, holds its customer and reads what the rules look
-// at: the customer's payouts within the horizon and the destination.
+// at: the customer's payouts within the horizon and the destination, which
+// it holds too.
 func (p *Policy) load(ctx context.Context, tx storage.Tx, pay *Payout, now time.Time) (*subject, error) {
 	ref, err := p.toReference(ctx, pay.Currency, pay.Amount)
 	if err != nil {
@@ -230,7 +231,9 @@ func (p *Policy) load(ctx context.Context, tx storage.Tx, pay *Payout, now time.
 		dest := storage.ExternalAccount{ID: pay.DestinationID, AccountType: pay.DestinationType}
 		return &subject{pay: pay, ref: ref, now: now, past: past, dest: &dest}, nil
 	}
-	dest, err := tx.ExternalAccounts().Get(ctx, pay.DestinationID)
+	// Held to the commit, as the gate holds it: no status change (which a
+	// cool-off reads) commits between the decision and the payout.
+	dest, err := tx.ExternalAccounts().Lock(ctx, pay.DestinationID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, apierror.New(apierror.ReferenceNotFound, "external account %s not found", pay.DestinationID).WithDetail("field", "destinationId")
 	}

@@ -147,3 +147,52 @@ func TestWindowRaceHostTransactions(t *testing.T) {
 		}
 	})
 }
+
+// TestDecideHoldsTheDestination: the destination a decision read (its
+// status and when it changed, which a cool-off judges) stays as read until
+// the payout commits: a status change waits for it.
+func TestDecideHoldsTheDestination(t *testing.T) {
+	pool := pgtest.Pool(t, pgtest.DSN(t), 4, nil)
+	s := pgtest.Store(t, pool, postgres.Config{})
+	p := newPolicy(t, testRules)
+	w := newWorld(t, s)
+	dest := w.destination(t, "USD_ACCOUNT", t0.Add(-48*time.Hour))
+	ctx := context.Background()
+	host, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = host.Rollback(ctx) }()
+	hctx := s.WithTx(ctx, host)
+	err = s.Atomic(hctx, func(tx storage.Tx) error {
+		_, err := p.Decide(hctx, tx, policy.Payout{CustomerID: w.cust, SourceID: w.wallet, DestinationID: dest, Amount: 1, Currency: "USD",
+			Authorization: &signedretry.Authorization{RequestID: newID(t, "Request"), SessionID: w.email.session, CredentialID: w.email.cred, Now: t0}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan error, 1)
+	go func() {
+		changed <- s.Atomic(ctx, func(tx storage.Tx) error {
+			a, err := tx.ExternalAccounts().Get(ctx, dest)
+			if err != nil {
+				return err
+			}
+			a.Status, a.UpdatedAt = storage.StatusUnderReview, t0
+			return tx.ExternalAccounts().Update(ctx, &a)
+		})
+	}()
+	pgtest.AwaitLockWait(t, pool, s.Schema())
+	select {
+	case err := <-changed:
+		t.Fatalf("the status change committed while the payout was open: %v", err)
+	default:
+	}
+	if err := host.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-changed; err != nil {
+		t.Fatal(err)
+	}
+}
