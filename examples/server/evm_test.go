@@ -9,13 +9,13 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/examples/client"
+	"github.com/walletgate/walletgate/examples/server/internal/evmsim"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/sandbox"
 )
@@ -26,39 +26,29 @@ var (
 	evmOtherKey, _ = crypto.HexToECDSA("ae6ae8e5ccbfb04590405997ee2d52d2b330726137b875053c36d94e974d162f")
 )
 
-// personalSign is an EIP-191 personal_sign of message by key as wallets
-// return it: r‖s‖v with v 27 or 28.
+// personalSign is evmsim.PersonalSign for a test.
 func personalSign(t *testing.T, key *ecdsa.PrivateKey, message string) []byte {
 	t.Helper()
-	h := ownership.EVMMessageHash([]byte(message))
-	sig, err := crypto.Sign(h[:], key)
+	sig, err := evmsim.PersonalSign(key, message)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig[64] += 27
 	return sig
 }
 
-// erc6492 wraps sig as ERC-6492 does: abi.encode(factory, calldata, sig)
-// followed by 0x6492…6492, hex-encoded.
+// erc6492 is evmsim.WrapERC6492 of the hex factory and calldata of a
+// counterfactual answer, hex-encoded.
 func erc6492(t *testing.T, factory, calldata string, sig []byte) string {
 	t.Helper()
-	ty := func(s string) abi.Type {
-		x, err := abi.NewType(s, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
 	data, err := hex.DecodeString(strings.TrimPrefix(calldata, "0x"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, err := abi.Arguments{{Type: ty("address")}, {Type: ty("bytes")}, {Type: ty("bytes")}}.Pack(common.HexToAddress(factory), data, sig)
+	w, err := evmsim.WrapERC6492(common.HexToAddress(factory), data, sig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "0x" + hex.EncodeToString(enc) + strings.Repeat("6492", 16)
+	return "0x" + hex.EncodeToString(w)
 }
 
 // customers numbers the customers of the tests, whose emails must differ.
@@ -171,14 +161,7 @@ func TestServerEVMSimulatedERC6492(t *testing.T) {
 	ctx := context.Background()
 	owner := crypto.PubkeyToAddress(evmOwnerKey.PublicKey)
 	salt := "0x" + strings.Repeat("00", 31) + "2a"
-	var cf struct {
-		ChainID         uint64 `json:"chainId"`
-		Owner           string `json:"owner"`
-		Salt            string `json:"salt"`
-		Address         string `json:"address"`
-		Factory         string `json:"factory"`
-		FactoryCalldata string `json:"factoryCalldata"`
-	}
+	var cf evmsim.CounterfactualResponse
 	res, err := c.Do(ctx, "POST", "/sandbox/contract-wallets/counterfactual", map[string]any{"chainId": 1, "owner": owner.Hex(), "salt": salt}, nil, &cf)
 	if err != nil || res.Status != 200 {
 		t.Fatalf("counterfactual: %v %+v", err, res)

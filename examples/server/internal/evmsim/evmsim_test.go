@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 
@@ -38,36 +37,24 @@ func newChains(t *testing.T) *Chains {
 	return c
 }
 
-// signHex is an EIP-191 personal_sign of message by key: hex r‖s‖v with v
-// 27 or 28.
+// signHex is PersonalSign for a test.
 func signHex(t *testing.T, key *ecdsa.PrivateKey, message string) []byte {
 	t.Helper()
-	h := ownership.EVMMessageHash([]byte(message))
-	sig, err := crypto.Sign(h[:], key)
+	sig, err := PersonalSign(key, message)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig[64] += 27
 	return sig
 }
 
-// wrap6492 is an ERC-6492 signature: abi.encode(factory, calldata, sig)
-// followed by 0x6492…6492.
+// wrap6492 is WrapERC6492 for a test.
 func wrap6492(t *testing.T, factory common.Address, calldata, sig []byte) []byte {
 	t.Helper()
-	ty := func(s string) abi.Type {
-		x, err := abi.NewType(s, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
-	enc, err := abi.Arguments{{Type: ty("address")}, {Type: ty("bytes")}, {Type: ty("bytes")}}.Pack(factory, calldata, sig)
+	w, err := WrapERC6492(factory, calldata, sig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	suffix, _ := hex.DecodeString(strings.Repeat("6492", 16))
-	return append(enc, suffix...)
+	return w
 }
 
 // verify asks the chains' verifier to check sig of message for a contract
