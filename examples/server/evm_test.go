@@ -108,11 +108,7 @@ func TestServerEVMSimulatedEIP1271(t *testing.T) {
 	c := clientOf(t, running(t, "-evm-simulated"))
 	ctx := context.Background()
 	owner := crypto.PubkeyToAddress(evmOwnerKey.PublicKey)
-	var w struct {
-		ChainID uint64 `json:"chainId"`
-		Owner   string `json:"owner"`
-		Address string `json:"address"`
-	}
+	var w evmsim.DeployResponse
 	res, err := c.Do(ctx, "POST", "/sandbox/contract-wallets", map[string]any{"chainId": 8453, "owner": strings.ToLower(owner.Hex())}, nil, &w)
 	if err != nil || res.Status != 201 {
 		t.Fatalf("deploy: %v %+v", err, res)
