@@ -52,7 +52,14 @@ type Config struct {
 	// store of one schema (every replica, and every host transaction
 	// bound to them) must run at the same level: choose Serializable when
 	// the host's own transactions do (a ledger run at SERIALIZABLE), and
-	// set it on every replica before any of them serves. At SERIALIZABLE
+	// set it on every replica before any of them serves. The schema
+	// records its level: [Migrate] (or the script of [Migrations] that
+	// creates the schema's store_settings table) records the level of the
+	// first store to migrate it, and Migrate and [CheckSchema] refuse a
+	// store configured at another level with an error wrapping
+	// [ErrSchemaIsolation]; [New] does no I/O and checks nothing, so a
+	// host that opens stores without Migrate calls CheckSchema with the
+	// same Config before serving. At SERIALIZABLE
 	// a transaction's reads all run inside its transaction block, so one
 	// that only reads costs a BEGIN and a COMMIT more, and contended rows
 	// cost reruns.

@@ -17,7 +17,9 @@
 // nothing; at start-up, after opening the pool and before serving, such a
 // host calls [CheckSchema], which reports a schema that lacks migrations
 // ([ErrSchemaBehind]) or has a newer release's ([ErrSchemaAhead]), naming
-// the versions. A host that calls Migrate at start-up needs no check.
+// the versions, or records an isolation level other than the store's
+// ([ErrSchemaIsolation], see Transactions). A host that calls Migrate at
+// start-up needs no check.
 //
 // Migrations are additive, so the release before a migration keeps working
 // on the schema after it: a migration adds tables, indexes, and columns
@@ -58,6 +60,14 @@
 // such a read has no write of the transaction to see, so it reads the
 // same; a transaction that only reads costs no COMMIT. At SERIALIZABLE
 // every read runs inside the block, where the serializable checks see it.
+// The level is the schema's: serializable checks see only serializable
+// transactions, so every store of one schema (every replica, and every
+// host transaction bound to one) runs at one level. The schema records it
+// in its store_settings table: [Migrate], and the script of [Migrations]
+// that creates that table, record the level of the Config they are given
+// when none is recorded, and Migrate and [CheckSchema] refuse a store
+// configured at another level with an error wrapping
+// [ErrSchemaIsolation], naming both levels.
 // Every method the storage contract calls deferrable is deferred: it sends
 // nothing when called and travels with the transaction's next statement or
 // with its COMMIT, which then costs no round trip of its own (inside a

@@ -32,6 +32,22 @@ const schemaMigrationsDDL = `CREATE TABLE IF NOT EXISTS schema_migrations (
     sha256     bytea       NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now())`
 
+// settingsVersion is the migration that creates the store_settings table,
+// whose 'isolation' row records the schema's isolation level.
+const settingsVersion = 10
+
+// isolationSetting is the name of the store_settings row recording the
+// isolation level of the schema's stores, as pgx spells the level
+// ('read committed', 'serializable').
+const isolationSetting = "isolation"
+
+// recordIsolationSQL records $1 as the schema's level unless one is
+// recorded, in the schema search_path names.
+const recordIsolationSQL = "INSERT INTO store_settings (name, value) VALUES ('" + isolationSetting + "', $1) ON CONFLICT (name) DO NOTHING"
+
+// sqlLiteral quotes s as an SQL string literal.
+func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
 // migration is one versioned schema change.
 type migration struct {
 	version int
@@ -83,6 +99,13 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 // checksum differs from the embedded file. Versions recorded by a newer
 // release are left alone, so an older replica still starts during a rolling
 // upgrade.
+//
+// The schema records the isolation level of its stores: in the same
+// transaction, Migrate records cfg.Isolation (READ COMMITTED when empty)
+// when the schema records none, and fails, changing nothing, with an error
+// wrapping [ErrSchemaIsolation] naming both levels when it records
+// another. Every store of one schema runs at one level, so the first store
+// to migrate a schema sets it and a store configured otherwise is refused.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, cfg Config) (int, error) {
 	if pool == nil {
 		return 0, errors.New("postgres: pool is nil")
@@ -99,8 +122,14 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, cfg Config) (int, error) {
 	err = pgx.BeginTxFunc(ctx, pool, migrateOptions(), func(tx pgx.Tx) error {
 		var err error
 		applied, err = migrate(ctx, tx, cfg.Schema, ms)
-		return err
+		if err != nil {
+			return err
+		}
+		return recordIsolation(ctx, tx, cfg)
 	})
+	if errors.Is(err, ErrSchemaIsolation) {
+		return 0, err
+	}
 	if err != nil {
 		return 0, fmt.Errorf("postgres: migrating schema %q: %w", cfg.Schema, err)
 	}
@@ -166,6 +195,31 @@ func migrate(ctx context.Context, tx pgx.Tx, schema string, ms []migration) (int
 	return applied, nil
 }
 
+// recordIsolation records cfg.Isolation as the schema's level unless one
+// is recorded, then reads the recorded level back: another level is an
+// error wrapping ErrSchemaIsolation. search_path names the schema, which
+// has every migration of this release.
+func recordIsolation(ctx context.Context, tx pgx.Tx, cfg Config) error {
+	if _, err := tx.Exec(ctx, recordIsolationSQL, string(cfg.Isolation)); err != nil {
+		return fmt.Errorf("recording the isolation level: %w", err)
+	}
+	var recorded string
+	if err := tx.QueryRow(ctx, "SELECT value FROM store_settings WHERE name = $1", isolationSetting).Scan(&recorded); err != nil {
+		return fmt.Errorf("reading the recorded isolation level: %w", err)
+	}
+	return isolationMismatch(cfg, recorded)
+}
+
+// isolationMismatch returns nil when recorded is cfg's level, or the error
+// wrapping ErrSchemaIsolation naming both levels.
+func isolationMismatch(cfg Config, recorded string) error {
+	if recorded == string(cfg.Isolation) {
+		return nil
+	}
+	return fmt.Errorf("%w: schema %q records %s and this store is configured %s (Config.Isolation); every store of a schema must run at the level it records",
+		ErrSchemaIsolation, cfg.Schema, strings.ToUpper(recorded), strings.ToUpper(string(cfg.Isolation)))
+}
+
 // Migration is one versioned change of the schema, as a host's own
 // migration tool (goose, golang-migrate, Atlas, Flyway) applies it instead
 // of [Migrate].
@@ -179,7 +233,11 @@ type Migration struct {
 	// missing, sets search_path locally to it, makes the change, and
 	// records Version with the file's SHA-256 in the schema's
 	// schema_migrations table exactly as [Migrate] does, so [CheckSchema]
-	// and a later [Migrate] see it as applied. It must run in one
+	// and a later [Migrate] see it as applied. The script of the migration
+	// that creates the store_settings table (version 10) also records the
+	// Config.Isolation it was rendered for as the schema's isolation level,
+	// as Migrate does: the host renders it with the Config of its stores.
+	// SHA-256 is still the migration file's. It must run in one
 	// transaction (SET LOCAL does not outlive it; outside a transaction the
 	// script fails before the change, naming this rule). Its
 	// statements end with a semicolon at the end of a line, so tools that
@@ -191,8 +249,11 @@ type Migration struct {
 // ([DefaultSchema] when empty), in Version order: what [Migrate] applies,
 // rendered for a host's migration tool. Apply each once, in order, in one
 // transaction each; the scripts are additive (see the package
-// documentation on upgrading a running fleet). An error is a schema name
-// that is out of range.
+// documentation on upgrading a running fleet). The scripts record
+// cfg.Isolation (READ COMMITTED when empty) as the schema's isolation
+// level when they create the table that holds it, so render them with the
+// Config the stores use; [CheckSchema] refuses a store configured at
+// another level. An error is a setting of cfg that is out of range.
 func Migrations(cfg Config) ([]Migration, error) {
 	cfg, err := cfg.normalize()
 	if err != nil {
@@ -203,7 +264,7 @@ func Migrations(cfg Config) ([]Migration, error) {
 		return nil, err
 	}
 	ident := pgx.Identifier{cfg.Schema}.Sanitize()
-	literal := "'" + strings.ReplaceAll(cfg.Schema, "'", "''") + "'"
+	literal := sqlLiteral(cfg.Schema)
 	out := make([]Migration, len(ms))
 	for i, m := range ms {
 		var b strings.Builder
@@ -216,14 +277,17 @@ func Migrations(cfg Config) ([]Migration, error) {
 		b.WriteString(schemaMigrationsDDL + ";\n\n")
 		b.WriteString(strings.TrimSpace(m.sql))
 		b.WriteString("\n\n")
+		if m.version == settingsVersion {
+			fmt.Fprintf(&b, "%s;\n", strings.Replace(recordIsolationSQL, "$1", sqlLiteral(string(cfg.Isolation)), 1))
+		}
 		fmt.Fprintf(&b, "INSERT INTO schema_migrations (version, name, sha256) VALUES (%d, '%s', '\\x%x'::bytea);\n", m.version, strings.ReplaceAll(m.name, "'", "''"), m.sum)
 		out[i] = Migration{Version: m.version, Name: m.name, SQL: b.String()}
 	}
 	return out, nil
 }
 
-// ErrSchemaBehind and ErrSchemaAhead are the errors of [CheckSchema], for
-// errors.Is.
+// ErrSchemaBehind, ErrSchemaAhead and ErrSchemaIsolation are the errors of
+// [CheckSchema], for errors.Is.
 var (
 	// ErrSchemaBehind: the schema lacks migrations this release needs; run
 	// [Migrate] (or the host's tool with [Migrations]) before serving.
@@ -233,6 +297,15 @@ var (
 	// replica of the previous release may log this and serve during a
 	// rolling upgrade.
 	ErrSchemaAhead = errors.New("postgres: the schema is ahead of this release")
+	// ErrSchemaIsolation: the schema records an isolation level other than
+	// the store's [Config.Isolation], or records none. Every store of one
+	// schema must run at one level (serializable checks see only
+	// serializable transactions), so neither [Migrate] nor CheckSchema
+	// accepts a store configured otherwise; the error names both levels.
+	// To change a schema's level, stop every store of it, update the
+	// 'isolation' row of its store_settings table ('read committed' or
+	// 'serializable') and start them all configured at the new level.
+	ErrSchemaIsolation = errors.New("postgres: the schema records another isolation level")
 )
 
 // CheckSchema compares the migrations recorded in cfg.Schema's
@@ -244,7 +317,12 @@ var (
 // migration (or does not exist) is an error wrapping [ErrSchemaBehind], one
 // with versions above this release's an error wrapping [ErrSchemaAhead];
 // both name the versions. An applied migration whose checksum differs is
-// an error naming it, as for Migrate.
+// an error naming it, as for Migrate. A schema that has this release's
+// migrations but records an isolation level other than cfg.Isolation
+// (READ COMMITTED when empty), or none, is an error wrapping
+// [ErrSchemaIsolation] naming the levels; it is checked before the
+// versions of a newer release, so ErrSchemaAhead means the level is the
+// store's.
 func CheckSchema(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 	if pool == nil {
 		return errors.New("postgres: pool is nil")
@@ -297,10 +375,22 @@ func CheckSchema(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 			return fmt.Errorf("postgres: schema %q: migration %s was applied with another content (checksum differs); released migrations must not change", cfg.Schema, m.name)
 		}
 	}
-	switch {
-	case len(missing) > 0:
+	if len(missing) > 0 {
 		return fmt.Errorf("%w: schema %q lacks migration versions %v, this release needs 1 to %d", ErrSchemaBehind, cfg.Schema, missing, want)
-	case len(ahead) > 0:
+	}
+	var recorded string
+	err = pool.QueryRow(ctx, "SELECT value FROM "+pgx.Identifier{cfg.Schema, "store_settings"}.Sanitize()+" WHERE name = $1", isolationSetting).Scan(&recorded)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: schema %q records no isolation level (its store_settings table has no %q row) and this store is configured %s (Config.Isolation); Migrate with the store's Config records it",
+			ErrSchemaIsolation, cfg.Schema, isolationSetting, strings.ToUpper(string(cfg.Isolation)))
+	case err != nil:
+		return fmt.Errorf("postgres: checking schema %q: %w", cfg.Schema, err)
+	}
+	if err := isolationMismatch(cfg, recorded); err != nil {
+		return err
+	}
+	if len(ahead) > 0 {
 		return fmt.Errorf("%w: schema %q has migration versions %v, this release knows 1 to %d", ErrSchemaAhead, cfg.Schema, ahead, want)
 	}
 	return nil
