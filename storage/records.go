@@ -22,8 +22,12 @@ const (
 // ExternalAccount is an account outside the service that a customer pays to or
 // from, for example a self-custody wallet.
 type ExternalAccount struct {
-	ID                string // ExternalAccount:<uuid>
-	CustomerID        string // Customer:<uuid>; empty for platform accounts
+	ID         string // ExternalAccount:<uuid>
+	CustomerID string // Customer:<uuid>; empty for platform accounts
+	// Tenant names the host's tenant (a platform) the account belongs to,
+	// as the host gave it at registration; it never changes. A host's
+	// guard compares it with the caller's principal.
+	Tenant            string
 	PlatformAccountID string
 	Status            AccountStatus
 	OwnershipType     string // FIRST_PARTY, THIRD_PARTY or empty
@@ -59,11 +63,24 @@ type OwnershipChallenge struct {
 type InternalAccount struct {
 	ID         string // InternalAccount:<uuid>
 	CustomerID string // Customer:<uuid>
-	Email      string
-	Phone      string // E.164
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	Version    int64 // compare-and-set, as ExternalAccount.Version
+	// Tenant names the host's tenant (a platform, in a host serving
+	// several) the wallet belongs to, as the host gave it when the wallet
+	// was created; it never changes. The uniqueness rules of credentials
+	// (an EMAIL_OTP address, a WebAuthn credential id) hold within one
+	// tenant, so no answer to one tenant depends on another's wallets.
+	// Empty is a tenant like any other: a host with one tenant leaves it
+	// empty.
+	Tenant    string
+	Email     string
+	Phone     string // E.164
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// SecurityChangedAt is when the wallet's means of authentication last
+	// changed after its creation: a credential added to a wallet that had
+	// one, a credential revoked, the email its EMAIL_OTP credentials are
+	// tied to changed. Zero when none did.
+	SecurityChangedAt time.Time
+	Version           int64 // compare-and-set, as ExternalAccount.Version
 }
 
 // CredentialType is the type of an embedded-wallet credential.
@@ -82,15 +99,72 @@ const (
 type Credential struct {
 	ID        string // AuthMethod:<uuid>
 	AccountID string // InternalAccount:<uuid>
-	Type      CredentialType
-	Nickname  string
-	Email     string // EMAIL_OTP
-	Phone     string // SMS_OTP
-	OAuth     *OAuthIdentity
-	WebAuthn  *WebAuthnCredential
+	// Tenant is the tenant of the credential's wallet
+	// ([InternalAccount].Tenant), copied when the credential is created:
+	// the uniqueness rules of [Credentials.Create] hold within it.
+	Tenant   string
+	Type     CredentialType
+	Nickname string
+	Email    string // EMAIL_OTP
+	Phone    string // SMS_OTP
+	OAuth    *OAuthIdentity
+	WebAuthn *WebAuthnCredential
+	// Enrolment is how the credential was enrolled; CreatedAt is when.
+	Enrolment Enrolment
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	Version   int64 // compare-and-set, as ExternalAccount.Version
+}
+
+// Enrolment is how a credential was enrolled: by which session, and so by
+// which credential, and which assurance it carries until its
+// security-change period ends. A credential is worth no more than the
+// proof that enrolled it: one enrolled by the session of a weaker
+// credential carries that credential's assurance until SettlesAt, and
+// until then it answers to its enroller, not as a credential of its own.
+// The zero Enrolment is a credential enrolled without a session (the
+// wallet's first, which the host provisions), worth its own type at once.
+type Enrolment struct {
+	// SessionID is the session that signed the enrolment and CredentialID
+	// the credential that session was opened with; both empty without a
+	// session.
+	SessionID    string
+	CredentialID string
+	// Origin is the credential the enrolment answers to during the
+	// period: the enrolling credential, or, when that one was itself
+	// within its own period at the enrolment, its Origin. Empty without a
+	// session.
+	Origin string
+	// Assurance is the credential type whose assurance the credential
+	// carries until SettlesAt: its own type when it was enrolled by a
+	// session at least as strong, otherwise the weaker assurance that
+	// session carried. Empty without a session.
+	Assurance CredentialType
+	// SettlesAt ends the credential's security-change period: from then on
+	// it carries its own type's assurance and answers to itself. Zero
+	// without a session.
+	SettlesAt time.Time
+}
+
+// AssuredAs returns the credential type whose assurance c carries at t:
+// its own type once its security-change period has ended (or when it had
+// none), otherwise the assurance of the proof that enrolled it.
+func (c *Credential) AssuredAs(t time.Time) CredentialType {
+	if c.Enrolment.Assurance == "" || !t.Before(c.Enrolment.SettlesAt) {
+		return c.Type
+	}
+	return c.Enrolment.Assurance
+}
+
+// OriginAt returns the credential c answers to at t: c itself once its
+// security-change period has ended (or when it had none), otherwise the
+// origin of its enrolment. Two credentials with the same origin at t are
+// one holder's, not two independent credentials.
+func (c *Credential) OriginAt(t time.Time) string {
+	if c.Enrolment.Origin == "" || !t.Before(c.Enrolment.SettlesAt) {
+		return c.ID
+	}
+	return c.Enrolment.Origin
 }
 
 // OAuthIdentity is the OpenID Connect identity an OAUTH credential was
@@ -233,9 +307,26 @@ type Session struct {
 	// PublicKey is the session's P-256 public key, compressed (33 bytes).
 	PublicKey []byte
 	CreatedAt time.Time
-	ExpiresAt time.Time
+	// AuthenticatedAt is when the ceremony that authenticated the session
+	// took place (a one-time code, a passkey assertion, an OpenID Connect
+	// token verified); a refresh, signed by the old session alone, keeps
+	// it. Every freshness rule judges it (through [Session.Authenticated]),
+	// never CreatedAt.
+	AuthenticatedAt time.Time
+	ExpiresAt       time.Time
 	// RevokedAt is set when the session was revoked.
 	RevokedAt time.Time
+}
+
+// Authenticated returns when the session's authentication took place:
+// AuthenticatedAt, or for a session stored without one (by a release that
+// did not record it, whose sessions were authenticated when created)
+// CreatedAt.
+func (s *Session) Authenticated() time.Time {
+	if s.AuthenticatedAt.IsZero() {
+		return s.CreatedAt
+	}
+	return s.AuthenticatedAt
 }
 
 // Active reports whether the session can sign at now: not revoked and not

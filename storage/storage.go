@@ -198,7 +198,8 @@ type ExternalAccounts interface {
 	Get(ctx context.Context, id string) (ExternalAccount, error)
 	// Update replaces the account when the stored Version equals a.Version,
 	// and sets a.Version to the new version. ErrNotFound, or ErrConflict when
-	// the version differs.
+	// the version differs. It keeps the stored Tenant and sets a.Tenant to
+	// it.
 	Update(ctx context.Context, a *ExternalAccount) error
 	// ListByCustomer returns the customer's accounts in creation order.
 	ListByCustomer(ctx context.Context, customerID string) ([]ExternalAccount, error)
@@ -233,6 +234,8 @@ type InternalAccounts interface {
 	// Get returns the account or ErrNotFound.
 	Get(ctx context.Context, id string) (InternalAccount, error)
 	// Update is compare-and-set on Version, as [ExternalAccounts.Update].
+	// It keeps the stored Tenant (a wallet's tenant never changes) and sets
+	// a.Tenant to it.
 	Update(ctx context.Context, a *InternalAccount) error
 	// ListByCustomer returns the customer's accounts in creation order.
 	ListByCustomer(ctx context.Context, customerID string) ([]InternalAccount, error)
@@ -251,6 +254,13 @@ type InternalAccounts interface {
 	// so the decision still holds when the change commits. ErrNotFound when
 	// the account does not exist.
 	Lock(ctx context.Context, id string) (InternalAccount, error)
+	// MarkSecurityChanged sets the SecurityChangedAt and UpdatedAt of
+	// account id to at and increases its Version, for a change of its
+	// credentials the transaction makes. The caller holds the account
+	// (Lock). Deferrable: a failure, an error wrapping ErrNotFound for an
+	// account that does not exist, may come from a later call or from
+	// Atomic.
+	MarkSecurityChanged(ctx context.Context, id string, at time.Time) error
 }
 
 // Credentials stores the authentication methods of internal accounts.
@@ -258,25 +268,29 @@ type Credentials interface {
 	// Create stores a new credential with Version 1 (set on c). ErrDuplicate
 	// when the id exists, when the account already has a credential of type
 	// EMAIL_OTP (or SMS_OTP) and c is one, when c is a PASSKEY whose WebAuthn
-	// credential id is stored already (on any account), or when c is an OAUTH
-	// credential whose identity the account already has.
+	// credential id is stored already on an account of c.Tenant, or when c
+	// is an OAUTH credential whose identity the account already has. A
+	// WebAuthn credential id stored under another tenant is no clash: no
+	// rule of one tenant depends on another's credentials.
 	Create(ctx context.Context, c *Credential) error
 	// Get returns the credential or ErrNotFound.
 	Get(ctx context.Context, id string) (Credential, error)
 	// Update is compare-and-set on Version, as [ExternalAccounts.Update]. The
-	// uniqueness rules of Create apply.
+	// uniqueness rules of Create apply. It keeps the stored Tenant and sets
+	// c.Tenant to it.
 	Update(ctx context.Context, c *Credential) error
 	// Delete removes the credential; ErrNotFound when it does not exist.
 	Delete(ctx context.Context, id string) error
 	// ListByAccount returns the account's credentials in creation order (an
 	// empty list for an unknown account).
 	ListByAccount(ctx context.Context, accountID string) ([]Credential, error)
-	// FindByWebAuthnID returns the PASSKEY credential with that WebAuthn
-	// credential id, or ErrNotFound.
-	FindByWebAuthnID(ctx context.Context, credentialID []byte) (Credential, error)
-	// ListEmailOTPByEmail returns the EMAIL_OTP credentials tied to email,
-	// compared exactly (callers normalise addresses before storing them).
-	ListEmailOTPByEmail(ctx context.Context, email string) ([]Credential, error)
+	// FindByWebAuthnID returns the PASSKEY credential of tenant with that
+	// WebAuthn credential id, or ErrNotFound.
+	FindByWebAuthnID(ctx context.Context, tenant string, credentialID []byte) (Credential, error)
+	// ListEmailOTPByEmail returns the EMAIL_OTP credentials of tenant tied
+	// to email, compared exactly (callers normalise addresses before
+	// storing them), oldest first.
+	ListEmailOTPByEmail(ctx context.Context, tenant, email string) ([]Credential, error)
 	// Lock returns the credential as Get does and holds it until the
 	// transaction ends: another transaction's Lock, Update or Delete of the
 	// credential waits until then. A caller that creates a session of the
@@ -303,12 +317,14 @@ type Credentials interface {
 	// replica, at most attempt.Limit are reserved per issuance and at most
 	// attempt.Budget hits per window in transactions that commit.
 	Lock(ctx context.Context, id string, attempt *OTPAttempt) (LockedCredential, error)
-	// LockEmail holds the address email until the transaction ends: another
-	// transaction's LockEmail of the same address waits until then. It
-	// needs no record to exist. Callers take it before they check which
-	// EMAIL_OTP credentials are tied to the address and then tie it to
-	// others, so two such changes never both pass the check.
-	LockEmail(ctx context.Context, email string) error
+	// LockEmail holds the address email of tenant until the transaction
+	// ends: another transaction's LockEmail of the same tenant and address
+	// waits until then; the same address of another tenant is another
+	// lock. It needs no record to exist. Callers take it before they check
+	// which EMAIL_OTP credentials of the tenant are tied to the address and
+	// then tie it to others, so two such changes never both pass the
+	// check.
+	LockEmail(ctx context.Context, tenant, email string) error
 }
 
 // OTPIssuances stores issued one-time codes, one live issuance per

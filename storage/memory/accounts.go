@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/walletgate/walletgate/storage"
 )
@@ -64,6 +65,7 @@ func (r extRepo) Update(ctx context.Context, a *storage.ExternalAccount) error {
 	if cur.Version != a.Version {
 		return storage.ErrConflict
 	}
+	a.Tenant = cur.Tenant // an account's tenant never changes
 	if cur.CustomerID != a.CustomerID {
 		if err := r.lockX(ctx, lkExtByCustomer, cur.CustomerID); err != nil {
 			return err
@@ -160,6 +162,7 @@ func (r walletRepo) Update(ctx context.Context, a *storage.InternalAccount) erro
 	if cur.Version != a.Version {
 		return storage.ErrConflict
 	}
+	a.Tenant = cur.Tenant // a wallet's tenant never changes
 	if cur.CustomerID != a.CustomerID {
 		if err := r.lockX(ctx, lkWalletByCustomer, cur.CustomerID); err != nil {
 			return err
@@ -179,6 +182,19 @@ func (r walletRepo) Update(ctx context.Context, a *storage.InternalAccount) erro
 // Lock is Get under an exclusive lock, held until the transaction ends.
 func (r walletRepo) Lock(ctx context.Context, id string) (storage.InternalAccount, error) {
 	return r.get(ctx, id, exclusive)
+}
+
+// MarkSecurityChanged updates the account under its exclusive lock; it
+// reports at once.
+func (r walletRepo) MarkSecurityChanged(ctx context.Context, id string, at time.Time) error {
+	a, err := r.get(ctx, id, exclusive)
+	if err != nil {
+		return err
+	}
+	a.SecurityChangedAt, a.UpdatedAt = at, at
+	a.Version++
+	tput(r.tx, &r.s.wallets, a.ID, &a)
+	return nil
 }
 
 func (r walletRepo) ListByCustomer(ctx context.Context, customerID string) ([]storage.InternalAccount, error) {

@@ -30,16 +30,21 @@ func cloneCred(a *storage.Credential) *storage.Credential {
 
 type credRepo struct{ *tx }
 
+// scoped is the key of value k within tenant: the uniqueness rules and
+// the address locks hold per tenant. A tenant never holds a NUL (the
+// stores keep text), so no two pairs share a key.
+func scoped(tenant, k string) string { return tenant + "\x00" + k }
+
 // lockKeys takes the exclusive locks of the WebAuthn id and the address c
-// is (or will be) listed under.
+// is (or will be) listed under, in its tenant.
 func (r credRepo) lockKeys(ctx context.Context, c *storage.Credential) error {
 	if c.Type == storage.Passkey && c.WebAuthn != nil {
-		if err := r.lockX(ctx, lkWebAuthn, string(c.WebAuthn.CredentialID)); err != nil {
+		if err := r.lockX(ctx, lkWebAuthn, scoped(c.Tenant, string(c.WebAuthn.CredentialID))); err != nil {
 			return err
 		}
 	}
 	if c.Type == storage.EmailOTP {
-		return r.lockX(ctx, lkEmail, c.Email)
+		return r.lockX(ctx, lkEmail, scoped(c.Tenant, c.Email))
 	}
 	return nil
 }
@@ -50,7 +55,7 @@ func (r credRepo) lockKeys(ctx context.Context, c *storage.Credential) error {
 // lock.
 func (r credRepo) conflicts(ctx context.Context, c *storage.Credential) (bool, error) {
 	if c.Type == storage.Passkey && c.WebAuthn != nil {
-		if owner, ok := r.s.webauthn.get(string(c.WebAuthn.CredentialID)); ok && owner != c.ID {
+		if owner, ok := r.s.webauthn.get(scoped(c.Tenant, string(c.WebAuthn.CredentialID))); ok && owner != c.ID {
 			return true, nil
 		}
 	}
@@ -74,17 +79,18 @@ func (r credRepo) conflicts(ctx context.Context, c *storage.Credential) (bool, e
 	return false, nil
 }
 
-// emailOf returns the address c is listed under, and whether it is listed
-// under one at all (only EMAIL_OTP credentials are).
+// emailOf returns the key of the address c is listed under (in its
+// tenant), and whether it is listed under one at all (only EMAIL_OTP
+// credentials are).
 func emailOf(c *storage.Credential) (string, bool) {
-	return c.Email, c.Type == storage.EmailOTP
+	return scoped(c.Tenant, c.Email), c.Type == storage.EmailOTP
 }
 
 // index lists c under its WebAuthn id and, unless it is listed there
 // already (as was), its address.
 func (r credRepo) index(c, was *storage.Credential) {
 	if c.Type == storage.Passkey && c.WebAuthn != nil {
-		tput(r.tx, &r.s.webauthn, string(c.WebAuthn.CredentialID), c.ID)
+		tput(r.tx, &r.s.webauthn, scoped(c.Tenant, string(c.WebAuthn.CredentialID)), c.ID)
 	}
 	if e, ok := emailOf(c); ok {
 		if was != nil {
@@ -100,7 +106,7 @@ func (r credRepo) index(c, was *storage.Credential) {
 // there (as next), from its address.
 func (r credRepo) unindex(c, next *storage.Credential) {
 	if c.Type == storage.Passkey && c.WebAuthn != nil {
-		tdel(r.tx, &r.s.webauthn, string(c.WebAuthn.CredentialID))
+		tdel(r.tx, &r.s.webauthn, scoped(c.Tenant, string(c.WebAuthn.CredentialID)))
 	}
 	if e, ok := emailOf(c); ok {
 		if next != nil {
@@ -162,6 +168,7 @@ func (r credRepo) Update(ctx context.Context, c *storage.Credential) error {
 	if cur.Version != c.Version {
 		return storage.ErrConflict
 	}
+	c.Tenant = cur.Tenant // a credential's tenant is its wallet's, for good
 	// The account's list is read (shared) for the uniqueness check, and
 	// changed (exclusive) only when c moves to another account.
 	moves := cur.AccountID != c.AccountID
@@ -237,11 +244,12 @@ func (r credRepo) ListByAccount(ctx context.Context, accountID string) ([]storag
 	return r.list(ctx, ids)
 }
 
-func (r credRepo) FindByWebAuthnID(ctx context.Context, credentialID []byte) (storage.Credential, error) {
-	if err := r.lockS(ctx, lkWebAuthn, string(credentialID)); err != nil {
+func (r credRepo) FindByWebAuthnID(ctx context.Context, tenant string, credentialID []byte) (storage.Credential, error) {
+	k := scoped(tenant, string(credentialID))
+	if err := r.lockS(ctx, lkWebAuthn, k); err != nil {
 		return storage.Credential{}, err
 	}
-	id, ok := r.s.webauthn.get(string(credentialID))
+	id, ok := r.s.webauthn.get(k)
 	if !ok {
 		return storage.Credential{}, storage.ErrNotFound
 	}
@@ -280,15 +288,16 @@ func (r credRepo) Lock(ctx context.Context, id string, a *storage.OTPAttempt) (s
 
 // LockEmail takes the exclusive lock of the address: the one every write of
 // an EMAIL_OTP credential of the address takes too.
-func (r credRepo) LockEmail(ctx context.Context, email string) error {
-	return r.lockX(ctx, lkEmail, email)
+func (r credRepo) LockEmail(ctx context.Context, tenant, email string) error {
+	return r.lockX(ctx, lkEmail, scoped(tenant, email))
 }
 
-func (r credRepo) ListEmailOTPByEmail(ctx context.Context, email string) ([]storage.Credential, error) {
-	if err := r.lockS(ctx, lkEmail, email); err != nil {
+func (r credRepo) ListEmailOTPByEmail(ctx context.Context, tenant, email string) ([]storage.Credential, error) {
+	k := scoped(tenant, email)
+	if err := r.lockS(ctx, lkEmail, k); err != nil {
 		return nil, err
 	}
-	ids, _ := r.s.credsByEmail.get(email)
+	ids, _ := r.s.credsByEmail.get(k)
 	out, err := r.list(ctx, ids)
 	slices.SortStableFunc(out, func(a, b storage.Credential) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out, err

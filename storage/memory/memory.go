@@ -78,8 +78,8 @@ type Store struct {
 	walletsByCust table[[]string]
 	creds         table[*storage.Credential]
 	credsByAcct   table[[]string]
-	credsByEmail  table[[]string] // EMAIL_OTP credentials by address
-	webauthn      table[string]   // raw WebAuthn credential id -> credential id
+	credsByEmail  table[[]string] // EMAIL_OTP credentials by tenant and address (scoped)
+	webauthn      table[string]   // tenant and raw WebAuthn credential id (scoped) -> credential id
 	otp           table[*storage.OTPIssuance]
 	otpByCred     table[string]
 	sessions      table[*storage.Session]

@@ -3,25 +3,27 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/walletgate/walletgate/storage"
 )
 
-const extColumns = `id, customer_id, platform_account_id, status, ownership_type, currency, account_type,
+const extColumns = `id, customer_id, tenant, platform_account_id, status, ownership_type, currency, account_type,
 	address, network, vasp_name, info, created_at, updated_at, version`
 
 const (
 	extInsertSQL = `INSERT INTO {s}.external_accounts (` + extColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1)
 	ON CONFLICT DO NOTHING`
 	extGetSQL    = `SELECT ` + extColumns + ` FROM {s}.external_accounts WHERE id = $1`
 	extLockSQL   = extGetSQL + ` FOR UPDATE`
 	extUpdateSQL = `UPDATE {s}.external_accounts SET customer_id = $2, platform_account_id = $3, status = $4,
 	ownership_type = $5, currency = $6, account_type = $7, address = $8, network = $9, vasp_name = $10,
 	info = $11, created_at = $12, updated_at = $13, version = version + 1
-	WHERE id = $1 AND version = $14 RETURNING version`
+	WHERE id = $1 AND version = $14 RETURNING version, tenant`
 	extExistsSQL = `SELECT 1 FROM {s}.external_accounts WHERE id = $1`
 	extListSQL   = `SELECT ` + extColumns + ` FROM {s}.external_accounts WHERE customer_id = $1 ORDER BY seq`
 )
@@ -29,21 +31,27 @@ const (
 type extRepo struct{ t *tx }
 
 func extFields(t *tx, a *storage.ExternalAccount) error {
-	return t.valid("external account", key("ID", a.ID), key("CustomerID", a.CustomerID),
+	return t.valid("external account", key("ID", a.ID), key("CustomerID", a.CustomerID), key("Tenant", a.Tenant),
 		text("PlatformAccountID", a.PlatformAccountID), text("Status", string(a.Status)),
 		text("OwnershipType", a.OwnershipType), text("Currency", a.Currency), text("AccountType", a.AccountType),
 		text("Address", a.Address), text("Network", a.Network), text("VaspName", a.VaspName))
 }
 
 func extArgs(a *storage.ExternalAccount) []any {
-	return []any{a.ID, a.CustomerID, a.PlatformAccountID, string(a.Status), a.OwnershipType, a.Currency,
+	return []any{a.ID, a.CustomerID, a.Tenant, a.PlatformAccountID, string(a.Status), a.OwnershipType, a.Currency,
 		a.AccountType, a.Address, a.Network, a.VaspName, []byte(a.Info), a.CreatedAt, a.UpdatedAt}
+}
+
+// extUpdateArgs are extArgs without the tenant, which Update keeps.
+func extUpdateArgs(a *storage.ExternalAccount) []any {
+	args := extArgs(a)
+	return append(args[:2:2], args[3:]...)
 }
 
 func scanExt(row pgx.Row, a *storage.ExternalAccount) error {
 	var status string
 	var info []byte
-	err := row.Scan(&a.ID, &a.CustomerID, &a.PlatformAccountID, &status, &a.OwnershipType, &a.Currency,
+	err := row.Scan(&a.ID, &a.CustomerID, &a.Tenant, &a.PlatformAccountID, &status, &a.OwnershipType, &a.Currency,
 		&a.AccountType, &a.Address, &a.Network, &a.VaspName, &info, utc(&a.CreatedAt), utc(&a.UpdatedAt), &a.Version)
 	a.Status, a.Info = storage.AccountStatus(status), json.RawMessage(info)
 	return err
@@ -99,15 +107,16 @@ func (r extRepo) Update(ctx context.Context, a *storage.ExternalAccount) error {
 		return err
 	}
 	var v int64
-	found, err := r.t.queryRow(ctx, r.t.s.q.extUpdate, append(extArgs(a), a.Version),
-		func(row pgx.Row) error { return row.Scan(&v) })
+	var tenant string
+	found, err := r.t.queryRow(ctx, r.t.s.q.extUpdate, append(extUpdateArgs(a), a.Version),
+		func(row pgx.Row) error { return row.Scan(&v, &tenant) })
 	if err != nil {
 		return wrap("update external account", err)
 	}
 	if !found {
 		return r.t.casMiss(ctx, r.t.s.q.extExists, a.ID, "external account")
 	}
-	a.Version = v
+	a.Version, a.Tenant = v, tenant
 	return nil
 }
 
@@ -130,11 +139,11 @@ func (r extRepo) ListByCustomer(ctx context.Context, customerID string) ([]stora
 	return out, nil
 }
 
-const walletColumns = `id, customer_id, email, phone, created_at, updated_at, version`
+const walletColumns = `id, customer_id, tenant, email, phone, created_at, updated_at, security_changed_at, version`
 
 const (
 	walletInsertSQL = `INSERT INTO {s}.internal_accounts (` + walletColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, 1) ON CONFLICT DO NOTHING`
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1) ON CONFLICT DO NOTHING`
 	walletGetSQL = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts WHERE id = $1`
 	// walletOfCredSQL reads the account of a credential (see readAhead).
 	walletOfCredSQL = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts
@@ -142,29 +151,45 @@ const (
 	// walletOfSessSQL reads the account of a session.
 	walletOfSessSQL = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts
 	WHERE id = (SELECT account_id FROM {s}.sessions WHERE id = $1)`
+	// walletUpdateSQL keeps the stored tenant: a wallet's never changes.
 	walletUpdateSQL = `UPDATE {s}.internal_accounts SET customer_id = $2, email = $3, phone = $4,
-	created_at = $5, updated_at = $6, version = version + 1
-	WHERE id = $1 AND version = $7 RETURNING version`
+	created_at = $5, updated_at = $6, security_changed_at = $7, version = version + 1
+	WHERE id = $1 AND version = $8 RETURNING version, tenant`
 	walletExistsSQL = `SELECT 1 FROM {s}.internal_accounts WHERE id = $1`
 	walletListSQL   = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts WHERE customer_id = $1 ORDER BY seq`
 	// walletLockSQL waits for any transaction holding the row and returns
 	// the row as that one committed it.
 	walletLockSQL = `SELECT ` + walletColumns + ` FROM {s}.internal_accounts WHERE id = $1 FOR UPDATE`
+	// walletMarkChangedSQL is MarkSecurityChanged, a deferred write: its
+	// guard fails (guard_failed, SQLSTATE WG001) when no account has the
+	// id.
+	walletMarkChangedSQL = `WITH marked AS (UPDATE {s}.internal_accounts SET security_changed_at = $2, updated_at = $2,
+	version = version + 1 WHERE id = $1 RETURNING 1)
+	SELECT CASE WHEN count(*) = 0 THEN {s}.guard_failed('` + guardWalletExists + `') ELSE 1 END FROM marked`
 )
+
+// guardWalletExists is the guard of MarkSecurityChanged.
+const guardWalletExists = "internal account exists"
 
 type walletRepo struct{ t *tx }
 
 func walletFields(t *tx, a *storage.InternalAccount) error {
-	return t.valid("internal account", key("ID", a.ID), key("CustomerID", a.CustomerID),
+	return t.valid("internal account", key("ID", a.ID), key("CustomerID", a.CustomerID), key("Tenant", a.Tenant),
 		text("Email", a.Email), text("Phone", a.Phone))
 }
 
 func walletArgs(a *storage.InternalAccount) []any {
-	return []any{a.ID, a.CustomerID, a.Email, a.Phone, a.CreatedAt, a.UpdatedAt}
+	return []any{a.ID, a.CustomerID, a.Tenant, a.Email, a.Phone, a.CreatedAt, a.UpdatedAt, nullTime(a.SecurityChangedAt)}
+}
+
+// walletUpdateArgs are walletArgs without the tenant, which Update keeps.
+func walletUpdateArgs(a *storage.InternalAccount) []any {
+	return []any{a.ID, a.CustomerID, a.Email, a.Phone, a.CreatedAt, a.UpdatedAt, nullTime(a.SecurityChangedAt)}
 }
 
 func scanWallet(row pgx.Row, a *storage.InternalAccount) error {
-	return row.Scan(&a.ID, &a.CustomerID, &a.Email, &a.Phone, utc(&a.CreatedAt), utc(&a.UpdatedAt), &a.Version)
+	return row.Scan(&a.ID, &a.CustomerID, &a.Tenant, &a.Email, &a.Phone, utc(&a.CreatedAt), utc(&a.UpdatedAt),
+		utc(&a.SecurityChangedAt), &a.Version)
 }
 
 func (r walletRepo) Create(ctx context.Context, a *storage.InternalAccount) error {
@@ -234,15 +259,16 @@ func (r walletRepo) Update(ctx context.Context, a *storage.InternalAccount) erro
 		return err
 	}
 	var v int64
-	found, err := r.t.queryRow(ctx, r.t.s.q.walletUpdate, append(walletArgs(a), a.Version),
-		func(row pgx.Row) error { return row.Scan(&v) })
+	var tenant string
+	found, err := r.t.queryRow(ctx, r.t.s.q.walletUpdate, append(walletUpdateArgs(a), a.Version),
+		func(row pgx.Row) error { return row.Scan(&v, &tenant) })
 	if err != nil {
 		return wrap("update internal account", err)
 	}
 	if !found {
 		return r.t.casMiss(ctx, r.t.s.q.walletExists, a.ID, "internal account")
 	}
-	a.Version = v
+	a.Version, a.Tenant = v, tenant
 	return nil
 }
 
@@ -261,6 +287,25 @@ func (r walletRepo) Lock(ctx context.Context, id string) (storage.InternalAccoun
 	}
 	r.t.hold(heldWallets, a.ID, a)
 	return a, nil
+}
+
+// MarkSecurityChanged is a deferred write: it travels with the
+// transaction's next statement or its COMMIT, and an account that does
+// not exist aborts the transaction with an error wrapping
+// storage.ErrNotFound.
+func (r walletRepo) MarkSecurityChanged(ctx context.Context, id string, at time.Time) error {
+	if !storableKey(id) {
+		return notFoundOrDone(r.t)
+	}
+	b := &batch{}
+	b.Queue(r.t.s.q.walletMarkChanged, id, at).Fn = func(br pgx.BatchResults) error {
+		_, err := br.Exec()
+		if pgCode(err) == codeGuardFailed {
+			return fmt.Errorf("postgres: mark the security change of internal account %s: %w", id, storage.ErrNotFound)
+		}
+		return err
+	}
+	return wrap("mark security change", r.t.deferWrite(ctx, b))
 }
 
 func (r walletRepo) ListByCustomer(ctx context.Context, customerID string) ([]storage.InternalAccount, error) {

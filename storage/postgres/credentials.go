@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -13,33 +14,39 @@ import (
 	"github.com/walletgate/walletgate/storage"
 )
 
-const credColumns = `id, account_id, type, nickname, email, phone,
+const credColumns = `id, account_id, tenant, type, nickname, email, phone,
 	oauth_issuer, oauth_audience, oauth_subject, oauth_identity_sha256,
 	webauthn_credential_id, webauthn_public_key, webauthn_attestation_type, webauthn_aaguid,
 	webauthn_sign_count, webauthn_transports, webauthn_user_present, webauthn_user_verified,
 	webauthn_backup_eligible, webauthn_backup_state, webauthn_clone_warning,
+	enrolled_by_session, enrolled_by_credential, enrolment_origin, enrolment_assurance, enrolment_settles_at,
 	created_at, updated_at, version`
 
 const (
 	// credInsertSQL reports a clash with any unique index (id, one EMAIL_OTP
-	// or SMS_OTP per account, WebAuthn id, OAuth identity per account) as
-	// zero rows instead of an error that would abort the transaction.
+	// or SMS_OTP per account, WebAuthn id per tenant, OAuth identity per
+	// account) as zero rows instead of an error that would abort the
+	// transaction.
 	credInsertSQL = `INSERT INTO {s}.credentials (` + credColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, 1)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22,
+	$23, $24, $25, $26, $27, $28, $29, 1)
 	ON CONFLICT DO NOTHING`
-	credGetSQL    = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE id = $1`
+	credGetSQL = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE id = $1`
+	// credUpdateSQL keeps the stored tenant: a credential's tenant is its
+	// wallet's, for good.
 	credUpdateSQL = `UPDATE {s}.credentials SET account_id = $2, type = $3, nickname = $4, email = $5, phone = $6,
 	oauth_issuer = $7, oauth_audience = $8, oauth_subject = $9, oauth_identity_sha256 = $10,
 	webauthn_credential_id = $11, webauthn_public_key = $12, webauthn_attestation_type = $13, webauthn_aaguid = $14,
 	webauthn_sign_count = $15, webauthn_transports = $16, webauthn_user_present = $17, webauthn_user_verified = $18,
 	webauthn_backup_eligible = $19, webauthn_backup_state = $20, webauthn_clone_warning = $21,
-	created_at = $22, updated_at = $23, version = version + 1
-	WHERE id = $1 AND version = $24 RETURNING version`
+	enrolled_by_session = $22, enrolled_by_credential = $23, enrolment_origin = $24, enrolment_assurance = $25,
+	enrolment_settles_at = $26, created_at = $27, updated_at = $28, version = version + 1
+	WHERE id = $1 AND version = $29 RETURNING version, tenant`
 	credExistsSQL     = `SELECT 1 FROM {s}.credentials WHERE id = $1`
 	credDeleteSQL     = `DELETE FROM {s}.credentials WHERE id = $1`
 	credListSQL       = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE account_id = $1 ORDER BY seq`
-	credByWebAuthnSQL = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE type = 'PASSKEY' AND webauthn_credential_id = $1`
-	credByEmailSQL    = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE type = 'EMAIL_OTP' AND email = $1 ORDER BY created_at, seq`
+	credByWebAuthnSQL = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE type = 'PASSKEY' AND tenant = $1 AND webauthn_credential_id = $2`
+	credByEmailSQL    = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE type = 'EMAIL_OTP' AND tenant = $1 AND email = $2 ORDER BY created_at, seq`
 	credLockSQL       = `SELECT ` + credColumns + ` FROM {s}.credentials WHERE id = $1 FOR UPDATE`
 	savepointSQL      = `SAVEPOINT walletgate_stmt`
 	releaseSQL        = `RELEASE SAVEPOINT walletgate_stmt`
@@ -51,8 +58,10 @@ const (
 type credRepo struct{ t *tx }
 
 func credFields(t *tx, c *storage.Credential) error {
-	fs := []field{key("ID", c.ID), key("AccountID", c.AccountID), text("Type", string(c.Type)),
-		text("Nickname", c.Nickname), key("Email", c.Email), text("Phone", c.Phone)}
+	fs := []field{key("ID", c.ID), key("AccountID", c.AccountID), key("Tenant", c.Tenant), text("Type", string(c.Type)),
+		text("Nickname", c.Nickname), key("Email", c.Email), text("Phone", c.Phone),
+		key("Enrolment.SessionID", c.Enrolment.SessionID), key("Enrolment.CredentialID", c.Enrolment.CredentialID),
+		key("Enrolment.Origin", c.Enrolment.Origin), text("Enrolment.Assurance", string(c.Enrolment.Assurance))}
 	if c.OAuth != nil {
 		fs = append(fs, text("OAuth.Issuer", c.OAuth.Issuer), text("OAuth.Audience", c.OAuth.Audience),
 			text("OAuth.Subject", c.OAuth.Subject))
@@ -86,10 +95,10 @@ func oauthKey(o *storage.OAuthIdentity) []byte {
 	return h.Sum(nil)
 }
 
-// credArgs returns the 23 column values of c, id first.
+// credArgs returns the 29 column values of c, id first.
 func credArgs(c *storage.Credential) []any {
-	args := make([]any, 0, 24)
-	args = append(args, c.ID, c.AccountID, string(c.Type), c.Nickname, c.Email, c.Phone)
+	args := make([]any, 0, 30)
+	args = append(args, c.ID, c.AccountID, c.Tenant, string(c.Type), c.Nickname, c.Email, c.Phone)
 	if o := c.OAuth; o != nil {
 		args = append(args, o.Issuer, o.Audience, o.Subject, oauthKey(o))
 	} else {
@@ -105,12 +114,19 @@ func credArgs(c *storage.Credential) []any {
 	} else {
 		args = append(args, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil)
 	}
-	return append(args, c.CreatedAt, c.UpdatedAt)
+	e := &c.Enrolment
+	return append(args, e.SessionID, e.CredentialID, e.Origin, string(e.Assurance), nullTime(e.SettlesAt), c.CreatedAt, c.UpdatedAt)
+}
+
+// credUpdateArgs are credArgs without the tenant, which Update keeps.
+func credUpdateArgs(c *storage.Credential) []any {
+	args := credArgs(c)
+	return append(args[:2:2], args[3:]...)
 }
 
 func scanCred(row pgx.Row, c *storage.Credential) error {
 	var (
-		typ                     string
+		typ, assurance          string
 		iss, aud, sub           pgtype.Text
 		oauthSum                []byte
 		wid, pub, aaguid        []byte
@@ -119,13 +135,15 @@ func scanCred(row pgx.Row, c *storage.Credential) error {
 		transports              []string
 		up, uv, be, bs, cloneWn pgtype.Bool
 	)
-	err := row.Scan(&c.ID, &c.AccountID, &typ, &c.Nickname, &c.Email, &c.Phone,
+	e := &c.Enrolment
+	err := row.Scan(&c.ID, &c.AccountID, &c.Tenant, &typ, &c.Nickname, &c.Email, &c.Phone,
 		&iss, &aud, &sub, &oauthSum, &wid, &pub, &att, &aaguid, &count, &transports, &up, &uv, &be, &bs, &cloneWn,
+		&e.SessionID, &e.CredentialID, &e.Origin, &assurance, utc(&e.SettlesAt),
 		utc(&c.CreatedAt), utc(&c.UpdatedAt), &c.Version)
 	if err != nil {
 		return err
 	}
-	c.Type = storage.CredentialType(typ)
+	c.Type, e.Assurance = storage.CredentialType(typ), storage.CredentialType(assurance)
 	if iss.Valid {
 		c.OAuth = &storage.OAuthIdentity{Issuer: iss.String, Audience: aud.String, Subject: sub.String}
 	}
@@ -162,10 +180,10 @@ func (r credRepo) Get(ctx context.Context, id string) (storage.Credential, error
 	return r.one(ctx, "get credential", r.t.s.q.credGet, id)
 }
 
-// one returns the credential st selects.
-func (r credRepo) one(ctx context.Context, op string, st stmt, arg any) (storage.Credential, error) {
+// one returns the credential st selects with args.
+func (r credRepo) one(ctx context.Context, op string, st stmt, args ...any) (storage.Credential, error) {
 	var c storage.Credential
-	found, err := r.t.queryRow(ctx, st, []any{arg}, func(row pgx.Row) error { return scanCred(row, &c) })
+	found, err := r.t.queryRow(ctx, st, args, func(row pgx.Row) error { return scanCred(row, &c) })
 	switch {
 	case err != nil:
 		return storage.Credential{}, wrap(op, err)
@@ -185,13 +203,14 @@ func (r credRepo) Update(ctx context.Context, c *storage.Credential) error {
 		return err
 	}
 	var v int64
+	var tenant string
 	found := false
 	b := &batch{}
 	b.Queue(r.t.s.q.savepoint)
-	b.Queue(r.t.s.q.credUpdate, append(credArgs(c), c.Version)...).Query(func(rows pgx.Rows) error {
+	b.Queue(r.t.s.q.credUpdate, append(credUpdateArgs(c), c.Version)...).Query(func(rows pgx.Rows) error {
 		if rows.Next() {
 			found = true
-			return rows.Scan(&v)
+			return rows.Scan(&v, &tenant)
 		}
 		return nil
 	})
@@ -209,7 +228,7 @@ func (r credRepo) Update(ctx context.Context, c *storage.Credential) error {
 	if !found {
 		return r.t.casMiss(ctx, r.t.s.q.credExists, c.ID, "credential")
 	}
-	c.Version = v
+	c.Version, c.Tenant = v, tenant
 	return nil
 }
 
@@ -227,9 +246,9 @@ func (r credRepo) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-func (r credRepo) list(ctx context.Context, op string, st stmt, arg any) ([]storage.Credential, error) {
+func (r credRepo) list(ctx context.Context, op string, st stmt, args ...any) ([]storage.Credential, error) {
 	var out []storage.Credential
-	err := r.t.query(ctx, st, []any{arg}, func(rows pgx.Rows) error {
+	err := r.t.query(ctx, st, args, func(rows pgx.Rows) error {
 		var c storage.Credential
 		if err := scanCred(rows, &c); err != nil {
 			return err
@@ -250,14 +269,14 @@ func (r credRepo) ListByAccount(ctx context.Context, accountID string) ([]storag
 	return r.list(ctx, "list credentials", r.t.s.q.credList, accountID)
 }
 
-func (r credRepo) FindByWebAuthnID(ctx context.Context, credentialID []byte) (storage.Credential, error) {
-	if len(credentialID) > MaxWebAuthnIDBytes {
+func (r credRepo) FindByWebAuthnID(ctx context.Context, tenant string, credentialID []byte) (storage.Credential, error) {
+	if len(credentialID) > MaxWebAuthnIDBytes || !storableKey(tenant) {
 		return storage.Credential{}, notFoundOrDone(r.t)
 	}
 	if credentialID == nil {
 		credentialID = []byte{} // an empty id is stored as empty, not NULL
 	}
-	return r.one(ctx, "find credential by WebAuthn id", r.t.s.q.credByWebAuthn, credentialID)
+	return r.one(ctx, "find credential by WebAuthn id", r.t.s.q.credByWebAuthn, tenant, credentialID)
 }
 
 // Lock reads the credential with a row lock held until the transaction
@@ -325,8 +344,12 @@ func (r credRepo) queueLock(b *batch, id string, c *storage.Credential, found *b
 // lockForAttempt sends the credential's locking read and the attempt
 // (otpLockAttemptSQL) in one round trip: at READ COMMITTED the attempt's
 // statement takes its snapshot once the lock was granted, so it reads the
-// issuance as a read sent after the lock would. A refused hit costs a
-// read more, as allow's does. A budget below one is allow's, which refuses
+// issuance as a read sent after the lock would. The credential's account
+// is read ahead in the same round trip, right after the lock, as lock
+// reads it (see readAhead), for the account's Get that follows: the
+// caller's guard decides on it, a lockout's event names its customer. A
+// refused hit costs a read more, as allow's does (and that read drops
+// the account read ahead). A budget below one is allow's, which refuses
 // every hit: the issuance is read with the lock, and the window opened
 // after.
 func (r credRepo) lockForAttempt(ctx context.Context, id string, a storage.OTPAttempt) (storage.LockedCredential, error) {
@@ -341,10 +364,21 @@ func (r credRepo) lockForAttempt(ctx context.Context, id string, a storage.OTPAt
 		}
 	}
 	var c storage.Credential
+	var w storage.InternalAccount
 	var cur, att otpRow
-	foundC, counted := false, false
+	foundC, foundW, counted := false, false, false
 	b := &batch{}
 	r.queueLock(b, id, &c, &foundC)
+	ahead := r.t.mayReadAhead()
+	if ahead {
+		b.Queue(r.t.s.q.walletOfCred, id).Query(func(rows pgx.Rows) error {
+			if !rows.Next() {
+				return nil
+			}
+			foundW = true
+			return scanWallet(rows, &w)
+		})
+	}
 	if a.Budget < 1 || limit == 0 {
 		b.Queue(r.t.s.q.otpGet, id).Query(func(rows pgx.Rows) error {
 			if !rows.Next() {
@@ -368,6 +402,9 @@ func (r credRepo) lockForAttempt(ctx context.Context, id string, a storage.OTPAt
 		return storage.LockedCredential{}, storage.ErrNotFound
 	}
 	r.t.hold(heldCredentials, c.ID, cloneCredential(c))
+	if ahead && foundW && w.ID == c.AccountID {
+		r.t.readAhead(aheadRows{wallet: &w})
+	}
 	res := storage.LockedCredential{Credential: c, Issuance: cur.issuance(), Reserved: att.issuance()}
 	o := res.Issuance
 	if o == nil || !o.ConsumedAt.IsZero() || !a.Now.Before(o.ExpiresAt) || o.Attempts >= limit || counted {
@@ -388,17 +425,28 @@ func (r credRepo) lockForAttempt(ctx context.Context, id string, a storage.OTPAt
 	return res, nil
 }
 
-// LockEmail takes a transaction-level advisory lock derived from the schema
-// and the address, so it needs no row and stores of other schemas never wait
-// on it.
-func (r credRepo) LockEmail(ctx context.Context, email string) error {
-	_, err := r.t.exec(ctx, r.t.s.q.advisoryLock, lockKey("email/"+email, r.t.s.cfg.Schema))
+// LockEmail takes a transaction-level advisory lock derived from the
+// schema, the tenant and the address, so it needs no row and stores of
+// other schemas, and other tenants, never wait on it.
+func (r credRepo) LockEmail(ctx context.Context, tenant, email string) error {
+	_, err := r.t.exec(ctx, r.t.s.q.advisoryLock, lockKey(emailLockName(tenant, email), r.t.s.cfg.Schema))
 	return wrap("lock email", err)
 }
 
-func (r credRepo) ListEmailOTPByEmail(ctx context.Context, email string) ([]storage.Credential, error) {
-	if !storableKey(email) {
+// emailLockName names the lock of an address of a tenant. The empty
+// tenant's is the name releases before tenants used, so replicas of both
+// take one lock during an upgrade; another tenant's starts with a prefix
+// of its own and the tenant's length, so no two pairs share a name.
+func emailLockName(tenant, email string) string {
+	if tenant == "" {
+		return "email/" + email
+	}
+	return "tenant-email/" + strconv.Itoa(len(tenant)) + "/" + tenant + "/" + email
+}
+
+func (r credRepo) ListEmailOTPByEmail(ctx context.Context, tenant, email string) ([]storage.Credential, error) {
+	if !storableKey(email) || !storableKey(tenant) {
 		return nil, r.t.check()
 	}
-	return r.list(ctx, "list EMAIL_OTP credentials by email", r.t.s.q.credByEmail, email)
+	return r.list(ctx, "list EMAIL_OTP credentials by email", r.t.s.q.credByEmail, tenant, email)
 }

@@ -146,7 +146,7 @@ func TestUnstorableValues(t *testing.T) {
 						t.Fatalf("lookup %d by %q: %v, want ErrNotFound", i+1, k, err)
 					}
 				}
-				list, err := tx.Credentials().ListEmailOTPByEmail(ctx, k)
+				list, err := tx.Credentials().ListEmailOTPByEmail(ctx, k, k)
 				if err != nil || len(list) != 0 {
 					t.Fatalf("ListEmailOTPByEmail(%q) = %v, %v", k, list, err)
 				}
@@ -154,7 +154,7 @@ func TestUnstorableValues(t *testing.T) {
 					t.Fatalf("MarkDelivered(%q): %v", k, err)
 				}
 			}
-			_, err := tx.Credentials().FindByWebAuthnID(ctx, make([]byte, postgres.MaxWebAuthnIDBytes+1))
+			_, err := tx.Credentials().FindByWebAuthnID(ctx, "", make([]byte, postgres.MaxWebAuthnIDBytes+1))
 			if !errors.Is(err, storage.ErrNotFound) {
 				t.Fatalf("FindByWebAuthnID with an over-long id: %v", err)
 			}

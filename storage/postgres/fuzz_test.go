@@ -58,7 +58,7 @@ func FuzzRoundTrip(f *testing.F) {
 				!bytes.Equal(gotP.Data, raw) || !bytes.Equal(gotP.BodyDigest, raw)) {
 				t.Fatalf("pending request came back as %+v, %v", gotP, err)
 			}
-			gotC, err := tx.Credentials().FindByWebAuthnID(ctx, c.WebAuthn.CredentialID)
+			gotC, err := tx.Credentials().FindByWebAuthnID(ctx, c.Tenant, c.WebAuthn.CredentialID)
 			if wantC && (err != nil || gotC.Nickname != str || gotC.WebAuthn.AttestationType != path ||
 				!bytes.Equal(gotC.WebAuthn.PublicKey, raw) || len(gotC.WebAuthn.Transports) != 2 ||
 				gotC.WebAuthn.Transports[0] != str || gotC.WebAuthn.Transports[1] != path) {

@@ -166,9 +166,7 @@ func (p *pipeline) session(id string) (storage.Session, bool) {
 	if !ok {
 		return storage.Session{}, false
 	}
-	s := row.(storage.Session)
-	s.PublicKey = slices.Clone(s.PublicKey)
-	return s, true
+	return cloneSession(row.(storage.Session)), true
 }
 
 // readAhead keeps a copy of rows, read by the statements just sent, until

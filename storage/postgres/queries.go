@@ -135,7 +135,7 @@ type stmt struct {
 // schemas never share a prepared statement.
 type queries struct {
 	extInsert, extGet, extLock, extUpdate, extExists, extList                                       stmt
-	walletInsert, walletGet, walletUpdate, walletExists, walletList, walletLock                     stmt
+	walletInsert, walletGet, walletUpdate, walletExists, walletList, walletLock, walletMarkChanged  stmt
 	challengePut, challengeGet, challengeConsume                                                    stmt
 	credInsert, credGet, credUpdate, credExists, credDelete, credList, credByWebAuthn, credByEmail  stmt
 	credLock, walletOfCred, walletOfSess                                                            stmt
@@ -188,14 +188,15 @@ func renderQueries(quotedSchema string) queries {
 		extExists: d(extExistsSQL, read, ext),
 		extList:   d(extListSQL, read, ext),
 
-		walletInsert: d(walletInsertSQL, write, wallets),
-		walletGet:    d(walletGetSQL, read, wallets),
-		walletUpdate: d(walletUpdateSQL, write, wallets),
-		walletExists: d(walletExistsSQL, read, wallets),
-		walletList:   d(walletListSQL, read, wallets),
-		walletLock:   d(walletLockSQL, lock, wallets),
-		walletOfCred: d(walletOfCredSQL, read, wallets, creds),
-		walletOfSess: d(walletOfSessSQL, read, wallets, sessions),
+		walletInsert:      d(walletInsertSQL, write, wallets),
+		walletGet:         d(walletGetSQL, read, wallets),
+		walletUpdate:      d(walletUpdateSQL, write, wallets),
+		walletExists:      d(walletExistsSQL, read, wallets),
+		walletList:        d(walletListSQL, read, wallets),
+		walletLock:        d(walletLockSQL, lock, wallets),
+		walletMarkChanged: d(walletMarkChangedSQL, write, wallets),
+		walletOfCred:      d(walletOfCredSQL, read, wallets, creds),
+		walletOfSess:      d(walletOfSessSQL, read, wallets, sessions),
 
 		challengePut:     d(challengePutSQL, write, challenges),
 		challengeGet:     d(challengeGetSQL, read, challenges),

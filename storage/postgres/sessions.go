@@ -11,13 +11,13 @@ import (
 	"github.com/walletgate/walletgate/storage"
 )
 
-const sessionColumns = `id, account_id, credential_id, public_key, created_at, expires_at, revoked_at`
+const sessionColumns = `id, account_id, credential_id, public_key, created_at, authenticated_at, expires_at, revoked_at`
 
 const (
 	// sessionInsertSQL raises a unique violation for an id that exists (no
 	// ON CONFLICT): Create is a deferred write (see deferWrite).
 	sessionInsertSQL = `INSERT INTO {s}.sessions (` + sessionColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 	sessionGetSQL    = `SELECT ` + sessionColumns + ` FROM {s}.sessions WHERE id = $1`
 	sessionActiveSQL = `SELECT ` + sessionColumns + ` FROM {s}.sessions
 	WHERE account_id = $1 AND revoked_at IS NULL AND expires_at > $2 ORDER BY seq`
@@ -47,7 +47,8 @@ const (
 type sessionRepo struct{ t *tx }
 
 func scanSession(row pgx.Row, s *storage.Session) error {
-	return row.Scan(&s.ID, &s.AccountID, &s.CredentialID, &s.PublicKey, utc(&s.CreatedAt), utc(&s.ExpiresAt), utc(&s.RevokedAt))
+	return row.Scan(&s.ID, &s.AccountID, &s.CredentialID, &s.PublicKey, utc(&s.CreatedAt), utc(&s.AuthenticatedAt),
+		utc(&s.ExpiresAt), utc(&s.RevokedAt))
 }
 
 func (r sessionRepo) Create(ctx context.Context, s *storage.Session) error {
@@ -60,7 +61,7 @@ func (r sessionRepo) Create(ctx context.Context, s *storage.Session) error {
 	// transaction with an error wrapping storage.ErrDuplicate.
 	b := &batch{}
 	b.Queue(r.t.s.q.sessionInsert, s.ID, s.AccountID, s.CredentialID, s.PublicKey,
-		s.CreatedAt, s.ExpiresAt, nullTime(s.RevokedAt))
+		s.CreatedAt, nullTime(s.AuthenticatedAt), s.ExpiresAt, nullTime(s.RevokedAt))
 	return wrap("create session", r.t.deferWrite(ctx, b))
 }
 
@@ -174,8 +175,7 @@ func (r sessionRepo) LockSigner(ctx context.Context, accountID, id string) (stor
 	if !credential || !session || s.AccountID != accountID {
 		return storage.Session{}, storage.ErrNotFound
 	}
-	r.t.hold(heldSessions, s.ID, storage.Session{ID: s.ID, AccountID: s.AccountID, CredentialID: s.CredentialID,
-		PublicKey: slices.Clone(s.PublicKey), CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt, RevokedAt: s.RevokedAt})
+	r.t.hold(heldSessions, s.ID, cloneSession(s))
 	return s, nil
 }
 
@@ -229,9 +229,15 @@ func (r sessionRepo) LockSignersByKey(ctx context.Context, accountID string, pub
 		if _, ok := creds[s.CredentialID]; !ok {
 			continue
 		}
-		r.t.hold(heldSessions, s.ID, storage.Session{ID: s.ID, AccountID: s.AccountID, CredentialID: s.CredentialID,
-			PublicKey: slices.Clone(s.PublicKey), CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt, RevokedAt: s.RevokedAt})
+		r.t.hold(heldSessions, s.ID, cloneSession(s))
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// cloneSession is a copy of s that shares no memory with it, every field
+// kept: what a lock holds is read back whole.
+func cloneSession(s storage.Session) storage.Session {
+	s.PublicKey = slices.Clone(s.PublicKey)
+	return s
 }

@@ -122,7 +122,7 @@ func unchanged(t *testing.T, s storage.Store, w *world) {
 		diff(t, "internal account", wallet, w.wallet)
 		creds, _ := tx.Credentials().ListByAccount(ctx, w.wallet.ID)
 		diff(t, "credentials", creds, []storage.Credential{w.cred})
-		found, err := tx.Credentials().FindByWebAuthnID(ctx, w.cred.WebAuthn.CredentialID)
+		found, err := tx.Credentials().FindByWebAuthnID(ctx, w.cred.Tenant, w.cred.WebAuthn.CredentialID)
 		wantErr(t, "FindByWebAuthnID", err, nil)
 		diff(t, "passkey by WebAuthn id", found, w.cred)
 		otp, err := Issuance(ctx, tx, w.cred.ID)

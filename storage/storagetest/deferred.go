@@ -209,6 +209,21 @@ func deferCases() []deferCase {
 			a.Version++
 			return tx.InternalAccounts().Update(ctx, &a)
 		}}, conflict, conflictName)
+	add(deferCase{name: "InternalAccounts.MarkSecurityChanged",
+		write: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			if _, err := tx.InternalAccounts().Lock(ctx, f.wallet.ID); err != nil {
+				return err
+			}
+			return tx.InternalAccounts().MarkSecurityChanged(ctx, f.wallet.ID, t0.Add(time.Hour))
+		},
+		seen: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			a, err := tx.InternalAccounts().Get(ctx, f.wallet.ID)
+			return seenIf(err, a.SecurityChangedAt.Equal(t0.Add(time.Hour)) && a.UpdatedAt.Equal(t0.Add(time.Hour)) &&
+				a.Version == f.wallet.Version+1, "the wallet's security change")
+		},
+		fail: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			return tx.InternalAccounts().MarkSecurityChanged(ctx, fresh("InternalAccount"), t0)
+		}}, notFound, notFoundName)
 	add(deferCase{name: "Credentials.Create",
 		write: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
 			c := storage.Credential{ID: fresh("AuthMethod"), AccountID: f.wallet.ID, Type: storage.OAuth, Nickname: "ada",

@@ -86,16 +86,50 @@ func testGuards(t *testing.T, newStore Factory) {
 		s := newStore(t)
 		run(t, s, func(tx storage.Tx) error {
 			r := tx.Credentials()
-			wantErr(t, "LockEmail of an address no credential has", r.LockEmail(ctx, "nobody@example.com"), nil)
-			wantErr(t, "LockEmail again in the same transaction", r.LockEmail(ctx, "nobody@example.com"), nil)
-			wantErr(t, "LockEmail of another address", r.LockEmail(ctx, "somebody@example.com"), nil)
+			wantErr(t, "LockEmail of an address no credential has", r.LockEmail(ctx, "", "nobody@example.com"), nil)
+			wantErr(t, "LockEmail again in the same transaction", r.LockEmail(ctx, "", "nobody@example.com"), nil)
+			wantErr(t, "LockEmail of another address", r.LockEmail(ctx, "", "somebody@example.com"), nil)
+			wantErr(t, "LockEmail of the address in another tenant", r.LockEmail(ctx, "tenant-b", "nobody@example.com"), nil)
 			return nil
 		})
 		// The lock ends with the transaction: a later one takes it at once.
 		run(t, s, func(tx storage.Tx) error {
-			wantErr(t, "LockEmail in a later transaction", tx.Credentials().LockEmail(ctx, "nobody@example.com"), nil)
+			wantErr(t, "LockEmail in a later transaction", tx.Credentials().LockEmail(ctx, "", "nobody@example.com"), nil)
 			return nil
 		})
+		// The address of another tenant is another lock: it is taken while
+		// a transaction holds the address in the empty tenant.
+		held, release := make(chan struct{}), make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			done <- s.Atomic(ctx, func(tx storage.Tx) error {
+				if err := tx.Credentials().LockEmail(ctx, "", "shared@example.com"); err != nil {
+					return err
+				}
+				close(held)
+				<-release
+				return nil
+			})
+		}()
+		select {
+		case <-held:
+		case err := <-done:
+			t.Fatalf("the holding transaction ended early: %v", err)
+		}
+		other := make(chan error, 1)
+		go func() {
+			other <- s.Atomic(ctx, func(tx storage.Tx) error {
+				return tx.Credentials().LockEmail(ctx, "tenant-b", "shared@example.com")
+			})
+		}()
+		select {
+		case err := <-other:
+			wantErr(t, "LockEmail of the address in another tenant while it is held", err, nil)
+		case <-time.After(10 * time.Second):
+			t.Fatal("LockEmail of the address in another tenant waited for the holder of the empty tenant's")
+		}
+		close(release)
+		wantErr(t, "the holding transaction", <-done, nil)
 	})
 	t.Run("ConsumeOTP", func(t *testing.T) {
 		s := newStore(t)
@@ -258,7 +292,7 @@ func testGuards(t *testing.T, newStore Factory) {
 		wantErr(t, "Credentials.Lock through a finished Tx", err, storage.ErrTxDone)
 		_, err = kept.Credentials().Lock(ctx, id(t, "AuthMethod"), &storage.OTPAttempt{Limit: 5, Now: t0, Key: "k", Window: time.Minute, Budget: 1})
 		wantErr(t, "Credentials.Lock with an attempt through a finished Tx", err, storage.ErrTxDone)
-		wantErr(t, "LockEmail through a finished Tx", kept.Credentials().LockEmail(ctx, "a@example.com"), storage.ErrTxDone)
+		wantErr(t, "LockEmail through a finished Tx", kept.Credentials().LockEmail(ctx, "", "a@example.com"), storage.ErrTxDone)
 		wantErr(t, "OTPIssuances.Consume through a finished Tx", kept.OTPIssuances().Consume(ctx, id(t, "OTP"), t0), storage.ErrTxDone)
 	})
 }

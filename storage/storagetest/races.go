@@ -585,20 +585,26 @@ func raceOneOTP(t *testing.T, stores []storage.Store, workers int, typ storage.C
 	})
 }
 
+// raceEmailTiedOnce ties one address to EMAIL_OTP credentials of many
+// wallets at once, half of them in one tenant and half in another, each
+// under LockEmail after checking the tenant's tied credentials: one tie
+// commits per tenant, and neither tenant's waits on or sees the other's.
 func raceEmailTiedOnce(t *testing.T, stores []storage.Store, workers int) {
 	ctx := t.Context()
 	const email = "contested@example.com"
+	tenants := [2]string{"", "tenant-b"}
 	creds := make([]storage.Credential, len(stores)*workers)
 	for i := range creds {
 		creds[i] = emailCred(t, id(t, "InternalAccount"), email)
+		creds[i].Tenant = tenants[i%2]
 	}
 	errs := race(t, stores, workers, func(c context.Context, i int, s storage.Store) error {
 		cred := creds[i]
 		return s.Atomic(c, func(tx storage.Tx) error {
-			if err := tx.Credentials().LockEmail(c, email); err != nil {
+			if err := tx.Credentials().LockEmail(c, cred.Tenant, email); err != nil {
 				return err
 			}
-			tied, err := tx.Credentials().ListEmailOTPByEmail(c, email)
+			tied, err := tx.Credentials().ListEmailOTPByEmail(c, cred.Tenant, email)
 			if err != nil {
 				return err
 			}
@@ -609,15 +615,20 @@ func raceEmailTiedOnce(t *testing.T, stores []storage.Store, workers int) {
 			return tx.Credentials().Create(c, &cred)
 		})
 	})
-	if wins := tally(t, "tie", errs, errTied); wins != 1 {
-		t.Fatalf("%d ties of one address committed, want 1", wins)
+	if wins := tally(t, "tie", errs, errTied); wins != len(tenants) {
+		t.Fatalf("%d ties of one address committed in %d tenants, want one per tenant", wins, len(tenants))
 	}
 	run(t, stores[0], func(tx storage.Tx) error {
-		tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, email)
-		if err == nil && len(tied) != 1 {
-			t.Fatalf("%d credentials are tied to the address, want 1", len(tied))
+		for _, tenant := range tenants {
+			tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, tenant, email)
+			if err != nil {
+				return err
+			}
+			if len(tied) != 1 || tied[0].Tenant != tenant {
+				t.Fatalf("tenant %q: %d credentials are tied to the address (%v), want 1 of the tenant", tenant, len(tied), tied)
+			}
 		}
-		return err
+		return nil
 	})
 }
 
@@ -736,7 +747,7 @@ func raceAppendCommitOrder(t *testing.T, stores []storage.Store, workers int) {
 				// the append has written the event (and drawn its Seq)
 				// before the pause, whose length varies so that, without
 				// the rule, a later Seq would often commit first.
-				if err := tx.Credentials().LockEmail(c, fmt.Sprintf("order-%d@example.com", i)); err != nil {
+				if err := tx.Credentials().LockEmail(c, "", fmt.Sprintf("order-%d@example.com", i)); err != nil {
 					return err
 				}
 				time.Sleep(time.Duration((i*7+round)%5) * time.Millisecond)

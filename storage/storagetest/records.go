@@ -29,6 +29,7 @@ func testExternalAccounts(t *testing.T, newStore Factory) {
 	s := newStore(t)
 	cust, other := id(t, "Customer"), id(t, "Customer")
 	a, b, c := newExternal(t, cust), newExternal(t, cust), newExternal(t, other)
+	a.Tenant = "tenant-a"
 	run(t, s, func(tx storage.Tx) error {
 		r := tx.ExternalAccounts()
 		for _, x := range []*storage.ExternalAccount{&a, &b, &c} {
@@ -66,9 +67,10 @@ func testExternalAccounts(t *testing.T, newStore Factory) {
 		upd := a
 		upd.Status = storage.StatusActive
 		upd.UpdatedAt = t0.Add(time.Minute)
+		upd.Tenant = "another" // kept as stored, and set back on upd
 		wantErr(t, "Update", r.Update(ctx, &upd), nil)
-		if upd.Version != 2 {
-			t.Fatalf("Update set Version %d, want 2", upd.Version)
+		if upd.Version != 2 || upd.Tenant != a.Tenant {
+			t.Fatalf("Update set Version %d and Tenant %q, want 2 and the stored %q", upd.Version, upd.Tenant, a.Tenant)
 		}
 		stale := a // still Version 1
 		stale.Status = storage.StatusUnverified
@@ -119,10 +121,10 @@ func testInternalAccounts(t *testing.T, newStore Factory) {
 	ctx := t.Context()
 	s := newStore(t)
 	cust := id(t, "Customer")
-	a := storage.InternalAccount{ID: id(t, "InternalAccount"), CustomerID: cust, Email: "ada@example.com",
+	a := storage.InternalAccount{ID: id(t, "InternalAccount"), CustomerID: cust, Tenant: "tenant-a", Email: "ada@example.com",
 		Phone: "+14155550123", CreatedAt: t0, UpdatedAt: t0}
 	b := a
-	b.ID, b.CustomerID = id(t, "InternalAccount"), id(t, "Customer")
+	b.ID, b.CustomerID, b.Tenant = id(t, "InternalAccount"), id(t, "Customer"), ""
 	run(t, s, func(tx storage.Tx) error {
 		r := tx.InternalAccounts()
 		wantErr(t, "Create", r.Create(ctx, &a), nil)
@@ -140,7 +142,12 @@ func testInternalAccounts(t *testing.T, newStore Factory) {
 
 		upd := a
 		upd.Email = "ada@lovelace.example"
+		upd.SecurityChangedAt = t0.Add(time.Hour)
+		upd.Tenant = "another" // kept as stored, and set back on upd
 		wantErr(t, "Update", r.Update(ctx, &upd), nil)
+		if upd.Tenant != a.Tenant {
+			t.Fatalf("Update set Tenant %q, want the stored %q", upd.Tenant, a.Tenant)
+		}
 		stale := a
 		wantErr(t, "Update stale", r.Update(ctx, &stale), storage.ErrConflict)
 		got, _ = r.Get(ctx, a.ID)
@@ -201,6 +208,9 @@ func testCredentials(t *testing.T, newStore Factory) {
 	sms := storage.Credential{ID: id(t, "AuthMethod"), AccountID: acct, Type: storage.SMSOTP,
 		Nickname: "+14155550123", Phone: "+14155550123", CreatedAt: t0.Add(time.Second), UpdatedAt: t0}
 	pk := passkeyCred(t, acct, []byte("credential-raw-id-1"))
+	// Every field of an enrolment is kept.
+	pk.Enrolment = storage.Enrolment{SessionID: id(t, "Session"), CredentialID: email.ID, Origin: email.ID,
+		Assurance: storage.EmailOTP, SettlesAt: t0.Add(24 * time.Hour)}
 	oa := oauthCred(t, acct, "sub-1")
 	otherEmail := emailCred(t, other, "ada@example.com")
 	otherEmail.CreatedAt = t0.Add(time.Hour)
@@ -220,6 +230,18 @@ func testCredentials(t *testing.T, newStore Factory) {
 		wantErr(t, "second SMS_OTP on an account", r.Create(ctx, &secondSMS), storage.ErrDuplicate)
 		samePasskey := passkeyCred(t, other, []byte("credential-raw-id-1"))
 		wantErr(t, "WebAuthn id registered on another account", r.Create(ctx, &samePasskey), storage.ErrDuplicate)
+		// Another tenant's rules are its own: the same WebAuthn id and the
+		// same address are no clash there.
+		tenantB := id(t, "InternalAccount")
+		otherTenantPasskey := passkeyCred(t, tenantB, []byte("credential-raw-id-1"))
+		otherTenantPasskey.Tenant = "tenant-b"
+		wantErr(t, "WebAuthn id registered in another tenant", r.Create(ctx, &otherTenantPasskey), nil)
+		otherTenantEmail := emailCred(t, tenantB, "ada@example.com")
+		otherTenantEmail.Tenant = "tenant-b"
+		wantErr(t, "address tied in another tenant", r.Create(ctx, &otherTenantEmail), nil)
+		samePasskeyB := passkeyCred(t, id(t, "InternalAccount"), []byte("credential-raw-id-1"))
+		samePasskeyB.Tenant = "tenant-b"
+		wantErr(t, "WebAuthn id registered twice in tenant-b", r.Create(ctx, &samePasskeyB), storage.ErrDuplicate)
 		sameOAuth := oauthCred(t, acct, "sub-1")
 		wantErr(t, "same OAuth identity twice", r.Create(ctx, &sameOAuth), storage.ErrDuplicate)
 		dupID := pk
@@ -251,15 +273,23 @@ func testCredentials(t *testing.T, newStore Factory) {
 			t.Fatalf("ListByAccount of an unknown account returned %d", len(list))
 		}
 
-		found, err := r.FindByWebAuthnID(ctx, []byte("credential-raw-id-2"))
+		found, err := r.FindByWebAuthnID(ctx, "", []byte("credential-raw-id-2"))
 		wantErr(t, "FindByWebAuthnID", err, nil)
 		diff(t, "FindByWebAuthnID", found, pk2)
-		_, err = r.FindByWebAuthnID(ctx, []byte("nope"))
+		_, err = r.FindByWebAuthnID(ctx, "", []byte("nope"))
 		wantErr(t, "FindByWebAuthnID unknown", err, storage.ErrNotFound)
+		found, err = r.FindByWebAuthnID(ctx, "tenant-b", []byte("credential-raw-id-1"))
+		wantErr(t, "FindByWebAuthnID in tenant-b", err, nil)
+		diff(t, "FindByWebAuthnID in tenant-b", found, otherTenantPasskey)
+		_, err = r.FindByWebAuthnID(ctx, "tenant-b", []byte("credential-raw-id-2"))
+		wantErr(t, "FindByWebAuthnID of the empty tenant's id in tenant-b", err, storage.ErrNotFound)
 
-		tied, err := r.ListEmailOTPByEmail(ctx, "ada@example.com")
+		tied, err := r.ListEmailOTPByEmail(ctx, "", "ada@example.com")
 		wantErr(t, "ListEmailOTPByEmail", err, nil)
 		diff(t, "ListEmailOTPByEmail", tied, []storage.Credential{email, otherEmail})
+		tied, err = r.ListEmailOTPByEmail(ctx, "tenant-b", "ada@example.com")
+		wantErr(t, "ListEmailOTPByEmail in tenant-b", err, nil)
+		diff(t, "ListEmailOTPByEmail in tenant-b", tied, []storage.Credential{otherTenantEmail})
 
 		// Sign counter update by compare-and-set.
 		upd := pk
@@ -277,10 +307,19 @@ func testCredentials(t *testing.T, newStore Factory) {
 		steal := pk2
 		steal.WebAuthn = &storage.WebAuthnCredential{CredentialID: []byte("credential-raw-id-1")}
 		wantErr(t, "Update to a WebAuthn id in use", r.Update(ctx, &steal), storage.ErrDuplicate)
+		// Update keeps the stored tenant, and says so on the record.
+		moved := otherTenantEmail
+		moved.Tenant, moved.Nickname = "", "renamed"
+		wantErr(t, "Update naming another tenant", r.Update(ctx, &moved), nil)
+		if moved.Tenant != "tenant-b" {
+			t.Fatalf("Update set Tenant %q, want the stored %q", moved.Tenant, "tenant-b")
+		}
+		got, _ = r.Get(ctx, otherTenantEmail.ID)
+		diff(t, "Get after an Update naming another tenant", got, moved)
 
 		wantErr(t, "Delete", r.Delete(ctx, pk.ID), nil)
 		wantErr(t, "Delete twice", r.Delete(ctx, pk.ID), storage.ErrNotFound)
-		_, err = r.FindByWebAuthnID(ctx, []byte("credential-raw-id-1"))
+		_, err = r.FindByWebAuthnID(ctx, "", []byte("credential-raw-id-1"))
 		wantErr(t, "FindByWebAuthnID after Delete", err, storage.ErrNotFound)
 		reuse := passkeyCred(t, other, []byte("credential-raw-id-1"))
 		wantErr(t, "WebAuthn id free again after Delete", r.Create(ctx, &reuse), nil)
@@ -370,6 +409,7 @@ func testSessions(t *testing.T, newStore Factory) {
 			PublicKey: append([]byte{2}, make([]byte, 32)...), CreatedAt: created, ExpiresAt: created.Add(ttl)}
 	}
 	live := mk(cred, t0, 15*time.Minute)
+	live.AuthenticatedAt = t0.Add(-40 * time.Minute) // refreshed since its ceremony: the time is kept
 	expired := mk(cred, t0.Add(-time.Hour), 15*time.Minute)
 	fromCred2 := mk(cred2, t0.Add(time.Second), 15*time.Minute)
 	foreign := mk(cred, t0, 15*time.Minute)

@@ -38,8 +38,11 @@ func newSignedAccount(t *testing.T, s storage.Store) *signedAccount {
 	a.creds = [3]storage.Credential{emailCred(t, a.acct.ID, a.acct.Email), passkeyCred(t, a.acct.ID, []byte("signer-"+a.acct.ID)),
 		oauthCred(t, a.acct.ID, "signer")}
 	for i := range a.sessions {
+		// Refreshed sessions: authenticated before they were created. A
+		// lock and the reads it answers keep the time.
 		a.sessions[i] = storage.Session{ID: id(t, "Session"), AccountID: a.acct.ID, CredentialID: a.creds[i].ID,
-			PublicKey: []byte{2, byte(i)}, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+			PublicKey: []byte{2, byte(i)}, CreatedAt: t0, AuthenticatedAt: t0.Add(-time.Duration(i+1) * time.Hour),
+			ExpiresAt: t0.Add(time.Hour)}
 	}
 	run(t, s, func(tx storage.Tx) error {
 		err := tx.InternalAccounts().Create(ctx, &a.acct)
