@@ -239,6 +239,22 @@ func As(err error) *Error {
 	return Internal(err)
 }
 
+// Refusal is the answer to a host's refusal of a call (a tenant guard's
+// error): the *Error in refusal's chain, as the host chose it, or for a
+// plain error hidden, the answer the call gives an id that names nothing,
+// so that a refusal does not tell the caller the record exists. It
+// returns nil for a nil refusal.
+func Refusal(refusal error, hidden func() error) error {
+	if refusal == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(refusal, &e) && !e.Code.IsZero() {
+		return e
+	}
+	return hidden()
+}
+
 // From is the one mapping of a domain package's failures to client errors,
 // for the errors a package returns from its store, verifiers and helpers. It
 // is nil-safe and returns, for err:

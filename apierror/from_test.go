@@ -40,3 +40,18 @@ func TestFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusal: a host's refusal is answered as the host chose it when it
+// is (or wraps) an *Error, as an unknown id when it is plain, and not at
+// all when nil.
+func TestRefusal(t *testing.T) {
+	hidden := func() error { return apierror.New(apierror.ReferenceNotFound, "credential x not found") }
+	if err := apierror.Refusal(nil, hidden); err != nil {
+		t.Fatalf("nil refusal: %v", err)
+	}
+	e := apierrortest.Want(t, apierror.Refusal(errors.New("host: another platform's"), hidden), apierror.ReferenceNotFound, "")
+	if e.Message != "credential x not found" {
+		t.Fatalf("a plain refusal says %q", e.Message)
+	}
+	apierrortest.Want(t, apierror.Refusal(fmt.Errorf("host: %w", apierror.New(apierror.Forbidden, "no")), hidden), apierror.Forbidden, "")
+}
