@@ -35,16 +35,26 @@ func StateOf(a *storage.PayoutApproval, now time.Time) string {
 }
 
 // Approver is who approves or refuses a held payout: the authorization of
-// a signed operation of the wallet (its session must be of another
-// credential than the one that signed the payout), or an operator the
-// host authenticated. Exactly one is set.
+// a signed operation of the wallet, or an operator the host
+// authenticated. Exactly one is set.
+//
+// A wallet's approval counts only from a credential independent of the
+// one whose session signed the payout: another credential, carrying its
+// own type's assurance (not one enrolled by a session of a weaker
+// credential within its security-change period), and answering to
+// another holder ([storage.Credential].OriginAt: not enrolled by the
+// payout's signer, nor its enroller, within the period). So one phished
+// session cannot enroll a "second credential" and approve its own payout;
+// the owner's credentials approve, and a credential the owner added
+// approves once its period has passed. The sandbox literal, which stands
+// in for a key, approves nothing.
 type Approver struct {
 	Authorization *signedretry.Authorization
 	Operator      string
 }
 
 // hold stores the payout for approval by r and writes its event.
-func (p *Policy) hold(ctx context.Context, tx storage.Tx, r *Rule, s *subject) (*Decision, error) {
+func (p *Policy) hold(ctx context.Context, tx storage.Tx, r *Rule, s *subject) (*storage.PayoutApproval, error) {
 	id, err := storage.NewID(p.rand, "PayoutApproval")
 	if err != nil {
 		return nil, apierror.Internal(err)
@@ -63,28 +73,33 @@ func (p *Policy) hold(ctx context.Context, tx storage.Tx, r *Rule, s *subject) (
 	if err := p.append(ctx, tx, EventApprovalRequested, s, data); err != nil {
 		return nil, err
 	}
-	return &Decision{Rule: r.Name, ReferenceAmount: s.ref, Approval: &ap}, nil
+	return &ap, nil
 }
 
 // Approve records by's approval of the held payout approvalID inside tx.
-// While approvals are missing it returns the approval and a nil Decision.
+// While approvals are missing it returns the approval and a nil Allowed.
 // The last approval executes the payout: the rules are tried again on it
 // as it is now (a window may have filled meanwhile; the approval counts
 // as given and no step-up is asked again), it is recorded in the windows
-// and the returned Decision tells the host to execute it in tx, from the
-// approval's fields. The approval is held for the transaction, so of
-// concurrent approvals one decides at a time and the payout executes once;
-// a rollback undoes the approval with the payout.
+// and execute makes it in tx, from the approval's fields
+// ([Allowed].Payout); the Allowed execute was handed is returned. The
+// approval is held for the transaction, so of concurrent approvals one
+// decides at a time and the payout executes once; a rollback undoes the
+// approval with the payout.
 //
 // Errors: 404 REFERENCE_NOT_FOUND (no such approval), 409 CONFLICT (it is
 // APPROVED, REFUSED or expired, or by approved already, or its rule is no
-// longer in the policy), 403 FORBIDDEN (by may not approve it), the
-// refusals of [Policy.Decide] when the payout no longer passes the rules
-// (the approval then stays as it was), and 500 for an Approver with
-// neither or both members set.
-func (p *Policy) Approve(ctx context.Context, tx storage.Tx, approvalID string, by Approver) (d *Decision, _ *storage.PayoutApproval, err error) {
+// longer in the policy), 403 FORBIDDEN (by may not approve it, naming
+// why), the refusals of [Policy.Decide] when the payout no longer passes
+// the rules (the approval then stays as it was), execute's errors
+// unchanged, and 500 for an Approver with neither or both members set or
+// a nil execute.
+func (p *Policy) Approve(ctx context.Context, tx storage.Tx, approvalID string, by Approver, execute Execute) (done *Allowed, _ *storage.PayoutApproval, err error) {
 	ctx, o := p.tel.Begin(ctx, opApprove, p.tel.decisions)
-	defer func() { o.End(ctx, err, ruleAttr(d, err)) }()
+	defer func() { o.End(ctx, err, ruleAttr(done, nil, err)) }()
+	if execute == nil {
+		return nil, nil, apierror.Internal(errors.New("policy: Approve needs the host's Execute"))
+	}
 	ap, r, principal, now, err := p.lockFor(ctx, tx, approvalID, by)
 	if err != nil {
 		return nil, nil, err
@@ -115,10 +130,10 @@ func (p *Policy) Approve(ctx context.Context, tx storage.Tx, approvalID string, 
 	if err := tx.PayoutApprovals().Update(ctx, &ap); err != nil {
 		return nil, nil, apierror.From(err)
 	}
-	if d, err = p.allow(ctx, tx, r, s, &ap); err != nil {
+	if done, err = p.allow(ctx, tx, r, s, &ap, execute); err != nil {
 		return nil, nil, err
 	}
-	return d, &ap, nil
+	return done, &ap, nil
 }
 
 // Refuse records by's refusal of the held payout approvalID inside tx: the
@@ -126,7 +141,7 @@ func (p *Policy) Approve(ctx context.Context, tx storage.Tx, approvalID string, 
 // [Policy.Approve] but the rules' refusals.
 func (p *Policy) Refuse(ctx context.Context, tx storage.Tx, approvalID string, by Approver) (_ *storage.PayoutApproval, err error) {
 	ctx, o := p.tel.Begin(ctx, opRefuse, p.tel.decisions)
-	defer func() { o.End(ctx, err, ruleAttr(nil, err)) }()
+	defer func() { o.End(ctx, err, ruleAttr(nil, nil, err)) }()
 	ap, r, principal, now, err := p.lockFor(ctx, tx, approvalID, by)
 	if err != nil {
 		return nil, err
@@ -171,8 +186,11 @@ func (p *Policy) lockFor(ctx context.Context, tx storage.Tx, approvalID string, 
 	var principal string
 	switch a := by.Authorization; {
 	case a != nil:
-		if !r.Approval.SecondCredential || a.AccountID != ap.SourceID || a.CredentialID == "" || a.CredentialID == ap.RequestedBy {
+		if !r.Approval.SecondCredential || a.AccountID != ap.SourceID || a.Sandbox || a.CredentialID == "" || a.CredentialID == ap.RequestedBy {
 			return fail(apierror.New(apierror.Forbidden, "payout approval %s needs another credential of wallet %s or an operator", ap.ID, ap.SourceID))
+		}
+		if err := independent(ctx, tx, &ap, a.CredentialID, now); err != nil {
+			return fail(err)
 		}
 		principal = "credential:" + a.CredentialID
 	default:
@@ -185,6 +203,43 @@ func (p *Policy) lockFor(ctx context.Context, tx storage.Tx, approvalID string, 
 		return fail(apierror.New(apierror.Conflict, "payout approval %s: %s approved it already", ap.ID, principal))
 	}
 	return ap, r, principal, now, nil
+}
+
+// independent refuses the approval of ap by credential approver at now
+// unless approver is independent of the credential that signed the payout
+// (see [Approver]): 403 FORBIDDEN naming why. Both credentials are read in
+// tx; the approver's is held by the approval's signed retry. A payout
+// whose signing credential was revoked since it was held has no
+// credential to be independent of, and no wallet credential approves it
+// (an operator may).
+func independent(ctx context.Context, tx storage.Tx, ap *storage.PayoutApproval, approver string, now time.Time) error {
+	forbid := func(format string, args ...any) error {
+		return apierror.New(apierror.Forbidden, "payout approval %s: "+format, append([]any{ap.ID}, args...)...)
+	}
+	a, err := tx.Credentials().Get(ctx, approver)
+	if err != nil {
+		return apierror.From(err)
+	}
+	signer, err := tx.Credentials().Get(ctx, ap.RequestedBy)
+	if errors.Is(err, storage.ErrNotFound) {
+		return forbid("the credential %s that signed the payout was revoked since; only an operator may approve it", ap.RequestedBy)
+	}
+	if err != nil {
+		return apierror.From(err)
+	}
+	if as := a.AssuredAs(now); as != a.Type {
+		return forbid("the approving %s credential was enrolled by a %s session and does not count as another credential until %s",
+			a.Type, as, a.Enrolment.SettlesAt.UTC().Format(time.RFC3339))
+	}
+	if a.OriginAt(now) == signer.OriginAt(now) {
+		until := a.Enrolment.SettlesAt
+		if signer.OriginAt(now) != signer.ID {
+			until = signer.Enrolment.SettlesAt
+		}
+		return forbid("the approving credential and the one that signed the payout were enrolled one by the other less than their security-change period ago; they count as one until %s",
+			until.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // destinationTypeOf is the DestinationType of a stored destination: a UMA

@@ -33,22 +33,26 @@ const approvalRules = `{"referenceCurrency": "USD",
 // held decides a payout that waits for approval and returns its approval.
 func (w *world) held(t *testing.T, p *policy.Policy, amount int64, dest string, now time.Time) *storage.PayoutApproval {
 	t.Helper()
-	d, err := w.pay(t, p, w.email, dest, amount, "USD", now, true)
-	if err != nil || d.Approval == nil || d.Approval.State != storage.ApprovalWaiting {
-		t.Fatalf("decision %+v, %v; want a payout held for approval", d, err)
+	before := w.executed.Load()
+	out, err := w.pay(t, p, w.email, dest, amount, "USD", now, true)
+	if err != nil || out.Held == nil || out.Executed != nil || out.Held.State != storage.ApprovalWaiting {
+		t.Fatalf("outcome %+v, %v; want a payout held for approval", out, err)
 	}
-	return d.Approval
+	if w.executed.Load() != before {
+		t.Fatal("a held payout reached the host's Execute")
+	}
+	return out.Held
 }
 
 // approve runs p.Approve in its own transaction.
-func (w *world) approve(t *testing.T, p *policy.Policy, id string, by policy.Approver) (*policy.Decision, *storage.PayoutApproval, error) {
+func (w *world) approve(t *testing.T, p *policy.Policy, id string, by policy.Approver) (*policy.Allowed, *storage.PayoutApproval, error) {
 	t.Helper()
 	ctx := context.Background()
-	var d *policy.Decision
+	var d *policy.Allowed
 	var ap *storage.PayoutApproval
 	err := w.store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
-		d, ap, err = p.Approve(ctx, tx, id, by)
+		d, ap, err = p.Approve(ctx, tx, id, by, w.execute)
 		return err
 	})
 	return d, ap, err
@@ -185,10 +189,10 @@ func raceApprovals(t *testing.T, stores []storage.Store, workers int) {
 		wg.Go(func() {
 			<-start
 			for {
-				var d *policy.Decision
+				var d *policy.Allowed
 				err := s.Atomic(ctx, func(tx storage.Tx) error {
 					var err error
-					d, _, err = p.Approve(ctx, tx, ap.ID, policy.Approver{Operator: string(rune('a' + i))})
+					d, _, err = p.Approve(ctx, tx, ap.ID, policy.Approver{Operator: string(rune('a' + i))}, w.execute)
 					return err
 				})
 				if postgres.Rerunnable(err) {

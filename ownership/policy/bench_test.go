@@ -50,7 +50,7 @@ func (b *payoutBench) pay(tb testing.TB, i int, withPolicy bool) {
 			Now: t0.Add(time.Duration(i) * time.Second)}
 		c := customers[i%len(customers)]
 		_, err := b.p.Decide(ctx, tx, policy.Payout{CustomerID: c[0], SourceID: c[1],
-			DestinationID: b.dest, Amount: 100, Currency: "USD", Authorization: a})
+			DestinationID: b.dest, Amount: 100, Currency: "USD", Authorization: a}, b.w.execute)
 		return err
 	})
 	if err != nil {

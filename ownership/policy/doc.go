@@ -25,12 +25,23 @@
 // decides: BLOCK refuses, ALLOW pays once its step-up requirement is met,
 // REQUIRE_APPROVAL holds the payout for approval.
 //
+// # Three outcomes
+//
+// The host's payout (its ledger debit, its record) is the [Execute] it
+// hands [Policy.Decide]; the policy calls it in the payout's transaction
+// for an allowed payout, and for no other. A payout the policy holds is
+// [Outcome].Held (the approval is stored; execute does not run) and a
+// refused one an error naming its rule. So a host that checks only the
+// error cannot pay what the policy held or refused: there is no value it
+// could pay from.
+//
 // # Windows
 //
 // A window counts every payout the policy allowed in its scope (the
 // customer, or one source wallet of the customer) over its period,
 // whichever rule allowed it, in amount (in the reference currency, through
-// the host's [Rates]) and in number. [Policy.Decide] runs in the
+// the host's [Rates], rounded up: a payout worth less than a minor unit
+// counts as one) and in number. [Policy.Decide] runs in the
 // transaction that makes the payout: it holds the customer
 // ([storage.PayoutUsages.Hold]) so that concurrent payouts of one customer
 // decide one at a time on every store and replica, reads the windows,
@@ -43,10 +54,18 @@
 //
 // The signer is the signed retry's: [Payout].Authorization names the
 // session and credential that signed, already locked by the retry's
-// transaction, and a step-up reads their type and age there. A payout not
-// signed by a session never meets a step-up. A destination is new while
-// it was changed (registered, or proven, which changes its status) within
-// the rule's newDestinationWithin and has not been paid since.
+// transaction, and a step-up reads them there: the assurance the
+// credential carries now (a credential enrolled by a session of a weaker
+// one carries that one's for its security-change period, see
+// [storage.Credential].AssuredAs) and when the session's ceremony took
+// place, which a refresh keeps ([storage.Session].Authenticated). A payout
+// not signed by a session's key (the sandbox literal) never meets a
+// step-up. A destination is new for the rule's newDestinationWithin after
+// it was changed (registered, or proven, which changes its status),
+// whatever it was paid meanwhile, and newDestinationMaxAmount bounds what
+// it receives in that time. securityChangeWithin matches payouts from a
+// wallet whose credentials or tied email changed recently, so a policy
+// can hold or block them while the owner hears of the change.
 //
 // # Approvals
 //
@@ -55,12 +74,13 @@
 // returns it in [Decision].Approval, and the host commits without
 // executing. Approving is a signed operation of its own, by a session of
 // another credential of the same wallet ([Approver].Authorization, when the
-// rule allows a second credential), or the act of an operator the rule
-// names and the host authenticated. [Policy.Approve] locks the approval,
+// rule allows a second credential, and only from a credential independent
+// of the payout's signer: see [Approver]), or the act of an operator the
+// rule names and the host authenticated. [Policy.Approve] locks the approval,
 // records the approval and, with the last one, tries the rules again on
 // the payout as it is then (a window may have filled meanwhile) and
-// returns the Decision the host executes in the same transaction: the
-// payout executes exactly once, when its last approval commits.
+// calls the host's Execute in the same transaction: the payout executes
+// exactly once, when its last approval commits.
 // [Policy.Refuse] ends it; a payout waiting past its TTL is EXPIRED
 // ([StateOf]) and can no longer be approved.
 //

@@ -12,13 +12,17 @@ import (
 	"github.com/walletgate/walletgate/storage/memory"
 )
 
-// A daily limit decided in the payout's transaction: the second payout of
-// the day does not fit, and the refusal names the rule and when the window
-// has room again.
+// A payout decided in its transaction, with its three outcomes: the host's
+// debit is the Execute the policy calls for an allowed payout, and for no
+// other; a held payout waits for its approval (Outcome.Held), and a
+// refused one is an error naming its rule and, for a window, when it has
+// room again.
 func ExamplePolicy_Decide() {
 	rules, err := policy.Parse([]byte(`{"referenceCurrency": "USD",
 		"windows": [{"name": "day", "scope": "CUSTOMER", "period": "24h", "maxAmount": 100000}],
 		"rules": [{"name": "daily-limit", "match": {"exceedsWindows": ["day"]}, "action": "BLOCK"},
+			{"name": "large", "match": {"minAmount": 50000}, "action": "REQUIRE_APPROVAL",
+				"approval": {"count": 1, "operators": ["risk-desk"], "ttl": "24h"}},
 			{"name": "default", "match": {}, "action": "ALLOW"}]}`))
 	if err != nil {
 		panic(err)
@@ -34,25 +38,32 @@ func ExamplePolicy_Decide() {
 		Status: storage.StatusActive, Currency: "USD", AccountType: "USD_ACCOUNT", Address: "123", CreatedAt: now.AddDate(0, -1, 0), UpdatedAt: now.AddDate(0, -1, 0)}
 	_ = store.Atomic(ctx, func(tx storage.Tx) error { return tx.ExternalAccounts().Create(ctx, &dest) })
 
+	// The host's payout: its ledger debit and payout record, written in tx.
+	debit := func(ctx context.Context, tx storage.Tx, a *policy.Allowed) error {
+		fmt.Println("debited", a.Payout.Amount, "allowed by", a.Rule)
+		return nil
+	}
 	pay := func(requestID string, amount int64) {
 		// In a host, this runs in walletauth.Authorize's Effect, with its
-		// authorization, beside the ledger debit.
+		// authorization.
 		a := &signedretry.Authorization{RequestID: requestID, Now: now}
 		err := store.Atomic(ctx, func(tx storage.Tx) error {
-			d, err := p.Decide(ctx, tx, policy.Payout{CustomerID: "Customer:1", SourceID: "InternalAccount:1",
-				DestinationID: dest.ID, Amount: amount, Currency: "USD", Authorization: a})
-			if err == nil {
-				fmt.Println("allowed by", d.Rule)
+			out, err := p.Decide(ctx, tx, policy.Payout{CustomerID: "Customer:1", SourceID: "InternalAccount:1",
+				DestinationID: dest.ID, Amount: amount, Currency: "USD", Authorization: a}, debit)
+			if out.Held != nil {
+				fmt.Println("held for approval by", out.Held.Rule, "until", out.Held.ExpiresAt.Format(time.RFC3339))
 			}
-			return err
+			return err // commits the hold, or rolls the refusal back
 		})
 		if e := apierror.As(err); e != nil {
 			fmt.Println(e.Code, e.Details["rule"], e.Details["availableAt"])
 		}
 	}
-	pay("Request:1", 80000)
-	pay("Request:2", 30000)
+	pay("Request:1", 40000)
+	pay("Request:2", 50000)
+	pay("Request:3", 70000)
 	// Output:
-	// allowed by default
+	// debited 40000 allowed by default
+	// held for approval by large until 2026-09-02T12:00:00Z
 	// PAYOUT_BLOCKED daily-limit 2026-09-02T12:00:00Z
 }

@@ -27,9 +27,12 @@ const EventDecided = "PAYOUT.POLICY_ALLOWED"
 // The host implements it with its own rates; walletgate never fetches one.
 type Rates interface {
 	// ToReference returns amount (minor units of currency) in minor units
-	// of the reference currency. An error, for a currency without a rate
+	// of the reference currency, rounded up: a window counts a payout at
+	// no less than its worth. An error, for a currency without a rate
 	// among others, refuses the payout: an amount that cannot be valued
-	// cannot be counted.
+	// cannot be counted. The policy counts a positive amount the rate
+	// values at zero as one minor unit, so that no payout, however small,
+	// passes a full window.
 	ToReference(ctx context.Context, currency string, amount int64) (int64, error)
 }
 
@@ -68,7 +71,10 @@ type Policy struct {
 	rand    io.Reader
 	horizon time.Duration // the longest period a decision looks back
 	windows map[string]*Window
-	tel     *instruments
+	// securityRules is set when a rule judges the source wallet's
+	// security changes, which a decision then reads and holds.
+	securityRules bool
+	tel           *instruments
 }
 
 // New validates cfg.Rules (see [Rules]) and returns the policy. The error
@@ -96,6 +102,7 @@ func New(cfg Config) (*Policy, error) {
 		if d := r.Match.NewDestinationWithin; d != nil {
 			p.horizon = max(p.horizon, time.Duration(*d))
 		}
+		p.securityRules = p.securityRules || r.Match.SecurityChangeWithin != nil
 	}
 	p.horizon = max(p.horizon, MinPeriod)
 	return p, nil
@@ -110,8 +117,9 @@ type Payout struct {
 	// CustomerID is the customer paying; the windows of ScopeCustomer
 	// count per customer.
 	CustomerID string
-	// SourceID is the wallet or account paid from; the windows of
-	// ScopeSource count per source.
+	// SourceID is the embedded wallet paid from, the one whose session
+	// signs the payout; the windows of ScopeSource count per source, and
+	// securityChangeWithin judges its credentials' changes.
 	SourceID string
 	// DestinationID is the external account paid or, with a
 	// DestinationType, the other destination (a UMA address).
@@ -131,43 +139,76 @@ type Payout struct {
 	Authorization *signedretry.Authorization
 }
 
-// Decision is a payout the policy allows now, or holds for approval.
-type Decision struct {
-	// Rule is the name of the rule that decided it.
+// Execute is the host's payout: the debit of its ledger, its payout
+// record, its event, written through tx (and, inside a host's
+// transaction, through the host's own). The policy calls it in tx for a
+// payout a rule allows, and for no other: a payout the policy holds for
+// approval or refuses never reaches it, so no host can pay one by
+// overlooking an outcome. An error rolls back the transaction whole, the
+// payout's count in the windows included. It may run more than once when
+// the store reruns the transaction, so it must have no effect outside tx.
+type Execute func(ctx context.Context, tx storage.Tx, a *Allowed) error
+
+// Allowed is a payout the policy allows, as [Execute] gets it: only
+// [Policy.Decide] and [Policy.Approve] make one, for the Execute they
+// were given.
+type Allowed struct {
+	// Payout is the payout to make: as decided, or, for a payout that
+	// waited for approval, from the approval's fields (then with no
+	// Authorization).
+	Payout Payout `json:"-"`
+	// Rule is the name of the rule that allowed it.
 	Rule string `json:"rule"`
 	// ReferenceAmount is the amount in minor units of the reference
-	// currency: what the windows counted, or will count once approved.
+	// currency, as the windows counted it.
 	ReferenceAmount int64 `json:"referenceAmount"`
-	// Approval, when set, is the approval the payout waits for: the host
-	// does not execute it now, commits (which stores the approval) and
-	// answers that the payout waits; [Policy.Approve] executes it.
+	// Approval is the approval the payout waited for; nil when it did not.
 	Approval *storage.PayoutApproval `json:"approval,omitempty"`
 }
 
+// Outcome is what [Policy.Decide] did with a payout it did not refuse:
+// exactly one member is set. The two cannot be confused: Executed is an
+// allowed payout that Execute has made in the transaction, Held a payout
+// that waits for its approval and was not executed.
+type Outcome struct {
+	// Executed is the payout the policy allowed and Execute made.
+	Executed *Allowed
+	// Held is the approval a REQUIRE_APPROVAL rule stored: the host
+	// commits (which stores it) and answers that the payout waits;
+	// [Policy.Approve] executes it once approved.
+	Held *storage.PayoutApproval
+}
+
 // Decide decides pay inside tx, the transaction that makes the payout (on
-// the retry of its signed operation, in its Effect), and when a rule
-// allows it records it in every window and writes the [EventDecided]
-// event, so that the payout, its count and its audit commit together and
-// a payout rolled back counts nothing. It first holds the customer
+// the retry of its signed operation, in its Effect), and makes it only
+// when a rule allows it: it records the payout in every window, writes
+// the [EventDecided] event and calls execute, all in tx, so that the
+// payout, its count and its audit commit together and a payout rolled
+// back counts nothing. It first holds the customer
 // ([storage.PayoutUsages.Hold]): concurrent payouts of one customer decide
 // one at a time, on every store and replica.
 //
-// The rules are tried in order and the first that matches decides. Errors:
-// 403 PAYOUT_BLOCKED naming the rule (details.rule, details.reason; for a
-// window, details.window and, when the window will have room for the
-// payout, details.availableAt), 403 STEP_UP_REQUIRED when the allowing
-// rule wants another credential or a younger session (details.rule,
-// details.credentialTypes, details.maxSessionAgeSeconds), 400
-// INVALID_INPUT naming a malformed member of pay, 400 INVALID_CURRENCY for
-// a currency without a rate, 404 REFERENCE_NOT_FOUND for an unknown
-// destination, 409 CONFLICT for a payout ID already counted, and 500 when
-// pay carries no authorization.
-func (p *Policy) Decide(ctx context.Context, tx storage.Tx, pay Payout) (d *Decision, err error) {
+// The rules are tried in order and the first that matches decides. An
+// allowed payout is Outcome.Executed; a held one is Outcome.Held, and
+// execute does not run. Errors: 403 PAYOUT_BLOCKED naming the rule
+// (details.rule, details.reason; for a window, details.window and, when
+// the window will have room for the payout, details.availableAt), 403
+// STEP_UP_REQUIRED when the allowing rule wants a stronger credential or
+// a more recent authentication (details.rule, details.credentialTypes,
+// details.maxSessionAgeSeconds), 400 INVALID_INPUT naming a malformed
+// member of pay, 400 INVALID_CURRENCY for a currency without a rate, 404
+// REFERENCE_NOT_FOUND for an unknown destination, 409 CONFLICT for a
+// payout ID already counted, execute's errors unchanged, and 500 when pay
+// carries no authorization or execute is nil.
+func (p *Policy) Decide(ctx context.Context, tx storage.Tx, pay Payout, execute Execute) (out Outcome, err error) {
 	ctx, o := p.tel.Begin(ctx, opDecide, p.tel.decisions)
-	defer func() { o.End(ctx, err, ruleAttr(d, err)) }()
+	defer func() { o.End(ctx, err, ruleAttr(out.Executed, out.Held, err)) }()
 	a := pay.Authorization
 	if a == nil {
-		return nil, apierror.Internal(errors.New("policy: Decide needs the payout's signed-retry authorization"))
+		return Outcome{}, apierror.Internal(errors.New("policy: Decide needs the payout's signed-retry authorization"))
+	}
+	if execute == nil {
+		return Outcome{}, apierror.Internal(errors.New("policy: Decide needs the host's Execute"))
 	}
 	if pay.ID == "" {
 		pay.ID = a.RequestID
@@ -184,27 +225,35 @@ func (p *Policy) Decide(ctx context.Context, tx storage.Tx, pay Payout) (d *Deci
 	v.Check(pay.DestinationType != DestinationUMA || strings.HasPrefix(pay.DestinationID, "$"), "destinationId", nil,
 		"is not a UMA address (it begins with '$')")
 	if err := v.Err(); err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
 	s, err := p.load(ctx, tx, &pay, p.now(a))
 	if err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
 	r, refusal := p.first(s)
 	switch {
 	case refusal != nil:
-		return nil, refusal
+		return Outcome{}, refusal
 	case r == nil:
 		// Unreachable: New requires a final catch-all.
-		return nil, apierror.Internal(errors.New("policy: no rule decided the payout"))
+		return Outcome{}, apierror.Internal(errors.New("policy: no rule decided the payout"))
 	}
 	if err := s.stepUp(ctx, tx, r); err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
 	if r.Action == RequireApproval {
-		return p.hold(ctx, tx, r, s)
+		held, err := p.hold(ctx, tx, r, s)
+		if err != nil {
+			return Outcome{}, err
+		}
+		return Outcome{Held: held}, nil
 	}
-	return p.allow(ctx, tx, r, s, nil)
+	allowed, err := p.allow(ctx, tx, r, s, nil, execute)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Executed: allowed}, nil
 }
 
 // now is the time of a decision: the signed retry's, or the clock's.
@@ -216,20 +265,28 @@ func (p *Policy) now(a *signedretry.Authorization) time.Time {
 }
 
 // load values the payout, holds its customer and reads what the rules look
-// at: the customer's payouts within the horizon and the destination, which
-// it holds too.
+// at: the source wallet when a rule judges its security changes (held to
+// the commit, so no change of its credentials commits between the
+// decision and the payout), the customer's payouts within the horizon and
+// the destination, which it holds too. The wallet comes before the
+// customer's hold in the lock order, as the signer's lock takes it.
 func (p *Policy) load(ctx context.Context, tx storage.Tx, pay *Payout, now time.Time) (*subject, error) {
 	ref, err := p.toReference(ctx, pay.Currency, pay.Amount)
 	if err != nil {
 		return nil, err
 	}
-	past, err := tx.PayoutUsage().Hold(ctx, pay.CustomerID, now.Add(-p.horizon))
-	if err != nil {
+	s := &subject{pay: pay, ref: ref, now: now}
+	if p.securityRules {
+		if s.wallet, err = p.sourceWallet(ctx, tx, pay); err != nil {
+			return nil, err
+		}
+	}
+	if s.past, err = tx.PayoutUsage().Hold(ctx, pay.CustomerID, now.Add(-p.horizon)); err != nil {
 		return nil, apierror.From(err)
 	}
 	if pay.DestinationType != "" {
-		dest := storage.ExternalAccount{ID: pay.DestinationID, AccountType: pay.DestinationType}
-		return &subject{pay: pay, ref: ref, now: now, past: past, dest: &dest}, nil
+		s.dest = &storage.ExternalAccount{ID: pay.DestinationID, AccountType: pay.DestinationType}
+		return s, nil
 	}
 	// Held to the commit, as the gate holds it: no status change (which a
 	// cool-off reads) commits between the decision and the payout.
@@ -240,7 +297,33 @@ func (p *Policy) load(ctx context.Context, tx storage.Tx, pay *Payout, now time.
 	if err != nil {
 		return nil, apierror.From(err)
 	}
-	return &subject{pay: pay, ref: ref, now: now, past: past, dest: &dest}, nil
+	s.dest = &dest
+	return s, nil
+}
+
+// sourceWallet reads the embedded wallet pay is made from, held until the
+// transaction ends: through the signer's lock when its session signed the
+// payout (the wallet is held already), otherwise by a lock of its own. A
+// source that is no wallet of the store reads as nil, which a rule on
+// security changes treats as changed (it fails closed).
+func (p *Policy) sourceWallet(ctx context.Context, tx storage.Tx, pay *Payout) (*storage.InternalAccount, error) {
+	if !storage.ValidID(pay.SourceID, "InternalAccount") {
+		return nil, nil
+	}
+	var w storage.InternalAccount
+	var err error
+	if a := pay.Authorization; a != nil && a.AccountID == pay.SourceID {
+		w, err = tx.InternalAccounts().Get(ctx, pay.SourceID)
+	} else {
+		w, err = tx.InternalAccounts().Lock(ctx, pay.SourceID)
+	}
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, apierror.From(err)
+	}
+	return &w, nil
 }
 
 // first returns the first rule that matches s, or the refusal of a
@@ -262,11 +345,12 @@ func (p *Policy) first(s *subject) (*Rule, error) {
 
 // subject is what a decision looks at.
 type subject struct {
-	pay  *Payout
-	ref  int64
-	now  time.Time
-	past []storage.PayoutUsage // the customer's usages within the horizon
-	dest *storage.ExternalAccount
+	pay    *Payout
+	ref    int64
+	now    time.Time
+	past   []storage.PayoutUsage // the customer's usages within the horizon
+	dest   *storage.ExternalAccount
+	wallet *storage.InternalAccount // the source wallet, read when a rule judges its security changes
 }
 
 // toReference values amount in the reference currency.
@@ -286,6 +370,11 @@ func (p *Policy) toReference(ctx context.Context, currency string, amount int64)
 	}
 	if v < 0 {
 		return 0, refuse("the rate gave a negative amount")
+	}
+	if v == 0 && amount > 0 {
+		// Worth less than a minor unit: counted as one, so that no
+		// payout passes a full window for nothing.
+		v = 1
 	}
 	return v, nil
 }
@@ -309,19 +398,35 @@ func (p *Policy) match(r *Rule, s *subject) (refusal error, matched bool) {
 	}
 	if d := m.NewDestinationWithin; d != nil {
 		cool := time.Duration(*d)
-		if s.pay.DestinationType == "" {
-			since := s.dest.UpdatedAt
-			if !s.now.Before(since.Add(cool)) || s.paidSince(since) {
+		since := s.newSince()
+		if !s.now.Before(since.Add(cool)) {
+			return nil, false
+		}
+		what := fmt.Sprintf("the destination is new until %s (%v after its registration or last status change)",
+			since.Add(cool).UTC().Format(time.RFC3339), cool)
+		if s.pay.DestinationType != "" {
+			what = fmt.Sprintf("the destination (%s) is new until %s (%v after its first payout)",
+				s.pay.DestinationType, since.Add(cool).UTC().Format(time.RFC3339), cool)
+		}
+		reason = what
+		if limit := m.NewDestinationMaxAmount; limit != nil {
+			received := s.receivedSince(since)
+			if received+s.ref <= *limit {
 				return nil, false
 			}
-			reason = fmt.Sprintf("the destination's first payout within %v of its registration or last status change (%s)",
-				cool, since.UTC().Format(time.RFC3339))
-		} else {
-			// Never registered: new until it was paid within the cool-off.
-			if s.paidSince(s.now.Add(-cool)) {
-				return nil, false
-			}
-			reason = fmt.Sprintf("the destination (%s) was not paid within the last %v", s.pay.DestinationType, cool)
+			reason = fmt.Sprintf("%s and would receive %d %s in that time, more than %d", what, received+s.ref,
+				p.rules.ReferenceCurrency, *limit)
+		}
+	}
+	if d := m.SecurityChangeWithin; d != nil {
+		within := time.Duration(*d)
+		switch w := s.wallet; {
+		case w == nil:
+			reason = "the payout's source is no embedded wallet whose security changes are known"
+		case w.SecurityChangedAt.IsZero() || !s.now.Before(w.SecurityChangedAt.Add(within)):
+			return nil, false
+		default:
+			reason = fmt.Sprintf("the wallet's credentials changed at %s, less than %v ago", w.SecurityChangedAt.UTC().Format(time.RFC3339), within)
 		}
 	}
 	var window *Window
@@ -357,14 +462,32 @@ func (p *Policy) match(r *Rule, s *subject) (refusal error, matched bool) {
 	return e, true
 }
 
-// paidSince reports whether the destination was paid at or after t.
-func (s *subject) paidSince(t time.Time) bool {
-	for _, u := range s.past {
-		if u.DestinationID == s.dest.ID && !u.CreatedAt.Before(t) {
-			return true
+// newSince is when the destination became new: an external account's
+// registration or last status change; for a destination that has no
+// registration (a UMA address), its first payout the policy can see, or
+// now when it has none.
+func (s *subject) newSince() time.Time {
+	if s.pay.DestinationType == "" {
+		return s.dest.UpdatedAt
+	}
+	for _, u := range s.past { // oldest first
+		if u.DestinationID == s.dest.ID {
+			return u.CreatedAt
 		}
 	}
-	return false
+	return s.now
+}
+
+// receivedSince is what the destination was paid at or after t, in the
+// reference currency, however many payouts it took.
+func (s *subject) receivedSince(t time.Time) int64 {
+	var total int64
+	for _, u := range s.past {
+		if u.DestinationID == s.dest.ID && !u.CreatedAt.Before(t) {
+			total += u.Amount
+		}
+	}
+	return total
 }
 
 // fits reports whether the payout fits w; when it does not, availableAt is
@@ -421,33 +544,46 @@ func (s *subject) stepUp(ctx context.Context, tx storage.Tx, r *Rule) error {
 		}
 		return e
 	}
-	if a.SessionID == "" || a.CredentialID == "" {
-		return refuse("the payout was not signed by a session")
+	// The sandbox literal stands in for a key, never for a credential.
+	if a.Sandbox || a.SessionID == "" || a.CredentialID == "" {
+		return refuse("the payout was not signed by a session's key")
 	}
 	if len(req.CredentialTypes) > 0 {
+		// The signer's credential is held by the retry's transaction; it
+		// counts as the assurance it carries now, which for one enrolled
+		// by a weaker session within its security-change period is that
+		// session's, not its own type's.
 		c, err := tx.Credentials().Get(ctx, a.CredentialID)
 		if err != nil {
 			return apierror.From(err)
 		}
-		if !slices.Contains(req.CredentialTypes, string(c.Type)) {
+		if as := c.AssuredAs(s.now); !slices.Contains(req.CredentialTypes, string(as)) {
+			if as != c.Type {
+				return refuse(fmt.Sprintf("the signing %s credential was enrolled by a %s session and carries %s assurance until %s",
+					c.Type, as, as, c.Enrolment.SettlesAt.UTC().Format(time.RFC3339)))
+			}
 			return refuse(fmt.Sprintf("the signing session was opened with %s", c.Type))
 		}
 	}
 	if req.MaxSessionAge != nil {
+		// Judged on the time of the ceremony that authenticated the
+		// session, which a refresh keeps.
 		sess, err := tx.Sessions().Get(ctx, a.SessionID)
 		if err != nil {
 			return apierror.From(err)
 		}
-		if age := s.now.Sub(sess.CreatedAt); age > time.Duration(*req.MaxSessionAge) {
-			return refuse(fmt.Sprintf("the signing session is %v old", age.Truncate(time.Second)))
+		if age := s.now.Sub(sess.Authenticated()); age > time.Duration(*req.MaxSessionAge) {
+			return refuse(fmt.Sprintf("the signing session was authenticated %v ago", age.Truncate(time.Second)))
 		}
 	}
 	return nil
 }
 
-// allow records the payout in the windows and writes its event. approved
-// is the approval the payout waited for, nil when it did not wait.
-func (p *Policy) allow(ctx context.Context, tx storage.Tx, r *Rule, s *subject, approved *storage.PayoutApproval) (*Decision, error) {
+// allow records the payout in the windows, makes it (execute) and writes
+// its event, in that order: the host's writes and locks come before the
+// event, the last of the transaction. approved is the approval the payout
+// waited for, nil when it did not wait.
+func (p *Policy) allow(ctx context.Context, tx storage.Tx, r *Rule, s *subject, approved *storage.PayoutApproval, execute Execute) (*Allowed, error) {
 	u := storage.PayoutUsage{ID: s.pay.ID, CustomerID: s.pay.CustomerID, SourceID: s.pay.SourceID,
 		DestinationID: s.pay.DestinationID, Amount: s.ref, CreatedAt: s.now, ExpiresAt: s.now.Add(p.horizon)}
 	if err := tx.PayoutUsage().Record(ctx, &u); err != nil {
@@ -455,6 +591,10 @@ func (p *Policy) allow(ctx context.Context, tx storage.Tx, r *Rule, s *subject, 
 			return nil, apierror.New(apierror.Conflict, "payout %s was already decided", s.pay.ID).WithDetail("field", "id")
 		}
 		return nil, apierror.From(err)
+	}
+	allowed := &Allowed{Payout: *s.pay, Rule: r.Name, ReferenceAmount: s.ref, Approval: approved}
+	if err := execute(ctx, tx, allowed); err != nil {
+		return nil, err
 	}
 	data := p.eventOf(r, s)
 	if approved != nil {
@@ -465,7 +605,7 @@ func (p *Policy) allow(ctx context.Context, tx storage.Tx, r *Rule, s *subject, 
 	if err := p.append(ctx, tx, EventDecided, s, data); err != nil {
 		return nil, err
 	}
-	return &Decision{Rule: r.Name, ReferenceAmount: s.ref}, nil
+	return allowed, nil
 }
 
 // eventOf is the data every payout event carries.

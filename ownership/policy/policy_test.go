@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,13 +63,15 @@ func newPolicy(t testing.TB, raw string) *policy.Policy {
 }
 
 // world is a customer with a wallet, an EMAIL_OTP and a PASSKEY credential
-// with a session each, and destinations registered at given times.
+// with a session each, and destinations registered at given times. executed
+// counts the payouts the policy handed to the host's Execute.
 type world struct {
-	store   storage.Store
-	cust    string
-	wallet  string
-	email   signer
-	passkey signer
+	store    storage.Store
+	cust     string
+	wallet   string
+	email    signer
+	passkey  signer
+	executed atomic.Int64
 }
 
 type signer struct{ cred, session string }
@@ -134,35 +137,54 @@ func newID(t testing.TB, prefix string) string {
 	return id
 }
 
+// execute is the host's Execute of the tests: it counts the payouts it
+// is handed, in the transaction (a rolled-back one is counted too).
+func (w *world) execute(_ context.Context, _ storage.Tx, a *policy.Allowed) error {
+	if a == nil || a.Payout.Amount <= 0 {
+		return errors.New("execute: no payout")
+	}
+	w.executed.Add(1)
+	return nil
+}
+
 // pay decides a payout of amount in currency to dest, signed by s at now,
 // in a transaction that commits when the policy allows it and when commit
 // is true.
-func (w *world) pay(t testing.TB, p *policy.Policy, s signer, dest string, amount int64, currency string, now time.Time, commit bool) (*policy.Decision, error) {
+func (w *world) pay(t testing.TB, p *policy.Policy, s signer, dest string, amount int64, currency string, now time.Time, commit bool) (policy.Outcome, error) {
 	t.Helper()
-	ctx := context.Background()
 	a := &signedretry.Authorization{RequestID: newID(t, "Request"), Type: "PAYOUT", AccountID: w.wallet,
 		SessionID: s.session, CredentialID: s.cred, Now: now}
-	var d *policy.Decision
+	return w.decide(t, p, policy.Payout{CustomerID: w.cust, SourceID: w.wallet, DestinationID: dest,
+		Amount: amount, Currency: currency, Authorization: a}, commit)
+}
+
+// decide runs p.Decide on pay with the world's execute, in a transaction
+// that commits when the policy allows it and when commit is true.
+func (w *world) decide(t testing.TB, p *policy.Policy, pay policy.Payout, commit bool) (policy.Outcome, error) {
+	t.Helper()
+	ctx := context.Background()
+	var out policy.Outcome
 	errRollback := errors.New("rolled back by the host")
 	err := w.store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
-		d, err = p.Decide(ctx, tx, policy.Payout{CustomerID: w.cust, SourceID: w.wallet, DestinationID: dest,
-			Amount: amount, Currency: currency, Authorization: a})
+		out, err = p.Decide(ctx, tx, pay, w.execute)
 		if err == nil && !commit {
 			return errRollback
 		}
 		return err
 	})
 	if errors.Is(err, errRollback) {
-		return d, nil
+		return out, nil
 	}
-	return d, err
+	return out, err
 }
 
-func wantRule(t *testing.T, d *policy.Decision, err error, rule string) {
+// wantRule fails unless out is a payout rule allowed and the host's
+// Execute made.
+func wantRule(t *testing.T, out policy.Outcome, err error, rule string) {
 	t.Helper()
-	if err != nil || d == nil || d.Rule != rule {
-		t.Fatalf("decision %+v, %v; want allowed by %s", d, err, rule)
+	if err != nil || out.Executed == nil || out.Held != nil || out.Executed.Rule != rule {
+		t.Fatalf("outcome %+v, %v; want executed, allowed by %s", out, err, rule)
 	}
 }
 
@@ -199,13 +221,15 @@ func TestDecide(t *testing.T) {
 	wantRule(t, d, err, "large-needs-passkey")
 
 	// The destination registered an hour ago is in its cool-off from
-	// 100.00 USD; below that it is paid, and after its first payout the
-	// cool-off no longer applies.
+	// 100.00 USD; below that it is paid, and its first payout does not end
+	// the cool-off, which lasts its whole day.
 	_, err = w.pay(t, p, w.email, fresh, 10_000, "USD", now, true)
 	wantRefusal(t, err, apierror.PayoutBlocked, "cool-off")
 	d, err = w.pay(t, p, w.email, fresh, 9_999, "USD", now, true)
 	wantRule(t, d, err, "default")
-	d, err = w.pay(t, p, w.email, fresh, 10_000, "USD", now, true)
+	_, err = w.pay(t, p, w.email, fresh, 10_000, "USD", now, true)
+	wantRefusal(t, err, apierror.PayoutBlocked, "cool-off")
+	d, err = w.pay(t, p, w.email, old, 10_000, "USD", now, true)
 	wantRule(t, d, err, "default")
 
 	// EUR is converted (9000 EUR cents are 9900 USD cents) and EUR to a
@@ -289,8 +313,7 @@ func TestSourceWindow(t *testing.T) {
 	_, err = w.pay(t, p, w.email, dest, 1, "USD", t0, true)
 	wantRefusal(t, err, apierror.PayoutBlocked, "one-per-wallet")
 	// Another wallet of the same customer has its own window.
-	other := *w
-	other.wallet = newID(t, "InternalAccount")
+	other := &world{store: w.store, cust: w.cust, wallet: newID(t, "InternalAccount"), email: w.email, passkey: w.passkey}
 	d, err = other.pay(t, p, w.email, dest, 1, "USD", t0, true)
 	wantRule(t, d, err, "default")
 }
@@ -302,12 +325,19 @@ func TestDecideRefusesMalformedPayouts(t *testing.T) {
 	w := newWorld(t, memory.New())
 	ctx := context.Background()
 	err := w.store.Atomic(ctx, func(tx storage.Tx) error {
-		_, err := p.Decide(ctx, tx, policy.Payout{Authorization: &signedretry.Authorization{}, Amount: -1, Currency: "usd"})
+		_, err := p.Decide(ctx, tx, policy.Payout{Authorization: &signedretry.Authorization{}, Amount: -1, Currency: "usd"}, w.execute)
 		return err
 	})
 	apierrortest.WantFields(t, err, apierror.InvalidInput, "id", "customerId", "sourceId", "destinationId", "amount", "currency")
 	err = w.store.Atomic(ctx, func(tx storage.Tx) error {
-		_, err := p.Decide(ctx, tx, policy.Payout{CustomerID: w.cust, SourceID: w.wallet, DestinationID: "x", Amount: 1, Currency: "USD"})
+		_, err := p.Decide(ctx, tx, policy.Payout{CustomerID: w.cust, SourceID: w.wallet, DestinationID: "x", Amount: 1, Currency: "USD"}, w.execute)
+		return err
+	})
+	apierrortest.Want(t, err, apierror.InternalError, "")
+	// Without the host's Execute no payout could be made: 500.
+	err = w.store.Atomic(ctx, func(tx storage.Tx) error {
+		_, err := p.Decide(ctx, tx, policy.Payout{CustomerID: w.cust, SourceID: w.wallet, DestinationID: "x", Amount: 1, Currency: "USD",
+			Authorization: &signedretry.Authorization{RequestID: "Request:x", Now: t0}}, nil)
 		return err
 	})
 	apierrortest.Want(t, err, apierror.InternalError, "")
@@ -426,38 +456,36 @@ func FuzzParse(f *testing.F) {
 }
 
 // TestUMADestination: a payout to a UMA address counts in the windows like
-// any other, and a cool-off treats the address as new until it was paid
-// within the cool-off.
+// any other, and a cool-off treats the address, which has no registration,
+// as new for the cool-off's period after its first payout.
 func TestUMADestination(t *testing.T) {
 	p := newPolicy(t, testRules)
 	w := newWorld(t, memory.New())
-	ctx := context.Background()
-	payUMA := func(amount int64, dest string) (*policy.Decision, error) {
-		var d *policy.Decision
-		err := w.store.Atomic(ctx, func(tx storage.Tx) error {
-			var err error
-			d, err = p.Decide(ctx, tx, policy.Payout{CustomerID: w.cust, SourceID: w.wallet, DestinationID: dest,
-				DestinationType: policy.DestinationUMA, Amount: amount, Currency: "USD",
-				Authorization: &signedretry.Authorization{RequestID: newID(t, "Request"), SessionID: w.email.session, CredentialID: w.email.cred, Now: t0}})
-			return err
-		})
-		return d, err
+	payUMA := func(amount int64, dest string, now time.Time) (policy.Outcome, error) {
+		return w.decide(t, p, policy.Payout{CustomerID: w.cust, SourceID: w.wallet, DestinationID: dest,
+			DestinationType: policy.DestinationUMA, Amount: amount, Currency: "USD",
+			Authorization: &signedretry.Authorization{RequestID: newID(t, "Request"), AccountID: w.wallet,
+				SessionID: w.email.session, CredentialID: w.email.cred, Now: now}}, true)
 	}
-	_, err := payUMA(10_000, "$alice@uma.example")
+	_, err := payUMA(10_000, "$alice@uma.example", t0)
 	wantRefusal(t, err, apierror.PayoutBlocked, "cool-off")
-	d, err := payUMA(9_999, "$alice@uma.example")
+	d, err := payUMA(9_999, "$alice@uma.example", t0)
 	wantRule(t, d, err, "default")
-	d, err = payUMA(40_000, "$alice@uma.example") // paid within the cool-off: no longer new
+	// Paid within the cool-off, it is still new until a day after that
+	// first payout.
+	_, err = payUMA(40_000, "$alice@uma.example", t0.Add(23*time.Hour))
+	wantRefusal(t, err, apierror.PayoutBlocked, "cool-off")
+	later := t0.Add(24 * time.Hour)
+	d, err = payUMA(40_000, "$alice@uma.example", later)
+	wantRule(t, d, err, "default")
+	d, err = payUMA(9_999, "$bob@uma.example", later)
 	wantRule(t, d, err, "default")
 	// 49999 of the day's 100000 are used: 50002 does not fit.
-	_, err = payUMA(50_002, "$alice@uma.example")
+	_, err = payUMA(50_002, "$alice@uma.example", later)
 	wantRefusal(t, err, apierror.PayoutBlocked, "daily-limit")
-	_, err = payUMA(1, "alice@uma.example")
+	_, err = payUMA(1, "alice@uma.example", later)
 	apierrortest.WantFields(t, err, apierror.InvalidInput, "destinationId")
-	err = w.store.Atomic(ctx, func(tx storage.Tx) error {
-		_, err := p.Decide(ctx, tx, policy.Payout{CustomerID: w.cust, SourceID: w.wallet, DestinationID: "x", DestinationType: "IBAN",
-			Amount: 1, Currency: "USD", Authorization: &signedretry.Authorization{RequestID: "Request:x", Now: t0}})
-		return err
-	})
+	_, err = w.decide(t, p, policy.Payout{CustomerID: w.cust, SourceID: w.wallet, DestinationID: "x", DestinationType: "IBAN",
+		Amount: 1, Currency: "USD", Authorization: &signedretry.Authorization{RequestID: "Request:x", Now: t0}}, true)
 	apierrortest.WantFields(t, err, apierror.InvalidInput, "destinationType")
 }

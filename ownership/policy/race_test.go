@@ -51,7 +51,7 @@ func raceWindow(t *testing.T, stores []storage.Store, workers int, begin func(s 
 				a := &signedretry.Authorization{RequestID: newID(t, "Request"), SessionID: w.email.session, CredentialID: w.email.cred, Now: t0}
 				err := s.Atomic(ctx, func(tx storage.Tx) error {
 					_, err := p.Decide(ctx, tx, policy.Payout{CustomerID: w.cust, SourceID: w.wallet, DestinationID: dest,
-						Amount: 100, Currency: "USD", Authorization: a})
+						Amount: 100, Currency: "USD", Authorization: a}, w.execute)
 					if err == nil && i%3 == 0 {
 						return errHostRollback
 					}
@@ -166,7 +166,8 @@ func TestDecideHoldsTheDestination(t *testing.T) {
 	hctx := s.WithTx(ctx, host)
 	err = s.Atomic(hctx, func(tx storage.Tx) error {
 		_, err := p.Decide(hctx, tx, policy.Payout{CustomerID: w.cust, SourceID: w.wallet, DestinationID: dest, Amount: 1, Currency: "USD",
-			Authorization: &signedretry.Authorization{RequestID: newID(t, "Request"), SessionID: w.email.session, CredentialID: w.email.cred, Now: t0}})
+			Authorization: &signedretry.Authorization{RequestID: newID(t, "Request"), SessionID: w.email.session, CredentialID: w.email.cred, Now: t0}},
+			w.execute)
 		return err
 	})
 	if err != nil {

@@ -126,10 +126,29 @@ type Match struct {
 	// DestinationTypes matches payouts to external accounts of one of
 	// these account types (ETHEREUM_WALLET, USD_ACCOUNT, ...).
 	DestinationTypes []string `json:"destinationTypes,omitempty"`
-	// NewDestinationWithin matches the first payout to a destination
-	// whose registration or last status change (an ownership proof, for
+	// NewDestinationWithin matches payouts to a destination whose
+	// registration or last status change (an ownership proof, for
 	// example) is more recent than this: a cool-off for new destinations.
+	// It bounds what the destination receives for the whole period,
+	// whatever was paid to it meanwhile: a first small payout does not end
+	// it. A destination with no registration (a UMA address) is new for
+	// this long after its first payout the policy sees.
 	NewDestinationWithin *Duration `json:"newDestinationWithin,omitempty"`
+	// NewDestinationMaxAmount, with NewDestinationWithin, narrows the
+	// cool-off to an amount: the rule matches only payouts that would
+	// bring what the new destination received within its cool-off, this
+	// payout included, above this amount (in minor units of the reference
+	// currency). Without it every payout to a new destination matches.
+	NewDestinationMaxAmount *int64 `json:"newDestinationMaxAmount,omitempty"`
+	// SecurityChangeWithin matches payouts from a wallet whose means of
+	// authentication changed more recently than this: a credential added
+	// to or removed from it, its tied email changed
+	// ([storage.InternalAccount].SecurityChangedAt). A rule that blocks or
+	// holds them gives the owner this long to hear of a change made with a
+	// stolen session, as exchanges hold withdrawals after a change of
+	// factors. A source that is no embedded wallet matches (the rule fails
+	// closed).
+	SecurityChangeWithin *Duration `json:"securityChangeWithin,omitempty"`
 	// ExceedsWindows matches payouts that do not fit one of these
 	// windows: the window's total or count, with this payout, would pass
 	// its maximum.
@@ -137,13 +156,22 @@ type Match struct {
 }
 
 // StepUp is what a rule wants of the signer of a payout it allows: the
-// credential the signing session was opened with and the session's age,
-// read in the payout's transaction from the signed retry's authorization.
+// assurance of the credential the signing session was opened with and
+// how recently the session was authenticated, read in the payout's
+// transaction from the signed retry's authorization.
 type StepUp struct {
-	// CredentialTypes are the credential types the session may have been
-	// opened with (PASSKEY, EMAIL_OTP, SMS_OTP, OAUTH); empty means any.
+	// CredentialTypes are the credential types whose assurance the
+	// signing session's credential must carry (PASSKEY, EMAIL_OTP,
+	// SMS_OTP, OAUTH); empty means any. A credential carries its own
+	// type's, except one enrolled by a session of a weaker credential
+	// within its security-change period, which carries that credential's
+	// ([storage.Credential].AssuredAs): a passkey added by an EMAIL_OTP
+	// session counts as EMAIL_OTP until its period ends. The sandbox
+	// literal, which stands in for a key, meets no step-up.
 	CredentialTypes []string `json:"credentialTypes,omitempty"`
-	// MaxSessionAge is the oldest the signing session may be; nil means
+	// MaxSessionAge is how long ago the ceremony that authenticated the
+	// signing session (a code, a passkey assertion, an OpenID Connect
+	// token) may have taken place; a refresh does not renew it. Nil means
 	// any age.
 	MaxSessionAge *Duration `json:"maxSessionAge,omitempty"`
 }
@@ -273,6 +301,17 @@ func (r *Rules) validate() error {
 		if d := m.NewDestinationWithin; d != nil && (time.Duration(*d) < MinPeriod || time.Duration(*d) > MaxPeriod) {
 			return fmt.Errorf("policy: rule %q: newDestinationWithin %v is not between %v and %v", rule.Name, time.Duration(*d), MinPeriod, MaxPeriod)
 		}
+		if a := m.NewDestinationMaxAmount; a != nil {
+			if m.NewDestinationWithin == nil {
+				return fmt.Errorf("policy: rule %q: newDestinationMaxAmount bounds a cool-off, so it needs newDestinationWithin", rule.Name)
+			}
+			if *a < 0 {
+				return fmt.Errorf("policy: rule %q: newDestinationMaxAmount is negative", rule.Name)
+			}
+		}
+		if d := m.SecurityChangeWithin; d != nil && (time.Duration(*d) < MinPeriod || time.Duration(*d) > MaxPeriod) {
+			return fmt.Errorf("policy: rule %q: securityChangeWithin %v is not between %v and %v", rule.Name, time.Duration(*d), MinPeriod, MaxPeriod)
+		}
 		for _, w := range m.ExceedsWindows {
 			if !windows[w] {
 				return fmt.Errorf("policy: rule %q: exceedsWindows names %q, which is not a window", rule.Name, w)
@@ -340,7 +379,8 @@ func validOperator(s string) bool {
 
 func (m *Match) empty() bool {
 	return m.MinAmount == nil && len(m.Currencies) == 0 && len(m.DestinationTypes) == 0 &&
-		m.NewDestinationWithin == nil && len(m.ExceedsWindows) == 0
+		m.NewDestinationWithin == nil && m.NewDestinationMaxAmount == nil && m.SecurityChangeWithin == nil &&
+		len(m.ExceedsWindows) == 0
 }
 
 // validName reports whether s is 1 to 64 ASCII letters, digits, '-', '_'

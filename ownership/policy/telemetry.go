@@ -6,6 +6,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/operation"
+	"github.com/walletgate/walletgate/storage"
 )
 
 // scope is the instrumentation scope of the package's tracer and meter.
@@ -43,13 +44,16 @@ func newInstruments(cfg *Config) (*instruments, error) {
 }
 
 // ruleAttr is the walletgate.rule of an outcome: the rule that decided it,
-// allowing (d) or refusing (err's details.rule), or "" when no rule did.
-// Rule names come from the host's policy, a bounded set.
-func ruleAttr(d *Decision, err error) attribute.KeyValue {
+// allowing (executed), holding (held) or refusing (err's details.rule), or
+// "" when no rule did. Rule names come from the host's policy, a bounded
+// set.
+func ruleAttr(executed *Allowed, held *storage.PayoutApproval, err error) attribute.KeyValue {
 	rule := ""
 	switch {
-	case d != nil:
-		rule = d.Rule
+	case executed != nil:
+		rule = executed.Rule
+	case held != nil:
+		rule = held.Rule
 	case err != nil:
 		if e := apierror.As(err); e != nil {
 			rule, _ = e.Details["rule"].(string)
