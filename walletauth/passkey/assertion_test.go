@@ -215,7 +215,7 @@ func TestAssertionCredentialBinding(t *testing.T) {
 		stranger := newCredential(t, virtualwebauthn.KeyTypeEC2)
 		asr := virtualAssertion(t, virtualRP, a.auth, stranger, ch)
 		err := a.s.Atomic(context.Background(), func(tx storage.Tx) error {
-			_, err := tx.Credentials().FindByWebAuthnID(context.Background(), mustB64(t, asr.CredentialID))
+			_, err := tx.Credentials().FindByWebAuthnID(context.Background(), "", mustB64(t, asr.CredentialID))
 			return err
 		})
 		if !errors.Is(err, storage.ErrNotFound) {

@@ -88,8 +88,10 @@ type Config struct {
 }
 
 // Verifier runs the WebAuthn ceremonies of one relying party. It holds no
-// mutable state and is safe for concurrent use. It reads no clock: the
-// ceremonies take the current time from their caller.
+// mutable state and is safe for concurrent use. It reads no clock of its
+// own: the ceremonies take the current time from their caller, and
+// [Verifier.ConsumeRegistration], which decides expiry on a time read
+// after a lock, takes the caller's clock.
 type Verifier struct {
 	cfg      Config   // normalized by New; RelyingParty deep-copied
 	origins  []string // web origins, normalised

@@ -10,7 +10,12 @@
 // single-use, expiring challenge for an account in the caller's transaction;
 // [Verifier.VerifyRegistration] consumes it and verifies the browser's
 // attestation (every attestation format go-webauthn supports, "none"
-// included), returning the credential record to store.
+// included), returning the credential record to store. A registration that
+// a later transaction completes (after a signed retry) checks with
+// [Verifier.CheckRegistration] and consumes with
+// [Verifier.ConsumeRegistration], which takes the caller's clock and
+// decides the challenge's expiry on a reading taken after the
+// consumption's lock was granted.
 //
 // Authentication binds a session key to the ceremony: the WebAuthn challenge is
 // the lowercase hex SHA-256 of a payload naming the client public key, the

@@ -98,7 +98,11 @@ type Attestation struct {
 // RegistrationRequest is a passkey registration: the account, the nickname
 // the user chose, the challenge the platform issued and the attestation.
 type RegistrationRequest struct {
-	AccountID   string
+	AccountID string
+	// Tenant is the tenant of the wallet AccountID
+	// ([storage.InternalAccount].Tenant): the WebAuthn credential id must
+	// be new among its passkeys.
+	Tenant      string
 	Nickname    string
 	Challenge   string
 	Attestation Attestation
@@ -148,9 +152,27 @@ func (v *Verifier) CheckRegistration(ctx context.Context, tx storage.Tx, req Reg
 // ConsumeRegistration consumes a registration challenge that
 // [Verifier.CheckRegistration] accepted: it must still be unused, unexpired
 // and issued for accountID. Errors: 401 UNAUTHORIZED with a Reason constant.
-func (v *Verifier) ConsumeRegistration(ctx context.Context, tx storage.Tx, challenge, accountID string, now time.Time) error {
-	_, err := v.consumeRegistration(ctx, tx, challenge, accountID, now, true)
-	return err
+//
+// Expiry is decided on a time read after the consumption's lock: clock,
+// the caller's clock (the Verifier reads none of its own), is read once
+// for the consumption and again once the store granted the challenge's
+// lock and read it back ([storage.ConsumeNow]), and a challenge expired by
+// that second reading answers 401 with
+// [ReasonRegistrationChallengeExpired], however long the consumption
+// waited for the lock. The consumption is then tx's: the caller rolls tx
+// back on the error, which leaves the challenge unconsumed.
+func (v *Verifier) ConsumeRegistration(ctx context.Context, tx storage.Tx, challenge, accountID string, clock func() time.Time) error {
+	if clock == nil {
+		return apierror.Internal(errors.New("passkey: ConsumeRegistration needs a clock"))
+	}
+	p, err := v.consumeRegistration(ctx, tx, challenge, accountID, clock(), true)
+	if err != nil {
+		return err
+	}
+	if now := clock(); !now.Before(p.ExpiresAt) {
+		return fail(ReasonRegistrationChallengeExpired)
+	}
+	return nil
 }
 
 func (v *Verifier) verifyRegistration(ctx context.Context, tx storage.Tx, req RegistrationRequest, now time.Time, consume bool) (*Registration, error) {
@@ -219,7 +241,7 @@ func (v *Verifier) verifyRegistration(ctx context.Context, tx storage.Tx, req Re
 		return nil, libraryFailure(err)
 	}
 
-	switch _, err := tx.Credentials().FindByWebAuthnID(ctx, cred.ID); {
+	switch _, err := tx.Credentials().FindByWebAuthnID(ctx, req.Tenant, cred.ID); {
 	case err == nil:
 		return nil, apierror.New(apierror.PasskeyCredentialAlreadyExists, "this passkey is already registered")
 	case !errors.Is(err, storage.ErrNotFound):
