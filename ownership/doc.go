@@ -49,12 +49,28 @@
 // # HTTP
 //
 // [Service.Handler] serves challenge and verify over net/http for both path
-// trees. It takes an [AccountGuard] in its [HandlerConfig] and refuses to be
-// built without one: before a route acts, it reads the account of the path
-// through the route's tree and asks the guard whether the calling principal
-// may act on it. A refused request writes nothing: no challenge is stored
-// or consumed and no status changes; it answers as an unknown account
-// does, unless the guard returns an *apierror.Error of its own.
+// trees, and refuses to be built without a tenant guard.
+//
+// # The tenant guard
+//
+// The account ids an operation is given come from a client, and only the
+// host knows which accounts belong to the calling principal (a platform,
+// in a host serving several). [Config].Guard, an [AccountGuard], is that
+// knowledge: every operation on an account a caller names (StartChallenge,
+// Verify, CompleteLiveness, SetStatus, Account, Accounts, RegisterAccount
+// on the new account, CheckPayout and CheckPayoutIn on the destination)
+// asks it whether the principal the host put in the context may act on
+// the account. It is the service's, so every transport gets it:
+// [Service.Handler], a host's gRPC server or own HTTP stack, a provider's
+// callback. The operation asks it once, inside its own transaction, on
+// the account as that transaction reads or holds it, before any answer that
+// depends on the account and before anything is written: a refused call
+// writes nothing (no challenge stored or consumed, no LIVENESS session
+// started, no status changed, no event, no payout allowed) and answers as
+// an unknown account does (a registration, with no id to be unknown: 403
+// FORBIDDEN), unless the guard returns an *apierror.Error of its own; an
+// id that names nothing is 404 before the guard is asked. Without a guard
+// the methods trust their caller with the ids they are given.
 //
 // # Contract accounts
 //

@@ -1,12 +1,15 @@
 package ownership_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -15,20 +18,41 @@ import (
 	"github.com/walletgate/walletgate/storage"
 )
 
-// handler serves svc's routes behind a guard that lets every request act.
+// admitAll is a guard that lets every caller act on every account.
+func admitAll(context.Context, storage.ExternalAccount) error { return nil }
+
+// handler serves svc's routes; svc must have a guard.
 func handler(t testing.TB, svc *ownership.Service) http.Handler {
 	t.Helper()
-	h, err := svc.Handler(ownership.HandlerConfig{Guard: func(*http.Request, storage.ExternalAccount) error { return nil }})
+	h, err := svc.Handler()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
 }
 
+// with returns another service on l's store, configured as l's but with
+// the guard g: a replica of the host whose tenant guard is g.
+func (l *lifecycle) with(t testing.TB, g ownership.AccountGuard) *ownership.Service {
+	t.Helper()
+	cfg := l.cfg
+	cfg.Guard = g
+	svc, err := ownership.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// principalKey is the context key of the calling platform, as a host's
+// authentication middleware would set it.
+type principalKey struct{}
+
 // post sends one POST to h and returns the recorded answer.
 func post(h http.Handler, path, body string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, "platform-test")))
 	return w
 }
 
@@ -61,30 +85,31 @@ func (l *lifecycle) challenge(t *testing.T, id string) (storage.OwnershipChallen
 
 func TestHandlerRequiresGuard(t *testing.T) {
 	l := newLifecycle(t)
-	h, err := l.svc.Handler(ownership.HandlerConfig{})
-	if err == nil || h != nil || !strings.Contains(err.Error(), "HandlerConfig.Guard is required") {
+	h, err := l.svc.Handler()
+	if err == nil || h != nil || !strings.Contains(err.Error(), "Config.Guard is required") {
 		t.Fatalf("a handler without a guard: %v, %v", h, err)
+	}
+	if _, err := l.with(t, admitAll).Handler(); err != nil {
+		t.Fatalf("a handler with a guard: %v", err)
 	}
 }
 
-// TestHandlerGuardSeesAccount: each route of both trees asks the guard
-// once, before it acts, with the account of its path; an account that is
-// not in the route's tree, or none, is 404 without asking.
+// TestHandlerGuardSeesAccount: each route of both trees asks the service's
+// guard once, before it acts, with the request's context and the account of
+// its path; an account that is not in the route's tree, or none, is 404
+// without asking.
 func TestHandlerGuardSeesAccount(t *testing.T) {
 	l := newLifecycle(t)
 	customer := l.account(t, func(a *storage.ExternalAccount) { a.CustomerID = "Customer:2" })
 	platform := l.account(t, func(a *storage.ExternalAccount) { a.CustomerID = "" })
 	var asked []storage.ExternalAccount
-	h, err := l.svc.Handler(ownership.HandlerConfig{Guard: func(r *http.Request, a storage.ExternalAccount) error {
-		if r == nil {
-			return errors.New("no request")
+	h := handler(t, l.with(t, func(ctx context.Context, a storage.ExternalAccount) error {
+		if ctx.Value(principalKey{}) != "platform-test" {
+			return errors.New("the guard did not get the request's context")
 		}
 		asked = append(asked, a)
 		return nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}))
 	for _, tc := range []struct{ tree, id, customer string }{
 		{"/customers", customer, "Customer:2"},
 		{"/platform", platform, ""},
@@ -142,23 +167,16 @@ func TestHandlerGuardRefuses(t *testing.T) {
 		outstanding[tc.id] = c
 		events[tc.id] = len(l.events(t, tc.id))
 	}
+	// Two replicas of the host on l's store, each with its guard, and a
+	// liveness provider that counts the sessions they start.
 	liveness := &liveness{}
-	svc, err := ownership.New(ownership.Config{Store: l.store, Payouts: testPolicy, Service: "payments.example.com", Liveness: liveness})
-	if err != nil {
-		t.Fatal(err)
-	}
-	refuse, err := svc.Handler(ownership.HandlerConfig{Guard: func(_ *http.Request, a storage.ExternalAccount) error {
+	l.cfg.Liveness = liveness
+	refuse := handler(t, l.with(t, func(_ context.Context, a storage.ExternalAccount) error {
 		return fmt.Errorf("account %s belongs to another platform", a.ID)
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	forbid, err := svc.Handler(ownership.HandlerConfig{Guard: func(*http.Request, storage.ExternalAccount) error {
+	}))
+	forbid := handler(t, l.with(t, func(context.Context, storage.ExternalAccount) error {
 		return fmt.Errorf("host: %w", apierror.New(apierror.Forbidden, "not this platform's account"))
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}))
 	const unknown = "ExternalAccount:00000000-0000-4000-8000-000000000000"
 	for _, tc := range []struct{ tree, id string }{{"/customers", customer}, {"/platform", platform}} {
 		bad := `{"signature":"` + l.signEVM(t, "not the message") + `"}`
@@ -187,5 +205,213 @@ func TestHandlerGuardRefuses(t *testing.T) {
 	}
 	if liveness.calls != 0 {
 		t.Fatalf("refused requests started %d LIVENESS sessions", liveness.calls)
+	}
+}
+
+// guardLog is a guard a test switches: it records the account of every
+// question and answers refusal (nil admits).
+type guardLog struct {
+	mu      sync.Mutex
+	refusal error
+	asked   []string
+}
+
+func (g *guardLog) guard(_ context.Context, a storage.ExternalAccount) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.asked = append(g.asked, a.ID)
+	return g.refusal
+}
+
+func (g *guardLog) set(refusal error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refusal = refusal
+}
+
+// take returns the accounts asked about since the last take.
+func (g *guardLog) take() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := g.asked
+	g.asked = nil
+	return out
+}
+
+// TestGuardDirect: a host that calls the Service methods itself (its own
+// HTTP stack, gRPC, a provider's callback) gets the same guard as the
+// handler. Every operation on an account asks Config.Guard once, about the
+// account it acts on; a refusal writes nothing (no challenge stored or
+// consumed, no LIVENESS session, no status change, no event) and answers as
+// an unknown account does (403 FORBIDDEN for a registration); an
+// *apierror.Error is answered as it is; an id that names nothing is 404
+// before the guard is asked.
+func TestGuardDirect(t *testing.T) {
+	ctx := t.Context()
+	l := newLifecycle(t)
+	g := &guardLog{}
+	live := &liveness{}
+	l.cfg.Liveness = live
+	svc := l.with(t, g.guard)
+	id := l.account(t, nil)
+	refused := errors.New("the account of another tenant")
+
+	askedOnce := func(name, account string) {
+		t.Helper()
+		if got := g.take(); !slices.Equal(got, []string{account}) {
+			t.Fatalf("%s: the guard was asked about %v, want once about %s", name, got, account)
+		}
+	}
+	// refuse runs op with the guard refusing: it answers as an unknown
+	// account (the same message), asks once and writes no event.
+	refuse := func(name, account string, op func() error) {
+		t.Helper()
+		events := len(l.events(t, account))
+		g.set(refused)
+		err := op()
+		g.set(nil)
+		got := apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
+		if want := "external account " + account + " not found"; got.Message != want {
+			t.Fatalf("%s refused: %q, want %q", name, got.Message, want)
+		}
+		if n := len(l.events(t, account)); n != events {
+			t.Fatalf("%s refused: %d events written", name, n-events)
+		}
+		askedOnce(name+" refused", account)
+	}
+	admit := func(name, account string, op func() error) {
+		t.Helper()
+		if err := op(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		askedOnce(name, account)
+	}
+
+	// Reads.
+	refuse("Account", id, func() error { _, err := svc.Account(ctx, id); return err })
+	admit("Account", id, func() error { _, err := svc.Account(ctx, id); return err })
+	g.set(refused)
+	if as, err := svc.Accounts(ctx, "Customer:1"); err != nil || len(as) != 0 {
+		t.Fatalf("Accounts refused: %+v, %v; want the account left out", as, err)
+	}
+	g.set(nil)
+	askedOnce("Accounts refused", id)
+	if as, err := svc.Accounts(ctx, "Customer:1"); err != nil || len(as) != 1 || as[0].ID != id {
+		t.Fatalf("Accounts: %+v, %v", as, err)
+	}
+	askedOnce("Accounts", id)
+
+	// The proof: challenges of both methods, then the verification.
+	for _, method := range []string{ownership.MethodLiveness, ownership.MethodWalletSignature} {
+		refuse("StartChallenge "+method, id, func() error {
+			_, err := svc.StartChallenge(ctx, id, method, ownership.CustomerTree)
+			return err
+		})
+		if _, err := l.challenge(t, id); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("a refused %s challenge was stored: %v", method, err)
+		}
+	}
+	if live.calls != 0 {
+		t.Fatalf("refused challenges started %d LIVENESS sessions", live.calls)
+	}
+	var c *ownership.Challenge
+	admit("StartChallenge", id, func() (err error) {
+		c, err = svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.CustomerTree)
+		return err
+	})
+	outstanding, err := l.challenge(t, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := ownership.VerifyRequest{Signature: l.signEVM(t, "not the message")}
+	refuse("Verify", id, func() error { _, err := svc.Verify(ctx, id, bad, ownership.CustomerTree); return err })
+	if got, err := l.challenge(t, id); err != nil || got.ID != outstanding.ID || l.status(t, id) != storage.StatusPendingOwnershipVerification {
+		t.Fatalf("a refused verify consumed the challenge (%+v, %v) or changed the status (%s)", got, err, l.status(t, id))
+	}
+	admit("Verify", id, func() error {
+		_, err := svc.Verify(ctx, id, ownership.VerifyRequest{Signature: l.signEVM(t, c.MessageToSign)}, ownership.CustomerTree)
+		return err
+	})
+
+	// A LIVENESS outcome, delivered by the host.
+	other := l.account(t, nil)
+	if _, err := svc.StartChallenge(ctx, other, ownership.MethodLiveness, ownership.CustomerTree); err != nil {
+		t.Fatal(err)
+	}
+	g.take()
+	refuse("CompleteLiveness", other, func() error { _, err := svc.CompleteLiveness(ctx, other, true); return err })
+	if _, err := l.challenge(t, other); err != nil || l.status(t, other) != storage.StatusPendingOwnershipVerification {
+		t.Fatalf("a refused CompleteLiveness consumed the challenge (%v) or changed the status (%s)", err, l.status(t, other))
+	}
+	admit("CompleteLiveness", other, func() error { _, err := svc.CompleteLiveness(ctx, other, true); return err })
+
+	// A host-driven status change.
+	refuse("SetStatus", id, func() error { _, err := svc.SetStatus(ctx, id, storage.StatusUnderReview); return err })
+	if got := l.status(t, id); got != storage.StatusActive {
+		t.Fatalf("a refused SetStatus left the account %s", got)
+	}
+	admit("SetStatus", id, func() error { _, err := svc.SetStatus(ctx, id, storage.StatusActive); return err })
+
+	// The payout gate, in a transaction of its own and in the host's.
+	pay := ownership.Payout{AccountID: id, Amount: 5_000_000, Currency: "USDC"}
+	refuse("CheckPayout", id, func() error { _, err := svc.CheckPayout(ctx, pay); return err })
+	admit("CheckPayout", id, func() error { _, err := svc.CheckPayout(ctx, pay); return err })
+	checkIn := func() error {
+		return l.store.Atomic(ctx, func(tx storage.Tx) error { _, err := svc.CheckPayoutIn(ctx, tx, pay); return err })
+	}
+	refuse("CheckPayoutIn", id, checkIn)
+	admit("CheckPayoutIn", id, checkIn)
+
+	// A registration: a plain refusal is 403, there being no id to be
+	// unknown, and stores nothing.
+	n := ownership.NewAccount{ID: "ExternalAccount:6b0c2a5e-1f7d-4c3e-9a8b-2d4e6f8a0b1c", CustomerID: "Customer:1",
+		AccountType: "USD_ACCOUNT", Address: "021000021:1234567890", Currency: "USD"}
+	g.set(refused)
+	_, err = svc.RegisterAccount(ctx, n)
+	g.set(nil)
+	apierrortest.Want(t, err, apierror.Forbidden, "")
+	askedOnce("RegisterAccount refused", n.ID)
+	if _, err := l.svc.Account(ctx, n.ID); apierror.CodeOf(err) != apierror.ReferenceNotFound {
+		t.Fatalf("a refused registration stored the account: %v", err)
+	}
+	admit("RegisterAccount", n.ID, func() error { _, err := svc.RegisterAccount(ctx, n); return err })
+
+	// An *apierror.Error is answered as it is.
+	g.set(fmt.Errorf("host: %w", apierror.New(apierror.Forbidden, "not this platform's account")))
+	_, err = svc.Account(ctx, id)
+	wantMessage(t, apierrortest.Want(t, err, apierror.Forbidden, ""), "not this platform's account")
+	_, err = svc.Accounts(ctx, "Customer:1")
+	wantMessage(t, apierrortest.Want(t, err, apierror.Forbidden, ""), "not this platform's account")
+	g.set(nil)
+	g.take()
+
+	// Ids that name nothing, or nothing in the call's tree, are 404 before
+	// the guard is asked.
+	const none = "ExternalAccount:00000000-0000-4000-8000-000000000000"
+	for name, op := range map[string]func() error{
+		"Account": func() error { _, err := svc.Account(ctx, none); return err },
+		"StartChallenge": func() error {
+			_, err := svc.StartChallenge(ctx, none, ownership.MethodWalletSignature, ownership.AnyTree)
+			return err
+		},
+		"StartChallenge of another tree": func() error {
+			_, err := svc.StartChallenge(ctx, id, ownership.MethodWalletSignature, ownership.PlatformTree)
+			return err
+		},
+		"SetStatus":   func() error { _, err := svc.SetStatus(ctx, none, storage.StatusActive); return err },
+		"CheckPayout": func() error { _, err := svc.CheckPayout(ctx, ownership.Payout{AccountID: none, Amount: 1}); return err },
+	} {
+		apierrortest.Want(t, op(), apierror.ReferenceNotFound, "")
+		if got := g.take(); len(got) != 0 {
+			t.Fatalf("%s of an unknown id asked the guard about %v", name, got)
+		}
+	}
+}
+
+// wantMessage fails t unless e says msg.
+func wantMessage(t testing.TB, e *apierror.Error, msg string) {
+	t.Helper()
+	if e.Message != msg {
+		t.Fatalf("%s %q, want %q", e.Code, e.Message, msg)
 	}
 }

@@ -351,14 +351,20 @@ func (p *PayoutPolicy) Decide(a *storage.ExternalAccount, pay Payout) (*Decision
 // [PayoutPolicy.Decide] and the package documentation). The answer is a
 // snapshot: the account may change as soon as CheckPayout returns. A host
 // that debits in the same database uses [Service.CheckPayoutIn] instead.
+// The [Config].Guard is asked about the destination before the payout
+// rules; a plain refusal is answered as an unknown account.
 //
-// Errors: those of Decide, 404 REFERENCE_NOT_FOUND (unknown account).
+// Errors: those of Decide, 404 REFERENCE_NOT_FOUND (unknown account, or
+// refused by the guard).
 func (s *Service) CheckPayout(ctx context.Context, p Payout) (d *Decision, err error) {
 	ctx, o := s.tel.Begin(ctx, opPayout, s.tel.payouts)
 	defer func() { o.End(ctx, err, ruleOf(d)) }()
 	err = s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		a, err := load(ctx, tx, p.AccountID, AnyTree)
 		if err != nil {
+			return err
+		}
+		if err := s.admitNamed(ctx, &a); err != nil {
 			return err
 		}
 		d, err = s.cfg.Payouts.Decide(&a, p)
@@ -393,7 +399,9 @@ func (s *Service) CheckPayout(ctx context.Context, p Payout) (d *Decision, err e
 // A refused payout (or a failed debit) rolls back what the function wrote
 // and leaves hostTx usable.
 //
-// It holds the account until tx ends, then decides on the held state. The
+// It holds the account until tx ends, asks the [Config].Guard about it (a
+// plain refusal answered as an unknown account) and then decides on the
+// held state. The
 // guarantee: a status change made by compare-and-set on the account's
 // Version (every change the library makes, and any ExternalAccounts.Update)
 // commits either before the hold, and the gate decides on it, or after tx
@@ -414,6 +422,9 @@ func (s *Service) CheckPayoutIn(ctx context.Context, tx storage.Tx, p Payout) (d
 	a, err := hold(ctx, tx, p.AccountID)
 	if err != nil {
 		return nil, apierror.From(err)
+	}
+	if err := s.admitNamed(ctx, &a); err != nil {
+		return nil, err
 	}
 	return s.cfg.Payouts.Decide(&a, p)
 }

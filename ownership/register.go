@@ -86,6 +86,10 @@ type NewAccount struct {
 	ID string
 	// CustomerID owns the account; empty for a platform account.
 	CustomerID string
+	// Tenant names the host's tenant (a platform) the account belongs to;
+	// it never changes. The Config.Guard can compare it with the caller's
+	// principal. A host with one tenant leaves it empty.
+	Tenant string
 	// AccountType is the accountInfo.accountType, e.g. ETHEREUM_WALLET.
 	// Required.
 	AccountType string
@@ -151,7 +155,9 @@ func (vs Verifiers) StartingStatus(a *storage.ExternalAccount) storage.AccountSt
 // ownershipType; accountInfo; accountInfo.contractAccount and its
 // chainId: malformed, on a type without contract accounts, not the chain
 // of the type on the service's network, or a type without a
-// [ContractVerifier]), 409 CONFLICT when the id exists.
+// [ContractVerifier]), 403 FORBIDDEN when the [Config].Guard refuses the
+// new account (asked once it is validated, before it is stored; its
+// *apierror.Error as it is), 409 CONFLICT when the id exists.
 func (s *Service) RegisterAccount(ctx context.Context, n NewAccount) (*storage.ExternalAccount, error) {
 	var out *storage.ExternalAccount
 	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
@@ -177,6 +183,11 @@ func (s *Service) RegisterAccountIn(ctx context.Context, tx storage.Tx, n NewAcc
 		return nil, err
 	}
 	a.Status = s.cfg.Verifiers.StartingStatus(&a)
+	// The guard decides on the account about to be stored; a plain
+	// refusal is 403, as there is no id to be unknown.
+	if err := s.admit(ctx, &a, forbidden); err != nil {
+		return nil, err
+	}
 	if err := tx.ExternalAccounts().Create(ctx, &a); err != nil {
 		if errors.Is(err, storage.ErrDuplicate) {
 			return nil, apierror.New(apierror.Conflict, "external account %s already exists", a.ID)
@@ -249,9 +260,15 @@ func (s *Service) newAccount(n NewAccount) (storage.ExternalAccount, error) {
 		}
 	}
 	now := s.cfg.Clock().UTC()
-	return storage.ExternalAccount{ID: id, CustomerID: n.CustomerID, PlatformAccountID: n.PlatformAccountID,
+	return storage.ExternalAccount{ID: id, CustomerID: n.CustomerID, Tenant: n.Tenant, PlatformAccountID: n.PlatformAccountID,
 		OwnershipType: n.OwnershipType, Currency: n.Currency, AccountType: n.AccountType, Address: n.Address,
 		Network: n.Network, VaspName: vasp, Info: append(json.RawMessage(nil), n.Info...), CreatedAt: now, UpdatedAt: now}, nil
+}
+
+// forbidden is the answer to a plain refusal of the guard of a new
+// account, which has no id to be unknown.
+func forbidden() error {
+	return apierror.New(apierror.Forbidden, "the caller may not register this external account")
 }
 
 // reasonOf returns details.reason of a verifier's rejection, or its message.
@@ -275,8 +292,12 @@ var statuses = []storage.AccountStatus{storage.StatusPending, storage.StatusActi
 // has changes nothing and writes no event. INACTIVE is final: an INACTIVE
 // account cannot change status. It returns the account after the change.
 //
-// Errors: 400 INVALID_INPUT (status), 404 REFERENCE_NOT_FOUND, 409 CONFLICT
-// (the account is INACTIVE, or it changed concurrently).
+// The [Config].Guard is asked about the account as held, before its
+// status is looked at.
+//
+// Errors: 400 INVALID_INPUT (status), 404 REFERENCE_NOT_FOUND (or a plain
+// refusal of the guard), 409 CONFLICT (the account is INACTIVE, or it
+// changed concurrently).
 func (s *Service) SetStatus(ctx context.Context, accountID string, status storage.AccountStatus) (*storage.ExternalAccount, error) {
 	known := false
 	names := make([]string, len(statuses))
@@ -291,6 +312,9 @@ func (s *Service) SetStatus(ctx context.Context, accountID string, status storag
 	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		a, err := hold(ctx, tx, accountID)
 		if err != nil {
+			return err
+		}
+		if err := s.admitNamed(ctx, &a); err != nil {
 			return err
 		}
 		if a.Status == status {

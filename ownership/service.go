@@ -55,6 +55,34 @@ type Config struct {
 	Verifiers Verifiers
 	// Liveness starts LIVENESS challenges; without it they answer 400.
 	Liveness Liveness
+	// Guard decides whether the caller may act on an external account
+	// (see [AccountGuard]); nil means no guard, for a host with one tenant
+	// or whose every caller is trusted. Every operation on an account a
+	// caller names asks it once per call, inside the transaction that
+	// first reads the account, before any answer that depends on the
+	// account and before anything is written; an id that names nothing
+	// (or nothing in the call's [Tree]) is 404 REFERENCE_NOT_FOUND before
+	// it is asked. It is asked by every transport alike: [Service.Handler]
+	// (which refuses to serve without a guard), a host's gRPC or HTTP stack
+	// calling the methods, a provider's callback. Where each operation
+	// asks:
+	//
+	//   - StartChallenge and Verify: on the account read through the tree,
+	//     before its eligibility or challenge is looked at;
+	//   - CompleteLiveness and SetStatus: on the account as held, before
+	//     its challenge or status is touched (a host that completes
+	//     liveness from its provider's callback puts in the context a
+	//     principal its guard admits);
+	//   - Account: on the account read (404 on a plain refusal); Accounts:
+	//     on each account of the customer, one refused plainly left out;
+	//   - RegisterAccount and RegisterAccountIn: on the new account, once
+	//     it is validated and before it is stored (a plain refusal is 403
+	//     FORBIDDEN: there is no id to be unknown);
+	//   - CheckPayout and CheckPayoutIn: on the destination account, before
+	//     the payout rules (404 on a plain refusal: no payout is allowed).
+	//
+	// Without a guard nothing more is read or asked.
+	Guard AccountGuard
 	// Service names the service in messageToSign, e.g. "payments.example.com".
 	// It must be printable ASCII; empty means "walletgate".
 	Service string
@@ -263,9 +291,12 @@ func (s *Service) eligible(a *storage.ExternalAccount, method string) error {
 // type with a verifier, status PENDING_OWNERSHIP_VERIFICATION or UNVERIFIED.
 // It supersedes any outstanding challenge and moves UNVERIFIED back to
 // PENDING_OWNERSHIP_VERIFICATION (with its event), in one transaction.
+// The [Config].Guard is asked about the account when it is first read,
+// before its eligibility is decided and before a LIVENESS session starts.
 //
 // Errors: 400 INVALID_INPUT (method; LIVENESS without a provider), 404
-// REFERENCE_NOT_FOUND, 409 CONFLICT with details.reason (not eligible).
+// REFERENCE_NOT_FOUND (or a plain refusal of the guard), 409 CONFLICT with
+// details.reason (not eligible).
 func (s *Service) StartChallenge(ctx context.Context, accountID, method string, tree Tree) (*Challenge, error) {
 	if method != MethodWalletSignature && method != MethodLiveness {
 		return nil, apierror.InvalidField("method", apierror.OneOf(MethodWalletSignature, MethodLiveness), "unknown verification method")
@@ -277,6 +308,9 @@ func (s *Service) StartChallenge(ctx context.Context, accountID, method string, 
 	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		if acct, err = load(ctx, tx, accountID, tree); err != nil {
+			return err
+		}
+		if err := s.admitNamed(ctx, &acct); err != nil {
 			return err
 		}
 		return s.eligible(&acct, method)
@@ -355,8 +389,13 @@ type VerifyRequest struct {
 // type or network the challenge names is no longer the account's, in which
 // case the client starts a new challenge and signs its message.
 //
+// The [Config].Guard is asked about the account in the transaction that
+// first reads it, before its challenge is looked at: a refusal consumes
+// nothing and changes no status.
+//
 // Errors: 400 INVALID_INPUT (missing signature, unknown scheme, invalid or
-// expired signature), 404 REFERENCE_NOT_FOUND, 409 CONFLICT (no outstanding
+// expired signature), 404 REFERENCE_NOT_FOUND (or a plain refusal of the
+// guard), 409 CONFLICT (no outstanding
 // WALLET_SIGNATURE challenge, a challenge for other account details, an
 // account changed during the call, or a contract account stored with a
 // chain id other than its type's, see [ContractChainFor]; details.reason
@@ -386,6 +425,9 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 	err = s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		var err error
 		if acct, err = load(ctx, tx, accountID, tree); err != nil {
+			return err
+		}
+		if err := s.admitNamed(ctx, &acct); err != nil {
 			return err
 		}
 		ch, err = tx.Challenges().Get(ctx, accountID)
@@ -481,9 +523,14 @@ func (s *Service) Verify(ctx context.Context, accountID string, req VerifyReques
 // inside a host's (see [storage.Standalone]), as [Service.Verify] does: a
 // failed check's UNVERIFIED and consumed challenge stay recorded.
 //
-// Errors: 404 REFERENCE_NOT_FOUND, 409 CONFLICT (no outstanding LIVENESS
-// challenge, or the account is no longer pending), 500 INTERNAL_ERROR
-// wrapping [storage.ErrStandalone] inside a host transaction.
+// The [Config].Guard is asked about the account as held, before its
+// challenge is touched: a host that calls it from its provider's callback
+// puts in ctx a principal its guard admits.
+//
+// Errors: 404 REFERENCE_NOT_FOUND (or a plain refusal of the guard), 409
+// CONFLICT (no outstanding LIVENESS challenge, or the account is no longer
+// pending), 500 INTERNAL_ERROR wrapping [storage.ErrStandalone] inside a
+// host transaction.
 func (s *Service) CompleteLiveness(ctx context.Context, accountID string, passed bool) (*storage.ExternalAccount, error) {
 	ctx = storage.Standalone(ctx, "ownership.CompleteLiveness")
 	now := s.cfg.Clock()
@@ -491,6 +538,9 @@ func (s *Service) CompleteLiveness(ctx context.Context, accountID string, passed
 	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		a, err := loadHeld(ctx, tx, accountID, AnyTree)
 		if err != nil {
+			return err
+		}
+		if err := s.admitNamed(ctx, &a); err != nil {
 			return err
 		}
 		ch, err := tx.Challenges().Get(ctx, accountID)

@@ -39,7 +39,10 @@ func (l *liveness) Start(_ context.Context, a storage.ExternalAccount, exp time.
 }
 
 type lifecycle struct {
-	svc   *ownership.Service
+	svc *ownership.Service
+	// cfg is the configuration svc was made from, for more services on
+	// the same store (see with).
+	cfg   ownership.Config
 	store storage.Store
 	evm   *ecdsa.PrivateKey
 	sol   ed25519.PrivateKey
@@ -48,8 +51,9 @@ type lifecycle struct {
 func newLifecycle(t *testing.T) *lifecycle {
 	t.Helper()
 	l := &lifecycle{store: memory.New()}
+	l.cfg = ownership.Config{Store: l.store, Payouts: testPolicy, Service: "payments.example.com", Liveness: &liveness{}}
 	var err error
-	l.svc, err = ownership.New(ownership.Config{Store: l.store, Payouts: testPolicy, Service: "payments.example.com", Liveness: &liveness{}})
+	l.svc, err = ownership.New(l.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,7 +487,7 @@ func TestRelayDeliversEvents(t *testing.T) {
 
 func TestHTTP(t *testing.T) {
 	l := newLifecycle(t)
-	srv := httptest.NewServer(handler(t, l.svc))
+	srv := httptest.NewServer(handler(t, l.with(t, admitAll)))
 	defer srv.Close()
 	id := l.account(t, nil)
 	platform := l.account(t, func(a *storage.ExternalAccount) { a.CustomerID = "" })
