@@ -52,6 +52,8 @@ var credentialTypes = []string{string(storage.EmailOTP), string(storage.SMSOTP),
 //
 // call carries the method, path and raw body of the request and, on the
 // retry, its two headers. Exactly one of the results is non-nil on success.
+// The [Config].Guard is asked about the account on each leg, once it is
+// locked, before anything about it is decided.
 //
 // Errors: 400 INVALID_INPUT (bad body, unsupported type),
 // 400 MISSING_MANDATORY_USER_INFO (no email or phone),
@@ -60,8 +62,8 @@ var credentialTypes = []string{string(storage.EmailOTP), string(storage.SMSOTP),
 // the contact the credential was bound to changed before the retry), 409
 // EMAIL_OTP_EMAIL_ALREADY_EXISTS (the account's email is tied to an
 // EMAIL_OTP credential of another customer), 404
-// REFERENCE_NOT_FOUND (account), the 401s of OIDC and passkey verification
-// and of signedretry.
+// REFERENCE_NOT_FOUND (account, or a plain refusal of the guard), the 401s
+// of OIDC and passkey verification and of signedretry.
 func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, call signedretry.Request) (*AuthMethod, *signedretry.Challenge, error) {
 	created, ch, err := run(ctx, s, call, signedretry.Steps[AddParams, storage.InternalAccount, *storage.Credential]{
 		Type: OpAddCredential,
@@ -71,27 +73,42 @@ func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, c
 		// The wallet and, for EMAIL_OTP, the address are locked before the
 		// signer (the store's lock order: internal accounts, then an
 		// address, then credentials and sessions).
+		// The guard decides on the wallet as locked, before the address
+		// and the signer are.
 		Lock: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p AddParams) (storage.InternalAccount, error) {
+			unknown := unknownAs("internal account", a.AccountID)
 			acct, err := tx.InternalAccounts().Lock(ctx, a.AccountID)
 			if errors.Is(err, storage.ErrNotFound) {
-				return acct, notFound("internal account", a.AccountID)
+				return acct, unknown()
 			}
 			if err != nil {
 				return acct, err
 			}
+			if err := s.admit(ctx, &acct, unknown); err != nil {
+				return acct, err
+			}
 			if p.Type == storage.EmailOTP {
-				return acct, tx.Credentials().LockEmail(ctx, p.Email)
+				return acct, tx.Credentials().LockEmail(ctx, acct.Tenant, p.Email)
 			}
 			return acct, nil
 		},
 		// The retry creates the credential the first call bound, from the
-		// stored parameters alone.
+		// stored parameters alone, enrolled by the signing session: it
+		// carries no more than that session's credential's assurance for
+		// the security-change period. The wallet records the change, and
+		// the owner's existing channels are told of it.
 		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p AddParams, acct storage.InternalAccount) (*storage.Credential, error) {
-			created, err := s.createFromParams(ctx, tx, &acct, &p, true)
+			created, before, err := s.createFromParams(ctx, tx, &acct, &p, a)
 			if err != nil {
 				return nil, err
 			}
-			return created, s.credentialAdded(ctx, tx, &acct, created, a.SessionID)
+			if err := securityChanged(ctx, tx, &acct, created.CreatedAt); err != nil {
+				return nil, err
+			}
+			if err := s.credentialAdded(ctx, tx, &acct, created, a.SessionID); err != nil {
+				return nil, err
+			}
+			return created, s.securityNotice(ctx, tx, &acct, noticeAdded, created, a, enrollerOf(created, before), before, created.CreatedAt)
 		},
 	})
 	if err != nil || ch != nil {
@@ -112,11 +129,15 @@ func (s *Service) bindAdd(ctx context.Context, tx storage.Tx, req *AddCredential
 	if err := v.Err(); err != nil {
 		return nil, nil, err
 	}
+	unknown := unknownAs("internal account", req.AccountID)
 	acct, err := tx.InternalAccounts().Lock(ctx, req.AccountID)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil, notFound("internal account", req.AccountID)
+		return nil, nil, unknown()
 	}
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.admit(ctx, &acct, unknown); err != nil {
 		return nil, nil, err
 	}
 	existing, err := tx.Credentials().ListByAccount(ctx, acct.ID)
@@ -129,7 +150,7 @@ func (s *Service) bindAdd(ctx context.Context, tx storage.Tx, req *AddCredential
 		return nil, nil, err
 	}
 	if final {
-		first, err := s.createFromParams(ctx, tx, &acct, p, false)
+		first, _, err := s.createFromParams(ctx, tx, &acct, p, nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -194,7 +215,7 @@ func (s *Service) addParams(ctx context.Context, tx storage.Tx, acct *storage.In
 		if acct.Email == "" {
 			return nil, apierror.New(apierror.MissingMandatoryUserInfo, "the customer has no email address")
 		}
-		if err := holdEmail(ctx, tx, acct.Email, acct.CustomerID); err != nil {
+		if err := holdEmail(ctx, tx, acct.Tenant, acct.Email, acct.CustomerID); err != nil {
 			return nil, err
 		}
 		p.Email, p.Nickname = acct.Email, acct.Email
@@ -204,7 +225,7 @@ func (s *Service) addParams(ctx context.Context, tx storage.Tx, acct *storage.In
 		}
 		p.Phone, p.Nickname = acct.Phone, acct.Phone
 	case storage.Passkey:
-		if err := s.passkeyParams(ctx, tx, acct.ID, p, req, consume); err != nil {
+		if err := s.passkeyParams(ctx, tx, acct, p, req, consume); err != nil {
 			return nil, err
 		}
 	case storage.OAuth:
@@ -216,67 +237,93 @@ func (s *Service) addParams(ctx context.Context, tx storage.Tx, acct *storage.In
 }
 
 // createFromParams creates the credential p describes on acct, which the
-// caller has locked. retry is set on the second leg of a signed retry: the
-// account must still hold the contact the payload names, and a passkey's
-// registration challenge is consumed now.
-func (s *Service) createFromParams(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, p *AddParams, retry bool) (*storage.Credential, error) {
+// caller has locked, and returns it with the account's credentials as they
+// were before. a is the authorization of the signed retry that enrolls it,
+// nil for the credential of an account that has none (which takes no
+// signature and carries its own type's assurance at once). On the retry
+// the account must still hold the contact the payload names, a passkey's
+// registration challenge is consumed now, and the credential is enrolled
+// by a's session ([Service.enrolment]).
+func (s *Service) createFromParams(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, p *AddParams, a *signedretry.Authorization) (*storage.Credential, []storage.Credential, error) {
+	retry := a != nil
 	id, err := s.newID("AuthMethod")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := s.cfg.Clock().UTC()
-	c := &storage.Credential{ID: id, AccountID: acct.ID, Type: p.Type, Nickname: p.Nickname, CreatedAt: now, UpdatedAt: now}
+	var enrolment storage.Enrolment
+	if retry {
+		now = a.Now
+		by, err := signerCredential(ctx, tx, a)
+		if err != nil {
+			return nil, nil, err
+		}
+		enrolment = s.enrolment(p.Type, a, by, now)
+	}
+	c := &storage.Credential{ID: id, AccountID: acct.ID, Tenant: acct.Tenant, Type: p.Type, Nickname: p.Nickname,
+		Enrolment: enrolment, CreatedAt: now, UpdatedAt: now}
 	changed := apierror.New(apierror.Conflict, "the account's contact changed since the challenge was issued; start again")
 	switch p.Type {
 	case storage.EmailOTP:
 		if retry {
 			if acct.Email != p.Email {
-				return nil, changed
+				return nil, nil, changed
 			}
 			// The address may have been tied to another customer's
 			// EMAIL_OTP credential since the first call checked it.
-			if err := holdEmail(ctx, tx, p.Email, acct.CustomerID); err != nil {
-				return nil, err
+			if err := holdEmail(ctx, tx, acct.Tenant, p.Email, acct.CustomerID); err != nil {
+				return nil, nil, err
 			}
 		}
 		c.Email = p.Email
 	case storage.SMSOTP:
 		if retry && acct.Phone != p.Phone {
-			return nil, changed
+			return nil, nil, changed
 		}
 		c.Phone = p.Phone
 	case storage.OAuth:
 		c.OAuth = &storage.OAuthIdentity{Issuer: p.Issuer, Audience: p.Audience, Subject: p.Subject}
 	case storage.Passkey:
 		if p.Passkey == nil {
-			return nil, apierror.Internal(errors.New("walletauth: PASSKEY parameters without a passkey"))
+			return nil, nil, apierror.Internal(errors.New("walletauth: PASSKEY parameters without a passkey"))
 		}
 		if c.WebAuthn, err = p.Passkey.record(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if retry {
 			v, err := s.passkeys()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			if err := v.ConsumeRegistration(ctx, tx, p.Passkey.RegistrationChallenge, acct.ID, now); err != nil {
-				return nil, err
+			if err := v.ConsumeRegistration(ctx, tx, p.Passkey.RegistrationChallenge, acct.ID, s.cfg.Clock); err != nil {
+				return nil, nil, err
 			}
 		}
 	default:
-		return nil, apierror.Internal(errors.New("walletauth: stored parameters name an unknown credential type"))
+		return nil, nil, apierror.Internal(errors.New("walletauth: stored parameters name an unknown credential type"))
 	}
 	existing, err := tx.Credentials().ListByAccount(ctx, acct.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkUnique(existing, p); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := createCredential(ctx, tx, c); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, existing, nil
+}
+
+// enrollerOf returns, among before, the credential whose session enrolled
+// c; nil when c was enrolled without a session.
+func enrollerOf(c *storage.Credential, before []storage.Credential) *storage.Credential {
+	for i := range before {
+		if before[i].ID == c.Enrolment.CredentialID {
+			return &before[i]
+		}
+	}
+	return nil
 }
 
 // checkUnique gives the clear error for a credential the account cannot
@@ -331,14 +378,19 @@ func (s *Service) afterCreate(ctx context.Context, c *storage.Credential) (*Auth
 	return m, nil
 }
 
-// ListCredentials returns the credentials of an account, oldest first; an
-// unknown account has none.
+// ListCredentials returns the credentials of an account, oldest first.
+// Without a [Config].Guard an unknown account has none; with one the
+// account is read for the guard, and an unknown account is 404
+// REFERENCE_NOT_FOUND, as a refused one is.
 func (s *Service) ListCredentials(ctx context.Context, accountID string) ([]AuthMethod, error) {
 	if !storage.ValidID(accountID, "InternalAccount") {
 		return nil, apierror.InvalidField("accountId", apierror.Pattern(`^InternalAccount:[0-9a-fA-F-]{36}$`), "must be an InternalAccount id")
 	}
 	var creds []storage.Credential
 	err := s.atomic(ctx, func(tx storage.Tx) error {
+		if err := s.admitID(ctx, tx, accountID, unknownAs("internal account", accountID)); err != nil {
+			return err
+		}
 		var err error
 		creds, err = tx.Credentials().ListByAccount(ctx, accountID)
 		return err
@@ -358,40 +410,55 @@ func (s *Service) ListCredentials(ctx context.Context, accountID string) ([]Auth
 // the retry removes the credential and revokes every session it issued, in
 // one transaction. An account keeps at least one credential: revoking the
 // last answers 400 INVALID_INPUT. An unknown credential is 404
-// REFERENCE_NOT_FOUND. On success both results are nil.
+// REFERENCE_NOT_FOUND. A credential enrolled by a session of a weaker
+// credential, within its security-change period, cannot revoke a
+// credential older than itself: 403 FORBIDDEN with details.assurance and
+// details.availableAt (see [Config].SecurityChangePeriod). The wallet's
+// contact channels, the removed credential's among them, are told
+// ([EventSecurityNotice]). The [Config].Guard is asked about the
+// credential's wallet on each leg, once it is locked; a plain refusal
+// answers as an unknown credential. On success both results are nil.
 func (s *Service) RevokeCredential(ctx context.Context, credentialID string, call signedretry.Request) (*signedretry.Challenge, error) {
 	// check reads the credential id and locks its account before counting
 	// its credentials, so that of concurrent revokes of its credentials the
-	// count of each sees the deletes of those that committed before it.
-	check := func(ctx context.Context, tx storage.Tx, id string) (*storage.Credential, error) {
+	// count of each sees the deletes of those that committed before it,
+	// and asks the guard about that account, on each leg. It returns the
+	// credential, its account and the account's credentials.
+	check := func(ctx context.Context, tx storage.Tx, id string) (*storage.Credential, *storage.InternalAccount, []storage.Credential, error) {
 		c, err := tx.Credentials().Get(ctx, id)
 		if errors.Is(err, storage.ErrNotFound) {
-			return nil, notFound("credential", id)
+			return nil, nil, nil, notFound("credential", id)
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
-		if _, err := tx.InternalAccounts().Lock(ctx, c.AccountID); errors.Is(err, storage.ErrNotFound) {
-			return nil, notFound("internal account", c.AccountID)
+		acct, err := tx.InternalAccounts().Lock(ctx, c.AccountID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, nil, nil, notFound("internal account", c.AccountID)
 		} else if err != nil {
-			return nil, err
+			return nil, nil, nil, err
+		}
+		// The guard decides on the credential's wallet as locked; a
+		// plain refusal answers as an unknown credential.
+		if err := s.admit(ctx, &acct, unknownAs("credential", id)); err != nil {
+			return nil, nil, nil, err
 		}
 		all, err := tx.Credentials().ListByAccount(ctx, c.AccountID)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		if !slices.ContainsFunc(all, func(o storage.Credential) bool { return o.ID == c.ID }) {
-			return nil, notFound("credential", id)
+			return nil, nil, nil, notFound("credential", id)
 		}
 		if len(all) <= 1 {
-			return nil, apierror.New(apierror.InvalidInput, "an account must keep at least one credential; add another before revoking this one")
+			return nil, nil, nil, apierror.New(apierror.InvalidInput, "an account must keep at least one credential; add another before revoking this one")
 		}
-		return &c, nil
+		return &c, &acct, all, nil
 	}
 	_, ch, err := run(ctx, s, call, signedretry.Steps[revokeParams, struct{}, struct{}]{
 		Type: OpRevokeCredential,
 		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation[revokeParams], struct{}, error) {
-			c, err := check(ctx, tx, credentialID)
+			c, _, _, err := check(ctx, tx, credentialID)
 			if err != nil {
 				return nil, struct{}{}, err
 			}
@@ -399,24 +466,38 @@ func (s *Service) RevokeCredential(ctx context.Context, credentialID string, cal
 				Signer:     signedretry.Signer{Rule: signedretry.OtherCredentialSession, Ref: c.ID},
 				Parameters: revokeParams{CredentialID: c.ID}, CredentialType: string(c.Type)}, struct{}{}, nil
 		},
-		// The retry revokes the credential the payload names.
+		// The retry revokes the credential the payload names, if the
+		// signer's credential may revoke it.
 		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p revokeParams, _ struct{}) (struct{}, error) {
-			c, err := check(ctx, tx, p.CredentialID)
+			c, acct, all, err := check(ctx, tx, p.CredentialID)
 			if err != nil {
 				return struct{}{}, err
 			}
 			if c.AccountID != a.AccountID {
 				return struct{}{}, apierror.Unauthenticated("request id is bound to another account")
 			}
+			signer, err := signerCredential(ctx, tx, a)
+			if err != nil {
+				return struct{}{}, err
+			}
+			if err := mayRevoke(signer, c, a.Now); err != nil {
+				return struct{}{}, err
+			}
 			if err := tx.Credentials().Delete(ctx, c.ID); err != nil {
 				return struct{}{}, err
 			}
-			now := s.cfg.Clock().UTC()
+			now := a.Now
 			revoked, err := tx.Sessions().RevokeByCredential(ctx, c.ID, now)
 			if err != nil {
 				return struct{}{}, err
 			}
-			return struct{}{}, s.credentialRevoked(ctx, tx, c, revoked, a.SessionID, now)
+			if err := securityChanged(ctx, tx, acct, now); err != nil {
+				return struct{}{}, err
+			}
+			if err := s.credentialRevoked(ctx, tx, acct, c, revoked, a.SessionID, now); err != nil {
+				return struct{}{}, err
+			}
+			return struct{}{}, s.securityNotice(ctx, tx, acct, noticeRevoked, c, a, signer, all, now)
 		},
 	})
 	return ch, err

@@ -401,7 +401,7 @@ func TestAddEmailOTPAddressTaken(t *testing.T) {
 		var owners []string
 		if err := e.store.Atomic(ctx, func(tx storage.Tx) error {
 			owners = nil
-			tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, address)
+			tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, "", address)
 			for _, c := range tied {
 				owners = append(owners, c.AccountID)
 			}

@@ -25,6 +25,25 @@
 // ([signedretry.Run]): what the first call binds into the challenge,
 // and what the signed retry does with the bound parameters alone.
 //
+// # Assurance
+//
+// A credential is worth no more than the proof that enrolled it. The
+// wallet's first credential is the host's to vouch for; every other is
+// enrolled by the session that signed its AddCredential, and records it
+// ([storage.Credential].Enrolment). For [Config].SecurityChangePeriod (24
+// hours by default) a credential enrolled by a session of a weaker type
+// (EMAIL_OTP and SMS_OTP below OAUTH below PASSKEY) carries that
+// session's credential's assurance, and every credential enrolled by a
+// session answers to its enroller: it meets no step-up naming its own
+// stronger type, is no second credential for an approval, and cannot
+// revoke a credential not younger than itself (403 FORBIDDEN). Each
+// enrolment and removal, and each change of the tied email, marks the
+// wallet ([storage.InternalAccount].SecurityChangedAt) and writes
+// [EventSecurityNotice] for the host to tell the owner on the channels the
+// wallet had. A session keeps the time of the ceremony that authenticated
+// it across refreshes ([AuthSession].AuthenticatedAt), and every
+// freshness rule judges that time.
+//
 // # Live challenges
 //
 // The first leg of a signed operation stores a challenge until it is used
@@ -52,15 +71,33 @@
 // net/http. All state lives in the storage.Store; the service itself holds
 // none and is safe for concurrent use.
 //
-// The methods trust their caller with the ids they are given; the handler
-// does not trust its clients. It takes a [WalletGuard] in its
-// [HandlerConfig] and refuses to be built without one: before a route acts,
-// it resolves the wallet, credential or session id of the request to its
-// wallet and asks the guard whether the calling principal (a platform, in
-// a host serving several) may act on that wallet. A refused request writes
-// nothing: no code is sent, no attempt or budget spent, no challenge
-// stored; it answers as an unknown id does, unless the guard returns an
-// *apierror.Error of its own.
+// # The tenant guard
+//
+// The ids an operation is given (a wallet, a credential, a session) come
+// from a client, and only the host knows which of them belong to the
+// calling principal (a platform, in a host serving several). [Config].Guard,
+// a [WalletGuard], is that knowledge: every operation that acts on a wallet
+// asks it whether the principal the host put in the context may act on
+// that wallet, typically by comparing it with the wallet's Tenant
+// ([NewWallet].Tenant). It is the service's, so every transport gets it:
+// [Service.Handler], a host's gRPC server or own HTTP stack calling the
+// methods, a background job. The operation asks it once per call (once per
+// leg of a signed operation) inside its own transaction, on the wallet as
+// that transaction reads or locks it, before any answer that depends on the
+// wallet and before anything is written; the refusal is an error returned
+// in that transaction, so a refused call writes nothing: no code is sent, no
+// attempt or budget spent, no challenge or pending request stored, no event.
+// It answers as an unknown id does, unless the guard returns an
+// *apierror.Error of its own; an id that names nothing is 404 before the
+// guard is asked. A wallet's customer and tenant never change and the
+// library never moves a credential or session to another wallet, so the
+// answer holds for the rest of the call. The wallet is read for the guard
+// from what the operation locks or reads anyway: on PostgreSQL a guard
+// costs no round trip where the operation reads the wallet, locks one of
+// its credentials or the signer of its retry. Without a guard (a host with
+// one tenant, or whose every caller is trusted) the methods trust their
+// caller with the ids they are given and read nothing for it; the handler
+// does not trust its clients and refuses to be built without one.
 //
 // # The host's transaction
 //

@@ -12,19 +12,20 @@ import (
 	"github.com/walletgate/walletgate/storage"
 )
 
-// holdEmail holds the address email until the transaction ends
+// holdEmail holds the address email of tenant until the transaction ends
 // ([storage.Credentials.LockEmail]) and fails with 409
 // EMAIL_OTP_EMAIL_ALREADY_EXISTS when an EMAIL_OTP credential of a wallet of
-// another customer than customerID is tied to it. Every path that ties an
-// address to an EMAIL_OTP credential calls it in the transaction that ties
-// it, after locking the internal accounts it changes and before any
-// credential lock (the store's lock order), so of two customers racing for
-// one address at most one holds it.
-func holdEmail(ctx context.Context, tx storage.Tx, email, customerID string) error {
-	if err := tx.Credentials().LockEmail(ctx, email); err != nil {
+// the tenant of another customer than customerID is tied to it. Every path
+// that ties an address to an EMAIL_OTP credential calls it in the
+// transaction that ties it, after locking the internal accounts it changes
+// and before any credential lock (the store's lock order), so of two
+// customers of one tenant racing for one address at most one holds it.
+// Other tenants' wallets play no part: the rule is the tenant's.
+func holdEmail(ctx context.Context, tx storage.Tx, tenant, email, customerID string) error {
+	if err := tx.Credentials().LockEmail(ctx, tenant, email); err != nil {
 		return err
 	}
-	tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, email)
+	tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, tenant, email)
 	if err != nil {
 		return err
 	}
@@ -79,23 +80,42 @@ type emailParams struct {
 // signed. On the retry, email and host are not read: the change comes from
 // the payload's parameters.
 //
+// The [Config].Guard is asked about every wallet of the customer, on both
+// legs, once they are locked: a wallet it refuses refuses the change, a
+// plain refusal answered as a customer without wallets.
+//
 // Errors: 400 INVALID_INPUT (not an email), 404 USER_NOT_FOUND (no wallet for
-// the customer), 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS (the address is tied to
+// the customer, or one refused by the guard), 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS (the address is tied to
 // another EMAIL_OTP credential), 409 EMAIL_OTP_CREDENTIAL_SET_CHANGED (the
 // tied credentials changed between the challenge and the retry), the 401s of
 // signedretry.
 func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, host any, call signedretry.Request) (*EmailChange, *signedretry.Challenge, error) {
 	// apply writes the change, and an INTERNAL_ACCOUNT.EMAIL_UPDATED event
-	// for each wallet whose email or tied credentials it changed; signer is
-	// the session that stamped the retry, if any.
-	apply := func(tx storage.Tx, p *emailParams, accts []storage.InternalAccount, tied []storage.Credential, signer string) (*EmailChange, error) {
+	// for each wallet whose email or tied credentials it changed; a is the
+	// authorization of the signed retry, nil when the change took none (no
+	// tied credential). A wallet whose tied credentials move to another
+	// address has its means of authentication changed: it records so, and
+	// its owner is told at the channels it had
+	// (INTERNAL_ACCOUNT.SECURITY_NOTICE).
+	apply := func(tx storage.Tx, p *emailParams, accts []storage.InternalAccount, tied, all []storage.Credential, a *signedretry.Authorization) (*EmailChange, error) {
 		now := s.cfg.Clock().UTC()
+		signer := ""
+		if a != nil {
+			now, signer = a.Now, a.SessionID
+		}
+		moved := map[string]bool{}
+		for _, c := range tied {
+			moved[c.AccountID] = moved[c.AccountID] || c.Email != p.Email
+		}
 		changed := map[string]bool{}
 		for i := range accts {
-			a := accts[i]
-			changed[a.ID] = a.Email != p.Email
-			a.Email, a.UpdatedAt = p.Email, now
-			if err := tx.InternalAccounts().Update(ctx, &a); err != nil {
+			w := &accts[i]
+			changed[w.ID] = w.Email != p.Email
+			w.Email, w.UpdatedAt = p.Email, now
+			if moved[w.ID] {
+				w.SecurityChangedAt = now
+			}
+			if err := tx.InternalAccounts().Update(ctx, w); err != nil {
 				return nil, err
 			}
 		}
@@ -117,6 +137,28 @@ func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, hos
 			}
 			slices.Sort(credIDs[accts[i].ID])
 			if err := s.emailUpdated(ctx, tx, &accts[i], p.Email, credIDs[accts[i].ID], signer, now); err != nil {
+				return nil, err
+			}
+		}
+		var signerCred *storage.Credential
+		for i := range all {
+			if a != nil && all[i].ID == a.CredentialID {
+				signerCred = &all[i]
+			}
+		}
+		for i := range accts {
+			if !moved[accts[i].ID] {
+				continue
+			}
+			// all holds the credentials as they were read before the
+			// change: the notice goes to the addresses they had.
+			var before []storage.Credential
+			for _, c := range all {
+				if c.AccountID == accts[i].ID {
+					before = append(before, c)
+				}
+			}
+			if err := s.securityNotice(ctx, tx, &accts[i], noticeEmail, nil, a, signerCred, before, now); err != nil {
 				return nil, err
 			}
 		}
@@ -143,12 +185,12 @@ func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, hos
 			if err != nil {
 				return nil, nil, err
 			}
-			accts, tied, err := s.tiedCredentials(ctx, tx, p.CustomerID, locked, p.Email)
+			accts, tied, all, err := s.tiedCredentials(ctx, tx, p.CustomerID, locked, p.Email)
 			if err != nil {
 				return nil, nil, err
 			}
 			if len(tied) == 0 {
-				change, err := apply(tx, &p, accts, nil, "")
+				change, err := apply(tx, &p, accts, nil, all, nil)
 				return nil, change, err
 			}
 			p.CredentialIDs = ids(tied)
@@ -162,14 +204,14 @@ func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, hos
 			return s.lockCustomer(ctx, tx, p.CustomerID, p.Email)
 		},
 		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p emailParams, locked []storage.InternalAccount) (*EmailChange, error) {
-			accts, tied, err := s.tiedCredentials(ctx, tx, p.CustomerID, locked, p.Email)
+			accts, tied, all, err := s.tiedCredentials(ctx, tx, p.CustomerID, locked, p.Email)
 			if err != nil {
 				return nil, err
 			}
 			if !slices.Equal(ids(tied), p.CredentialIDs) {
 				return nil, apierror.New(apierror.EmailOTPCredentialSetChanged, "the EMAIL_OTP credentials tied to the customer changed since the challenge was issued; start again")
 			}
-			return apply(tx, &p, accts, tied, a.SessionID)
+			return apply(tx, &p, accts, tied, all, a)
 		},
 	})
 	if err != nil {
@@ -178,8 +220,9 @@ func (s *Service) UpdateEmail(ctx context.Context, customerID, email string, hos
 	return change, ch, nil
 }
 
-// lockCustomer locks the customer's wallets and then the address email, and
-// returns the wallets as locked (nil when the customer has none).
+// lockCustomer locks the customer's wallets, asks the guard about each and
+// then locks the address email, and returns the wallets as locked (nil
+// when the customer has none).
 func (s *Service) lockCustomer(ctx context.Context, tx storage.Tx, customerID, email string) ([]storage.InternalAccount, error) {
 	accts, err := tx.InternalAccounts().ListByCustomer(ctx, customerID)
 	if err != nil || len(accts) == 0 {
@@ -202,46 +245,74 @@ func (s *Service) lockCustomer(ctx context.Context, tx storage.Tx, customerID, e
 		}
 		locked[id] = a
 	}
+	// The guard decides on every wallet as locked, before the address is
+	// held: one refused wallet refuses the change, as a customer without
+	// wallets is.
 	for i := range accts {
 		accts[i] = locked[accts[i].ID]
+		if err := s.admit(ctx, &accts[i], func() error { return noWallet(customerID) }); err != nil {
+			return nil, err
+		}
 	}
-	if err := tx.Credentials().LockEmail(ctx, email); err != nil {
-		return nil, err
+	for _, tenant := range tenantsOf(accts) {
+		if err := tx.Credentials().LockEmail(ctx, tenant, email); err != nil {
+			return nil, err
+		}
 	}
 	return accts, nil
 }
 
-// tiedCredentials returns the customer's wallets, as lockCustomer locked
-// them, and their EMAIL_OTP credentials, and fails when email is tied to an
-// EMAIL_OTP credential of someone else.
-func (s *Service) tiedCredentials(ctx context.Context, tx storage.Tx, customerID string, accts []storage.InternalAccount, email string) ([]storage.InternalAccount, []storage.Credential, error) {
-	if len(accts) == 0 {
-		return nil, nil, apierror.New(apierror.UserNotFound, "customer %s has no embedded wallet", customerID)
+// tenantsOf returns the tenants of accts, sorted, each once (the order
+// the address locks of several are taken in).
+func tenantsOf(accts []storage.InternalAccount) []string {
+	var out []string
+	for _, a := range accts {
+		out = append(out, a.Tenant)
 	}
-	var tied []storage.Credential
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// tiedCredentials returns the customer's wallets, as lockCustomer locked
+// them, their EMAIL_OTP credentials and all their credentials, and fails
+// when email is tied to an EMAIL_OTP credential of someone else of their
+// tenant.
+func (s *Service) tiedCredentials(ctx context.Context, tx storage.Tx, customerID string, accts []storage.InternalAccount, email string) (_ []storage.InternalAccount, tied, all []storage.Credential, _ error) {
+	if len(accts) == 0 {
+		return nil, nil, nil, noWallet(customerID)
+	}
 	mine := map[string]bool{}
 	for _, a := range accts {
 		mine[a.ID] = true
 		creds, err := tx.Credentials().ListByAccount(ctx, a.ID)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
+		all = append(all, creds...)
 		for _, c := range creds {
 			if c.Type == storage.EmailOTP {
 				tied = append(tied, c)
 			}
 		}
 	}
-	others, err := tx.Credentials().ListEmailOTPByEmail(ctx, email)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, o := range others {
-		if !mine[o.AccountID] {
-			return nil, nil, emailTaken()
+	for _, tenant := range tenantsOf(accts) {
+		others, err := tx.Credentials().ListEmailOTPByEmail(ctx, tenant, email)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, o := range others {
+			if !mine[o.AccountID] {
+				return nil, nil, nil, emailTaken()
+			}
 		}
 	}
-	return accts, tied, nil
+	return accts, tied, all, nil
+}
+
+// noWallet is the answer to a customer without an embedded wallet, and to
+// a plain refusal of the guard of one of its wallets.
+func noWallet(customerID string) error {
+	return apierror.New(apierror.UserNotFound, "customer %s has no embedded wallet", customerID)
 }
 
 func ids(creds []storage.Credential) []string {

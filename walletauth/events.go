@@ -3,8 +3,10 @@ package walletauth
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
+	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -46,7 +48,8 @@ import (
 //	AUTH_SESSION.CREATED            creates a session: OTP login (leg 2),      id (the session), accountId,
 //	                                PASSKEY or OAUTH login, and the new        customerId, authMethodId (its
 //	                                session of a refresh                       credential), type, nickname,
-//	                                                                           createdAt, updatedAt, expiresAt
+//	                                                                           createdAt, updatedAt,
+//	                                                                           authenticatedAt, expiresAt
 //	AUTH_SESSION.REVOKED            revokes the session (signed retry of       as CREATED, with
 //	                                RevokeSession)                             [signedBySessionId]
 //	AUTH_SESSION.REFRESHED          creates the new session of a refresh,      as CREATED, of the new session,
@@ -60,10 +63,23 @@ import (
 //	HOST_OPERATION.AUTHORIZED       runs the effect of a host's operation      requestId, type, accountId,
 //	                                (the signed retry of [Authorize]), after   authorizedAt, [signedBySessionId],
 //	                                the effect                                 [authMethodId]
+//	INTERNAL_ACCOUNT.SECURITY_NOTICE  changes the wallet's means of            accountId, customerId, change,
+//	                                authentication after its creation: the     changedAt, [credential], [signedBy],
+//	                                signed retry of AddCredential, of          [assurance], [settlesAt], notify
+//	                                RevokeCredential, and an UpdateEmail of
+//	                                tied credentials; after the change's own
+//	                                event
 //
 // signedBySessionId is the session that stamped the signed retry of the
 // change; it is left out when the change took no signature or the sandbox
 // literal stood in for one.
+//
+// INTERNAL_ACCOUNT.SECURITY_NOTICE is the message the host sends the
+// wallet's owner ("a passkey was added to your wallet; if this was not
+// you, ...") on the channels the wallet had before the change (notify: its
+// EMAIL_OTP address and SMS_OTP number, the removed credential's
+// included), so that whoever holds one phished session cannot change the
+// wallet's credentials unheard. Its data is [SecurityNoticeData].
 //
 // The data members are ids and plain, non-secret fields only (see
 // [CredentialEventData], [SessionEventData] and [EmailEventData]). No event
@@ -97,13 +113,117 @@ const (
 	EventSessionRefreshed       = "AUTH_SESSION.REFRESHED"
 	EventEmailUpdated           = "INTERNAL_ACCOUNT.EMAIL_UPDATED"
 	EventHostOperation          = "HOST_OPERATION.AUTHORIZED"
+	// EventSecurityNotice asks the host to tell the wallet's owner, on the
+	// wallet's existing channels, of a change of its credentials.
+	EventSecurityNotice = "INTERNAL_ACCOUNT.SECURITY_NOTICE"
 )
 
 // EventTypes returns every event type the service writes, in the order of
 // the table above (for a host that subscribes to them).
 func EventTypes() []string {
 	return []string{EventCredentialAdded, EventCredentialRevoked, EventCredentialOTPLocked, EventCredentialOTPThrottled,
-		EventSessionCreated, EventSessionRevoked, EventSessionRefreshed, EventEmailUpdated, EventHostOperation}
+		EventSessionCreated, EventSessionRevoked, EventSessionRefreshed, EventEmailUpdated, EventHostOperation,
+		EventSecurityNotice}
+}
+
+// Changes a [SecurityNoticeData] reports.
+const (
+	noticeAdded   = "CREDENTIAL_ADDED"
+	noticeRevoked = "CREDENTIAL_REVOKED"
+	noticeEmail   = "EMAIL_UPDATED"
+)
+
+// SecurityNoticeData is the data of INTERNAL_ACCOUNT.SECURITY_NOTICE: what
+// changed in the wallet's means of authentication, who signed it, and
+// where to tell the owner. It carries no secret.
+type SecurityNoticeData struct {
+	AccountID  string `json:"accountId"`
+	CustomerID string `json:"customerId"`
+	// Change is CREDENTIAL_ADDED, CREDENTIAL_REVOKED or EMAIL_UPDATED.
+	Change    string    `json:"change"`
+	ChangedAt time.Time `json:"changedAt"`
+	// Credential is the credential added or revoked; absent for an email
+	// change.
+	Credential *NoticeCredential `json:"credential,omitempty"`
+	// SignedBy is the credential whose session signed the change (with
+	// the session); absent when the change took no signature.
+	SignedBy *NoticeSigner `json:"signedBy,omitempty"`
+	// Assurance is the credential type whose assurance an added
+	// credential carries until SettlesAt, when it carries its own
+	// (CREDENTIAL_ADDED of a credential enrolled by a weaker session
+	// only).
+	Assurance storage.CredentialType `json:"assurance,omitempty"`
+	SettlesAt *time.Time             `json:"settlesAt,omitempty"`
+	// Notify are the wallet's contact channels before the change: where
+	// the host sends the notice. An email change lists the old address.
+	Notify []NoticeChannel `json:"notify"`
+}
+
+// NoticeCredential names a credential in a [SecurityNoticeData].
+type NoticeCredential struct {
+	ID       string                 `json:"id"`
+	Type     storage.CredentialType `json:"type"`
+	Nickname string                 `json:"nickname"`
+}
+
+// NoticeSigner is who signed a change in a [SecurityNoticeData].
+type NoticeSigner struct {
+	SessionID    string                 `json:"sessionId"`
+	AuthMethodID string                 `json:"authMethodId"`
+	Type         storage.CredentialType `json:"type,omitempty"`
+}
+
+// NoticeChannel is a channel of the wallet's owner: an EMAIL_OTP address
+// or an SMS_OTP number.
+type NoticeChannel struct {
+	Type storage.CredentialType `json:"type"`
+	To   string                 `json:"to"`
+}
+
+// channels returns the contact channels among creds, in their order, each
+// once.
+func channels(creds []storage.Credential) []NoticeChannel {
+	out := []NoticeChannel{}
+	for _, c := range creds {
+		ch := NoticeChannel{Type: c.Type}
+		switch c.Type {
+		case storage.EmailOTP:
+			ch.To = c.Email
+		case storage.SMSOTP:
+			ch.To = c.Phone
+		default:
+			continue
+		}
+		if ch.To != "" && !slices.Contains(out, ch) {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// securityNotice writes INTERNAL_ACCOUNT.SECURITY_NOTICE for a change of
+// acct made in tx at now by the signed retry a, whose session's
+// credential is signer (nil with a): c the credential added or revoked
+// (nil for an email change), before the wallet's credentials as they were
+// before the change.
+func (s *Service) securityNotice(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, change string,
+	c *storage.Credential, a *signedretry.Authorization, signer *storage.Credential, before []storage.Credential, now time.Time) error {
+	d := &SecurityNoticeData{AccountID: acct.ID, CustomerID: acct.CustomerID, Change: change, ChangedAt: now.UTC(),
+		Notify: channels(before)}
+	if c != nil {
+		d.Credential = &NoticeCredential{ID: c.ID, Type: c.Type, Nickname: c.Nickname}
+		if change == noticeAdded && c.AssuredAs(now) != c.Type {
+			settles := c.Enrolment.SettlesAt.UTC()
+			d.Assurance, d.SettlesAt = c.AssuredAs(now), &settles
+		}
+	}
+	if a != nil && a.SessionID != "" {
+		d.SignedBy = &NoticeSigner{SessionID: a.SessionID, AuthMethodID: a.CredentialID}
+		if signer != nil {
+			d.SignedBy.Type = signer.Type
+		}
+	}
+	return s.emit(ctx, tx, EventSecurityNotice, acct.ID, d, now)
 }
 
 // CredentialEventData is the data of the AUTH_CREDENTIAL events: the
@@ -158,7 +278,10 @@ type SessionEventData struct {
 	Nickname     string                 `json:"nickname,omitempty"`
 	CreatedAt    time.Time              `json:"createdAt"`
 	UpdatedAt    time.Time              `json:"updatedAt"`
-	ExpiresAt    time.Time              `json:"expiresAt"`
+	// AuthenticatedAt is when the ceremony that authenticated the session
+	// took place; a refreshed session keeps the one it replaced had.
+	AuthenticatedAt time.Time `json:"authenticatedAt"`
+	ExpiresAt       time.Time `json:"expiresAt"`
 	// PreviousSessionID is the session that was refreshed (REFRESHED only).
 	PreviousSessionID string `json:"previousSessionId,omitempty"`
 	// SignedBySessionID is the session that stamped the signed retry
@@ -231,14 +354,10 @@ func (s *Service) credentialAdded(ctx context.Context, tx storage.Tx, acct *stor
 	return s.emit(ctx, tx, EventCredentialAdded, c.AccountID, d, c.CreatedAt)
 }
 
-// credentialRevoked writes AUTH_CREDENTIAL.REVOKED for c, deleted in tx with
-// its revoked sessions.
-func (s *Service) credentialRevoked(ctx context.Context, tx storage.Tx, c *storage.Credential, revoked int, signer string, now time.Time) error {
-	customer, err := customerOf(ctx, tx, c.AccountID)
-	if err != nil {
-		return err
-	}
-	d := credentialData(c, customer)
+// credentialRevoked writes AUTH_CREDENTIAL.REVOKED for c, a credential of
+// acct deleted in tx with its revoked sessions.
+func (s *Service) credentialRevoked(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, c *storage.Credential, revoked int, signer string, now time.Time) error {
+	d := credentialData(c, acct.CustomerID)
 	d.SignedBySessionID, d.RevokedSessionCount = signer, &revoked
 	return s.emit(ctx, tx, EventCredentialRevoked, c.AccountID, d, now)
 }
@@ -265,7 +384,8 @@ func sessionData(ctx context.Context, tx storage.Tx, sess *storage.Session, c *s
 	}
 	a := authSession(sess, c)
 	return &SessionEventData{ID: a.ID, AccountID: a.AccountID, CustomerID: customer, AuthMethodID: sess.CredentialID,
-		Type: a.Type, Nickname: a.Nickname, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, ExpiresAt: a.ExpiresAt}, nil
+		Type: a.Type, Nickname: a.Nickname, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, AuthenticatedAt: a.AuthenticatedAt,
+		ExpiresAt: a.ExpiresAt}, nil
 }
 
 // sessionEvent writes an AUTH_SESSION event of type typ for sess.

@@ -206,6 +206,15 @@ func (a recAccounts) Update(ctx context.Context, x *storage.InternalAccount) err
 	return err
 }
 
+// MarkSecurityChanged is an update of the wallet, logged as one.
+func (a recAccounts) MarkSecurityChanged(ctx context.Context, id string, at time.Time) error {
+	err := a.InternalAccounts.MarkSecurityChanged(ctx, id, at)
+	if err == nil {
+		a.log("InternalAccounts.Update", id)
+	}
+	return err
+}
+
 // Lock logs an attempt it reserved on the credential's one-time code.
 func (c recCredentials) Lock(ctx context.Context, id string, a *storage.OTPAttempt) (storage.LockedCredential, error) {
 	r, err := c.Credentials.Lock(ctx, id, a)
@@ -230,6 +239,8 @@ var changeOf = map[string]struct{ op, member string }{
 	walletauth.EventSessionRefreshed:       {"Sessions.Create", "id"},
 	walletauth.EventEmailUpdated:           {"InternalAccounts.Update", "accountId"},
 	walletauth.EventHostOperation:          {"PendingRequests.Consume", "requestId"},
+	// The wallet records the change of its means of authentication.
+	walletauth.EventSecurityNotice: {"InternalAccounts.Update", "accountId"},
 }
 
 // checkSameTransaction checks that every committed event was appended in
@@ -650,9 +661,30 @@ func (e *evEnv) credentialWant(typ string, m *walletauth.AuthMethod, extra map[s
 
 func (e *evEnv) sessionWant(typ string, s *walletauth.AuthSession, authMethodID string, extra map[string]any) want {
 	d := map[string]any{"id": s.ID, "accountId": s.AccountID, "customerId": "Customer:1", "authMethodId": authMethodID,
-		"type": s.Type, "nickname": s.Nickname, "createdAt": s.CreatedAt, "updatedAt": s.UpdatedAt, "expiresAt": s.ExpiresAt}
+		"type": s.Type, "nickname": s.Nickname, "createdAt": s.CreatedAt, "updatedAt": s.UpdatedAt,
+		"authenticatedAt": s.AuthenticatedAt, "expiresAt": s.ExpiresAt}
 	maps.Copy(d, extra)
 	return want{typ, d}
+}
+
+// noticeWant is the INTERNAL_ACCOUNT.SECURITY_NOTICE of a change of
+// wallet w of Customer:1 now: cred the credential added or revoked (nil
+// for an email change), signed by session of a signerCred of signerType,
+// told to the channels notify ("TYPE:to").
+func (e *evEnv) noticeWant(w, change string, cred *walletauth.AuthMethod, session, signerCred string, signerType storage.CredentialType,
+	notify []string, extra map[string]any) want {
+	chans := []map[string]string{}
+	for _, n := range notify {
+		typ, to, _ := strings.Cut(n, ":")
+		chans = append(chans, map[string]string{"type": typ, "to": to})
+	}
+	d := map[string]any{"accountId": w, "customerId": "Customer:1", "change": change, "changedAt": e.clock.Now(),
+		"signedBy": map[string]any{"sessionId": session, "authMethodId": signerCred, "type": signerType}, "notify": chans}
+	if cred != nil {
+		d["credential"] = map[string]any{"id": cred.ID, "type": cred.Type, "nickname": cred.Nickname}
+	}
+	maps.Copy(d, extra)
+	return want{walletauth.EventSecurityNotice, d}
 }
 
 // passkeyAuthenticator is an authenticator whose private key the test keeps.
@@ -737,7 +769,11 @@ func runFlows(t *testing.T, mods ...func(*walletauth.Config)) *evEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.expect(t, w, e.credentialWant(walletauth.EventCredentialAdded, sms, map[string]any{"signedBySessionId": s1.ID}))
+	// The owner hears of it at the wallet's address; an SMS_OTP added by
+	// an EMAIL_OTP session is of the same strength and carries its own
+	// type's assurance at once.
+	e.expect(t, w, e.credentialWant(walletauth.EventCredentialAdded, sms, map[string]any{"signedBySessionId": s1.ID}),
+		e.noticeWant(w, "CREDENTIAL_ADDED", sms, s1.ID, e.email.ID, storage.EmailOTP, []string{"EMAIL_OTP:ada@example.com"}, nil))
 
 	// A host's operation through Authorize is audited with its effect:
 	// who signed which request; a failed effect writes nothing.
@@ -823,7 +859,12 @@ func runFlows(t *testing.T, mods ...func(*walletauth.Config)) *evEnv {
 		t.Fatal(err)
 	}
 	e.addBytes("passkey COSE public key", e.storedCredential(t, pk.ID).WebAuthn.PublicKey)
-	e.expect(t, w, e.credentialWant(walletauth.EventCredentialAdded, pk, map[string]any{"signedBySessionId": s1.ID}))
+	// A passkey enrolled by an EMAIL_OTP session carries EMAIL_OTP's
+	// assurance for its security-change period, and the notice says so.
+	e.expect(t, w, e.credentialWant(walletauth.EventCredentialAdded, pk, map[string]any{"signedBySessionId": s1.ID}),
+		e.noticeWant(w, "CREDENTIAL_ADDED", pk, s1.ID, e.email.ID, storage.EmailOTP,
+			[]string{"EMAIL_OTP:ada@example.com", "SMS_OTP:+14155550123"},
+			map[string]any{"assurance": "EMAIL_OTP", "settlesAt": e.clock.Now().Add(walletauth.DefaultSecurityChangePeriod)}))
 	pkClient := e.newKey(t, "passkey client key")
 	cr, err := e.svc.Challenge(ctx, pk.ID, walletauth.ChallengeRequest{ClientPublicKey: pkClient.PublicKeyHex()})
 	if err != nil {
@@ -876,7 +917,10 @@ func runFlows(t *testing.T, mods ...func(*walletauth.Config)) *evEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.expect(t, w, e.credentialWant(walletauth.EventCredentialAdded, oa, map[string]any{"signedBySessionId": s1.ID}))
+	e.expect(t, w, e.credentialWant(walletauth.EventCredentialAdded, oa, map[string]any{"signedBySessionId": s1.ID}),
+		e.noticeWant(w, "CREDENTIAL_ADDED", oa, s1.ID, e.email.ID, storage.EmailOTP,
+			[]string{"EMAIL_OTP:ada@example.com", "SMS_OTP:+14155550123"},
+			map[string]any{"assurance": "EMAIL_OTP", "settlesAt": e.clock.Now().Add(walletauth.DefaultSecurityChangePeriod)}))
 	oaClient := e.newKey(t, "OAUTH client key")
 	verifyOAuth := func(nonce string) (*walletauth.AuthSession, error) {
 		s, _, err := e.svc.Verify(ctx, oa.ID, walletauth.VerifyRequest{Type: storage.OAuth,
@@ -948,18 +992,27 @@ func runFlows(t *testing.T, mods ...func(*walletauth.Config)) *evEnv {
 	e.none(t, "revoking a revoked session")
 
 	// Revoke SMS_OTP, signed by a session of another credential; its
-	// session s2 is revoked with it.
+	// session s2 is revoked with it. The passkey, enrolled by an EMAIL_OTP
+	// session less than its period ago, may not revoke the older SMS_OTP;
+	// the EMAIL_OTP's refreshed session may.
 	c = e.call("DELETE", "/auth/credentials/"+sms.ID, "")
 	ch, err = e.svc.RevokeCredential(ctx, sms.ID, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.none(t, "revoke credential leg 1")
-	if _, err := e.svc.RevokeCredential(ctx, sms.ID, e.sign(t, c, ch, pkSessionKey)); err != nil {
+	_, err = e.svc.RevokeCredential(ctx, sms.ID, e.sign(t, c, ch, pkSessionKey))
+	if fe := apierrortest.Want(t, err, apierror.Forbidden, ""); fe.Details["assurance"] != "EMAIL_OTP" {
+		t.Fatalf("refusal details %v", fe.Details)
+	}
+	e.none(t, "a revoke of an older credential by a passkey within its period")
+	if _, err := e.svc.RevokeCredential(ctx, sms.ID, e.sign(t, c, ch, refreshedKey)); err != nil {
 		t.Fatal(err)
 	}
 	e.expect(t, w, e.credentialWant(walletauth.EventCredentialRevoked, sms,
-		map[string]any{"signedBySessionId": s3.ID, "revokedSessionCount": 1}))
+		map[string]any{"signedBySessionId": s5.ID, "revokedSessionCount": 1}),
+		e.noticeWant(w, "CREDENTIAL_REVOKED", sms, s5.ID, e.email.ID, storage.EmailOTP,
+			[]string{"EMAIL_OTP:ada@example.com", "SMS_OTP:+14155550123"}, nil))
 
 	// UpdateEmail through the signed retry.
 	c = e.call("PATCH", "/customers/Customer:1", `{"email":"ada@lovelace.example"}`)
@@ -972,7 +1025,8 @@ func runFlows(t *testing.T, mods ...func(*walletauth.Config)) *evEnv {
 		t.Fatal(err)
 	}
 	e.expect(t, w, want{walletauth.EventEmailUpdated, map[string]any{"accountId": w, "customerId": "Customer:1",
-		"email": "ada@lovelace.example", "authMethodIds": []string{e.email.ID}, "updatedAt": e.clock.Now(), "signedBySessionId": s5.ID}})
+		"email": "ada@lovelace.example", "authMethodIds": []string{e.email.ID}, "updatedAt": e.clock.Now(), "signedBySessionId": s5.ID}},
+		e.noticeWant(w, "EMAIL_UPDATED", nil, s5.ID, e.email.ID, storage.EmailOTP, []string{"EMAIL_OTP:ada@example.com"}, nil))
 	// The same address again changes nothing and writes nothing.
 	c = e.call("PATCH", "/customers/Customer:1", `{"email":"ada@lovelace.example","again":true}`)
 	_, ch, err = e.svc.UpdateEmail(ctx, "Customer:1", "ada@lovelace.example", nil, c)
@@ -985,7 +1039,38 @@ func runFlows(t *testing.T, mods ...func(*walletauth.Config)) *evEnv {
 	e.none(t, "an email update to the same address")
 
 	// Revoke EMAIL_OTP: its two sessions (s1 and the refreshed one) go
-	// with it; then an email change needs no signature.
+	// with it; then an email change needs no signature. The passkey may
+	// revoke the older EMAIL_OTP once its security-change period has
+	// passed, with a session of a new login.
+	c = e.call("DELETE", "/auth/credentials/"+e.email.ID, "")
+	ch, err = e.svc.RevokeCredential(ctx, e.email.ID, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.svc.RevokeCredential(ctx, e.email.ID, e.sign(t, c, ch, pkSessionKey))
+	apierrortest.Want(t, err, apierror.Forbidden, "")
+	e.none(t, "a revoke of the EMAIL_OTP by a passkey within its period")
+	e.clock.Add(walletauth.DefaultSecurityChangePeriod)
+	cr, err = e.svc.Challenge(ctx, pk.ID, walletauth.ChallengeRequest{ClientPublicKey: pkClient.PublicKeyHex()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addSealed("passkey challenge", cr.Challenge)
+	as = a.assert(t, cr.Challenge)
+	e.addBase64URL("assertion clientDataJSON", as.ClientDataJSON)
+	e.addBase64URL("assertion authenticatorData", as.AuthenticatorData)
+	e.addBase64URL("assertion signature", as.Signature)
+	s6, err := verifyPasskey(as)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addSealed("encryptedSessionSigningKey", s6.EncryptedSessionSigningKey)
+	pkSessionKey, err = pkClient.OpenSessionKey(s6.EncryptedSessionSigningKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addClientKey("second passkey session key", pkSessionKey)
+	e.expect(t, w, e.sessionWant(walletauth.EventSessionCreated, s6, pk.ID, nil))
 	c = e.call("DELETE", "/auth/credentials/"+e.email.ID, "")
 	ch, err = e.svc.RevokeCredential(ctx, e.email.ID, c)
 	if err != nil {
@@ -997,7 +1082,8 @@ func runFlows(t *testing.T, mods ...func(*walletauth.Config)) *evEnv {
 	email := *e.email
 	email.Nickname = "ada@lovelace.example"
 	e.expect(t, w, e.credentialWant(walletauth.EventCredentialRevoked, &email,
-		map[string]any{"signedBySessionId": s3.ID, "revokedSessionCount": 2}))
+		map[string]any{"signedBySessionId": s6.ID, "revokedSessionCount": 2}),
+		e.noticeWant(w, "CREDENTIAL_REVOKED", &email, s6.ID, pk.ID, storage.Passkey, []string{"EMAIL_OTP:ada@lovelace.example"}, nil))
 	if _, _, err := e.svc.UpdateEmail(ctx, "Customer:1", "new@example.com", nil, e.call("PATCH", "/customers/Customer:1", `{"email":"new@example.com"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -1037,8 +1123,11 @@ func runFlows(t *testing.T, mods ...func(*walletauth.Config)) *evEnv {
 		w *storage.InternalAccount
 		m *walletauth.AuthMethod
 	}{{w1, m1}, {w2, m2}} {
+		notice := e.noticeWant(x.w.ID, "EMAIL_UPDATED", nil, gs.ID, m1.ID, storage.EmailOTP, []string{"EMAIL_OTP:grace@example.com"}, nil)
+		notice.data["customerId"] = "Customer:3"
 		e.expect(t, x.w.ID, want{walletauth.EventEmailUpdated, map[string]any{"accountId": x.w.ID, "customerId": "Customer:3",
-			"email": "grace@hopper.example", "authMethodIds": []string{x.m.ID}, "updatedAt": e.clock.Now(), "signedBySessionId": gs.ID}})
+			"email": "grace@hopper.example", "authMethodIds": []string{x.m.ID}, "updatedAt": e.clock.Now(), "signedBySessionId": gs.ID}},
+			notice)
 	}
 	e.none(t, "another customer's changes")
 

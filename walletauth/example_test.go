@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
@@ -46,28 +47,36 @@ func Example_otpLogin() {
 	// 1
 }
 
-// The service mounts under the host's base path, behind a guard that lets
-// a platform act on its own customers' wallets only. Another platform's
-// wallet answers as an unknown one would.
+// The service mounts under the host's base path. Its guard, in the
+// service's configuration, lets a platform act on its own tenant's wallets
+// only: the host's authentication (here a middleware reading a header)
+// puts the calling platform in the request's context, and the guard
+// compares it with the wallet's Tenant. Another platform's wallet answers
+// as an unknown one would, over HTTP and in a direct call alike.
 func ExampleService_Handler() {
 	ctx := context.Background()
 	keys, _ := walletauth.EphemeralKeys(nil)
-	svc, _ := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true, Keys: keys})
-	wallet, _, _ := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:42", Email: "ada@example.com"})
-	platformOf := map[string]string{"Customer:42": "platform-a"} // the host's customers table
-	h, err := svc.Handler(walletauth.HandlerConfig{Guard: func(r *http.Request, w storage.InternalAccount) error {
-		// The host's authentication, here a header, names the caller.
-		if platformOf[w.CustomerID] != r.Header.Get("X-Platform") {
-			return errors.New("the wallet of another platform")
-		}
-		return nil
-	}})
+	svc, _ := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true, Keys: keys,
+		Guard: func(ctx context.Context, w storage.InternalAccount) error {
+			if platform, _ := ctx.Value(platformKey{}).(string); platform != w.Tenant {
+				return errors.New("the wallet of another platform")
+			}
+			return nil
+		}})
+	// platform-a creates a wallet of its tenant.
+	asA := context.WithValue(ctx, platformKey{}, "platform-a")
+	wallet, _, _ := svc.CreateWallet(asA, walletauth.NewWallet{CustomerID: "Customer:42", Tenant: "platform-a", Email: "ada@example.com"})
+	h, err := svc.Handler()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	// The host's authentication names the platform of the request.
+	authenticated := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), platformKey{}, r.Header.Get("X-Platform"))))
+	})
 	mux := http.NewServeMux()
-	mux.Handle("/2025-10-13/", http.StripPrefix("/2025-10-13", h))
+	mux.Handle("/2025-10-13/", http.StripPrefix("/2025-10-13", authenticated))
 	for _, platform := range []string{"platform-a", "platform-b"} {
 		r := httptest.NewRequest("GET", "/2025-10-13/auth/credentials?accountId="+wallet.ID, nil)
 		r.Header.Set("X-Platform", platform)
@@ -75,10 +84,17 @@ func ExampleService_Handler() {
 		mux.ServeHTTP(rec, r)
 		fmt.Println(platform, rec.Code)
 	}
+	_, err = svc.ListCredentials(context.WithValue(ctx, platformKey{}, "platform-b"), wallet.ID)
+	fmt.Println("direct call of platform-b:", apierror.CodeOf(err))
 	// Output:
 	// platform-a 200
 	// platform-b 404
+	// direct call of platform-b: REFERENCE_NOT_FOUND
 }
+
+// platformKey is the context key of the calling platform in
+// ExampleService_Handler.
+type platformKey struct{}
 
 // A host operation (here a payout) authorized by a session of the wallet:
 // the first call binds the parameters, the retry returns them as signed and

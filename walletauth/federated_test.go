@@ -127,6 +127,13 @@ func (p *idp) token(t testing.TB, claims map[string]any) string {
 
 func federatedEnv(t *testing.T) (*env, *idp) {
 	t.Helper()
+	return federatedEnvWith(t, nil)
+}
+
+// federatedEnvWith is federatedEnv with mod applied to the configuration
+// last.
+func federatedEnvWith(t *testing.T, mod func(*walletauth.Config)) (*env, *idp) {
+	t.Helper()
 	p := newIDP(t)
 	var e *env
 	e = newEnv(t, func(c *walletauth.Config) {
@@ -141,6 +148,9 @@ func federatedEnv(t *testing.T) (*env, *idp) {
 		}
 		t.Cleanup(v.Close)
 		c.Passkeys, c.OIDC = pk, v
+		if mod != nil {
+			mod(c)
+		}
 	})
 	return e, p
 }

@@ -100,7 +100,12 @@ func ownOperation(typ string) bool {
 // path or the Go arguments of the call): the parameters are what the
 // payload showed the signer. On the retry, op.Parameters is not read.
 //
-// Errors: 404 REFERENCE_NOT_FOUND (no such account, first leg), the 401s of
+// The [Config].Guard is asked about the wallet on each leg: on the first
+// before op.Check, on the retry once the signer is locked and before
+// op.Check and op.Effect run.
+//
+// Errors: 404 REFERENCE_NOT_FOUND (no such account, first leg; a plain
+// refusal of the guard, either leg), the 401s of
 // signedretry (a retry for another account is UNAUTHORIZED), errors of
 // op.Check and op.Effect unchanged, 500 INTERNAL_ERROR for a Type that is
 // empty or one of the service's own, or for stored parameters that do not
@@ -123,7 +128,7 @@ func Authorize[P, R any](ctx context.Context, s *Service, op HostOperation[P, R]
 			AuthorizedAt: a.Now, SignedBySessionID: a.SessionID, AuthMethodID: a.CredentialID}
 		return res, s.emit(ctx, tx, EventHostOperation, a.AccountID, data, a.Now)
 	}
-	steps := walletOp(op.Type, op.AccountID, func() (P, error) { return op.Parameters, nil }, op.Check, effect)
+	steps := walletOp(s, op.Type, op.AccountID, func() (P, error) { return op.Parameters, nil }, op.Check, effect)
 	res, a, c, err := signedretry.Run(ctx, s.retry, call, steps)
 	if err != nil {
 		return res, nil, nil, apierror.From(err)
@@ -134,11 +139,12 @@ func Authorize[P, R any](ctx context.Context, s *Service, op HostOperation[P, R]
 // walletOp is an operation on the wallet accountID that any active session
 // of it signs, the service's own (export, privacy) or the host's. On the
 // first leg params, run before anything else, returns the parameters to
-// bind (or the error that refuses the call), the wallet must exist, and
-// check, when not nil, must accept the parameters; on the retry the request
-// must be bound to accountID, and check, then effect, run on the stored
+// bind (or the error that refuses the call), the wallet must exist and be
+// admitted by s's guard, and check, when not nil, must accept the
+// parameters; on the retry the request must be bound to accountID, the
+// guard is asked again, and check, then effect, run on the stored
 // parameters.
-func walletOp[P, R any](typ, accountID string, params func() (P, error), check func(context.Context, storage.Tx, P) error,
+func walletOp[P, R any](s *Service, typ, accountID string, params func() (P, error), check func(context.Context, storage.Tx, P) error,
 	effect func(context.Context, storage.Tx, *signedretry.Authorization, P) (R, error)) signedretry.Steps[P, struct{}, R] {
 	return signedretry.Steps[P, struct{}, R]{
 		Type: typ,
@@ -151,9 +157,14 @@ func walletOp[P, R any](typ, accountID string, params func() (P, error), check f
 			if !storage.ValidID(accountID, "InternalAccount") {
 				return nil, none, notFound("internal account", accountID)
 			}
-			if _, err := tx.InternalAccounts().Get(ctx, accountID); errors.Is(err, storage.ErrNotFound) {
-				return nil, none, notFound("internal account", accountID)
+			unknown := unknownAs("internal account", accountID)
+			w, err := tx.InternalAccounts().Get(ctx, accountID)
+			if errors.Is(err, storage.ErrNotFound) {
+				return nil, none, unknown()
 			} else if err != nil {
+				return nil, none, err
+			}
+			if err := s.admit(ctx, &w, unknown); err != nil {
 				return nil, none, err
 			}
 			if check != nil {
@@ -167,6 +178,10 @@ func walletOp[P, R any](typ, accountID string, params func() (P, error), check f
 		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p P, _ struct{}) (R, error) {
 			if a.AccountID != accountID {
 				return *new(R), apierror.Unauthenticated("request id is bound to another account")
+			}
+			// The signer's lock holds the wallet: its read costs nothing.
+			if err := s.admitID(ctx, tx, accountID, unknownAs("internal account", accountID)); err != nil {
+				return *new(R), err
 			}
 			if check != nil {
 				if err := check(ctx, tx, p); err != nil {

@@ -49,7 +49,7 @@ func (c httpClient) do(method, path, body string, headers map[string]string, out
 
 func TestHTTPLogin(t *testing.T) {
 	e := newEnv(t, nil)
-	srv := httptest.NewServer(handler(t, e.svc))
+	srv := httptest.NewServer(handler(t, e.with(t, admitAll)))
 	defer srv.Close()
 	c := httpClient{t, srv}
 

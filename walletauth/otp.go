@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth/envelope"
@@ -30,7 +31,14 @@ type ChallengeRequest struct {
 // it binds req.ClientPublicKey into a WebAuthn challenge and returns it with
 // the Request-Id the verify call must carry. OAUTH takes no challenge.
 //
-// Challenge commits in transactions of its own and refuses to run inside a
+// The credential is read, the [Config].Guard asked about its wallet and
+// the code's issuance (or the passkey challenge) stored in one
+// transaction; a refusal (answered as an unknown credential when plain)
+// stores nothing, spends none of the rate limit and sends nothing. With a
+// guard the credential is locked for that transaction, so that on
+// PostgreSQL its wallet is read in the same round trip.
+//
+// Challenge commits in a transaction of its own and refuses to run inside a
 // host's (see [storage.Standalone]): the code is delivered once the
 // issuance and its rate-limit hit committed, so no host rollback can
 // undo the count of a code that was sent. Called with a context bound to
@@ -39,34 +47,86 @@ type ChallengeRequest struct {
 //
 // Errors: 404 REFERENCE_NOT_FOUND, 400 INVALID_INPUT (OAUTH, a bad
 // clientPublicKey), 429 RATE_LIMITED.
-func (s *Service) Challenge(ctx context.Context, credentialID string, req ChallengeRequest) (*ChallengeResponse, error) {
+func (s *Service) Challenge(ctx context.Context, credentialID string, req ChallengeRequest) (_ *ChallengeResponse, err error) {
 	ctx = storage.Standalone(ctx, "walletauth.Challenge")
-	var c storage.Credential
-	err := s.atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		c, err = tx.Credentials().Get(ctx, credentialID)
-		if errors.Is(err, storage.ErrNotFound) {
-			return notFound("credential", credentialID)
+	// The start of a one-time code is an operation of its own, begun once
+	// the credential is found to take a code.
+	var start *operation.Op
+	octx := ctx
+	defer func() {
+		if start != nil {
+			start.End(octx, err, otpReason(err, false))
 		}
-		return err
+	}()
+	var (
+		c    storage.Credential
+		code *otpCode // the code the issuance stores, sent after the commit
+		out  *ChallengeResponse
+	)
+	err = s.atomic(ctx, func(tx storage.Tx) error {
+		out = nil
+		var err error
+		if c, err = s.challenged(ctx, tx, credentialID); err != nil {
+			return err
+		}
+		switch c.Type {
+		case storage.EmailOTP, storage.SMSOTP:
+		case storage.Passkey:
+			out, err = s.passkeyChallenge(ctx, tx, &c, req)
+			return err
+		default:
+			return apierror.New(apierror.InvalidInput, "%s credentials take no challenge: verify them directly", c.Type)
+		}
+		if start == nil {
+			var o operation.Op
+			octx, o = s.tel.Begin(ctx, opOTPStart, s.tel.otp)
+			start = &o
+		}
+		// A rerun of the transaction stores the code drawn by the first.
+		if code == nil {
+			if code, err = s.newOTPCode(&c); err != nil {
+				return err
+			}
+		}
+		return s.putCode(octx, tx, code, true)
 	})
 	if err != nil {
-		return nil, apierror.From(err)
+		return nil, issueError(err)
 	}
-	switch c.Type {
-	case storage.EmailOTP, storage.SMSOTP:
-	case storage.Passkey:
-		return s.passkeyChallenge(ctx, &c, req)
-	default:
-		return nil, apierror.New(apierror.InvalidInput, "%s credentials take no challenge: verify them directly", c.Type)
+	if out != nil {
+		return out, nil
 	}
-	bundle, err := s.issueCode(ctx, &c, true)
-	if err != nil {
+	if err := s.sendCode(octx, &c, code); err != nil {
 		return nil, err
 	}
 	m := authMethod(&c)
-	m.OTPEncryptionTargetBundle = bundle
+	m.OTPEncryptionTargetBundle = code.bundle
 	return &ChallengeResponse{AuthMethod: *m}, nil
+}
+
+// challenged reads the credential a challenge names (404
+// REFERENCE_NOT_FOUND when there is none) and asks the guard about its
+// wallet, a plain refusal answered as an unknown credential. With a guard
+// it locks the credential, so that on PostgreSQL the wallet is read with
+// the lock, in its round trip (see [storage.Credentials.Lock]); without
+// one it only reads it.
+func (s *Service) challenged(ctx context.Context, tx storage.Tx, id string) (storage.Credential, error) {
+	unknown := unknownAs("credential", id)
+	if s.cfg.Guard == nil {
+		c, err := tx.Credentials().Get(ctx, id)
+		if errors.Is(err, storage.ErrNotFound) {
+			return c, unknown()
+		}
+		return c, err
+	}
+	r, err := tx.Credentials().Lock(ctx, id, nil)
+	if errors.Is(err, storage.ErrNotFound) {
+		return r.Credential, unknown()
+	}
+	if err != nil {
+		return r.Credential, err
+	}
+	return r.Credential, s.admitID(ctx, tx, r.Credential.AccountID, unknown)
 }
 
 // ChallengeResponse is the answer to a challenge: the credential, with the
@@ -81,64 +141,103 @@ type ChallengeResponse struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
-// issueCode stores a new code for the credential, sends it and returns the
-// target bundle. limited applies the re-issue rate limit. The store gets the
-// code's MAC and the sealed target key, never either in plaintext.
-func (s *Service) issueCode(ctx context.Context, c *storage.Credential, limited bool) (bundle string, err error) {
-	ctx, o := s.tel.Begin(ctx, opOTPStart, s.tel.otp)
-	defer func() { o.End(ctx, err, otpReason(err, false)) }()
+// otpCode is a one-time code about to be issued for a credential: the code
+// to send, the target bundle to answer and the issuance to store, which
+// holds the code's MAC and the sealed target key, never either in
+// plaintext.
+type otpCode struct {
+	code   string
+	bundle string
+	iss    storage.OTPIssuance
+}
+
+// newOTPCode draws a code for c and makes its target bundle and issuance.
+func (s *Service) newOTPCode(c *storage.Credential) (*otpCode, error) {
 	code := SandboxOTPCode
 	if !s.cfg.Sandbox {
 		var err error
 		if code, err = s.newCode(); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	bundle, target, err := envelope.NewTargetBundle(s.cfg.Keys.SigningKey, s.cfg.OrganizationID, c.ID, s.cfg.Rand)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	id, err := s.newID("OTP")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	scalar := target.Bytes()
 	sealed, err := s.sealTargetKey(id, c.ID, scalar)
 	clear(scalar)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	now := s.cfg.Clock().UTC()
-	iss := storage.OTPIssuance{ID: id, CredentialID: c.ID, AccountID: c.AccountID, Code: s.codeMAC(id, c.ID, code),
-		TargetKey: sealed, IssuedAt: now, ExpiresAt: now.Add(s.cfg.OTP.TTL)}
-	err = s.atomic(ctx, func(tx storage.Tx) error {
-		if limited {
-			// A denied hit fails the transaction, the issuance with it;
-			// the store may send the hit with the commit.
-			if err := tx.RateLimits().Hit(ctx, "otp-challenge:"+c.ID, now, s.cfg.OTP.ReissueWindow, s.cfg.OTP.ReissueLimit); err != nil {
-				return err
-			}
+	return &otpCode{code: code, bundle: bundle, iss: storage.OTPIssuance{ID: id, CredentialID: c.ID, AccountID: c.AccountID,
+		Code: s.codeMAC(id, c.ID, code), TargetKey: sealed, IssuedAt: now, ExpiresAt: now.Add(s.cfg.OTP.TTL)}}, nil
+}
+
+// putCode stores code's issuance in tx, superseding the credential's
+// previous one; limited applies the re-issue rate limit first. A denied
+// hit fails the transaction, the issuance with it; the store may send the
+// hit and the issuance with the commit ([issueError] answers the denial).
+func (s *Service) putCode(ctx context.Context, tx storage.Tx, code *otpCode, limited bool) error {
+	if limited {
+		if err := tx.RateLimits().Hit(ctx, "otp-challenge:"+code.iss.CredentialID, code.iss.IssuedAt,
+			s.cfg.OTP.ReissueWindow, s.cfg.OTP.ReissueLimit); err != nil {
+			return err
 		}
-		return tx.OTPIssuances().Put(ctx, &iss)
-	})
+	}
+	iss := code.iss
+	return tx.OTPIssuances().Put(ctx, &iss)
+}
+
+// issueError answers the error of a transaction that stored a code: 429
+// RATE_LIMITED for a denied re-issue, the others through apierror.From.
+func issueError(err error) error {
 	var limitedErr *storage.RateLimitError
 	if errors.As(err, &limitedErr) {
-		return "", apierror.TooManyRequests(limitedErr.Wait)
+		return apierror.TooManyRequests(limitedErr.Wait)
 	}
+	return apierror.From(err)
+}
+
+// sendCode delivers the code stored for c, outside any transaction (nothing
+// in sandbox mode).
+func (s *Service) sendCode(ctx context.Context, c *storage.Credential, code *otpCode) error {
+	if s.cfg.Sandbox {
+		return nil
+	}
+	to := c.Email
+	if c.Type == storage.SMSOTP {
+		to = c.Phone
+	}
+	if err := s.cfg.Sender.Send(ctx, Message{Channel: c.Type, To: to, Code: code.code, AccountID: c.AccountID,
+		CredentialID: c.ID, ExpiresAt: code.iss.ExpiresAt}); err != nil {
+		return apierror.Internal(err)
+	}
+	return nil
+}
+
+// issueCode stores a new code for the credential in a transaction of its
+// own, sends it and returns the target bundle. limited applies the
+// re-issue rate limit.
+func (s *Service) issueCode(ctx context.Context, c *storage.Credential, limited bool) (bundle string, err error) {
+	ctx, o := s.tel.Begin(ctx, opOTPStart, s.tel.otp)
+	defer func() { o.End(ctx, err, otpReason(err, false)) }()
+	code, err := s.newOTPCode(c)
 	if err != nil {
-		return "", apierror.From(err)
+		return "", err
 	}
-	if !s.cfg.Sandbox {
-		to := c.Email
-		if c.Type == storage.SMSOTP {
-			to = c.Phone
-		}
-		if err := s.cfg.Sender.Send(ctx, Message{Channel: c.Type, To: to, Code: code, AccountID: c.AccountID,
-			CredentialID: c.ID, ExpiresAt: iss.ExpiresAt}); err != nil {
-			return "", apierror.Internal(err)
-		}
+	if err := s.atomic(ctx, func(tx storage.Tx) error { return s.putCode(ctx, tx, code, limited) }); err != nil {
+		return "", issueError(err)
 	}
-	return bundle, nil
+	if err := s.sendCode(ctx, c, code); err != nil {
+		return "", err
+	}
+	return code.bundle, nil
 }
 
 // newCode draws a code uniformly from the configured alphabet.
@@ -186,6 +285,12 @@ type VerifyRequest struct {
 // INVALID_INPUT on field "type" naming both; these come before any other
 // error of the call, the signed retry's 401s included.
 //
+// The [Config].Guard is asked about the credential's wallet once per leg
+// and before the type is compared: for a one-time code under the lock of
+// each leg (the attempt's on the first, which a refusal rolls back), for
+// the other types when the credential is first read. A plain refusal
+// answers as an unknown credential.
+//
 // Errors: 404 REFERENCE_NOT_FOUND, 400 INVALID_INPUT (body, type mismatch,
 // malformed bundle), 401 UNAUTHORIZED with details.reason ("Invalid OTP
 // code", "no pending OTP for this credential", "OTP expired", "OTP already
@@ -211,20 +316,27 @@ func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyReq
 	// lock; the retry's session is created under the same lock and
 	// checks, and a retry that fails reads the credential then, so that
 	// its 404 and type mismatch still come before the retry's own errors.
+	//
+	// The guard is asked once per leg: by the check for the other types,
+	// under the lock of each leg of a one-time code, and by the check of a
+	// failed retry only when the retry failed before it was asked.
+	var asked admission
 	otp := req.Type == storage.EmailOTP || req.Type == storage.SMSOTP
 	if !otp {
-		if err := s.checkVerifyType(ctx, credentialID, req.Type); err != nil {
+		if err := s.checkVerifyType(ctx, credentialID, req.Type, &asked); err != nil {
 			return nil, nil, err
 		}
 	}
 	switch req.Type {
 	case storage.EmailOTP, storage.SMSOTP:
-		sess, ch, err := s.verifyOTP(ctx, credentialID, req, call)
-		if err != nil && call.IsRetry() {
+		sess, ch, err := s.verifyOTP(ctx, credentialID, req, call, &asked)
+		if err != nil && call.IsRetry() && !asked.refused {
 			// Only the check's own answers take the place of the
-			// retry's error, not a failure of its read.
-			terr := s.checkVerifyType(ctx, credentialID, req.Type)
-			if code := apierror.CodeOf(terr); code == apierror.ReferenceNotFound || code == apierror.InvalidInput {
+			// retry's error, not a failure of its read: its 404 and
+			// type mismatch, and the guard's refusal when the retry
+			// failed before the guard was asked.
+			terr := s.checkVerifyType(ctx, credentialID, req.Type, &asked)
+			if code := apierror.CodeOf(terr); asked.refused || code == apierror.ReferenceNotFound || code == apierror.InvalidInput {
 				return nil, nil, terr
 			}
 		}
@@ -242,21 +354,26 @@ func (s *Service) Verify(ctx context.Context, credentialID string, req VerifyReq
 
 // checkVerifyType answers the errors of a verify body that does not fit the
 // credential, before any type-specific check: 400 INVALID_INPUT for a type
-// outside the enum, 404 REFERENCE_NOT_FOUND for an unknown credential and one
-// 400 INVALID_INPUT on "type" for any mismatch of req.Type and the
-// credential's type.
-func (s *Service) checkVerifyType(ctx context.Context, credentialID string, typ storage.CredentialType) error {
+// outside the enum, 404 REFERENCE_NOT_FOUND for an unknown credential, the
+// guard's refusal of its wallet (unless asked admitted it already in this
+// call; the answer is recorded in asked) and one 400 INVALID_INPUT on
+// "type" for any mismatch of req.Type and the credential's type.
+func (s *Service) checkVerifyType(ctx context.Context, credentialID string, typ storage.CredentialType, asked *admission) error {
 	if !slices.Contains(credentialTypes, string(typ)) {
 		return apierror.InvalidField("type", apierror.OneOf(credentialTypes...), "unknown credential type")
 	}
 	var c storage.Credential
 	err := s.atomic(ctx, func(tx storage.Tx) error {
+		unknown := unknownAs("credential", credentialID)
 		var err error
 		c, err = tx.Credentials().Get(ctx, credentialID)
 		if errors.Is(err, storage.ErrNotFound) {
-			return notFound("credential", credentialID)
+			return unknown()
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return s.admitOnce(ctx, tx, c.AccountID, unknown, asked)
 	})
 	if err != nil {
 		return apierror.From(err)
@@ -282,16 +399,16 @@ type otpParams struct {
 // verifyOTP is an OTP verification: the first leg compares the code and
 // binds the key it was sealed with, the retry, stamped by that key, creates
 // the session.
-func (s *Service) verifyOTP(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Request) (*AuthSession, *signedretry.Challenge, error) {
+func (s *Service) verifyOTP(ctx context.Context, credentialID string, req VerifyRequest, call signedretry.Request, asked *admission) (*AuthSession, *signedretry.Challenge, error) {
 	out, ch, err := run(ctx, s, call, signedretry.Steps[otpParams, struct{}, otpOutcome]{
 		Type: OpVerifyOTP,
 		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation[otpParams], otpOutcome, error) {
 			resetLockout(ctx)
-			op, failure, err := s.bindOTP(ctx, tx, credentialID, req)
+			op, failure, err := s.bindOTP(ctx, tx, credentialID, req, asked)
 			return op, otpOutcome{failure: failure}, err
 		},
 		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p otpParams, _ struct{}) (otpOutcome, error) {
-			sess, err := s.otpSession(ctx, tx, credentialID, req.Type, p)
+			sess, err := s.otpSession(ctx, tx, credentialID, req.Type, p, asked)
 			return otpOutcome{session: sess}, err
 		},
 	})
@@ -334,7 +451,7 @@ func otpSpent(err error) error {
 // issuance and returns the operation binding the key the code was sealed
 // with. A wrong code returns no operation and the failure to answer, with
 // a nil error: the counted attempt commits.
-func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID string, req VerifyRequest) (op *signedretry.Operation[otpParams], failure, err error) {
+func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID string, req VerifyRequest, asked *admission) (op *signedretry.Operation[otpParams], failure, err error) {
 	// Hold the credential to the end of the transaction: a revoke of it
 	// either committed before (404) or waits for this attempt, so the
 	// AUTH_CREDENTIAL.OTP_LOCKED event below never follows the
@@ -349,10 +466,12 @@ func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID strin
 	// below that fails returns it; past the budget nothing is reserved or
 	// compared), and reserves the attempt only while fewer than
 	// MaxAttempts were made, so no burst of concurrent guesses gets more
-	// codes compared than that.
+	// codes compared than that. The guard decides on the credential's
+	// wallet right after, before anything depends on the credential: its
+	// refusal rolls the hit and the attempt back.
 	now := s.cfg.Clock()
-	r, err := lockOTPAttempt(ctx, tx, credentialID, req.Type, storage.OTPAttempt{Limit: s.cfg.OTP.MaxAttempts, Now: now,
-		Key: otpBudgetKey + credentialID, Window: s.cfg.OTP.AttemptBudgetWindow, Budget: s.cfg.OTP.AttemptBudget})
+	r, err := s.lockOTPAttempt(ctx, tx, credentialID, req.Type, storage.OTPAttempt{Limit: s.cfg.OTP.MaxAttempts, Now: now,
+		Key: otpBudgetKey + credentialID, Window: s.cfg.OTP.AttemptBudgetWindow, Budget: s.cfg.OTP.AttemptBudget}, asked)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -445,20 +564,25 @@ func (s *Service) otpThrottled(ctx context.Context, tx storage.Tx, c *storage.Cr
 // the credential the first leg bound, under the key it bound (the stored
 // parameters p). The credential, read under its lock, must still be of
 // type typ.
-func (s *Service) otpSession(ctx context.Context, tx storage.Tx, credentialID string, typ storage.CredentialType, p otpParams) (*AuthSession, error) {
+func (s *Service) otpSession(ctx context.Context, tx storage.Tx, credentialID string, typ storage.CredentialType, p otpParams, asked *admission) (*AuthSession, error) {
 	if p.CredentialID != credentialID {
 		return nil, apierror.Unauthenticated("request id is bound to another credential")
 	}
 	// The credential is read under the lock that keeps it from being
-	// deleted while its session is created.
+	// deleted while its session is created, and its wallet, read with
+	// the lock, is the guard's to decide on.
+	unknown := unknownAs("credential", credentialID)
 	locked, err := tx.Credentials().Lock(ctx, credentialID, nil)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, notFound("credential", credentialID)
+		return nil, unknown()
 	}
 	if err != nil {
 		return nil, err
 	}
 	c := locked.Credential
+	if err := s.admitOnce(ctx, tx, c.AccountID, unknown, asked); err != nil {
+		return nil, err
+	}
 	if err := checkOfType(&c, typ); err != nil {
 		return nil, err
 	}
@@ -466,6 +590,6 @@ func (s *Service) otpSession(ctx context.Context, tx storage.Tx, credentialID st
 	if err != nil {
 		return nil, apierror.Internal(err)
 	}
-	sess, _, err := s.newSessionLocked(ctx, tx, &c, pub)
+	sess, _, err := s.newSessionLocked(ctx, tx, &c, pub, time.Time{})
 	return sess, err
 }

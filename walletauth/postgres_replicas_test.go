@@ -207,7 +207,7 @@ func TestReplicasAddEmailOTPRacesEmailChange(t *testing.T) {
 		)
 		apierrortest.OneWins(t, fmt.Sprintf("round %d", round), errs, apierror.EmailOTPEmailAlreadyExists)
 		mustAtomic(t, r.stores[0], func(tx storage.Tx) error {
-			tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, address)
+			tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, "", address)
 			if err == nil && len(tied) != 1 {
 				t.Fatalf("round %d: %d EMAIL_OTP credentials hold the address, want 1", round, len(tied))
 			}
@@ -716,7 +716,7 @@ func TestReplicasDomainRules(t *testing.T) {
 			)
 			apierrortest.OneWins(t, fmt.Sprintf("round %d", round), errs, apierror.EmailOTPEmailAlreadyExists)
 			mustAtomic(t, stores[0], func(tx storage.Tx) error {
-				tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, shared)
+				tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, "", shared)
 				if err == nil && len(tied) != 1 {
 					t.Fatalf("round %d: %d EMAIL_OTP credentials hold the address, want 1", round, len(tied))
 				}

@@ -252,7 +252,7 @@ func TestAddEmailOTPRacesEmailChange(t *testing.T) {
 		)
 		apierrortest.OneWins(t, fmt.Sprintf("round %d", round), errs, apierror.EmailOTPEmailAlreadyExists)
 		if err := e.store.Atomic(ctx, func(tx storage.Tx) error {
-			tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, "ada@example.com")
+			tied, err := tx.Credentials().ListEmailOTPByEmail(ctx, "", "ada@example.com")
 			if err == nil && len(tied) != 1 {
 				t.Fatalf("round %d: %d EMAIL_OTP credentials hold the address, want 1", round, len(tied))
 			}

@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
@@ -219,18 +217,38 @@ func TestRoundTripsPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// challengeHTTP asks for a code through the handler, whose tenant
-	// guard resolves the credential's wallet first.
-	handler, err := e.svc.Handler(walletauth.HandlerConfig{Guard: func(*http.Request, storage.InternalAccount) error { return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	challengeHTTP := func() {
+	// Over HTTP, through the handler of a replica with a tenant guard,
+	// which each operation asks on the wallet it reads or locks anyway.
+	h := handler(t, e.with(t, admitAll))
+	challengeHTTP := func() string {
 		e.clock.Add(time.Hour)
-		rec := httptest.NewRecorder()
-		handler.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/auth/credentials/"+e.email.ID+"/challenge", strings.NewReader(`{}`)))
-		if rec.Code != http.StatusOK {
+		rec := serve(h, http.MethodPost, "/auth/credentials/"+e.email.ID+"/challenge", `{}`, nil)
+		var m walletauth.ChallengeResponse
+		if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil || rec.Code != http.StatusOK {
 			t.Fatalf("challenge over HTTP: %d %s", rec.Code, rec.Body)
+		}
+		return m.OTPEncryptionTargetBundle
+	}
+	loginHTTP := func() {
+		bundle := challengeHTTP()
+		k := newKey(t)
+		sealed, err := k.SealOTP(bundle, e.svc.SigningPublicKey(), e.outbox.last(t).Code, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path, body := "/auth/credentials/"+e.email.ID+"/verify", `{"type":"EMAIL_OTP","encryptedOtpBundle":`+quote(sealed)+`}`
+		rec := serve(h, http.MethodPost, path, body, nil)
+		var ch signedretry.Challenge
+		if err := json.Unmarshal(rec.Body.Bytes(), &ch); err != nil || rec.Code != http.StatusAccepted {
+			t.Fatalf("verify leg 1 over HTTP: %d %s", rec.Code, rec.Body)
+		}
+		sig, err := k.Stamp(ch.PayloadToSign)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec = serve(h, http.MethodPost, path, body, map[string]string{signedretry.HeaderSignature: sig, signedretry.HeaderRequestID: ch.RequestID})
+		if rec.Code != http.StatusOK {
+			t.Fatalf("verify leg 2 over HTTP: %d %s", rec.Code, rec.Body)
 		}
 	}
 	for _, c := range []struct {
@@ -241,22 +259,32 @@ func TestRoundTripsPostgres(t *testing.T) {
 	}{
 		// challenge (2), verify (2), its signed retry (4: a bound key has no
 		// signer lock to carry the consumption, which is read back so that
-		// its lock is granted before the expiry is decided)
-		{"OTPLogin", 8, 15, login},
+		// its lock is granted before the expiry is decided); the attempt's
+		// lock reads the credential's wallet ahead, in its round trip: one
+		// statement more
+		{"OTPLogin", 8, 16, login},
 		{"WalletPrivacy", 5, 8, privacy},
 		{"RevokeSession", 7, 11, revokeSession},
 		{"RefreshSession", 7, 13, refreshSession},
 		{"ExportWallet", 5, 8, exportWallet},
-		{"AddCredential", 10, 14, addCredential},
-		{"AddPasskey", 12, 17, addPasskey},
-		{"AddOAuth", 9, 13, addOAuth},
-		{"RevokeCredential", 12, 16, revokeCredential},
-		{"UpdateEmail", 16, 22, updateEmail},
+		// A change of a wallet's credentials marks the wallet and writes
+		// its security notice, both sent with the COMMIT: two statements
+		// more, no round trip (the email change's mark is its update).
+		{"AddCredential", 10, 16, addCredential},
+		{"AddPasskey", 12, 19, addPasskey},
+		{"AddOAuth", 9, 15, addOAuth},
+		{"RevokeCredential", 12, 18, revokeCredential},
+		{"UpdateEmail", 16, 23, updateEmail},
 		// its audit event travels with the COMMIT: one statement more
 		{"Authorize", 5, 9, authorize},
-		// the guard's lookup of the wallet (1), the challenge (2); last, as
-		// it moves the clock past the sessions of the flows above
-		{"ChallengeOverHTTP", 3, 4, challengeHTTP},
+		// With the guard: the challenge locks the credential and reads its
+		// wallet ahead in one round trip, the issuance goes with the
+		// COMMIT (2, one statement more than a read of the credential);
+		// the login's legs read the wallet from what their locks read, so
+		// the guard costs no round trip (8 as OTPLogin, 10 at most). Last,
+		// as they move the clock past the sessions of the flows above.
+		{"ChallengeOverHTTP", 2, 4, func() { challengeHTTP() }},
+		{"OTPLoginOverHTTP", 10, 17, loginHTTP},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run()

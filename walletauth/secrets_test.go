@@ -259,7 +259,7 @@ func TestTargetKeyUnopenable(t *testing.T) {
 		}, secret.ErrUnknownKey},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, nil)
+			e := newEnv(t, guarded) // HTTP needs a tenant guard
 			m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
 			if err != nil {
 				t.Fatal(err)
@@ -303,11 +303,12 @@ func TestTargetKeyUnopenable(t *testing.T) {
 	}
 }
 
-// service returns another service on e's store with the given at-rest keys.
+// service returns another service on e's store with the given at-rest keys
+// and e's guard.
 func (e *env) service(t testing.TB, sealer secret.Sealer, macKey []byte) *walletauth.Service {
 	t.Helper()
 	svc, err := walletauth.New(walletauth.Config{Store: e.store, Sender: e.outbox, Clock: e.clock.Now, OrganizationID: "org-test",
-		Keys: walletauth.Keys{SigningKey: testSigningKey, Sealer: sealer, CodeMACKey: macKey}})
+		Keys: walletauth.Keys{SigningKey: testSigningKey, Sealer: sealer, CodeMACKey: macKey}, Guard: e.cfg.Guard})
 	if err != nil {
 		t.Fatal(err)
 	}

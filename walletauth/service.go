@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -36,6 +37,15 @@ const (
 	// DefaultMaxPasskeyChallenges live login challenges are kept per
 	// PASSKEY credential (see [Config].MaxPasskeyChallenges).
 	DefaultMaxPasskeyChallenges = 64
+	// DefaultSecurityChangePeriod is how long a credential enrolled by a
+	// session answers to the credential that enrolled it (see
+	// [Config].SecurityChangePeriod), as exchanges lock withdrawals for a
+	// day after a change of factors.
+	DefaultSecurityChangePeriod = 24 * time.Hour
+	// MinSecurityChangePeriod and MaxSecurityChangePeriod bound
+	// [Config].SecurityChangePeriod.
+	MinSecurityChangePeriod = time.Hour
+	MaxSecurityChangePeriod = 30 * 24 * time.Hour
 	// SandboxOTPCode is the code every one-time code is in sandbox mode.
 	SandboxOTPCode = "000000"
 )
@@ -134,6 +144,44 @@ type Config struct {
 	// one service share them; [EphemeralKeys] makes keys for a single
 	// process.
 	Keys Keys
+	// Guard decides whether the caller may act on a wallet (see
+	// [WalletGuard]); nil means no guard, for a host with one tenant or
+	// whose every caller is trusted. Every operation that acts on a wallet
+	// asks it once per call, once per leg of a signed operation, inside
+	// the transaction that first reads the wallet, before any answer that
+	// depends on the wallet's data and before anything is written; an id
+	// that names nothing is 404 REFERENCE_NOT_FOUND before it is asked. It
+	// is asked by every transport alike: [Service.Handler] (which refuses
+	// to serve without a guard), a host's gRPC or HTTP stack calling the
+	// methods, a background job. Where each operation asks:
+	//
+	//   - CreateWallet: on the new wallet, before it is stored (a plain
+	//     refusal is 403 FORBIDDEN: there is no id to be unknown);
+	//   - AddCredential, PasskeyRegistrationChallenge, ExportWallet,
+	//     UpdateWalletPrivacy and [Authorize]: on the wallet the call names;
+	//   - RevokeCredential, Challenge and Verify: on the wallet of the
+	//     credential the call names, once the credential is read (Verify of
+	//     a one-time code: with the attempt's lock on leg 1 and the session's
+	//     on leg 2, both rolled back by a refusal);
+	//   - RevokeSession and RefreshSession: on the wallet of the session;
+	//   - UpdateEmail: on every wallet of the customer, once they are
+	//     locked; one refused wallet refuses the change;
+	//   - ListCredentials and ListSessions: on the wallet the call names,
+	//     read for the guard (so with a guard an unknown wallet is 404
+	//     REFERENCE_NOT_FOUND, not an empty list);
+	//   - Wallet: on the wallet read (404 REFERENCE_NOT_FOUND on a plain
+	//     refusal); Wallets: on each wallet of the customer, a wallet
+	//     refused plainly left out of the list.
+	//
+	// On the retry of a signed operation the guard is asked in the
+	// transaction that consumes the request, on the wallet the request is
+	// bound to, after the request and its stamp were found valid (those
+	// 401s come first); a refusal leaves the request unconsumed. The wallet
+	// is read for the guard from what the operation locks or reads anyway,
+	// so on PostgreSQL a guard costs no round trip where the operation
+	// reads the wallet, its credential or the signer of its retry; without
+	// a guard nothing is read for it.
+	Guard WalletGuard
 	// OrganizationID is written into target bundles.
 	OrganizationID string
 	// SessionTTL is the lifetime of a session; zero means DefaultSessionTTL.
@@ -167,6 +215,23 @@ type Config struct {
 	MaxPasskeyChallenges int
 	// OTP is the one-time code policy.
 	OTP OTPConfig
+	// SecurityChangePeriod is how long a credential enrolled by a session
+	// (added through a signed retry) is worth no more than the proof that
+	// enrolled it; zero means DefaultSecurityChangePeriod, and a value
+	// outside MinSecurityChangePeriod..MaxSecurityChangePeriod is refused.
+	// During the period the credential carries the assurance of the
+	// enrolling session's credential when that is weaker than its own type
+	// ([storage.Credential].AssuredAs): it meets no step-up naming its own
+	// type and cannot revoke a credential older than itself; and whatever
+	// enrolled it, it answers to the credential that enrolled it
+	// ([storage.Credential].OriginAt), so it does not count as another
+	// credential beside it for an approval. A credential enrolled by a
+	// session of its own type or a stronger one carries its own type's
+	// assurance at once. Every enrolment and removal writes
+	// [EventSecurityNotice] for the host to send to the wallet's contact
+	// channels, so that the owner hears of a change while it can still be
+	// undone. The period of a credential is fixed when it is enrolled.
+	SecurityChangePeriod time.Duration
 	// ClientHeldKeys makes a compressed clientPublicKey itself the session
 	// key (no encryptedSessionSigningKey is returned), as the real service's
 	// client-held mode does. By default the server generates the session key
@@ -234,6 +299,13 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.MaxPasskeyChallenges < 0 {
 		return nil, errors.New("walletauth: Config.MaxPasskeyChallenges is negative")
+	}
+	if cfg.SecurityChangePeriod == 0 {
+		cfg.SecurityChangePeriod = DefaultSecurityChangePeriod
+	}
+	if cfg.SecurityChangePeriod < MinSecurityChangePeriod || cfg.SecurityChangePeriod > MaxSecurityChangePeriod {
+		return nil, fmt.Errorf("walletauth: Config.SecurityChangePeriod %v is not between %v and %v",
+			cfg.SecurityChangePeriod, MinSecurityChangePeriod, MaxSecurityChangePeriod)
 	}
 	if err := cfg.Keys.check(); err != nil {
 		return nil, err
@@ -327,7 +399,11 @@ type AuthSession struct {
 	Nickname  string                 `json:"nickname"`
 	CreatedAt time.Time              `json:"createdAt"`
 	UpdatedAt time.Time              `json:"updatedAt"`
-	ExpiresAt time.Time              `json:"expiresAt"`
+	// AuthenticatedAt is when the ceremony that authenticated the session
+	// took place (the code, assertion or token verified); a refreshed
+	// session keeps the time of the one it replaced.
+	AuthenticatedAt time.Time `json:"authenticatedAt"`
+	ExpiresAt       time.Time `json:"expiresAt"`
 	// EncryptedSessionSigningKey is the session private key sealed to the
 	// client's key, returned once, on OAUTH and PASSKEY verification and on
 	// refresh when the server generated the key.
@@ -391,13 +467,19 @@ func credentialOfType(ctx context.Context, tx storage.Tx, id string, typ storage
 // before (404) or waits until this transaction commits. In the same step
 // the store reads the credential's issuance and, when it is live, charges
 // the attempt a ([storage.Credentials.Lock]); an error returned here, a
-// credential of another type included, rolls that back.
-func lockOTPAttempt(ctx context.Context, tx storage.Tx, id string, typ storage.CredentialType, a storage.OTPAttempt) (storage.LockedCredential, error) {
+// refusal of the guard (asked about the credential's wallet before the
+// type is checked, its answer recorded in asked) or a credential of
+// another type included, rolls that back.
+func (s *Service) lockOTPAttempt(ctx context.Context, tx storage.Tx, id string, typ storage.CredentialType, a storage.OTPAttempt, asked *admission) (storage.LockedCredential, error) {
+	unknown := unknownAs("credential", id)
 	r, err := tx.Credentials().Lock(ctx, id, &a)
 	if errors.Is(err, storage.ErrNotFound) {
-		return r, notFound("credential", id)
+		return r, unknown()
 	}
 	if err != nil {
+		return r, err
+	}
+	if err := s.admitOnce(ctx, tx, r.Credential.AccountID, unknown, asked); err != nil {
 		return r, err
 	}
 	return r, checkOfType(&r.Credential, typ)

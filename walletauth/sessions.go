@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"math/big"
+	"time"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
@@ -23,35 +24,42 @@ func randInt(r io.Reader, n *big.Int) (int, error) {
 	return int(k.Int64()), nil
 }
 
-// createSession stores a session of the credential whose key is pub and
-// writes its AUTH_SESSION.CREATED event. The credential is locked first, so a
+// createSession stores a session of the credential whose key is pub,
+// authenticated now by the ceremony the caller verified, and writes its
+// AUTH_SESSION.CREATED event. The credential is locked first, so a
 // concurrent revoke either deleted it before (404 REFERENCE_NOT_FOUND) or
 // waits and then revokes this session too.
 func (s *Service) createSession(ctx context.Context, tx storage.Tx, c *storage.Credential, pub *ecdsa.PublicKey) (*AuthSession, error) {
-	a, _, err := s.newSession(ctx, tx, c, pub)
+	a, _, err := s.newSession(ctx, tx, c, pub, time.Time{})
 	return a, err
 }
 
-// newSession is createSession that also returns the stored session.
-func (s *Service) newSession(ctx context.Context, tx storage.Tx, c *storage.Credential, pub *ecdsa.PublicKey) (*AuthSession, *storage.Session, error) {
+// newSession is createSession that also returns the stored session, whose
+// authentication took place at authenticated (zero: now, the ceremony
+// just verified; a refresh passes the time of the refreshed session's).
+func (s *Service) newSession(ctx context.Context, tx storage.Tx, c *storage.Credential, pub *ecdsa.PublicKey, authenticated time.Time) (*AuthSession, *storage.Session, error) {
 	if _, err := tx.Credentials().Lock(ctx, c.ID, nil); errors.Is(err, storage.ErrNotFound) {
 		return nil, nil, notFound("credential", c.ID)
 	} else if err != nil {
 		return nil, nil, err
 	}
-	return s.newSessionLocked(ctx, tx, c, pub)
+	return s.newSessionLocked(ctx, tx, c, pub, authenticated)
 }
 
 // newSessionLocked is newSession of a credential tx already holds
 // (Credentials.Lock).
-func (s *Service) newSessionLocked(ctx context.Context, tx storage.Tx, c *storage.Credential, pub *ecdsa.PublicKey) (*AuthSession, *storage.Session, error) {
+func (s *Service) newSessionLocked(ctx context.Context, tx storage.Tx, c *storage.Credential, pub *ecdsa.PublicKey, authenticated time.Time) (*AuthSession, *storage.Session, error) {
 	id, err := s.newID("Session")
 	if err != nil {
 		return nil, nil, err
 	}
 	now := s.cfg.Clock().UTC()
+	if authenticated.IsZero() {
+		authenticated = now
+	}
 	sess := storage.Session{ID: id, AccountID: c.AccountID, CredentialID: c.ID,
-		PublicKey: elliptic.MarshalCompressed(elliptic.P256(), pub.X, pub.Y), CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
+		PublicKey: elliptic.MarshalCompressed(elliptic.P256(), pub.X, pub.Y), CreatedAt: now, AuthenticatedAt: authenticated.UTC(),
+		ExpiresAt: now.Add(s.cfg.SessionTTL)}
 	if err := tx.Sessions().Create(ctx, &sess); err != nil {
 		return nil, nil, err
 	}
@@ -81,7 +89,7 @@ func (s *Service) sessionKey(clientPublicKey string) (*ecdsa.PublicKey, string, 
 
 func authSession(sess *storage.Session, c *storage.Credential) *AuthSession {
 	a := &AuthSession{ID: sess.ID, AccountID: sess.AccountID, CreatedAt: sess.CreatedAt.UTC(), UpdatedAt: sess.CreatedAt.UTC(),
-		ExpiresAt: sess.ExpiresAt.UTC()}
+		AuthenticatedAt: sess.Authenticated().UTC(), ExpiresAt: sess.ExpiresAt.UTC()}
 	if c != nil {
 		a.Type, a.Nickname = c.Type, c.Nickname
 	}
@@ -89,7 +97,9 @@ func authSession(sess *storage.Session, c *storage.Credential) *AuthSession {
 }
 
 // ListSessions returns the active sessions of an account, oldest first,
-// without key material; an unknown account has none.
+// without key material. Without a [Config].Guard an unknown account has
+// none; with one the account is read for the guard, and an unknown account
+// is 404 REFERENCE_NOT_FOUND, as a refused one is.
 func (s *Service) ListSessions(ctx context.Context, accountID string) ([]AuthSession, error) {
 	if !storage.ValidID(accountID, "InternalAccount") {
 		return nil, apierror.InvalidField("accountId", apierror.Pattern(`^InternalAccount:[0-9a-fA-F-]{36}$`), "must be an InternalAccount id")
@@ -97,6 +107,9 @@ func (s *Service) ListSessions(ctx context.Context, accountID string) ([]AuthSes
 	var out []AuthSession
 	err := s.atomic(ctx, func(tx storage.Tx) error {
 		out = nil
+		if err := s.admitID(ctx, tx, accountID, unknownAs("internal account", accountID)); err != nil {
+			return err
+		}
 		sessions, err := tx.Sessions().ListActive(ctx, accountID, s.cfg.Clock())
 		if err != nil {
 			return err
@@ -124,14 +137,24 @@ func (s *Service) ListSessions(ctx context.Context, accountID string) ([]AuthSes
 }
 
 // activeSession returns the session and its credential, or 404
-// REFERENCE_NOT_FOUND when the session is unknown, revoked or expired.
+// REFERENCE_NOT_FOUND when the session is unknown, revoked or expired. It
+// asks the guard about the session's wallet once the session is read, so
+// a refusal (answered as an unknown session) comes before any answer about
+// the session's state.
 func (s *Service) activeSession(ctx context.Context, tx storage.Tx, id string) (*storage.Session, *storage.Credential, error) {
+	unknown := unknownAs("active session", id)
 	sess, err := tx.Sessions().Get(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) || err == nil && !sess.Active(s.cfg.Clock()) {
-		return nil, nil, notFound("active session", id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil, unknown()
 	}
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := s.admitID(ctx, tx, sess.AccountID, unknown); err != nil {
+		return nil, nil, err
+	}
+	if !sess.Active(s.cfg.Clock()) {
+		return nil, nil, unknown()
 	}
 	c, err := tx.Credentials().Get(ctx, sess.CredentialID)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -153,7 +176,9 @@ func credType(c *storage.Credential) string {
 // RevokeSession revokes a session through a signed retry that any active
 // session of the account may stamp, the session itself included. A session
 // that is not active (unknown, revoked or expired) is 404
-// REFERENCE_NOT_FOUND, on either leg. On success both results are nil.
+// REFERENCE_NOT_FOUND, on either leg, as is a plain refusal of the
+// [Config].Guard, asked about the session's wallet on each leg. On success
+// both results are nil.
 func (s *Service) RevokeSession(ctx context.Context, sessionID string, call signedretry.Request) (*signedretry.Challenge, error) {
 	_, ch, err := run(ctx, s, call, signedretry.Steps[sessionParams, struct{}, struct{}]{
 		Type: OpRevokeSession,
@@ -215,11 +240,17 @@ type RefreshRequest struct {
 // encryptedSessionSigningKey, or in client-held mode that key itself. The
 // retry's body is compared with the first call's but not read: the key comes
 // from the payload. The old session stays valid until it expires or is
-// revoked.
+// revoked. The new session keeps the old one's authenticatedAt: a refresh
+// proves possession of a session key, not a new ceremony, so every
+// freshness rule (a step-up's maxSessionAge) still judges the time of the
+// ceremony that authenticated the first session of the chain.
+//
+// The [Config].Guard is asked about the session's wallet on each leg.
 //
 // Errors: 400 INVALID_INPUT (clientPublicKey), 404 REFERENCE_NOT_FOUND (the
-// session is not active), the 401s of signedretry (a different
-// clientPublicKey on the retry is WALLET_SIGNATURE_BODY_MISMATCH).
+// session is not active, or a plain refusal of the guard), the 401s of
+// signedretry (a different clientPublicKey on the retry is
+// WALLET_SIGNATURE_BODY_MISMATCH).
 func (s *Service) RefreshSession(ctx context.Context, sessionID string, req RefreshRequest, call signedretry.Request) (_ *AuthSession, _ *signedretry.Challenge, err error) {
 	ctx, o := s.tel.Begin(ctx, opRefresh, s.tel.outcomes)
 	o.Quiet = call.IsRetry() // signedretry.complete logs the retry's refusals
@@ -265,7 +296,10 @@ func (s *Service) refreshSession(ctx context.Context, tx storage.Tx, a *signedre
 	if err != nil {
 		return nil, err
 	}
-	out, fresh, err := s.newSession(ctx, tx, c, pub)
+	// The new session was authenticated when the refreshed one was: a
+	// refresh proves the old session's key, not a ceremony, so it resets
+	// no freshness.
+	out, fresh, err := s.newSession(ctx, tx, c, pub, sess.Authenticated())
 	if err != nil {
 		return nil, err
 	}

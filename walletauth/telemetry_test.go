@@ -56,7 +56,7 @@ func TestTelemetryCarriesNoSecrets(t *testing.T) {
 
 	// Over HTTP: a wrong code (401, Warn) and an export of a wallet the
 	// host holds no secret for (500, Error with its cause).
-	h := handler(t, e.svc)
+	h := handler(t, e.with(t, admitAll)) // a replica serving HTTP behind its tenant guard
 	bundle := e.challenge(t, cred.ID)
 	code := e.issued(t, cred.ID, bundle)
 	wrong, _ := e.seal(t, bundle, otherEvCode(code))

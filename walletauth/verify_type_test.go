@@ -55,7 +55,7 @@ func TestVerifyTypeMismatchHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv := httptest.NewServer(handler(t, e.svc))
+	srv := httptest.NewServer(handler(t, e.with(t, admitAll)))
 	defer srv.Close()
 	client := httpClient{t, srv}
 	creds := map[storage.CredentialType]string{storage.EmailOTP: e.email.ID, storage.SMSOTP: sms.ID, storage.Passkey: pk.ID, storage.OAuth: oa.ID}

@@ -46,7 +46,10 @@ func (o *outbox) last(t testing.TB) walletauth.Message {
 }
 
 type env struct {
-	svc    *walletauth.Service
+	svc *walletauth.Service
+	// cfg is the configuration svc was made from, for more services on
+	// the same store (see with).
+	cfg    walletauth.Config
 	store  storage.Store
 	clock  *storagetest.Clock
 	outbox *outbox
@@ -69,6 +72,7 @@ func newEnvOn(t testing.TB, store storage.Store, mod func(*walletauth.Config)) *
 	if mod != nil {
 		mod(&cfg)
 	}
+	e.cfg = cfg
 	var err error
 	if e.svc, err = walletauth.New(cfg); err != nil {
 		t.Fatal(err)

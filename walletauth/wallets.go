@@ -15,6 +15,13 @@ import (
 // NewWallet describes an embedded wallet to provision.
 type NewWallet struct {
 	CustomerID string
+	// Tenant names the host's tenant the wallet belongs to (a platform, in
+	// a host serving several); it never changes. An email address is tied
+	// to EMAIL_OTP credentials of one customer per tenant, and a passkey
+	// registered once per tenant: no answer to one tenant depends on
+	// another's wallets. A host with one tenant leaves it empty. The
+	// [Config].Guard can compare it with the caller's principal.
+	Tenant string
 	// Email is the customer's email; the wallet's EMAIL_OTP credential is
 	// tied to it. Required.
 	Email string
@@ -25,8 +32,14 @@ type NewWallet struct {
 // CreateWallet provisions an internal account for a customer with its first
 // credential, an EMAIL_OTP credential tied to the customer's email. The email
 // is stored lowercased. An address already tied to an EMAIL_OTP credential of
-// another customer is 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS, also when two
-// customers race for it.
+// another customer of the same tenant is 409 EMAIL_OTP_EMAIL_ALREADY_EXISTS,
+// also when two customers race for it; another tenant's customers play no
+// part. The first credential is the host's to vouch for (it takes no
+// session), so it carries its own type's assurance at once.
+//
+// The [Config].Guard is asked about the new wallet (its CustomerID and
+// Tenant as given) in the transaction that stores it, before anything is
+// written; a plain refusal is 403 FORBIDDEN.
 //
 // To create the host's customer row and its wallet together, call it with a
 // context bound to the host's transaction (storage/postgres's Store.WithTx):
@@ -38,6 +51,7 @@ func (s *Service) CreateWallet(ctx context.Context, w NewWallet) (*storage.Inter
 	email := normalizeEmail(w.Email)
 	v.Check(validEmail(email), "email", apierror.Format("email"), "must be an email address")
 	v.Check(w.Phone == "" || validPhone(w.Phone), "phone", apierror.Format("e.164"), "must be an E.164 phone number")
+	v.Check(validTenant(w.Tenant), "tenant", nil, "must be at most 128 printable ASCII characters")
 	if err := v.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -50,13 +64,19 @@ func (s *Service) CreateWallet(ctx context.Context, w NewWallet) (*storage.Inter
 		return nil, nil, err
 	}
 	now := s.cfg.Clock().UTC()
-	acct := storage.InternalAccount{ID: accountID, CustomerID: w.CustomerID, Email: email, Phone: w.Phone, CreatedAt: now, UpdatedAt: now}
-	cred := storage.Credential{ID: credID, AccountID: accountID, Type: storage.EmailOTP, Nickname: email, Email: email,
+	acct := storage.InternalAccount{ID: accountID, CustomerID: w.CustomerID, Tenant: w.Tenant, Email: email, Phone: w.Phone,
 		CreatedAt: now, UpdatedAt: now}
+	cred := storage.Credential{ID: credID, AccountID: accountID, Tenant: w.Tenant, Type: storage.EmailOTP, Nickname: email,
+		Email: email, CreatedAt: now, UpdatedAt: now}
 	err = s.atomic(ctx, func(tx storage.Tx) error {
+		// The guard decides on the wallet about to be stored; a plain
+		// refusal is 403, as the call names no id to be unknown.
+		if err := s.admit(ctx, &acct, forbidden); err != nil {
+			return err
+		}
 		// The address is held from the check to the insert, so two
 		// customers never both tie it to an EMAIL_OTP credential.
-		if err := holdEmail(ctx, tx, email, w.CustomerID); err != nil {
+		if err := holdEmail(ctx, tx, w.Tenant, email, w.CustomerID); err != nil {
 			return err
 		}
 		if err := tx.InternalAccounts().Create(ctx, &acct); err != nil {
@@ -71,6 +91,20 @@ func (s *Service) CreateWallet(ctx context.Context, w NewWallet) (*storage.Inter
 		return nil, nil, apierror.From(err)
 	}
 	return &acct, authMethod(&cred), nil
+}
+
+// validTenant reports whether t is a tenant name a wallet may carry: at
+// most 128 printable ASCII characters, the empty tenant included.
+func validTenant(t string) bool {
+	if len(t) > 128 {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if t[i] < ' ' || t[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // WalletSecrets gives [Service.ExportWallet] the secret of an embedded
@@ -131,14 +165,17 @@ func exportKey(key string) (*ecdsa.PublicKey, error) {
 // active session of the wallet stamps; the retry seals the secret to the
 // clientPublicKey of the payload. On the retry, req is not read.
 //
+// The [Config].Guard is asked about the wallet on each leg.
+//
 // Errors: 400 INVALID_INPUT (clientPublicKey not a P-256 key, compressed or
-// uncompressed), 404 REFERENCE_NOT_FOUND (no such wallet), the 401s of
-// signedretry, 500 INTERNAL_ERROR (no WalletSecrets, or its failure).
+// uncompressed), 404 REFERENCE_NOT_FOUND (no such wallet, or a plain
+// refusal of the guard), the 401s of signedretry, 500 INTERNAL_ERROR (no
+// WalletSecrets, or its failure).
 func (s *Service) ExportWallet(ctx context.Context, accountID string, req ExportRequest, call signedretry.Request) (_ *WalletExport, _ *signedretry.Challenge, err error) {
 	ctx, o := s.tel.Begin(ctx, opExport, s.tel.outcomes)
 	o.Quiet = call.IsRetry() // signedretry.complete logs the retry's refusals
 	defer func() { o.End(ctx, err) }()
-	out, ch, err := run(ctx, s, call, walletOp(OpExportWallet, accountID, exportBind(req), nil, s.export))
+	out, ch, err := run(ctx, s, call, walletOp(s, OpExportWallet, accountID, exportBind(req), nil, s.export))
 	if err != nil || ch != nil {
 		return nil, ch, err
 	}
@@ -209,9 +246,11 @@ type privacyParams struct {
 // outside it: a change of another system or of process memory belongs after
 // UpdateWalletPrivacy returns. On the retry, req is not read.
 //
+// The [Config].Guard is asked about the wallet on each leg.
+//
 // Errors: 400 INVALID_INPUT (privateEnabled missing), 404
-// REFERENCE_NOT_FOUND (no such wallet), the 401s of signedretry, errors of
-// apply unchanged.
+// REFERENCE_NOT_FOUND (no such wallet, or a plain refusal of the guard),
+// the 401s of signedretry, errors of apply unchanged.
 func (s *Service) UpdateWalletPrivacy(ctx context.Context, accountID string, req PrivacyRequest, call signedretry.Request,
 	apply func(tx storage.Tx, privateEnabled bool) error) (*WalletPrivacy, *signedretry.Challenge, error) {
 	bind := func() (privacyParams, error) {
@@ -220,7 +259,7 @@ func (s *Service) UpdateWalletPrivacy(ctx context.Context, accountID string, req
 		}
 		return privacyParams{PrivateEnabled: req.PrivateEnabled}, nil
 	}
-	out, ch, err := run(ctx, s, call, walletOp(OpWalletPrivacy, accountID, bind, nil,
+	out, ch, err := run(ctx, s, call, walletOp(s, OpWalletPrivacy, accountID, bind, nil,
 		func(_ context.Context, tx storage.Tx, _ *signedretry.Authorization, p privacyParams) (*WalletPrivacy, error) {
 			if p.PrivateEnabled == nil {
 				return nil, apierror.Internal(errors.New("walletauth: signed privacy update without privateEnabled"))

@@ -27,8 +27,10 @@ func (s *Service) passkeys() (*passkey.Verifier, error) {
 // PasskeyRegistrationChallenge issues a single-use WebAuthn registration
 // challenge for an account, for the platform backend to put in the browser's
 // creation options; the registration (AddCredential with type PASSKEY) must
-// echo it. Errors: 400 INVALID_INPUT (PASSKEY not enabled, bad account id),
-// 404 REFERENCE_NOT_FOUND.
+// echo it. The [Config].Guard is asked about the wallet before the
+// challenge is stored. Errors: 400 INVALID_INPUT (PASSKEY not enabled, bad
+// account id), 404 REFERENCE_NOT_FOUND (no such wallet, or refused by the
+// guard).
 func (s *Service) PasskeyRegistrationChallenge(ctx context.Context, accountID string) (*passkey.RegistrationChallenge, error) {
 	v, err := s.passkeys()
 	if err != nil {
@@ -39,9 +41,14 @@ func (s *Service) PasskeyRegistrationChallenge(ctx context.Context, accountID st
 	}
 	var rc *passkey.RegistrationChallenge
 	err = s.atomic(ctx, func(tx storage.Tx) error {
-		if _, err := tx.InternalAccounts().Get(ctx, accountID); errors.Is(err, storage.ErrNotFound) {
-			return notFound("internal account", accountID)
+		unknown := unknownAs("internal account", accountID)
+		w, err := tx.InternalAccounts().Get(ctx, accountID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return unknown()
 		} else if err != nil {
+			return err
+		}
+		if err := s.admit(ctx, &w, unknown); err != nil {
 			return err
 		}
 		rc, err = v.IssueRegistrationChallenge(ctx, tx, accountID, s.cfg.Clock().UTC())
@@ -56,7 +63,7 @@ func (s *Service) PasskeyRegistrationChallenge(ctx context.Context, accountID st
 // passkeyParams verifies a passkey registration and records it in p. With
 // consume the registration challenge is consumed in tx, otherwise it is only
 // checked and the retry that creates the credential consumes it.
-func (s *Service) passkeyParams(ctx context.Context, tx storage.Tx, accountID string, p *AddParams, req *AddCredentialRequest, consume bool) error {
+func (s *Service) passkeyParams(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, p *AddParams, req *AddCredentialRequest, consume bool) error {
 	v, err := s.passkeys()
 	if err != nil {
 		return err
@@ -68,7 +75,7 @@ func (s *Service) passkeyParams(ctx context.Context, tx storage.Tx, accountID st
 	if consume {
 		verify = v.VerifyRegistration
 	}
-	reg, err := verify(ctx, tx, passkey.RegistrationRequest{AccountID: accountID, Nickname: req.Nickname,
+	reg, err := verify(ctx, tx, passkey.RegistrationRequest{AccountID: acct.ID, Tenant: acct.Tenant, Nickname: req.Nickname,
 		Challenge: req.Challenge, Attestation: *req.Attestation}, s.cfg.Clock().UTC())
 	if err != nil {
 		return err
@@ -107,10 +114,11 @@ type passkeySession struct {
 // PASSKEY credential credentialID (see [storage.PendingRequests.Create] with a scope's [storage.Quota]).
 func passkeyScope(credentialID string) string { return kindPasskeySession + "/" + credentialID }
 
-// passkeyChallenge binds clientPublicKey into a WebAuthn challenge stored as a
-// single-use pending request, one of at most Config.MaxPasskeyChallenges
-// live ones of the credential: a new one supersedes the oldest.
-func (s *Service) passkeyChallenge(ctx context.Context, c *storage.Credential, req ChallengeRequest) (*ChallengeResponse, error) {
+// passkeyChallenge binds clientPublicKey into a WebAuthn challenge stored,
+// in tx, as a single-use pending request, one of at most
+// Config.MaxPasskeyChallenges live ones of the credential: a new one
+// supersedes the oldest.
+func (s *Service) passkeyChallenge(ctx context.Context, tx storage.Tx, c *storage.Credential, req ChallengeRequest) (*ChallengeResponse, error) {
 	v, err := s.passkeys()
 	if err != nil {
 		return nil, err
@@ -141,11 +149,8 @@ func (s *Service) passkeyChallenge(ctx context.Context, c *storage.Credential, r
 	// are bounded per credential instead: the store keeps at most
 	// MaxPasskeyChallenges of them, a new one superseding the oldest, so
 	// issuing one is never refused.
-	err = s.atomic(ctx, func(tx storage.Tx) error {
-		return tx.PendingRequests().Create(ctx, &p, storage.Quota{Scope: passkeyScope(c.ID), Limit: s.cfg.MaxPasskeyChallenges})
-	})
-	if err != nil {
-		return nil, apierror.From(err)
+	if err := tx.PendingRequests().Create(ctx, &p, storage.Quota{Scope: passkeyScope(c.ID), Limit: s.cfg.MaxPasskeyChallenges}); err != nil {
+		return nil, err
 	}
 	return &ChallengeResponse{AuthMethod: *m, Challenge: challenge, RequestID: id, ExpiresAt: &p.ExpiresAt}, nil
 }
