@@ -37,6 +37,7 @@ import (
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
 	"github.com/walletgate/walletgate/walletauth/oidc"
+	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
 // The chaos test runs random signed operations, ownership proofs, address
@@ -46,6 +47,20 @@ import (
 // and cancellations). A checker then replays every account's outbox into
 // records and compares them with the store and with every answer the clients
 // got: an error is "maybe happened", a success must have happened.
+//
+// Beside the clients runs an attacker (chaos_attacker_test.go) holding one
+// stolen EMAIL_OTP session of a wallet of its own victim. With it the
+// attacker enrolls an OAUTH identity and a passkey of its own, logs in with
+// them, refreshes its sessions, and with those sessions signs payouts past
+// the policy's passkey step-up, approves payouts the policy holds that the
+// stolen session signed, and revokes the owner's older credentials. A
+// credential enrolled by a session of a weaker credential carries that
+// credential's assurance, and answers to it, for the security-change
+// period, so every one of these attempts must be refused; the checker
+// judges from what committed that none passed (the J kinds): the payouts
+// past a step-up and their signers' enrolments, the approvals and the
+// independence of the approver from the payout's signer, and the revokes
+// and what their signers could remove when they signed.
 //
 // Run it longer for figures:
 //
@@ -95,6 +110,13 @@ const (
 	eventAddressChanged   = "CHAOS.ADDRESS_CHANGED"
 )
 
+// chaosMaxPending caps a wallet's live signed-retry challenges. A refused
+// retry leaves its challenge live until it expires, and the attacker's
+// retries are refused by design: at the default cap its wallet would soon
+// answer every first leg 429 and no attempt would reach the rules it
+// tests. The clients' wallets stay far below the default.
+const chaosMaxPending = 100_000
+
 // Kinds of violations only the chaos checker finds (see also replay_test.go).
 const (
 	kindCrossSignedAnswers = "A: cross-signed revokes both answered 200"
@@ -119,16 +141,49 @@ const (
 	kindRefusedCommitted   = "a refused operation committed"
 )
 
+// Kinds of broken rules of enrolled credentials (J). A credential enrolled
+// through a signed retry by a session of a weaker credential type carries
+// that session's assurance until its security-change period ends, and any
+// credential answers to its enroller's origin until then. The replay
+// derives every credential's enrolment from its AUTH_CREDENTIAL.ADDED and
+// the session that signed it (checking the SECURITY_NOTICE and the stored
+// record against it), and the checker judges each committed change at the
+// time it was made.
+const (
+	// A payout from the step-up amount, decided without an approval, whose
+	// signing session's credential is a PASSKEY that carried a weaker
+	// assurance when it signed.
+	kindStepUpWeak = "J: a payout past a step-up signed by a credential enrolled by a weaker session within its period"
+	// A held payout approved by a wallet credential that carried a weaker
+	// assurance than its own type's when it approved.
+	kindApprovalWeak = "J: a held payout approved by a credential enrolled by a weaker session within its period"
+	// A held payout approved by a wallet credential that is not another
+	// holder than the credential whose session signed the payout: the same
+	// credential, one answering to the same origin then, or any credential
+	// once the signer's credential was revoked; or by the sandbox literal.
+	kindApprovalNotIndependent = "J: a held payout approved by a credential that is not independent of its signer"
+	// A revoke signed by a session of a credential that carried less than
+	// its own type's assurance, of a credential enrolled at the same time
+	// as that credential or before it (judged by the replay).
+	kindRevokeWeak = "J: a credential removed by a credential enrolled by a weaker session within its period, not younger than it"
+	// A refresh that gave the new session another authentication time
+	// than the one it replaced: a refresh would then reset a policy's
+	// maximum session age (judged by the replay).
+	kindRefreshAuthenticated = "J: a refreshed session's authentication time differs from the session it replaced"
+)
+
 // chaosRules is the payout policy of the host operations' payouts: a
 // customer's payouts are at most three thresholds a day; from twice the
-// threshold they need a passkey session, and from half of it the approval
-// of the risk desk, which approvePayout gives.
+// threshold they need a passkey session, and from half of it an approval:
+// the risk desk's, which approvePayout gives, or that of a second
+// credential of the wallet independent of the payout's signer, which the
+// attacker tries to give with credentials it enrolled.
 var chaosRules = fmt.Sprintf(`{"referenceCurrency": "USDC",
 	"windows": [{"name": "day", "scope": "CUSTOMER", "period": "24h", "maxAmount": %d}],
 	"rules": [{"name": "daily-limit", "match": {"exceedsWindows": ["day"]}, "action": "BLOCK"},
 		{"name": "step-up", "match": {"minAmount": %d}, "action": "ALLOW", "require": {"credentialTypes": ["PASSKEY"]}},
 		{"name": "approval", "match": {"minAmount": %d}, "action": "REQUIRE_APPROVAL",
-			"approval": {"count": 1, "operators": ["%s"], "ttl": "1h"}},
+			"approval": {"count": 1, "operators": ["%s"], "secondCredential": true, "ttl": "1h"}},
 		{"name": "default", "match": {}, "action": "ALLOW"}]}`, chaosWindow, chaosStepUp, chaosApproval, chaosRiskDesk)
 
 const (
@@ -136,6 +191,9 @@ const (
 	chaosStepUp   = 2 * chaosThreshold
 	chaosApproval = chaosThreshold / 2
 	chaosRiskDesk = "risk-desk"
+	// chaosSecurityPeriod is the services' security-change period: longer
+	// than any run, so every credential enrolled in a run is within it.
+	chaosSecurityPeriod = walletauth.DefaultSecurityChangePeriod
 )
 
 // The account types and custodians the test's host knows.
@@ -240,7 +298,11 @@ type chaosWorld struct {
 	// target is a wallet only guessed at: wrong codes against its
 	// EMAIL_OTP credential, across issuances, and logins.
 	target *chaosWallet
-	emails []string // the addresses email changes pick from
+	// victim is the wallet the attacker holds a stolen session of; no
+	// other client touches it.
+	victim   *chaosWallet
+	attacker *chaosAttacker
+	emails   []string // the addresses email changes pick from
 
 	mu         sync.Mutex
 	ops        map[string]*[3]int // ok, refused, maybe by operation
@@ -397,8 +459,14 @@ func newChaosWorld(t *testing.T, stores []storage.Store, check storage.Store, po
 			t.Fatal(err)
 		}
 		t.Cleanup(v.Close)
+		// The relying party of the virtual authenticators (newAuthenticator).
+		pk, err := passkey.New(passkey.Config{RelyingParty: passkey.RelyingParty{ID: rpID, Name: "Wallet", Origins: []string{origin}}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		svc, err := walletauth.New(walletauth.Config{Store: st, Sandbox: true, OrganizationID: "org-chaos",
 			Keys: walletauth.Keys{SigningKey: signing, Sealer: sealer, CodeMACKey: testCodeMACKey}, ClientHeldKeys: true, OIDC: v,
+			Passkeys: pk, SecurityChangePeriod: chaosSecurityPeriod, MaxPendingChallenges: chaosMaxPending,
 			OTP: walletauth.OTPConfig{ReissueLimit: 1_000_000, ReissueWindow: time.Minute}})
 		if err != nil {
 			t.Fatal(err)
@@ -460,11 +528,13 @@ func newChaosWorld(t *testing.T, stores []storage.Store, check storage.Store, po
 		t.Fatal(err)
 	}
 	w.target = &chaosWallet{ID: acct.ID, Customer: acct.CustomerID, creds: map[string]chaosCredential{cred.ID: {ID: cred.ID, Type: storage.EmailOTP}}}
+	w.attacker = newChaosAttacker(t, w)
+	w.victim = w.attacker.victim
 	return w
 }
 
 // all returns every wallet of the run.
-func (w *chaosWorld) all() []*chaosWallet { return append(slices.Clone(w.wallets), w.target) }
+func (w *chaosWorld) all() []*chaosWallet { return append(slices.Clone(w.wallets), w.target, w.victim) }
 
 // opCtx gives an operation its context: mostly a generous deadline, some
 // a deadline of a few milliseconds, some a cancellation at a random moment.
@@ -1119,11 +1189,36 @@ func (w *chaosWorld) hostOperation(c context.Context, rng *rand.Rand, cw *chaosW
 	if !ok {
 		return
 	}
-	p := chaosParams{OpID: w.newOpID()}
+	var pay *chaosPayParam
 	if len(cw.ext) > 0 && rng.IntN(2) == 0 {
 		x := cw.ext[rng.IntN(len(cw.ext))]
-		p.Payout = &chaosPayParam{AccountID: x.ID, Amount: randomAmount(rng), Currency: randomCurrency(rng)}
+		pay = &chaosPayParam{AccountID: x.ID, Amount: randomAmount(rng), Currency: randomCurrency(rng)}
 	}
+	op := "host operation"
+	if pay != nil {
+		op = "host payout"
+	}
+	_, leg, err := w.hostOperationBy(c, rng, cw, signer, pay, func(h heldPayout) {
+		w.mu.Lock()
+		w.held = append(w.held, h)
+		w.mu.Unlock()
+	})
+	if leg == 1 {
+		w.count("host operation leg 1", err)
+		return
+	}
+	w.count("host operation leg 1", nil)
+	w.count(op, err)
+}
+
+// hostOperationBy runs a host operation of cw stamped by signer, a payout
+// when pay is set, and returns its op id, the leg it ended on (1 or 2) and
+// that leg's error. A payout the policy holds is handed to held, in the
+// transaction that holds it (which may roll back). The outcome of the
+// retry is recorded for the checker.
+func (w *chaosWorld) hostOperationBy(c context.Context, rng *rand.Rand, cw *chaosWallet, signer chaosSession, pay *chaosPayParam,
+	held func(heldPayout)) (string, int, error) {
+	p := chaosParams{OpID: w.newOpID(), Payout: pay}
 	body, _ := json.Marshal(p)
 	first := call("POST", "/chaos/operations", string(body))
 	var ch *signedretry.Challenge
@@ -1131,8 +1226,8 @@ func (w *chaosWorld) hostOperation(c context.Context, rng *rand.Rand, cw *chaosW
 		_, _, ch, err = walletauth.Authorize(ctx, r.auth, walletauth.HostOperation[chaosParams, struct{}]{Type: chaosHostOp, AccountID: cw.ID, Parameters: p}, first)
 		return err
 	})
-	if w.count("host operation leg 1", err) != "ok" {
-		return
+	if err != nil {
+		return p.OpID, 1, err
 	}
 	retry, err := stamp(first, ch, signer.Key)
 	if err != nil {
@@ -1146,17 +1241,16 @@ func (w *chaosWorld) hostOperation(c context.Context, rng *rand.Rand, cw *chaosW
 		effect := func(ectx context.Context, tx storage.Tx, a *signedretry.Authorization, sp chaosParams) (struct{}, error) {
 			if sp.Payout != nil {
 				// The policy decides on the signer of the retry, after the
-				// gate (inside payout) and in the same transaction.
-				decide := func() (bool, error) {
-					d, err := w.limits.Decide(ectx, tx, policy.Payout{ID: sp.OpID, CustomerID: cw.Customer, SourceID: cw.ID,
-						DestinationID: sp.Payout.AccountID, Amount: sp.Payout.Amount, Currency: sp.Payout.Currency, Authorization: a})
-					if err != nil || d.Approval == nil {
-						return false, err
+				// gate (inside payout) and in the same transaction, and
+				// makes the payout (execute) only when it allows it.
+				decide := func(execute policy.Execute) error {
+					out, err := w.limits.Decide(ectx, tx, policy.Payout{ID: sp.OpID, CustomerID: cw.Customer, SourceID: cw.ID,
+						DestinationID: sp.Payout.AccountID, Amount: sp.Payout.Amount, Currency: sp.Payout.Currency, Authorization: a}, execute)
+					if err != nil || out.Held == nil {
+						return err
 					}
-					w.mu.Lock()
-					w.held = append(w.held, heldPayout{approval: d.Approval.ID, opID: sp.OpID, pay: *sp.Payout})
-					w.mu.Unlock()
-					return true, nil // held: it executes on its approval
+					held(heldPayout{approval: out.Held.ID, opID: sp.OpID, pay: *sp.Payout, signer: signer})
+					return nil // held: it executes on its approval
 				}
 				if err := payout(ectx, tx, r.own, sp.OpID, sp.Payout, decide); err != nil {
 					return struct{}{}, err
@@ -1167,17 +1261,14 @@ func (w *chaosWorld) hostOperation(c context.Context, rng *rand.Rand, cw *chaosW
 		_, a, _, err = walletauth.Authorize(ctx, r.auth, walletauth.HostOperation[chaosParams, struct{}]{Type: chaosHostOp, AccountID: cw.ID, Effect: effect}, retry)
 		return err
 	})
-	op := "host operation"
-	if p.Payout != nil {
-		op = "host payout"
-	}
-	o := w.count(op, err)
+	o := outcome(err)
 	w.mu.Lock()
 	w.hostResult[p.OpID] = o
 	w.mu.Unlock()
 	if o == "ok" && a.SessionID != signer.ID {
 		w.violate(kindEventData, cw.ID, "host operation %s stamped by %s answered signer %s", p.OpID, signer.ID, a.SessionID)
 	}
+	return p.OpID, 2, err
 }
 
 func randomAmount(rng *rand.Rand) int64 {
@@ -1199,18 +1290,27 @@ func randomCurrency(rng *rand.Rand) string {
 // account, as a host that debits in the same database does. Inside a host
 // transaction it also writes the host's ledger debit through
 // postgres.HostTx, in the same transaction as the gate and the event.
-func payout(c context.Context, tx storage.Tx, own *ownership.Service, opID string, p *chaosPayParam, decide func() (held bool, err error)) error {
+// decide, when set, is the payout policy: it makes the payout through the
+// Execute it is handed, which the policy calls only for a payout it
+// allows.
+func payout(c context.Context, tx storage.Tx, own *ownership.Service, opID string, p *chaosPayParam, decide func(policy.Execute) error) error {
 	d, err := own.CheckPayoutIn(c, tx, ownership.Payout{AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency})
 	if err != nil {
 		return err
 	}
-	if decide != nil {
-		held, err := decide()
-		if err != nil || held {
-			return err
-		}
+	record := func(c context.Context, tx storage.Tx, _ *policy.Allowed) error {
+		return recordPayout(c, tx, opID, p, &d.Account)
 	}
-	data := chaosPayoutData{OpID: opID, Amount: p.Amount, Currency: p.Currency, Address: d.Account.Address, Status: string(d.Account.Status)}
+	if decide != nil {
+		return decide(record)
+	}
+	return record(c, tx, nil)
+}
+
+// recordPayout writes the payout the gate allowed to a: the host's ledger
+// debit inside a host transaction, and the test's payout event.
+func recordPayout(c context.Context, tx storage.Tx, opID string, p *chaosPayParam, a *storage.ExternalAccount) error {
+	data := chaosPayoutData{OpID: opID, Amount: p.Amount, Currency: p.Currency, Address: a.Address, Status: string(a.Status)}
 	if ledger := chaosLedger(c); ledger != "" {
 		host, err := postgres.HostTx(c, tx)
 		if err != nil {
@@ -1238,6 +1338,7 @@ func appendEvent(c context.Context, tx storage.Tx, typ, subject string, data any
 type heldPayout struct {
 	approval, opID string
 	pay            chaosPayParam
+	signer         chaosSession // the session that signed the payout
 }
 
 // approvePayout approves a held payout as the risk desk and, when the
@@ -1253,11 +1354,11 @@ func (w *chaosWorld) approvePayout(c context.Context, rng *rand.Rand) {
 	w.mu.Unlock()
 	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) error {
 		return r.st.Atomic(ctx, func(tx storage.Tx) error {
-			d, _, err := w.limits.Approve(ctx, tx, h.approval, policy.Approver{Operator: chaosRiskDesk})
-			if err != nil || d == nil {
-				return err
-			}
-			return payout(ctx, tx, r.own, h.opID, &h.pay, nil)
+			_, _, err := w.limits.Approve(ctx, tx, h.approval, policy.Approver{Operator: chaosRiskDesk},
+				func(ctx context.Context, tx storage.Tx, _ *policy.Allowed) error {
+					return payout(ctx, tx, r.own, h.opID, &h.pay, nil)
+				})
+			return err
 		})
 	})
 	w.count("approve payout", err)
@@ -1475,6 +1576,16 @@ func (w *chaosWorld) run(d time.Duration, seed uint64) {
 			}
 		}()
 	}
+	if w.attacker != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, 1<<33))
+			for n := 0; n < chaosMaxOpsPerWorker && time.Now().Before(deadline); n++ {
+				w.attacker.step(rng)
+			}
+		}()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -1498,7 +1609,7 @@ func (w *chaosWorld) watchEmails() {
 		var creds []storage.Credential
 		err := w.check.Atomic(ctx, func(tx storage.Tx) error {
 			var err error
-			creds, err = tx.Credentials().ListEmailOTPByEmail(ctx, email)
+			creds, err = tx.Credentials().ListEmailOTPByEmail(ctx, "", email)
 			return err
 		})
 		if err != nil {
@@ -1542,8 +1653,12 @@ func (w *chaosWorld) verdict(t *testing.T) []violation {
 		return w.hostSigner[env.Data.OpID], true
 	}
 	hostOps := map[string]bool{}
+	rules := &assuranceRules{Period: chaosSecurityPeriod}
+	if w.checkPool != nil {
+		rules.Resolution = time.Microsecond
+	}
 	for _, cw := range w.all() {
-		r, err := replayOutbox(ctx, w.check, cw.ID, foreign)
+		r, err := replayOutboxWith(ctx, w.check, cw.ID, foreign, rules)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1591,7 +1706,7 @@ func (w *chaosWorld) verdict(t *testing.T) []violation {
 				Detail: fmt.Sprintf("%d wrong codes compared in one run; a day's budget for 6 digits at 1e-4 is %d", n, chaosDailyGuessBudget)})
 		}
 	}
-	for _, cw := range w.wallets {
+	for _, cw := range append(slices.Clone(w.wallets), w.victim) {
 		for _, x := range cw.ext {
 			vs, err := w.checkExternal(x)
 			if err != nil {
@@ -1605,11 +1720,7 @@ func (w *chaosWorld) verdict(t *testing.T) []violation {
 		t.Fatal(err)
 	}
 	out = append(out, vs...)
-	vs, err = w.checkPolicy(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(out, vs...)
+	return append(out, w.checkPolicy(replays)...)
 }
 
 // learnCredential remembers a credential's type for the checker, which
@@ -1623,16 +1734,18 @@ func (w *chaosWorld) learnCredential(id string, typ storage.CredentialType) {
 	w.credTypes[id] = typ
 }
 
-// checkPolicy replays the policy's decisions from the wallets' outboxes: a
-// customer's allowed payouts stay within the day's window (the run is
-// shorter than a day), every one from the step-up amount was signed by a
-// session of a PASSKEY credential, none is counted twice, and every host
-// payout that committed (a CHAOS.PAYOUT of a host operation) was decided
-// by the policy.
-func (w *chaosWorld) checkPolicy(ctx context.Context) ([]violation, error) {
+// checkPolicy replays the policy's decisions from the wallets' outboxes
+// (replays, by wallet): a customer's allowed payouts stay within the day's
+// window (the run is shorter than a day), every one from the step-up
+// amount was signed by a session of a PASSKEY credential that carried a
+// passkey's assurance then, every held one was approved by the risk desk
+// or by a credential independent of its signer, none is counted twice,
+// and every host payout that committed (a CHAOS.PAYOUT of a host
+// operation) was decided by the policy.
+func (w *chaosWorld) checkPolicy(replays map[string]*replay) []violation {
 	var out []violation
 	credTypes := map[string]storage.CredentialType{}
-	for _, cw := range append(slices.Clone(w.wallets), w.target) {
+	for _, cw := range w.all() {
 		if cw == nil {
 			continue
 		}
@@ -1647,16 +1760,14 @@ func (w *chaosWorld) checkPolicy(ctx context.Context) ([]violation, error) {
 	w.credMu.Unlock()
 	decided := map[string]int{}
 	perCustomer := map[string]int64{}
-	for _, cw := range append(slices.Clone(w.wallets), w.target) {
+	for _, cw := range w.all() {
 		if cw == nil {
 			continue
 		}
-		events, err := committedEvents(ctx, w.check, cw.ID)
-		if err != nil {
-			return nil, err
-		}
+		r := replays[cw.ID]
+		out = append(out, judgeAssurance(r, chaosStepUp, storage.Passkey)...)
 		requested := map[string]bool{} // approvals held so far in the wallet's commit order
-		for _, e := range events {
+		for _, e := range r.Events {
 			if e.Type != policy.EventDecided && e.Type != policy.EventApprovalRequested {
 				continue
 			}
@@ -1672,7 +1783,8 @@ func (w *chaosWorld) checkPolicy(ctx context.Context) ([]violation, error) {
 				} `json:"data"`
 			}
 			if err := json.Unmarshal(e.Payload, &env); err != nil {
-				return nil, err
+				out = append(out, violation{Kind: kindEventData, Account: cw.ID, Seq: e.Seq, Detail: err.Error()})
+				continue
 			}
 			d := env.Data
 			if e.Type == policy.EventApprovalRequested {
@@ -1680,9 +1792,11 @@ func (w *chaosWorld) checkPolicy(ctx context.Context) ([]violation, error) {
 				continue
 			}
 			// Held amounts below the step-up's pass only with their approval,
-			// given after they were held.
+			// given after they were held, by the risk desk or a credential
+			// of the wallet (whose independence judgeAssurance judges).
+			approver := func(p string) bool { return p == "operator:"+chaosRiskDesk || strings.HasPrefix(p, "credential:") }
 			if d.ReferenceAmount >= chaosApproval && d.ReferenceAmount < chaosStepUp &&
-				(d.ApprovalID == "" || !requested[d.ApprovalID] || !slices.Contains(d.Approvers, "operator:"+chaosRiskDesk)) {
+				(d.ApprovalID == "" || !requested[d.ApprovalID] || !slices.ContainsFunc(d.Approvers, approver)) {
 				out = append(out, violation{Kind: kindUnapproved, Account: cw.ID, Seq: e.Seq,
 					Detail: fmt.Sprintf("%d allowed by rule %s with approval %q by %v", d.ReferenceAmount, d.Rule, d.ApprovalID, d.Approvers)})
 			}
@@ -1710,7 +1824,7 @@ func (w *chaosWorld) checkPolicy(ctx context.Context) ([]violation, error) {
 			out = append(out, violation{Kind: kindPolicyMissing, Detail: "host payout " + id})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // checkLedger compares the host's ledger with walletgate's payouts: each
@@ -1871,20 +1985,28 @@ func (w *chaosWorld) checkExternal(x *chaosExternal) ([]violation, error) {
 // all with -v) and logs the figures of the run.
 func (w *chaosWorld) summarize(t *testing.T, d time.Duration, vs []violation) {
 	var names []string
-	total := [3]int{}
+	total, attacks := [3]int{}, [3]int{}
 	for name, c := range w.ops {
 		names = append(names, name)
 		for i := range c {
 			total[i] += c[i]
+			if strings.HasPrefix(name, chaosAttackPrefix) {
+				attacks[i] += c[i]
+			}
 		}
 	}
 	sort.Strings(names)
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos run of %s: %d operations (%d ok, %d refused, %d maybe), %d connections killed\n",
 		d, total[0]+total[1]+total[2], total[0], total[1], total[2], w.kills.Load())
+	fmt.Fprintf(&b, "  of them the attacker's: %d (%d ok, %d refused, %d maybe)\n",
+		attacks[0]+attacks[1]+attacks[2], attacks[0], attacks[1], attacks[2])
 	for _, name := range names {
 		c := w.ops[name]
-		fmt.Fprintf(&b, "  %-26s ok %6d  refused %6d  maybe %6d\n", name, c[0], c[1], c[2])
+		fmt.Fprintf(&b, "  %-40s ok %6d  refused %6d  maybe %6d\n", name, c[0], c[1], c[2])
+	}
+	if w.attacker != nil {
+		w.attacker.report(&b, testing.Verbose())
 	}
 	if h := &w.hostStats; h.calls.Load() > 0 {
 		fmt.Fprintf(&b, "  host calls %d: %d rolled back after an error, %d after a success, %d committed after an error, "+

@@ -60,6 +60,23 @@ type replayedCredential struct {
 	Revoked  int64 // Seq of AUTH_CREDENTIAL.REVOKED, 0 while it lives
 	// RevokedBy is the credential of the session that stamped the revoke.
 	RevokedBy string
+	// CreatedAt is when it was enrolled (the createdAt of its ADDED).
+	CreatedAt time.Time
+
+	// Under assurance rules (see assuranceRules) the replay derives the
+	// credential's enrolment from its ADDED and the session that signed
+	// it, never from what the service says of it: EnrolledBy is that
+	// session and Enroller its credential (both empty for a credential
+	// added without a signature); Carries is the weaker assurance it
+	// carries until SettlesAt, empty when it carries its own type at once;
+	// Origin is the credential it answers to until SettlesAt.
+	EnrolledBy, Enroller string
+	Carries              storage.CredentialType
+	Origin               string
+	SettlesAt            time.Time
+	// noticed and revokeNoticed record the SECURITY_NOTICE of its
+	// enrolment and of its revoke.
+	noticed, revokeNoticed bool
 }
 
 // replayedSession is a session as the events of its account tell it.
@@ -72,6 +89,9 @@ type replayedSession struct {
 	// its AUTH_SESSION.REFRESHED (empty and 0 for a login).
 	Previous  string
 	Refreshed int64
+	// AuthenticatedAt is the authenticatedAt of its CREATED: when the
+	// ceremony behind it took place.
+	AuthenticatedAt time.Time
 }
 
 // replay is the records of one internal account rebuilt from its outbox,
@@ -91,7 +111,84 @@ type replay struct {
 	// ByType lists the Seqs of each event type.
 	ByType map[string][]int64
 
+	rules      *assuranceRules // nil: enrolments are recorded, not judged
 	violations []violation
+}
+
+// assuranceRules turns on the replay's judgement of what enrolled
+// credentials may do. A credential enrolled by a signed retry is worth no
+// more than the session that signed it: when that session's credential
+// carried a weaker assurance than the new credential's type at the
+// enrolment, the new one carries that weaker assurance until SettlesAt
+// (the enrolment plus Period); either way it answers to its enroller's
+// origin until then. Under the rules the replay
+//
+//   - derives each credential's enrolment from its ADDED and the session
+//     that signed it, and reports a SECURITY_NOTICE that tells it
+//     otherwise, or that is missing, as event data that disagrees;
+//   - reports a revoke signed by a session of a credential that carries
+//     less than its own type's assurance, of a credential not younger
+//     than that one (kindRevokeWeak);
+//   - reports a refresh whose new session is given another authentication
+//     time than the session it replaces (kindRefreshAuthenticated);
+//   - compares every stored credential's enrolment with the derived one.
+//
+// Period is the services' SecurityChangePeriod. Resolution is the store's
+// time resolution (time.Microsecond on PostgreSQL, 0 for exact): times are
+// compared as the store keeps them.
+type assuranceRules struct {
+	Period, Resolution time.Duration
+}
+
+// strengthOf orders credential types by the assurance of their proof:
+// codes sent to a mailbox or phone, below an identity provider's
+// sign-in, below a passkey; an unknown type is the weakest.
+func strengthOf(t storage.CredentialType) int {
+	switch t {
+	case storage.Passkey:
+		return 3
+	case storage.OAuth:
+		return 2
+	case storage.EmailOTP, storage.SMSOTP:
+		return 1
+	}
+	return 0
+}
+
+// stored is t as the store keeps it.
+func (r *replay) stored(t time.Time) time.Time {
+	if r.rules == nil || r.rules.Resolution <= 0 {
+		return t
+	}
+	return t.Truncate(r.rules.Resolution)
+}
+
+// settling reports whether c is within its security-change period at t.
+func (r *replay) settling(c *replayedCredential, t time.Time) bool {
+	return c.EnrolledBy != "" && r.stored(t).Before(r.stored(c.SettlesAt))
+}
+
+// assuredAs is the credential type whose assurance c carries at t.
+func (r *replay) assuredAs(c *replayedCredential, t time.Time) storage.CredentialType {
+	if c.Carries == "" || !r.settling(c, t) {
+		return c.Type
+	}
+	return c.Carries
+}
+
+// originAt is the credential c answers to at t: its enroller's origin
+// within its period, itself after it.
+func (r *replay) originAt(c *replayedCredential, t time.Time) string {
+	if c.Origin == "" || !r.settling(c, t) {
+		return c.ID
+	}
+	return c.Origin
+}
+
+// younger reports whether c was enrolled after than, as the store orders
+// their enrolment times.
+func (r *replay) younger(c, than *replayedCredential) bool {
+	return r.stored(c.CreatedAt).After(r.stored(than.CreatedAt))
 }
 
 // foreignSigner tells, for an event the service does not write (a host's
@@ -123,18 +220,40 @@ func committedEvents(ctx context.Context, store storage.Store, accountID string)
 // revoked, of a credential that is not revoked). foreign, when not nil,
 // names the signers of events of other types.
 func replayOutbox(ctx context.Context, store storage.Store, accountID string, foreign foreignSigner) (*replay, error) {
+	return replayOutboxWith(ctx, store, accountID, foreign, nil)
+}
+
+// replayOutboxWith is replayOutbox that also judges, when rules is not
+// nil, what enrolled credentials did (see assuranceRules).
+func replayOutboxWith(ctx context.Context, store storage.Store, accountID string, foreign foreignSigner, rules *assuranceRules) (*replay, error) {
 	events, err := committedEvents(ctx, store, accountID)
 	if err != nil {
 		return nil, err
 	}
 	r := &replay{Account: accountID, Events: events, Credentials: map[string]*replayedCredential{},
-		Sessions: map[string]*replayedSession{}, Signers: map[int64]string{}, ByType: map[string][]int64{}}
+		Sessions: map[string]*replayedSession{}, Signers: map[int64]string{}, ByType: map[string][]int64{}, rules: rules}
 	for i := range events {
 		if err := r.apply(events, i, foreign); err != nil {
 			return nil, fmt.Errorf("event %d (%s) of %s: %w", events[i].Seq, events[i].Type, accountID, err)
 		}
 	}
+	if rules != nil {
+		r.unnoticed()
+	}
 	return r, nil
+}
+
+// unnoticed reports every signed enrolment and revoke that no
+// SECURITY_NOTICE followed in its transaction.
+func (r *replay) unnoticed() {
+	for _, c := range r.Credentials {
+		if c.EnrolledBy != "" && !c.noticed {
+			r.report(kindEventData, c.Added, "no SECURITY_NOTICE of the enrolment of %s by session %s", c.ID, c.EnrolledBy)
+		}
+		if c.Revoked != 0 && !c.revokeNoticed {
+			r.report(kindEventData, c.Revoked, "no SECURITY_NOTICE of the revoke of %s", c.ID)
+		}
+	}
 }
 
 func (r *replay) report(kind string, seq int64, format string, args ...any) {
@@ -200,7 +319,7 @@ func (r *replay) apply(events []storage.Event, i int, foreign foreignSigner) err
 		if err := json.Unmarshal(env.Data, &d); err != nil {
 			return err
 		}
-		r.credentialEvent(e, &d)
+		r.credentialEvent(e, &d, env.Timestamp)
 	case walletauth.EventSessionCreated, walletauth.EventSessionRevoked, walletauth.EventSessionRefreshed:
 		var d walletauth.SessionEventData
 		if err := json.Unmarshal(env.Data, &d); err != nil {
@@ -234,6 +353,14 @@ func (r *replay) apply(events []storage.Event, i int, foreign foreignSigner) err
 			}
 		}
 		r.setEmail(d.Email)
+	case walletauth.EventSecurityNotice:
+		var d walletauth.SecurityNoticeData
+		if err := json.Unmarshal(env.Data, &d); err != nil {
+			return err
+		}
+		if r.rules != nil {
+			r.securityNotice(events, i, &d)
+		}
 	default:
 		if foreign != nil {
 			if signer, ok := foreign(e); ok {
@@ -251,7 +378,9 @@ func (r *replay) setEmail(email string) {
 	}
 }
 
-func (r *replay) credentialEvent(e *storage.Event, d *walletauth.CredentialEventData) {
+// credentialEvent applies an AUTH_CREDENTIAL event e with data d, whose
+// change was made at at.
+func (r *replay) credentialEvent(e *storage.Event, d *walletauth.CredentialEventData, at time.Time) {
 	c := r.Credentials[d.ID]
 	switch e.Type {
 	case walletauth.EventCredentialAdded:
@@ -260,7 +389,11 @@ func (r *replay) credentialEvent(e *storage.Event, d *walletauth.CredentialEvent
 			r.report(kindEventData, e.Seq, "credential %s added again (first by event %d)", d.ID, c.Added)
 			return
 		}
-		r.Credentials[d.ID] = &replayedCredential{ID: d.ID, Type: d.Type, Nickname: d.Nickname, Added: e.Seq}
+		c = &replayedCredential{ID: d.ID, Type: d.Type, Nickname: d.Nickname, Added: e.Seq, CreatedAt: d.CreatedAt}
+		r.Credentials[d.ID] = c
+		if r.rules != nil {
+			r.enrol(c, d.SignedBySessionID)
+		}
 		if d.Type == storage.EmailOTP {
 			if r.Email != "" && d.Nickname != r.Email {
 				r.report(kindEventData, e.Seq, "EMAIL_OTP credential %s tied to %s while the account's address is %s", d.ID, d.Nickname, r.Email)
@@ -288,6 +421,15 @@ func (r *replay) credentialEvent(e *storage.Event, d *walletauth.CredentialEvent
 			r.report(kindGone, e.Seq, "%s of credential %s, which is gone", e.Type, d.ID)
 			return
 		}
+		// A credential that carries less than its own type's assurance
+		// removes only credentials enrolled after it.
+		if sc := r.Credentials[signerCred]; r.rules != nil && sc != nil && sc.ID != c.ID {
+			if as := r.assuredAs(sc, at); as != sc.Type && !r.younger(c, sc) {
+				r.report(kindRevokeWeak, e.Seq, "%s %s (enrolled %s) revoked by a session of %s %s (enrolled %s by %s, carrying %s until %s)",
+					c.Type, c.ID, c.CreatedAt.Format(time.RFC3339Nano), sc.Type, sc.ID, sc.CreatedAt.Format(time.RFC3339Nano),
+					sc.Enroller, as, sc.SettlesAt.Format(time.RFC3339))
+			}
+		}
 		c.Revoked, c.RevokedBy = e.Seq, signerCred
 		live := 0
 		for _, s := range r.Sessions {
@@ -312,6 +454,79 @@ func (r *replay) credentialEvent(e *storage.Event, d *walletauth.CredentialEvent
 	}
 }
 
+// enrol derives the enrolment of c, just added by the signed retry of
+// session signer ("" when none signed), from the replay as it stands:
+// the signer's credential enrolled it at c.CreatedAt; c carries that
+// credential's assurance then when it is weaker than c's own type, and
+// answers to that credential's origin then, until the period ends.
+func (r *replay) enrol(c *replayedCredential, signer string) {
+	if signer == "" {
+		return
+	}
+	s := r.Sessions[signer]
+	if s == nil {
+		return // reported by checkSigner
+	}
+	by := r.Credentials[s.Credential]
+	if by == nil {
+		return // reported by checkSigner
+	}
+	c.EnrolledBy, c.Enroller = signer, by.ID
+	c.SettlesAt = c.CreatedAt.Add(r.rules.Period)
+	c.Origin = r.originAt(by, c.CreatedAt)
+	if carried := r.assuredAs(by, c.CreatedAt); strengthOf(carried) < strengthOf(c.Type) {
+		c.Carries = carried
+	}
+}
+
+// securityNotice checks the SECURITY_NOTICE events[i], d, against the
+// change it follows in its transaction: the enrolment the replay derived
+// for an added credential (signer, assurance, end of the period), the
+// signer of a revoke.
+func (r *replay) securityNotice(events []storage.Event, i int, d *walletauth.SecurityNoticeData) {
+	e := &events[i]
+	if d.Change != "CREDENTIAL_ADDED" && d.Change != "CREDENTIAL_REVOKED" {
+		return
+	}
+	if d.Credential == nil {
+		r.report(kindEventData, e.Seq, "%s notice names no credential", d.Change)
+		return
+	}
+	c := r.Credentials[d.Credential.ID]
+	want := walletauth.EventCredentialAdded
+	if d.Change == "CREDENTIAL_REVOKED" {
+		want = walletauth.EventCredentialRevoked
+	}
+	switch {
+	case c == nil:
+		r.report(kindEventData, e.Seq, "%s notice of %s, which no event added", d.Change, d.Credential.ID)
+		return
+	case i == 0 || events[i-1].Type != want || want == walletauth.EventCredentialAdded && events[i-1].Seq != c.Added ||
+		want == walletauth.EventCredentialRevoked && events[i-1].Seq != c.Revoked:
+		r.report(kindEventData, e.Seq, "%s notice of %s does not follow its %s", d.Change, c.ID, want)
+	}
+	signer := r.Signers[events[i-1].Seq]
+	signerCred := ""
+	if s := r.Sessions[signer]; s != nil {
+		signerCred = s.Credential
+	}
+	if (d.SignedBy == nil) != (signer == "") || d.SignedBy != nil && (d.SignedBy.SessionID != signer || d.SignedBy.AuthMethodID != signerCred) {
+		r.report(kindEventData, e.Seq, "%s notice of %s signed by %+v; its change was signed by session %s of %s",
+			d.Change, c.ID, d.SignedBy, signer, signerCred)
+	}
+	if d.Change == "CREDENTIAL_REVOKED" {
+		c.revokeNoticed = true
+		return
+	}
+	c.noticed = true
+	settles := d.SettlesAt != nil
+	if d.Assurance != c.Carries || settles != (c.Carries != "") ||
+		settles && !r.stored(*d.SettlesAt).Equal(r.stored(c.SettlesAt)) {
+		r.report(kindEventData, e.Seq, "%s %s: the notice says it carries %q until %v; enrolled by %s (%s), it carries %q until %s",
+			c.Type, c.ID, d.Assurance, d.SettlesAt, c.Enroller, r.Credentials[c.Enroller].Type, c.Carries, c.SettlesAt.Format(time.RFC3339Nano))
+	}
+}
+
 func revokedAt(c *replayedCredential) string {
 	if c == nil || c.Revoked == 0 {
 		return ""
@@ -327,7 +542,7 @@ func (r *replay) sessionEvent(e *storage.Event, d *walletauth.SessionEventData, 
 			r.report(kindEventData, e.Seq, "session %s created again (first by event %d)", d.ID, s.Created)
 			return
 		}
-		r.Sessions[d.ID] = &replayedSession{ID: d.ID, Credential: d.AuthMethodID, Created: e.Seq}
+		r.Sessions[d.ID] = &replayedSession{ID: d.ID, Credential: d.AuthMethodID, Created: e.Seq, AuthenticatedAt: d.AuthenticatedAt}
 		if c := r.Credentials[d.AuthMethodID]; !refresh && (c == nil || c.Revoked != 0) {
 			r.report(kindGone, e.Seq, "session %s created for credential %s, which is gone%s", d.ID, d.AuthMethodID, revokedAt(c))
 		}
@@ -337,6 +552,13 @@ func (r *replay) sessionEvent(e *storage.Event, d *walletauth.SessionEventData, 
 		}
 		if s != nil {
 			s.Previous, s.Refreshed = d.PreviousSessionID, e.Seq
+			// A refresh renews the key, not the authentication: the new
+			// session keeps the time of the ceremony behind the old one.
+			if p := r.Sessions[d.PreviousSessionID]; r.rules != nil && p != nil &&
+				!r.stored(d.AuthenticatedAt).Equal(r.stored(p.AuthenticatedAt)) {
+				r.report(kindRefreshAuthenticated, e.Seq, "session %s refreshed into %s authenticated at %s; it was authenticated at %s",
+					p.ID, d.ID, d.AuthenticatedAt.Format(time.RFC3339Nano), p.AuthenticatedAt.Format(time.RFC3339Nano))
+			}
 		}
 		if d.SignedBySessionID != "" && d.SignedBySessionID != d.PreviousSessionID {
 			r.report(kindEventData, e.Seq, "refresh of %s signed by another session %s", d.PreviousSessionID, d.SignedBySessionID)
@@ -404,6 +626,11 @@ func (r *replay) compareStore(ctx context.Context, store storage.Store, now time
 				bad("credential %s is %s %q, the events say %s %q", c.ID, c.Type, c.Nickname, m.Type, m.Nickname)
 			case c.Type == storage.EmailOTP && c.Email != m.Nickname:
 				bad("EMAIL_OTP credential %s is tied to %s, the events say %s", c.ID, c.Email, m.Nickname)
+			case r.rules != nil:
+				if want := r.enrolmentOf(m); !r.sameEnrolment(c.Enrolment, want) || !r.stored(c.CreatedAt).Equal(r.stored(m.CreatedAt)) {
+					bad("credential %s was enrolled %s with %+v; the events say %s with %+v", c.ID,
+						c.CreatedAt.Format(time.RFC3339Nano), c.Enrolment, m.CreatedAt.Format(time.RFC3339Nano), want)
+				}
 			}
 		}
 		for _, m := range r.Credentials {
@@ -445,6 +672,27 @@ func (r *replay) compareStore(ctx context.Context, store storage.Store, now time
 		return nil
 	})
 	return out, err
+}
+
+// enrolmentOf is the enrolment the store must hold for m, as the replay
+// derived it.
+func (r *replay) enrolmentOf(m *replayedCredential) storage.Enrolment {
+	if m.EnrolledBy == "" {
+		return storage.Enrolment{}
+	}
+	as := m.Carries
+	if as == "" {
+		as = m.Type
+	}
+	return storage.Enrolment{SessionID: m.EnrolledBy, CredentialID: m.Enroller, Origin: m.Origin, Assurance: as, SettlesAt: m.SettlesAt}
+}
+
+// sameEnrolment compares two enrolments, their times as the store keeps
+// them.
+func (r *replay) sameEnrolment(a, b storage.Enrolment) bool {
+	ta, tb := r.stored(a.SettlesAt), r.stored(b.SettlesAt)
+	a.SettlesAt, b.SettlesAt = time.Time{}, time.Time{}
+	return a == b && ta.Equal(tb)
 }
 
 // checkOutbox replays the outbox of each account into records, compares
