@@ -106,9 +106,27 @@
 // # Time
 //
 // Nothing sleeps. A timed outcome is a timeline of steps; every call first
-// applies the steps whose time has come on the injected clock (balances
-// included, each step exactly once), so a test advances its clock and reads
+// applies the steps whose time has come on the simulator's clock (balances
+// included, each step exactly once), so a test advances the clock and reads
 // the record again.
+//
+// The simulator's clock is Config.Clock plus an offset that only grows:
+// [Simulator.AdvanceClock] (POST /sandbox/clock/advance, body {"seconds":
+// n}) moves it forward by at most [MaxClockAdvance] (30 days) per call and
+// [MaxClockOffset] in all, and [Simulator.Now] (GET /sandbox/clock,
+// {"now"}) reads it. It is the one source of time of the simulator and of
+// every service it builds, so an advance moves every expiry, period, window,
+// timed outcome and session lifetime at once: quotes, OTP codes, sessions,
+// signed-retry and ownership challenges, payout approvals, the payout
+// policy's windows, Idempotency-Key records, rate limits, transfer and
+// payment timelines, and the waiting periods of walletauth. A step that is
+// not forward, or too long, is 400 INVALID_INPUT naming the field (seconds
+// over HTTP, d in Go), and the clock does not move. The clock exists in the
+// sandbox only, for tests. OIDC tokens a test mints are checked against it
+// (iat at most a minute before the simulator's now), so mint them around
+// the now GET /sandbox/clock answers. The offset lives in the Simulator:
+// simulators sharing a Store (two servers on one database) each keep their
+// own clock.
 //
 // # Webhooks
 //

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/storage"
-	"github.com/walletgate/walletgate/walletauth"
 )
 
 // Handler returns the simulator's HTTP handler, for httptest.NewServer or
@@ -51,6 +51,8 @@ import (
 //	POST   /sandbox/send                                  200 Transaction
 //	POST   /sandbox/uma/receive                           200 Transaction
 //	POST   /sandbox/webhooks/test                         200 {url, response_status, response_body?}: a signed TEST webhook
+//	GET    /sandbox/clock                                 200 {"now"}: the simulator's time (Simulator.Now)
+//	POST   /sandbox/clock/advance                         200 {"now"}: {"seconds": 1..2592000} moves the clock forward (Simulator.AdvanceClock)
 //	POST   /customers/external-accounts/{id}/challenge    201 ownership challenge
 //	POST   /customers/external-accounts/{id}/verify       200 ExternalAccount (ACTIVE)
 //	POST   /platform/external-accounts                    201 ExternalAccount of the platform tree (customerId absent or null)
@@ -133,8 +135,10 @@ func (s *Simulator) routes() error {
 	r("POST /sandbox/send", s.hSend)
 	r("POST /sandbox/uma/receive", s.hReceive)
 	r("POST /sandbox/webhooks/test", s.hTestWebhook)
+	r("GET /sandbox/clock", s.hGetClock)
+	r("POST /sandbox/clock/advance", s.hAdvanceClock)
 
-	authHandler, aerr := s.auth.Handler(walletauth.HandlerConfig{Guard: s.platformWallet})
+	authHandler, aerr := s.auth.Handler()
 	if aerr != nil {
 		return aerr
 	}
@@ -167,11 +171,12 @@ func (s *Simulator) routes() error {
 	return nil
 }
 
-// platformWallet is the guard of walletauth's routes. The simulator serves
-// one platform, which the Basic credentials authenticate, and every wallet
-// of its store is that platform's (simulators sharing a store are replicas
-// of one platform), so every wallet the routes resolve is the caller's.
-func (s *Simulator) platformWallet(*http.Request, storage.InternalAccount) error { return nil }
+// platformWallet is the guard of the walletauth service. The simulator
+// serves one platform, which the Basic credentials authenticate, and every
+// wallet of its store is that platform's (simulators sharing a store are
+// replicas of one platform), so every wallet an operation names is the
+// caller's.
+func platformWallet(context.Context, storage.InternalAccount) error { return nil }
 
 // serve authenticates the platform, then routes, answering unknown routes
 // and wrong methods in JSON.

@@ -183,7 +183,7 @@ type approval struct {
 // CONFLICT, 403 PAYOUT_BLOCKED when the payout no longer fits the rules)
 // rolls tx back and records nothing.
 func (s *Simulator) approve(ctx context.Context, tx storage.Tx, p approvalParams, by policy.Approver) (approval, error) {
-	d, ap, err := s.limits.Approve(ctx, tx, p.ApprovalID, by)
+	d, ap, err := s.limits.Approve(ctx, tx, p.ApprovalID, by, allowedOnly)
 	if err != nil {
 		return approval{}, err
 	}

@@ -112,6 +112,19 @@ func TestPayoutApprovalBySecondCredential(t *testing.T) {
 func payoutApprovalBySecondCredential(t *testing.T, store storage.Store) {
 	e := newEnvWith(t, sandbox.Config{Store: store})
 	f := newApprovalFixture(e, "Appro Val", "81818101")
+	// A passkey the payout's own EMAIL_OTP session enrolls is that
+	// session's "second factor": it approves nothing until its
+	// security-change period ends (the phished-session attack).
+	pk, a := e.enrolPasskey(f.wallet, f.otp)
+	early := f.hold()
+	if r := e.signed(e.passkeySession(pk, a), "POST", approvalPath(early.ID), nil); !strings.Contains(string(r.body), "does not count as another credential") {
+		t.Fatalf("an approval by a passkey the signer's session enrolled: %d %s", r.status, r.body)
+	} else {
+		r.fails(t, 403, apierror.Forbidden)
+	}
+	// A day later it is a credential of its own.
+	e.advance(int64(walletauth.DefaultSecurityChangePeriod / time.Second))
+	f.otp = e.login(f.wallet)
 	ap := f.hold()
 	if got := f.state(ap.ID); got.State != "WAITING" || got.ID != ap.ID {
 		t.Fatalf("GET %+v", got)
@@ -145,8 +158,9 @@ func payoutApprovalBySecondCredential(t *testing.T, store storage.Store) {
 		t.Fatalf("after refusals: %+v, balance %d", got, e.balance(f.wallet, "USD"))
 	}
 
-	// A passkey session stamps the same request: the payout is made.
-	passkey := e.passkeyLogin(f.wallet, f.otp)
+	// A session of the settled passkey stamps the same request: the
+	// payout is made.
+	passkey := e.passkeySession(pk, a)
 	var tx sandbox.Transaction
 	e.retry(passkey, ch, "POST", path, nil).ok(t, 200, &tx)
 	if tx.Type != sandbox.Outgoing || tx.Source.AccountID != f.wallet || tx.Destination.AccountID != f.ext.ID ||
@@ -258,13 +272,14 @@ func TestPayoutApprovalExpires(t *testing.T) {
 func TestPayoutApprovalWindowFilled(t *testing.T) {
 	e := newEnv(t)
 	f := newApprovalFixture(e, "Win Dow", "81818401")
+	passkey := e.settledPasskey(f.wallet, f.otp)
+	f.otp = e.login(f.wallet)
 	ap := f.hold()
 	const half = sandbox.DailyPayoutLimitUSD * 100 / 2
 	e.do("POST", "/sandbox/internal-accounts/"+f.wallet+"/fund", map[string]any{"amount": 2 * half, "currency": "USD"}).ok(t, 200, nil)
 	e.signed(f.otp, "POST", "/transfer-out", f.body(half)).ok(t, 201, nil)
 	e.signed(f.otp, "POST", "/transfer-out", f.body(half)).ok(t, 201, nil)
 	blocked(t, e.do("POST", "/sandbox"+approvalPath(ap.ID), nil), apierror.PayoutBlocked, sandbox.PayoutRuleDailyLimit)
-	passkey := e.passkeyLogin(f.wallet, f.otp)
 	blocked(t, e.signed(passkey, "POST", approvalPath(ap.ID), nil), apierror.PayoutBlocked, sandbox.PayoutRuleDailyLimit)
 	if got := f.state(ap.ID); got.State != "WAITING" || len(got.Approvers) != 0 || e.balance(f.wallet, "USD") != fundUSD {
 		t.Fatalf("after the refusals: %+v, balance %d", got, e.balance(f.wallet, "USD"))
@@ -286,8 +301,9 @@ func TestPayoutApprovalConcurrent(t *testing.T) {
 	for range 5 {
 		e := newEnv(t)
 		f := newApprovalFixture(e, "Con Current", "81818501")
+		passkey := e.settledPasskey(f.wallet, f.otp)
+		f.otp = e.login(f.wallet)
 		ap := f.hold()
-		passkey := e.passkeyLogin(f.wallet, f.otp)
 		ch := e.challenge("POST", approvalPath(ap.ID), nil)
 		sig, err := passkey.Stamp(ch.PayloadToSign)
 		if err != nil {

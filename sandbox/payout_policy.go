@@ -13,8 +13,8 @@ import (
 )
 
 // The values of [DefaultPayoutRules], in US dollars at the sandbox's fixed
-// rates (a payout's amount is valued in USD cents, rounded down, before
-// any rule sees it).
+// rates (a payout's amount is valued in USD cents, rounded up, before any
+// rule sees it: a window counts a payout at no less than its worth).
 const (
 	// DailyPayoutLimitUSD is the most, in whole US dollars, the payouts of
 	// one customer allowed within any 24 hours may total (rule
@@ -26,7 +26,10 @@ const (
 	// that needs a PASSKEY session of at most [StepUpMaxSessionAge] (rule
 	// [PayoutRuleStepUp]): any other session is 403 STEP_UP_REQUIRED.
 	// 777.77 USD, USDB or USDC, or any amount worth 777.77 USD rounded
-	// down to the cent.
+	// up to the cent. The session's credential must carry a passkey's
+	// assurance: a passkey enrolled by an EMAIL_OTP, SMS_OTP or OAUTH
+	// session carries that session's for its security-change period (24
+	// hours; POST /sandbox/clock/advance moves past it).
 	StepUpPayoutUSDCents = 77_777
 	// StepUpMaxSessionAge is the oldest a session signing a payout of
 	// [StepUpPayoutUSDCents] may be.
@@ -34,17 +37,18 @@ const (
 	// NewDestinationPayoutUSDCents is the magic value, in US cents, of a
 	// payout refused to a new destination (rule
 	// [PayoutRuleNewDestination]): 403 PAYOUT_BLOCKED when the external
-	// account was registered, or changed status, within the last 24 hours
-	// and has not been paid since. 555.55 USD, USDB or USDC, or any amount
-	// worth 555.55 USD rounded down to the cent.
+	// account was registered, or changed status, within the last 24 hours,
+	// however much it was paid meanwhile. 555.55 USD, USDB or USDC, or any
+	// amount worth 555.55 USD rounded up to the cent.
 	NewDestinationPayoutUSDCents = 55_555
 	// ApprovalPayoutUSDCents is the magic value, in US cents, of a payout
 	// held for approval (rule [PayoutRuleApproval]): the retry commits
 	// without paying and answers 202 with the [PayoutApproval]; one
-	// approval, by a session of another credential of the wallet or by
-	// the operator [SandboxRiskOperator], within [ApprovalTTL], pays it.
-	// 888.88 USD, USDB or USDC, or any amount worth 888.88 USD rounded
-	// down to the cent.
+	// approval, by a session of another credential of the wallet (one
+	// independent of the signer's: not enrolled by a weaker session, or by
+	// the signer, less than 24 hours ago) or by the operator
+	// [SandboxRiskOperator], within [ApprovalTTL], pays it. 888.88 USD,
+	// USDB or USDC, or any amount worth 888.88 USD rounded up to the cent.
 	ApprovalPayoutUSDCents = 88_888
 	// ApprovalTTL is how long a payout of [ApprovalPayoutUSDCents] waits
 	// for its approval; it is EXPIRED after.
@@ -85,8 +89,8 @@ const (
 //   - above-new-destination-amount: a payout above
 //     [NewDestinationPayoutUSDCents] is allowed;
 //   - new-destination: a payout of exactly [NewDestinationPayoutUSDCents]
-//     to a destination registered or changed within 24 hours and not paid
-//     since is blocked;
+//     to a destination registered or changed within 24 hours, however
+//     much it was paid meanwhile, is blocked;
 //   - default: everything else is allowed.
 //
 // So the approval, the step-up and the cool-off are reached by their magic
@@ -138,7 +142,8 @@ func newPayoutLimits(cfg *Config) (*policy.Policy, error) {
 }
 
 // rates values amounts in the currency to at the sandbox's fixed rates,
-// rounded down to its smallest unit: the [policy.Rates] of the simulator.
+// rounded up to its smallest unit (a window counts a payout at no less
+// than its worth): the [policy.Rates] of the simulator.
 type rates struct{ to string }
 
 // ToReference converts amount of currency into smallest units of r.to. An
@@ -148,7 +153,7 @@ func (r rates) ToReference(_ context.Context, currency string, amount int64) (in
 	if amount < 0 {
 		return 0, errors.New("negative amount")
 	}
-	v, ok := convert(amount, currency, r.to, false)
+	v, ok := convert(amount, currency, r.to, true)
 	if !ok {
 		return 0, fmt.Errorf("no sandbox rate from %s to %s for %d", currency, r.to, amount)
 	}
@@ -167,13 +172,19 @@ func (r rates) ToReference(_ context.Context, currency string, amount int64) (in
 // made now (it is made when the approval is, see [Simulator.ApprovePayout]).
 func (s *Simulator) decidePayout(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, wal *storage.InternalAccount,
 	destID, destType string, amount int64, cur string) (held *storage.PayoutApproval, err error) {
-	d, err := s.limits.Decide(ctx, tx, policy.Payout{ID: a.RequestID, CustomerID: wal.CustomerID, SourceID: wal.ID,
-		DestinationID: destID, DestinationType: destType, Amount: amount, Currency: cur, Authorization: a})
+	// The transfer's effect writes the payout once the policy allowed it
+	// (it returns no approval); the policy hands nothing to execute.
+	out, err := s.limits.Decide(ctx, tx, policy.Payout{ID: a.RequestID, CustomerID: wal.CustomerID, SourceID: wal.ID,
+		DestinationID: destID, DestinationType: destType, Amount: amount, Currency: cur, Authorization: a}, allowedOnly)
 	if err != nil {
 		return nil, err
 	}
-	if d == nil {
-		return nil, apierror.Internal(errors.New("sandbox: the payout policy returned no decision"))
+	if out.Executed == nil && out.Held == nil {
+		return nil, apierror.Internal(errors.New("sandbox: the payout policy returned no outcome"))
 	}
-	return d.Approval, nil
+	return out.Held, nil
 }
+
+// allowedOnly is the policy.Execute of the simulator's payouts: the
+// effect that called the policy makes the payout it allowed.
+func allowedOnly(context.Context, storage.Tx, *policy.Allowed) error { return nil }

@@ -236,12 +236,14 @@ func TestPayoutRulesRefusedAtNew(t *testing.T) {
 }
 
 // TestPayoutMagicAmounts: under the default rules a payout worth exactly
-// StepUpPayoutUSDCents needs a PASSKEY session (403 STEP_UP_REQUIRED
-// otherwise, naming what it wants), one worth exactly
+// StepUpPayoutUSDCents needs a PASSKEY session carrying a passkey's
+// assurance (403 STEP_UP_REQUIRED otherwise, naming what it wants: a
+// passkey the OTP session enrolled carries EMAIL_OTP's until its
+// security-change period ends), one worth exactly
 // NewDestinationPayoutUSDCents is refused to a destination registered
-// within 24 hours until it has been paid once, and a cent more or less is
-// paid. Nothing refused is debited, and the step-up's refused request,
-// stamped again by a passkey session, is paid.
+// within 24 hours, however much it was paid meanwhile, and a cent more or
+// less is paid. Nothing refused is debited. The sandbox's clock, moved
+// over POST /sandbox/clock/advance, reaches both ends.
 func TestPayoutMagicAmounts(t *testing.T) {
 	e := newEnv(t)
 	c, w := e.customer("Mag Ic")
@@ -263,11 +265,14 @@ func TestPayoutMagicAmounts(t *testing.T) {
 	if types, _ := d["credentialTypes"].([]any); len(types) != 1 || types[0] != "PASSKEY" || d["maxSessionAgeSeconds"] != sandbox.StepUpMaxSessionAge.Seconds() {
 		t.Fatalf("details %v", d)
 	}
-	// The sandbox literal signs for no session: no step-up is met.
-	ch := e.challenge("POST", "/transfer-out", map[string]any{"source": map[string]string{"accountId": w},
-		"destination": map[string]string{"accountId": ext.ID}, "amount": sandbox.StepUpPayoutUSDCents})
-	blocked(t, e.do("POST", "/transfer-out", map[string]any{"source": map[string]string{"accountId": w},
-		"destination": map[string]string{"accountId": ext.ID}, "amount": sandbox.StepUpPayoutUSDCents},
+	// A passkey the OTP session enrolls does not meet the step-up yet, and
+	// the sandbox literal meets none, even with that passkey's session
+	// active.
+	pk, a := e.enrolPasskey(w, otp)
+	weak := e.passkeySession(pk, a)
+	blocked(t, e.retry(weak, stepUpCh, "POST", "/transfer-out", stepUp), apierror.StepUpRequired, sandbox.PayoutRuleStepUp)
+	ch := e.challenge("POST", "/transfer-out", stepUp)
+	blocked(t, e.do("POST", "/transfer-out", stepUp,
 		signedretry.HeaderSignature, signedretry.SandboxSignature, signedretry.HeaderRequestID, ch.RequestID), apierror.StepUpRequired, sandbox.PayoutRuleStepUp)
 	if e.balance(w, "USD") != 1_000_000 {
 		t.Fatalf("balance %d after refusals", e.balance(w, "USD"))
@@ -276,12 +281,14 @@ func TestPayoutMagicAmounts(t *testing.T) {
 		sandbox.StepUpPayoutUSDCents - 1, sandbox.StepUpPayoutUSDCents + 1} {
 		out(otp, n).ok(t, 201, nil)
 	}
-	// Paid once, the destination is no longer new.
+	// Paid meanwhile, the destination is still new until its day is over.
+	blocked(t, out(otp, sandbox.NewDestinationPayoutUSDCents), apierror.PayoutBlocked, sandbox.PayoutRuleNewDestination)
+	e.advance(int64(24 * time.Hour / time.Second))
+	otp = e.login(w)
 	out(otp, sandbox.NewDestinationPayoutUSDCents).ok(t, 201, nil)
-	// A passkey session meets the step-up: the refused request, stamped
-	// again by it, is paid.
-	passkey := e.passkeyLogin(w, otp)
-	e.retry(passkey, stepUpCh, "POST", "/transfer-out", stepUp).ok(t, 201, nil)
+	// Past its period the passkey carries a passkey's assurance: a fresh
+	// session of it meets the step-up.
+	passkey := e.passkeySession(pk, a)
 	out(passkey, sandbox.StepUpPayoutUSDCents).ok(t, 201, nil)
 	// The magic value is the amount's value: 777.77 USDB by a quote.
 	q := e.quote(payer{c, w, otp}, map[string]any{"accountId": ext.ID}, sandbox.StepUpPayoutUSDCents*10_000)
@@ -289,9 +296,9 @@ func TestPayoutMagicAmounts(t *testing.T) {
 	blocked(t, e.execute(payer{c, w, otp}, q.ID), apierror.StepUpRequired, sandbox.PayoutRuleStepUp)
 }
 
-// passkeyLogin registers a PASSKEY credential on the wallet (signed by the
-// session key) and returns the key of a session opened with it.
-func (e *env) passkeyLogin(wallet string, session *walletauth.ClientKey) *walletauth.ClientKey {
+// enrolPasskey registers a PASSKEY credential on the wallet, signed by
+// the session key, and returns it with its authenticator.
+func (e *env) enrolPasskey(wallet string, session *walletauth.ClientKey) (walletauth.AuthMethod, *authenticator) {
 	e.t.Helper()
 	a := newAuthenticator(e.t)
 	var rc struct{ Challenge string }
@@ -299,6 +306,12 @@ func (e *env) passkeyLogin(wallet string, session *walletauth.ClientKey) *wallet
 	var m walletauth.AuthMethod
 	e.signed(session, "POST", "/auth/credentials", map[string]any{"type": "PASSKEY", "accountId": wallet, "nickname": "Key",
 		"challenge": rc.Challenge, "attestation": a.attest(e.t, rc.Challenge, wallet)}).ok(e.t, 201, &m)
+	return m, a
+}
+
+// passkeySession logs in with the passkey m and returns the session's key.
+func (e *env) passkeySession(m walletauth.AuthMethod, a *authenticator) *walletauth.ClientKey {
+	e.t.Helper()
 	client, err := walletauth.NewClientKey()
 	if err != nil {
 		e.t.Fatal(err)
@@ -313,6 +326,17 @@ func (e *env) passkeyLogin(wallet string, session *walletauth.ClientKey) *wallet
 		e.t.Fatal(err)
 	}
 	return key
+}
+
+// settledPasskey enrolls a passkey with the wallet's session, moves the
+// clock past its security-change period and logs in with it: a passkey
+// the owner added a day ago, worth a passkey. The wallet's earlier
+// sessions have expired by then.
+func (e *env) settledPasskey(wallet string, session *walletauth.ClientKey) *walletauth.ClientKey {
+	e.t.Helper()
+	m, a := e.enrolPasskey(wallet, session)
+	e.advance(int64(walletauth.DefaultSecurityChangePeriod / time.Second))
+	return e.passkeySession(m, a)
 }
 
 // rollbackStore fails, once armed, the first transaction that recorded a

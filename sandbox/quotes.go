@@ -342,9 +342,11 @@ func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
 // answered early) and the wallet holds the sending amount. On the first
 // call it refuses before a challenge is issued; on the retry it decides on
 // the signed parameters in the transaction that consumes the signed
-// request, so a wallet that became UNVERIFIED or INACTIVE after the
-// challenge is refused (the request stays usable), and no status change
-// commits between the decision and the consumption. The ledger is process
+// request, at the time that transaction read once the signer's locks were
+// granted, so a wallet that became UNVERIFIED or INACTIVE after the
+// challenge, or a quote that expired while the retry waited, is refused
+// (the request stays usable), and no status change commits between the
+// decision and the consumption. The ledger is process
 // memory: the simulator's lock is held from before that transaction until
 // the payout is written to it, so the payout is ordered at the
 // transaction's commit.
@@ -395,14 +397,18 @@ func (s *Simulator) executeQuoteKeyed(ctx context.Context, quoteID, idempotencyK
 
 // executeQuote runs EXECUTE_QUOTE through [walletauth.Authorize] on either
 // leg. executableQuote names the operation (the quote and the wallet that
-// signs); one rule, quoteRule, decides both legs (Authorize runs it as the
-// operation's Check, in its transaction), and quoteEffect only reads what
-// the ledger entry names. The simulator's lock is held from before that
-// transaction until the payout is written to the ledger (lock before
-// store, as everywhere in the simulator), so a retry the rule allows
-// cannot fail after consuming its request, one it refuses leaves the
-// request usable, and the ledger the rule read is the one the payout is
-// written to.
+// signs); one rule, quoteRule, decides both legs in Authorize's
+// transaction: on the first leg as the operation's Check, at the time the
+// simulator's lock was taken; on the retry at the head of the Effect, at
+// the time the transaction read once the signer's locks were granted
+// (signedretry.Authorization.Now), so a quote that expired while the retry
+// waited for those locks is refused, as it is on the first leg. Then
+// quoteEffect only reads what the ledger entry names. The simulator's lock
+// is held from before that transaction until the payout is written to the
+// ledger (lock before store, as everywhere in the simulator), so a retry
+// the rule allows cannot fail after consuming its request, one it refuses
+// leaves the request usable, and the ledger the rule read is the one the
+// payout is written to.
 func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signedretry.Request) (*Quote, *signedretry.Challenge, error) {
 	var txID string
 	if call.IsRetry() {
@@ -417,10 +423,21 @@ func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signe
 	if err != nil {
 		return nil, nil, err
 	}
-	op := walletauth.HostOperation[quoteParams, quoteExecution]{Type: OpExecuteQuote, AccountID: q.rec.Source.AccountID,
-		Check: s.quoteRule(ctx, q, now), Effect: s.quoteEffect}
-	if !call.IsRetry() {
-		op.Parameters = q.params()
+	op := walletauth.HostOperation[quoteParams, quoteExecution]{Type: OpExecuteQuote, AccountID: q.rec.Source.AccountID}
+	if call.IsRetry() {
+		// The retry is decided at the time its transaction read once the
+		// signer's locks were granted (a.Now), which may be later than
+		// now: the rule runs at the head of the Effect, before anything is
+		// written or debited, in the order it runs as a Check (and, as
+		// there, deciding with the call's context).
+		op.Effect = func(tctx context.Context, tx storage.Tx, a *signedretry.Authorization, p quoteParams) (quoteExecution, error) {
+			if err := s.quoteRule(ctx, q, a.Now)(tctx, tx, p); err != nil {
+				return quoteExecution{}, err
+			}
+			return s.quoteEffect(tctx, tx, a, p)
+		}
+	} else {
+		op.Parameters, op.Check = q.params(), s.quoteRule(ctx, q, now)
 	}
 	done, _, ch, err := walletauth.Authorize(ctx, s.auth, op, call)
 	if err != nil || ch != nil {
@@ -454,7 +471,9 @@ func executableQuote(st *state, quoteID string) (*quote, error) {
 
 // quoteRule is the rule of the execution of quote q at now, on its
 // parameters p, run by [walletauth.Authorize] on both legs inside its
-// transaction tx with the simulator's lock held: p must be the quote's
+// transaction tx with the simulator's lock held (the Check of the first
+// leg, at the time the lock was taken; the head of the retry's Effect, at
+// the retry's Authorization.Now): p must be the quote's
 // execution parameters (the quote is immutable and the lock is held, so a
 // difference is a broken invariant, 500), the quote must not have expired,
 // the payout gate must allow the receiving amount to the destination

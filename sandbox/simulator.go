@@ -67,10 +67,13 @@ type Config struct {
 	Store storage.Store
 	// Clock returns the current time; nil means time.Now. It is the
 	// simulator's one source of the current time (timed outcomes, expiries,
-	// the walletauth and ownership services, the sweeper, the relay's
-	// due times), and every timed outcome is computed from it when a record
-	// is read, so a test moves this clock, or runs in a testing/synctest
-	// bubble, instead of sleeping.
+	// the walletauth and ownership services, the payout policy,
+	// Idempotency-Key records, the sweeper, the relay's due times), moved
+	// forward by [Simulator.AdvanceClock]: the simulator's time is always
+	// Clock() plus the sum of the advances. Every timed outcome is computed
+	// from it when a record is read, so a test advances the simulator's
+	// clock, moves this one, or runs in a testing/synctest bubble, instead
+	// of sleeping.
 	Clock func() time.Time
 	// Rand supplies ids and keys; nil means crypto/rand.
 	Rand io.Reader
@@ -196,10 +199,13 @@ type Config struct {
 // account); no store transaction ever takes the mutex, so the two cannot
 // deadlock. A Simulator is safe for concurrent use.
 type Simulator struct {
-	// cfg is the Config given to New with every default filled in, once.
-	cfg  Config
-	auth *walletauth.Service
-	own  *ownership.Service
+	// cfg is the Config given to New with every default filled in, once;
+	// its Clock is clock.now.
+	cfg Config
+	// clock is the simulator's time: Config.Clock moved by AdvanceClock.
+	clock *clock
+	auth  *walletauth.Service
+	own   *ownership.Service
 	// payouts is the payout gate's policy, the ownership service's too.
 	payouts *ownership.PayoutPolicy
 	// limits is the payout policy of Config.PayoutRules, decided in the
@@ -235,11 +241,16 @@ func New(cfg Config) (*Simulator, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The one reading of time: from here on cfg.Clock is the host's clock
+	// moved by the offset of AdvanceClock, and every service built below,
+	// like the simulator itself, reads it and nothing else.
+	clk := &clock{base: cfg.Clock}
+	cfg.Clock = clk.now
 	pk, ov, err := newWalletServices(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	auth, err := walletauth.New(walletauth.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand, Sandbox: true,
+	auth, err := walletauth.New(walletauth.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand, Sandbox: true, Guard: platformWallet,
 		Passkeys: pk, OIDC: ov, Keys: walletauth.Keys{SigningKey: cfg.SigningKey, Sealer: cfg.Sealer, CodeMACKey: cfg.CodeMACKey},
 		OrganizationID: SandboxOrganizationID, WalletSecrets: walletSecrets{}, ClientHeldKeys: cfg.ClientHeldKeys,
 		Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
@@ -247,7 +258,7 @@ func New(cfg Config) (*Simulator, error) {
 		ov.Close()
 		return nil, err
 	}
-	s := &Simulator{cfg: cfg, auth: auth, pk: pk, oidc: ov, state: newState()}
+	s := &Simulator{cfg: cfg, clock: clk, auth: auth, pk: pk, oidc: ov, state: newState()}
 	// Reservation tokens come from crypto/rand, not cfg.Rand, so keys do not
 	// shift a seeded simulator's ids.
 	if s.idem, err = idempotency.New(idempotency.Config{Store: cfg.Store, Clock: cfg.Clock, Keep: keepKeyed, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider}); err != nil {
@@ -412,8 +423,9 @@ func (s *Simulator) Store() storage.Store { return s.cfg.Store }
 // BasePath returns the cleaned base path every route is served under.
 func (s *Simulator) BasePath() string { return s.cfg.BasePath }
 
-// now returns the injected clock's time in UTC.
-func (s *Simulator) now() time.Time { return s.cfg.Clock().UTC() }
+// now returns the simulator's time in UTC: the injected clock moved by
+// AdvanceClock (see clock).
+func (s *Simulator) now() time.Time { return s.clock.now().UTC() }
 
 // newID returns a fresh "<prefix>:<uuid>".
 func (s *Simulator) newID(prefix string) (string, error) {

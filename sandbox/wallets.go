@@ -67,7 +67,7 @@ func (s *Simulator) newOwnership() (*ownership.Service, error) {
 	}
 	return ownership.New(ownership.Config{Store: s.cfg.Store, Clock: s.cfg.Clock, Rand: s.cfg.Rand, Liveness: sandboxLiveness{}, Verifiers: vs,
 		Logger: s.cfg.Logger, TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider,
-		Service: "walletgate sandbox", Network: s.cfg.Network, Payouts: *s.payouts, VASPs: sandboxVASPs,
+		Service: "walletgate sandbox", Network: s.cfg.Network, Payouts: *s.payouts, VASPs: sandboxVASPs, Guard: platformTree,
 		// The store transaction that writes an event must not take the
 		// simulator's mutex, so events carry the stored fields only.
 		Render: func(a storage.ExternalAccount) any { return externalView(&a, nil) }})
@@ -132,13 +132,23 @@ func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) error {
 		a, err := s.VerifyOwnership(req.Context(), req.PathValue("id"), body)
 		signedretry.WriteResult(w, http.StatusOK, a, nil, err)
 	})
-	own, err := s.own.Handler(ownership.HandlerConfig{Guard: s.platformAccount})
+	own, err := s.own.Handler()
 	if err != nil {
 		return err
 	}
 	platform := http.StripPrefix(s.cfg.BasePath, own)
-	r("POST /platform/external-accounts/{id}/challenge", platform.ServeHTTP)
-	r("POST /platform/external-accounts/{id}/verify", platform.ServeHTTP)
+	// The platform tree's routes act as the platform's principal, and only
+	// on accounts the simulator has not deleted (a delete is final, so the
+	// check before the handler still holds when it acts).
+	platformRoute := func(w http.ResponseWriter, req *http.Request) {
+		if s.deletedExternal(req.PathValue("id")) {
+			apierror.Write(w, apierror.New(apierror.ReferenceNotFound, "external account %s not found", req.PathValue("id")))
+			return
+		}
+		platform.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), platformPrincipal{}, true)))
+	}
+	r("POST /platform/external-accounts/{id}/challenge", platformRoute)
+	r("POST /platform/external-accounts/{id}/verify", platformRoute)
 	r("POST /sandbox/passkeys/registration-challenge", func(w http.ResponseWriter, req *http.Request) {
 		var body struct {
 			AccountID string `json:"accountId"`
@@ -171,18 +181,28 @@ func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) error {
 	return nil
 }
 
-// platformAccount is the guard of the platform tree: the platform's own
-// accounts (without a customer) that were not deleted. The tree already
-// leaves out customers' accounts; the guard refuses them again, so that
-// the handler never acts on one whatever route reaches it.
-func (s *Simulator) platformAccount(_ *http.Request, a storage.ExternalAccount) error {
-	if a.CustomerID != "" {
+// platformPrincipal marks the context of a request of the platform
+// tree's routes.
+type platformPrincipal struct{}
+
+// platformTree is the guard of the ownership service: a request of the
+// platform tree's routes acts on the platform's own accounts (without a
+// customer) only. The tree already leaves out customers' accounts; the
+// guard refuses them again, inside the operation's transaction, so that
+// those routes never act on one whatever id reaches them. The simulator's
+// own calls for customers' accounts carry no such principal.
+func platformTree(ctx context.Context, a storage.ExternalAccount) error {
+	if platform, _ := ctx.Value(platformPrincipal{}).(bool); platform && a.CustomerID != "" {
 		return errors.New("sandbox: the account is a customer's, not the platform's")
 	}
+	return nil
+}
+
+// deletedExternal reports whether the simulator deleted external account
+// id.
+func (s *Simulator) deletedExternal(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m := s.state.extMeta[a.ID]; m != nil && m.deleted {
-		return errors.New("sandbox: the account was deleted")
-	}
-	return nil
+	m := s.state.extMeta[id]
+	return m != nil && m.deleted
 }
