@@ -37,7 +37,10 @@ import (
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
-const apiKey = "test-platform-key-0123456789abcdef"
+const (
+	apiKey      = "test-platform-key-0123456789abcdef"
+	riskDeskKey = "test-risk-desk-key-0123456789abcdef"
+)
 
 // codes is the test's OTP Sender: it keeps the last code per credential.
 type codes struct {
@@ -60,6 +63,7 @@ type env struct {
 	srv     *Server
 	h       http.Handler
 	codes   *codes
+	clock   *storagetest.Clock // the services' clock
 	tel     Telemetry
 	metrics http.Handler // GET /metrics
 	logs    *syncBuffer  // the JSON records of tel.Log
@@ -123,12 +127,14 @@ func newEnv(t testing.TB, conns int32) *env {
 	}
 	logs := &syncBuffer{}
 	tel := Telemetry{Log: slog.New(slog.NewJSONHandler(logs, nil)), MeterProvider: mp}
-	svc, err := NewServices(pool, schema, keys, c, tel)
+	clock := storagetest.NewClock(time.Now().UTC())
+	svc, err := NewServices(ServicesConfig{Pool: pool, Schema: schema, Keys: keys, Sender: c, Telemetry: tel, Clock: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner, Limits: svc.Limits,
-		Platforms: map[string]string{apiKey: "Platform:test"}, Telemetry: tel})
+		Platforms: map[string]string{apiKey: "Platform:test"}, Operators: map[string]string{riskDeskKey: RiskDesk}, Telemetry: tel,
+		Clock: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +142,13 @@ func newEnv(t testing.TB, conns int32) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, pool: pool, appName: schema, svc: svc, srv: srv, h: h, codes: c, tel: tel, metrics: metricsMux(metrics), logs: logs}
+	return &env{t: t, pool: pool, appName: schema, svc: svc, srv: srv, h: h, codes: c, clock: clock, tel: tel, metrics: metricsMux(metrics), logs: logs}
 }
+
+// ctx is the test's context acting as the test platform, as the host's
+// authentication makes a request's: the services' guards admit its
+// wallets and accounts only.
+func (e *env) ctx() context.Context { return withPlatform(e.t.Context(), "Platform:test") }
 
 // call sends one request to the host and returns the recorded response.
 func (e *env) call(method, path string, body any, hdr map[string]string) *httptest.ResponseRecorder {
@@ -196,9 +207,17 @@ func wantAPIError(t testing.TB, w *httptest.ResponseRecorder, code apierror.Code
 func (e *env) customer(email string) (Customer, *walletauth.ClientKey) {
 	t := e.t
 	t.Helper()
-	ctx := t.Context()
 	var c Customer
 	want(t, e.call(http.MethodPost, "/customers", map[string]string{"email": email, "currency": "USDC"}, nil), http.StatusCreated, &c)
+	return c, e.login(c)
+}
+
+// login logs the customer's wallet in over EMAIL_OTP and returns the
+// session's key.
+func (e *env) login(c Customer) *walletauth.ClientKey {
+	t := e.t
+	t.Helper()
+	ctx := e.ctx()
 	m, err := e.svc.Auth.Challenge(ctx, c.CredentialID, walletauth.ChallengeRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +248,7 @@ func (e *env) customer(email string) (Customer, *walletauth.ClientKey) {
 	if _, _, err := e.svc.Auth.Verify(ctx, c.CredentialID, req, vc); err != nil {
 		t.Fatalf("login, leg 2: %v", err)
 	}
-	return c, key
+	return key
 }
 
 // fund credits the customer's ledger (deposits are outside this slice).
@@ -291,7 +310,7 @@ func (e *env) wallet(customer string) (string, *ecdsa.PrivateKey) {
 // prove proves the wallet: a challenge, then its messageToSign signed
 // (EIP-191) with k, or with another key when bad.
 func (e *env) prove(account string, k *ecdsa.PrivateKey, bad bool) error {
-	ch, err := e.svc.Owner.StartChallenge(e.t.Context(), account, ownership.MethodWalletSignature, ownership.AnyTree)
+	ch, err := e.svc.Owner.StartChallenge(e.ctx(), account, ownership.MethodWalletSignature, ownership.AnyTree)
 	if err != nil {
 		return err
 	}
@@ -308,7 +327,7 @@ func (e *env) verify(account, msg string, k *ecdsa.PrivateKey, bad bool) error {
 			return err
 		}
 	}
-	_, err := e.svc.Owner.Verify(e.t.Context(), account, ownership.VerifyRequest{Signature: eip191(e.t, msg, signer)}, ownership.AnyTree)
+	_, err := e.svc.Owner.Verify(e.ctx(), account, ownership.VerifyRequest{Signature: eip191(e.t, msg, signer)}, ownership.AnyTree)
 	return err
 }
 
@@ -484,7 +503,7 @@ func TestPayoutRaceFailedProof(t *testing.T) {
 		body, ch := e.firstLeg(c.ID, account, 5_000_000)
 		legs[i] = leg{body, retryHeaders(t, ch, key)}
 	}
-	challenge, err := e.svc.Owner.StartChallenge(t.Context(), account, ownership.MethodWalletSignature, ownership.AnyTree)
+	challenge, err := e.svc.Owner.StartChallenge(e.ctx(), account, ownership.MethodWalletSignature, ownership.AnyTree)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,10 +24,21 @@
 //   - POST /customers/{id}/payouts: one signed host operation
 //     (walletauth.Authorize) whose check runs the payout gate
 //     (ownership.CheckPayoutIn) on both legs, so a payout the gate refuses
-//     asks for no signature, and whose effect debits the ledger, records
-//     the payout with the signing session and appends the outbox event:
-//     signature check, gate, debit and event commit together or not at
-//     all;
+//     asks for no signature, and whose effect hands the payout policy
+//     (PayoutRules) the debit: the policy calls it for an allowed payout
+//     only, which debits the ledger, records the payout with the signing
+//     session and appends the outbox event (signature check, gate,
+//     decision, debit and event commit together or not at all), and
+//     stores a held payout for the risk desk (202 with the approval);
+//   - GET /customers/{id}/payout-approvals/{approvalId}, and the risk
+//     desk's POST /operator/payout-approvals/{approvalId}/approve and
+//     /refuse (operator keys): an approval executes the held payout once,
+//     through the gate and the same debit, in the transaction that
+//     records it; a refusal or the approval's expiry ends it;
+//   - tenants: every wallet is created with its platform as its tenant,
+//     so one platform's customers never collide with another's (an email
+//     address per platform), and the services' guards compare the tenant
+//     with the calling platform inside every operation's transaction;
 //   - the Idempotency-Key middleware on every POST, scoped to the
 //     authenticated platform;
 //   - an OTP Sender interface (here a logging fake: replace it with the
@@ -47,7 +58,9 @@
 //
 // Optional: HOST_ADDR (default :8080), HOST_METRICS_ADDR (default :9090,
 // GET /metrics in the Prometheus format; keep it off the public network),
-// HOST_SCHEMA (default walletgate).
+// HOST_SCHEMA (default walletgate), HOST_OPERATOR_KEYS (operator=key pairs
+// of the risk desk, which approves or refuses held payouts under
+// /operator/; without it held payouts wait until they expire).
 //
 // The process logs JSON to stderr (walletgate's components included: a 5xx
 // logs its cause at ERROR with the request id, refused codes and
@@ -94,6 +107,7 @@ type Config struct {
 	Keys              walletauth.Keys
 	WebhookKey        *ecdsa.PrivateKey
 	Platforms         map[string]string // API key -> platform id
+	Operators         map[string]string // operator key -> operator name (HOST_OPERATOR_KEYS)
 }
 
 // LoadConfig reads the configuration from getenv; every missing or
@@ -107,7 +121,7 @@ func LoadConfig(getenv func(string) string, dsnFlag string) (Config, error) {
 		}
 		return v
 	}
-	c := Config{DSN: dsnFlag, Addr: getenv("HOST_ADDR"), Schema: getenv("HOST_SCHEMA"), Platforms: map[string]string{}}
+	c := Config{DSN: dsnFlag, Addr: getenv("HOST_ADDR"), Schema: getenv("HOST_SCHEMA"), Platforms: map[string]string{}, Operators: map[string]string{}}
 	if c.DSN == "" {
 		c.DSN = need("WALLETGATE_POSTGRES_DSN")
 	}
@@ -170,6 +184,20 @@ func LoadConfig(getenv func(string) string, dsnFlag string) (Config, error) {
 			c.Platforms[key] = platform
 		}
 	}
+	if v := strings.TrimSpace(getenv("HOST_OPERATOR_KEYS")); v != "" {
+		for _, pair := range strings.Split(v, ",") {
+			name, key, ok := strings.Cut(strings.TrimSpace(pair), "=")
+			if !ok || name == "" || len(key) < 32 {
+				errs = append(errs, errors.New("HOST_OPERATOR_KEYS: want operator=key pairs, keys of at least 32 characters"))
+				break
+			}
+			if _, taken := c.Platforms[key]; taken {
+				errs = append(errs, errors.New("HOST_OPERATOR_KEYS: an operator's key is a platform's key too"))
+				break
+			}
+			c.Operators[key] = name
+		}
+	}
 	return c, errors.Join(errs...)
 }
 
@@ -192,21 +220,44 @@ type Services struct {
 }
 
 // PayoutRules is the risk policy of this example, as data, in USDC (six
-// decimals): 20,000 USDC a day per customer; a destination registered or
-// proven within a day takes at most 2,000 USDC in its first payout; from
-// 5,000 USDC the payout must be signed by a passkey session of at most
-// 15 minutes; everything else is allowed.
+// decimals), the first rule that matches deciding:
+//
+//   - daily-limit: 20,000 USDC a day per customer;
+//   - new-destination: a destination registered or proven within a day
+//     receives at most 2,000 USDC in that day, however many payouts it
+//     takes (its cool-off lasts the whole day);
+//   - after-security-change: from 1,000 USDC, a payout from a wallet whose
+//     credentials or email changed within a day waits for the risk desk,
+//     so that a change made with a stolen session moves no money before
+//     the owner hears of it;
+//   - review: from 10,000 USDC a payout waits for the risk desk;
+//   - large-needs-passkey: from 5,000 USDC the payout must be signed by a
+//     passkey session authenticated within 15 minutes (a passkey carrying
+//     a passkey's assurance);
+//   - everything else is allowed.
+//
+// The risk desk is the operator [RiskDesk]; its approvals execute the
+// payout in the transaction that records them.
 const PayoutRules = `{
 	"referenceCurrency": "USDC",
 	"windows": [{"name": "customer-day", "scope": "CUSTOMER", "period": "24h", "maxAmount": 20000000000}],
 	"rules": [
 		{"name": "daily-limit", "match": {"exceedsWindows": ["customer-day"]}, "action": "BLOCK"},
-		{"name": "new-destination", "match": {"newDestinationWithin": "24h", "minAmount": 2000000000}, "action": "BLOCK"},
+		{"name": "new-destination", "match": {"newDestinationWithin": "24h", "newDestinationMaxAmount": 2000000000}, "action": "BLOCK"},
+		{"name": "after-security-change", "match": {"securityChangeWithin": "24h", "minAmount": 1000000000}, "action": "REQUIRE_APPROVAL",
+			"approval": {"count": 1, "operators": ["risk-desk"], "ttl": "24h"}},
+		{"name": "review", "match": {"minAmount": 10000000000}, "action": "REQUIRE_APPROVAL",
+			"approval": {"count": 1, "operators": ["risk-desk"], "ttl": "24h"}},
 		{"name": "large-needs-passkey", "match": {"minAmount": 5000000000}, "action": "ALLOW",
 			"require": {"credentialTypes": ["PASSKEY"], "maxSessionAge": "15m"}},
 		{"name": "default", "match": {}, "action": "ALLOW"}
 	]
 }`
+
+// RiskDesk is the operator of the approval rules of [PayoutRules]: the
+// holder of an operator key (HOST_OPERATOR_KEYS) of that name approves or
+// refuses held payouts.
+const RiskDesk = "risk-desk"
 
 // Policy is the payout policy of this example: payouts of USDC at or above
 // 1,000 USDC (six decimals) need a proven wallet; none above 1,000,000.
@@ -215,22 +266,41 @@ var Policy = ownership.PayoutPolicy{
 	MaxAmounts:             ownership.Limits{ByCurrency: map[string]int64{"USDC": 1_000_000_000_000}},
 }
 
-// NewServices builds the walletgate services on pool, reporting to tel.
-func NewServices(pool *pgxpool.Pool, schema string, keys walletauth.Keys, sender walletauth.Sender, tel Telemetry) (*Services, error) {
-	if err := checkTelemetry(tel); err != nil {
+// ServicesConfig is what NewServices builds the services from. Pool,
+// Keys, Sender and Telemetry.Log are required.
+type ServicesConfig struct {
+	Pool   *pgxpool.Pool
+	Schema string // the schema of walletgate's tables and the host's; empty: postgres.DefaultSchema
+	Keys   walletauth.Keys
+	Sender walletauth.Sender
+	// Telemetry receives every component's records, spans and metrics.
+	Telemetry Telemetry
+	// Clock is the services' time; nil means time.Now.
+	Clock func() time.Time
+}
+
+// NewServices builds the walletgate services on c.Pool. Each service asks
+// the host's guard, inside the transaction of every operation, whether
+// the calling platform (see withPlatform) may act on the wallet or
+// external account the operation names: each is of the platform that
+// created it, its tenant, which the guard reads off the row.
+func NewServices(c ServicesConfig) (*Services, error) {
+	if err := checkTelemetry(c.Telemetry); err != nil {
 		return nil, err
 	}
-	store, err := postgres.New(pool, postgres.Config{Schema: schema,
+	tel := c.Telemetry
+	store, err := postgres.New(c.Pool, postgres.Config{Schema: c.Schema,
 		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 	if err != nil {
 		return nil, err
 	}
-	auth, err := walletauth.New(walletauth.Config{Store: store, Sender: sender, Keys: keys,
+	auth, err := walletauth.New(walletauth.Config{Store: store, Sender: c.Sender, Keys: c.Keys, Clock: c.Clock, Guard: platformWallet,
 		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 	if err != nil {
 		return nil, err
 	}
-	owner, err := ownership.New(ownership.Config{Store: store, Payouts: Policy,
+	owner, err := ownership.New(ownership.Config{Store: store, Payouts: Policy, Clock: c.Clock,
+		Guard:  platformAccount,
 		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 	if err != nil {
 		return nil, err
@@ -239,7 +309,7 @@ func NewServices(pool *pgxpool.Pool, schema string, keys walletauth.Keys, sender
 	if err != nil {
 		return nil, err
 	}
-	limits, err := policy.New(policy.Config{Rules: rules,
+	limits, err := policy.New(policy.Config{Rules: rules, Clock: c.Clock,
 		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 	if err != nil {
 		return nil, err
@@ -306,12 +376,12 @@ func run(ctx context.Context, log *slog.Logger, dsn string) error {
 	}
 	defer func() { _ = mp.Shutdown(context.WithoutCancel(ctx)) }()
 	tel := Telemetry{Log: log, MeterProvider: mp}
-	svc, err := NewServices(pool, cfg.Schema, cfg.Keys, LogSender{Log: log}, tel)
+	svc, err := NewServices(ServicesConfig{Pool: pool, Schema: cfg.Schema, Keys: cfg.Keys, Sender: LogSender{Log: log}, Telemetry: tel})
 	if err != nil {
 		return err
 	}
 	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner, Limits: svc.Limits,
-		Platforms: cfg.Platforms, Telemetry: tel})
+		Platforms: cfg.Platforms, Operators: cfg.Operators, Telemetry: tel})
 	if err != nil {
 		return err
 	}

@@ -48,8 +48,10 @@ type Server struct {
 	auth      *walletauth.Service
 	owner     *ownership.Service
 	limits    *policy.Policy
-	guard     *idempotency.Guard
+	idem      *idempotency.Guard
 	platforms map[string]string // API key -> platform id
+	operators map[string]string // operator key -> operator name
+	clock     func() time.Time
 	log       *slog.Logger
 	t         tables
 }
@@ -88,10 +90,12 @@ CREATE TABLE IF NOT EXISTS ` + t.payouts + ` (
 	session_id    text NOT NULL,
 	credential_id text NOT NULL,
 	created_at    timestamptz NOT NULL DEFAULT now()
-);`
+);
+ALTER TABLE ` + t.payouts + ` ADD COLUMN IF NOT EXISTS approval_id text;`
 }
 
-// ServerConfig holds what NewServer needs; every field is required.
+// ServerConfig holds what NewServer needs; every field is required but
+// Operators.
 type ServerConfig struct {
 	Pool      *pgxpool.Pool
 	Store     *postgres.Store
@@ -99,6 +103,11 @@ type ServerConfig struct {
 	Owner     *ownership.Service
 	Limits    *policy.Policy
 	Platforms map[string]string // API key -> platform id
+	// Operators are the risk desk's keys (operator key -> operator name,
+	// as the payout policy's approval rules name operators).
+	Operators map[string]string
+	// Clock is the services' (ServicesConfig.Clock); nil means time.Now.
+	Clock func() time.Time
 	// Telemetry receives the records of the host and of the Idempotency-Key
 	// middleware, and every error the API answers (under apierror.Observe).
 	Telemetry Telemetry
@@ -109,7 +118,11 @@ func NewServer(ctx context.Context, c ServerConfig) (*Server, error) {
 	if c.Pool == nil || c.Store == nil || c.Auth == nil || c.Owner == nil || c.Limits == nil || c.Telemetry.Log == nil || len(c.Platforms) == 0 {
 		return nil, errors.New("host: pool, store, services, logger and at least one platform key are required")
 	}
-	s := &Server{pool: c.Pool, store: c.Store, auth: c.Auth, owner: c.Owner, limits: c.Limits, platforms: c.Platforms, log: c.Telemetry.Log, t: newTables(c.Store.Schema())}
+	s := &Server{pool: c.Pool, store: c.Store, auth: c.Auth, owner: c.Owner, limits: c.Limits, platforms: c.Platforms,
+		operators: c.Operators, clock: c.Clock, log: c.Telemetry.Log, t: newTables(c.Store.Schema())}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
 	if _, err := c.Pool.Exec(ctx, hostMigration(s.t)); err != nil {
 		return nil, fmt.Errorf("host: migrate the host's tables: %w", err)
 	}
@@ -118,37 +131,74 @@ func NewServer(ctx context.Context, c ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.guard = g
+	s.idem = g
 	return s, nil
 }
 
 type platformKey struct{}
 
-// platformOf is the authenticated platform of r (set by authenticate).
-func platformOf(r *http.Request) string {
-	p, _ := r.Context().Value(platformKey{}).(string)
+// withPlatform is ctx acting as platform: what the services' guards
+// compare a wallet's tenant, or an external account's customer, with.
+// authenticate sets it for every request of a platform's API key.
+func withPlatform(ctx context.Context, platform string) context.Context {
+	return context.WithValue(ctx, platformKey{}, platform)
+}
+
+// platformIn is the platform ctx acts as; "" when none.
+func platformIn(ctx context.Context) string {
+	p, _ := ctx.Value(platformKey{}).(string)
 	return p
 }
 
-// Handler routes the host's API. Every route needs a platform's API key
-// (Authorization: Bearer); every POST runs behind the Idempotency-Key
-// middleware, whose keys are scoped to the authenticated platform.
+// platformOf is the authenticated platform of r.
+func platformOf(r *http.Request) string { return platformIn(r.Context()) }
+
+// platformWallet is walletauth's guard: a wallet is of the platform that
+// created it, its tenant. It reads nothing: the tenant is on the row the
+// operation reads. A refusal is a plain error, which the service answers
+// as it answers an id that does not exist (404).
+func platformWallet(ctx context.Context, w storage.InternalAccount) error {
+	if p := platformIn(ctx); p == "" || p != w.Tenant {
+		return fmt.Errorf("host: wallet %s is not the calling platform's", w.ID)
+	}
+	return nil
+}
+
+// platformAccount is ownership's guard: an external account is of the
+// platform its customer registered it through, its tenant. Like
+// platformWallet it reads nothing: a guard that queried the database from
+// inside the operation's transaction would hold one connection while it
+// waits for another.
+func platformAccount(ctx context.Context, a storage.ExternalAccount) error {
+	if p := platformIn(ctx); p == "" || p != a.Tenant {
+		return fmt.Errorf("host: %s is not the calling platform's", a.ID)
+	}
+	return nil
+}
+
+// Handler routes the host's API. Every route but the risk desk's needs a
+// platform's API key (Authorization: Bearer); every POST runs behind the
+// Idempotency-Key middleware, whose keys are scoped to the authenticated
+// platform. The risk desk's routes under /operator/ need an operator key.
 func (s *Server) Handler() (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /customers", s.createCustomer)
 	mux.HandleFunc("POST /customers/{id}/external-accounts", s.registerAccount)
 	mux.HandleFunc("POST /customers/{id}/payouts", s.payout)
-	// Ownership proof (challenge, verify) through ownership's own handler,
-	// for accounts of the calling platform's customers only.
-	proof, err := s.owner.Handler(ownership.HandlerConfig{Guard: s.ownAccount})
+	mux.HandleFunc("GET /customers/{id}/payout-approvals/{approvalId}", s.getApproval)
+	// Ownership proof (challenge, verify) through ownership's own handler;
+	// the service's guard admits accounts of the calling platform's
+	// customers only.
+	proof, err := s.owner.Handler()
 	if err != nil {
 		return nil, err
 	}
 	mux.Handle("POST /customers/external-accounts/{id}/challenge", proof)
 	mux.Handle("POST /customers/external-accounts/{id}/verify", proof)
 	// EMAIL_OTP login and the wallet's credentials and sessions through
-	// walletauth's, for wallets of the calling platform's customers only.
-	auth, err := s.auth.Handler(walletauth.HandlerConfig{Guard: s.ownWallet})
+	// walletauth's handler; its guard admits the calling platform's
+	// wallets only.
+	auth, err := s.auth.Handler()
 	if err != nil {
 		return nil, err
 	}
@@ -157,23 +207,39 @@ func (s *Server) Handler() (http.Handler, error) {
 	// requests; the Observe inside it reports what the routes write, the
 	// outermost one everything else, each answer once, under one request
 	// id (X-Request-Id, which the middleware logs as well).
-	idem, err := s.guard.Middleware(platformOf, apierror.Observe(mux, s.log))
+	idem, err := s.idem.Middleware(platformOf, apierror.Observe(mux, s.log))
 	if err != nil {
 		return nil, err
 	}
-	return apierror.Observe(s.authenticate(idem), s.log), nil
+	desk := http.NewServeMux()
+	desk.HandleFunc("POST /operator/payout-approvals/{approvalId}/approve", s.operatorDecides(true))
+	desk.HandleFunc("POST /operator/payout-approvals/{approvalId}/refuse", s.operatorDecides(false))
+	top := http.NewServeMux()
+	top.Handle("/operator/", s.authenticate(s.operators, operatorKey{}, apierror.Observe(desk, s.log)))
+	top.Handle("/", s.authenticate(s.platforms, platformKey{}, idem))
+	return apierror.Observe(top, s.log), nil
 }
 
-func (s *Server) authenticate(next http.Handler) http.Handler {
+type operatorKey struct{}
+
+// operatorOf is the authenticated operator of r.
+func operatorOf(r *http.Request) string {
+	o, _ := r.Context().Value(operatorKey{}).(string)
+	return o
+}
+
+// authenticate admits requests whose bearer key is one of keys and binds
+// the principal it names to the context under ctxKey.
+func (s *Server) authenticate(keys map[string]string, ctxKey any, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		platform := ""
-		for k, p := range s.platforms {
+		principal := ""
+		for k, p := range keys {
 			if ok && subtle.ConstantTimeCompare([]byte(k), []byte(key)) == 1 {
-				platform = p
+				principal = p
 			}
 		}
-		if platform == "" {
+		if principal == "" {
 			const reason = "missing or unknown API key"
 			s.log.LogAttrs(r.Context(), slog.LevelWarn, "refused", slog.String("operation", "host.authenticate"),
 				slog.String("code", apierror.Unauthorized.String()), slog.String("reason", reason),
@@ -181,7 +247,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			apierror.Write(w, apierror.Unauthenticated(reason))
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), platformKey{}, platform)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey, principal)))
 	})
 }
 
@@ -245,7 +311,9 @@ func (s *Server) createCustomer(w http.ResponseWriter, r *http.Request) {
 	}
 	var out Customer
 	err = s.inTx(r.Context(), func(hctx context.Context, tx pgx.Tx) error {
-		wallet, email, err := s.auth.CreateWallet(hctx, walletauth.NewWallet{CustomerID: id, Email: in.Email})
+		// The wallet's tenant is the calling platform: its email is
+		// unique among this platform's customers only.
+		wallet, email, err := s.auth.CreateWallet(hctx, walletauth.NewWallet{CustomerID: id, Tenant: platformOf(r), Email: in.Email})
 		if err != nil {
 			return err
 		}
@@ -277,34 +345,6 @@ func (s *Server) customer(r *http.Request) (id, wallet, currency string, err err
 	return id, wallet, currency, err
 }
 
-// ownAccount is the guard of ownership's routes: the account must belong
-// to a customer of the calling platform. A refusal is a plain error, which
-// the handler answers as it answers an account that does not exist (404).
-func (s *Server) ownAccount(r *http.Request, a storage.ExternalAccount) error {
-	return s.owns(r, "SELECT EXISTS (SELECT 1 FROM "+s.t.customers+" WHERE id = $1 AND platform = $2)", a.CustomerID)
-}
-
-// ownWallet is the guard of walletauth's routes, which the handler asks
-// with the wallet of every credential, session and account id: the wallet
-// must be the one of a customer of the calling platform.
-func (s *Server) ownWallet(r *http.Request, w storage.InternalAccount) error {
-	return s.owns(r, "SELECT EXISTS (SELECT 1 FROM "+s.t.customers+" WHERE wallet_id = $1 AND platform = $2)", w.ID)
-}
-
-// owns runs query, which asks whether the customers table has a row of
-// the calling platform ($2) for id ($1): nil when it has, a plain error
-// when it has not, 500 when the table cannot be read.
-func (s *Server) owns(r *http.Request, query, id string) error {
-	var ok bool
-	if err := s.pool.QueryRow(r.Context(), query, id, platformOf(r)).Scan(&ok); err != nil {
-		return apierror.Internal(err)
-	}
-	if !ok {
-		return fmt.Errorf("host: %s is not the calling platform's", id)
-	}
-	return nil
-}
-
 type newAccount struct {
 	AccountType string `json:"accountType"`
 	Address     string `json:"address"`
@@ -324,7 +364,7 @@ func (s *Server) registerAccount(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, err)
 		return
 	}
-	a, err := s.owner.RegisterAccount(r.Context(), ownership.NewAccount{CustomerID: id, AccountType: in.AccountType,
+	a, err := s.owner.RegisterAccount(r.Context(), ownership.NewAccount{CustomerID: id, Tenant: platformOf(r), AccountType: in.AccountType,
 		Address: in.Address, Currency: currency, OwnershipType: ownership.FirstParty})
 	if err != nil {
 		apierror.Write(w, err)
@@ -354,7 +394,39 @@ type Payout struct {
 	AccountID string `json:"accountId"`
 	Amount    int64  `json:"amount"`
 	Currency  string `json:"currency"`
-	SessionID string `json:"sessionId"`
+	// SessionID is the session that signed it; empty for a payout the
+	// risk desk approved (ApprovalID).
+	SessionID  string `json:"sessionId,omitempty"`
+	ApprovalID string `json:"approvalId,omitempty"`
+}
+
+// PayoutApproval is a payout the policy holds for the risk desk: the 202
+// body of a payout's signed retry that the policy held, and the body of
+// GET /customers/{id}/payout-approvals/{approvalId}.
+type PayoutApproval struct {
+	ID         string `json:"id"`
+	CustomerID string `json:"customerId"`
+	AccountID  string `json:"accountId"`
+	Amount     int64  `json:"amount"`
+	Currency   string `json:"currency"`
+	// Rule names the rule that holds it; State is WAITING, APPROVED,
+	// REFUSED or EXPIRED.
+	Rule      string    `json:"rule"`
+	State     string    `json:"state"`
+	Approvers []string  `json:"approvers"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+func approvalView(ap *storage.PayoutApproval, now time.Time) PayoutApproval {
+	return PayoutApproval{ID: ap.ID, CustomerID: ap.CustomerID, AccountID: ap.DestinationID, Amount: ap.Amount, Currency: ap.Currency,
+		Rule: ap.Rule, State: policy.StateOf(ap, now), Approvers: append([]string{}, ap.Approvers...), ExpiresAt: ap.ExpiresAt}
+}
+
+// payoutOutcome is what a payout's retry did: paid, or held for approval.
+// Exactly one is set.
+type payoutOutcome struct {
+	paid *Payout
+	held *storage.PayoutApproval
 }
 
 // payout is one signed host operation. The first leg runs the payout rule
@@ -363,9 +435,10 @@ type Payout struct {
 // answers 202 with the payload to stamp. The retry, in one host
 // transaction: the signature check and consumption of the request, the
 // same rule again on the signed parameters (the gate holding the external
-// account), the ledger debit, the payout row naming the signer and the
-// outbox event. Any failure rolls all of it back: the signed request stays
-// usable.
+// account), the payout policy's decision and, for an allowed payout only,
+// the ledger debit, the payout row naming the signer and the outbox
+// event. A held payout answers 202 with its approval and debits nothing.
+// Any failure rolls all of it back: the signed request stays usable.
 func (s *Server) payout(w http.ResponseWriter, r *http.Request) {
 	customer, wallet, currency, err := s.customer(r)
 	if err != nil {
@@ -378,7 +451,7 @@ func (s *Server) payout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := signedretry.RequestFrom(r, body)
-	op := walletauth.HostOperation[payoutParams, Payout]{Type: PayoutType, AccountID: wallet, Check: s.payoutCheck, Effect: s.payoutEffect}
+	op := walletauth.HostOperation[payoutParams, payoutOutcome]{Type: PayoutType, AccountID: wallet, Check: s.payoutCheck, Effect: s.payoutEffect}
 	if !call.IsRetry() {
 		var in payoutBody
 		if err := apierror.DecodeBytes(body, &in); err != nil {
@@ -392,12 +465,12 @@ func (s *Server) payout(w http.ResponseWriter, r *http.Request) {
 		op.Parameters = payoutParams{CustomerID: customer, AccountID: in.AccountID, Amount: in.Amount, Currency: currency}
 	}
 	var (
-		paid Payout
-		ch   *signedretry.Challenge
+		out payoutOutcome
+		ch  *signedretry.Challenge
 	)
 	err = s.inTx(r.Context(), func(hctx context.Context, _ pgx.Tx) error {
 		var err error
-		paid, _, ch, err = walletauth.Authorize(hctx, s.auth, op, call)
+		out, _, ch, err = walletauth.Authorize(hctx, s.auth, op, call)
 		return err
 	})
 	switch {
@@ -405,16 +478,20 @@ func (s *Server) payout(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, err)
 	case ch != nil:
 		apierror.WriteJSON(w, http.StatusAccepted, ch)
+	case out.held != nil:
+		s.log.Info("payout held for approval", "approval", out.held.ID, "rule", out.held.Rule)
+		apierror.WriteJSON(w, http.StatusAccepted, approvalView(out.held, s.clock()))
 	default:
-		s.log.Info("payout committed", "request", paid.ID, "account", paid.AccountID, "amount", paid.Amount)
-		apierror.WriteJSON(w, http.StatusOK, paid)
+		s.log.Info("payout committed", "request", out.paid.ID, "account", out.paid.AccountID, "amount", out.paid.Amount)
+		apierror.WriteJSON(w, http.StatusOK, out.paid)
 	}
 }
 
 // payoutCheck is the payout rule, run on both legs inside the host
-// transaction: the destination must be the customer's own (its owner never
-// changes), checked before the gate so that another customer's account
-// reveals nothing of its state, and the payout gate must allow the payout,
+// transaction, and again before an approved payout is made: the
+// destination must be the customer's own (its owner never changes),
+// checked before the gate so that another customer's account reveals
+// nothing of its state, and the payout gate must allow the payout,
 // holding the account until the transaction ends.
 func (s *Server) payoutCheck(ctx context.Context, wt storage.Tx, p payoutParams) error {
 	acct, err := wt.ExternalAccounts().Get(ctx, p.AccountID)
@@ -429,40 +506,162 @@ func (s *Server) payoutCheck(ctx context.Context, wt storage.Tx, p payoutParams)
 }
 
 // payoutEffect runs inside the host transaction that consumes the signed
-// request, once payoutCheck has allowed the signed parameters p, and
-// returns the payout it wrote. The risk policy decides first, on the
-// signer of the retry (a refusal leaves the signed request usable, for
-// when the window has room); the payout it allows counts in its windows
-// only if everything below commits.
-func (s *Server) payoutEffect(ctx context.Context, wt storage.Tx, a *signedretry.Authorization, p payoutParams) (Payout, error) {
-	if _, err := s.limits.Decide(ctx, wt, policy.Payout{ID: a.RequestID, CustomerID: p.CustomerID, SourceID: a.AccountID,
-		DestinationID: p.AccountID, Amount: p.Amount, Currency: p.Currency, Authorization: a}); err != nil {
-		return Payout{}, err
+// request, once payoutCheck has allowed the signed parameters p. The risk
+// policy decides on the signer of the retry and makes the payout through
+// s.pay, which it calls for an allowed payout only: a held payout is
+// stored for the risk desk and paid by nothing here; a refusal leaves the
+// signed request usable, for when the window has room.
+func (s *Server) payoutEffect(ctx context.Context, wt storage.Tx, a *signedretry.Authorization, p payoutParams) (payoutOutcome, error) {
+	var paid *Payout
+	out, err := s.limits.Decide(ctx, wt, policy.Payout{ID: a.RequestID, CustomerID: p.CustomerID, SourceID: a.AccountID,
+		DestinationID: p.AccountID, Amount: p.Amount, Currency: p.Currency, Authorization: a},
+		func(ctx context.Context, wt storage.Tx, allowed *policy.Allowed) (err error) {
+			paid, err = s.pay(ctx, wt, allowed, a.SessionID, a.CredentialID)
+			return err
+		})
+	if err != nil {
+		return payoutOutcome{}, err
+	}
+	if out.Held != nil {
+		return payoutOutcome{held: out.Held}, nil
+	}
+	return payoutOutcome{paid: paid}, nil
+}
+
+// pay makes the payout the policy allowed, in its transaction: the ledger
+// debit, the payout row and the outbox event, through the host's
+// transaction. session and credential sign it; for a payout the risk desk
+// approved, session is empty and credential is the one whose session
+// signed it when it was held.
+func (s *Server) pay(ctx context.Context, wt storage.Tx, a *policy.Allowed, session, credential string) (*Payout, error) {
+	p := payoutParams{CustomerID: a.Payout.CustomerID, AccountID: a.Payout.DestinationID, Amount: a.Payout.Amount, Currency: a.Payout.Currency}
+	approval := ""
+	if a.Approval != nil {
+		approval = a.Approval.ID
 	}
 	pg, err := postgres.HostTx(ctx, wt)
 	if err != nil {
-		return Payout{}, err
+		return nil, err
 	}
 	if err := debit(ctx, pg, s.t, p.CustomerID, p.Amount); err != nil {
-		return Payout{}, err
+		return nil, err
 	}
 	if _, err := pg.Exec(ctx, "INSERT INTO "+s.t.payouts+
-		" (request_id, customer_id, account_id, amount, currency, session_id, credential_id) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-		a.RequestID, p.CustomerID, p.AccountID, p.Amount, p.Currency, a.SessionID, a.CredentialID); err != nil {
-		return Payout{}, err
+		" (request_id, customer_id, account_id, amount, currency, session_id, credential_id, approval_id) VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''))",
+		a.Payout.ID, p.CustomerID, p.AccountID, p.Amount, p.Currency, session, credential, approval); err != nil {
+		return nil, err
 	}
 	eid, err := storage.NewID(nil, "Webhook")
 	if err != nil {
-		return Payout{}, err
+		return nil, err
 	}
-	payload, err := eventPayload(eid, a.RequestID, p)
+	payload, err := eventPayload(eid, a.Payout.ID, p)
 	if err != nil {
-		return Payout{}, err
+		return nil, err
 	}
 	if err := wt.Outbox().Append(ctx, &storage.Event{ID: eid, Type: PayoutEvent, AccountID: p.AccountID, Payload: payload, CreatedAt: time.Now().UTC()}); err != nil {
-		return Payout{}, err
+		return nil, err
 	}
-	return Payout{ID: a.RequestID, AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency, SessionID: a.SessionID}, nil
+	return &Payout{ID: a.Payout.ID, AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency, SessionID: session, ApprovalID: approval}, nil
+}
+
+// lockApproval holds the payout approval id in wt: 404 REFERENCE_NOT_FOUND
+// when there is none, or when customer, if set, is not its customer.
+func lockApproval(ctx context.Context, wt storage.Tx, id, customer string) (storage.PayoutApproval, error) {
+	unknown := apierror.New(apierror.ReferenceNotFound, "payout approval %q not found", id)
+	if !storage.ValidID(id, "PayoutApproval") {
+		return storage.PayoutApproval{}, unknown
+	}
+	ap, err := wt.PayoutApprovals().Lock(ctx, id)
+	switch {
+	case errors.Is(err, storage.ErrNotFound) || err == nil && customer != "" && ap.CustomerID != customer:
+		return storage.PayoutApproval{}, unknown
+	case err != nil:
+		return storage.PayoutApproval{}, err
+	}
+	return ap, nil
+}
+
+// getApproval answers a held payout of the calling platform's customer.
+func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
+	customer, _, _, err := s.customer(r)
+	if err != nil {
+		apierror.Write(w, err)
+		return
+	}
+	var ap storage.PayoutApproval
+	err = s.store.Atomic(r.Context(), func(wt storage.Tx) error {
+		var err error
+		ap, err = lockApproval(r.Context(), wt, r.PathValue("approvalId"), customer)
+		return err
+	})
+	if err != nil {
+		apierror.Write(w, err)
+		return
+	}
+	apierror.WriteJSON(w, http.StatusOK, approvalView(&ap, s.clock()))
+}
+
+// operatorDecides is the risk desk's decision of a held payout, as the
+// authenticated operator: an approval (approve) records it and, with the
+// last one, makes the payout in the same host transaction, through the
+// payout rule again (the destination's gate, as it is now) and the same
+// debit; a refusal ends it. Answers: 200 with the Payout when it was
+// paid, 200 with the PayoutApproval otherwise; 409 CONFLICT when it is no
+// longer waiting (approved, refused, expired), 403 FORBIDDEN for an
+// operator its rule does not name, the payout rule's and the policy's
+// refusals (the approval then still waits), 404 for an unknown id.
+func (s *Server) operatorDecides(approve bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		by := policy.Approver{Operator: operatorOf(r)}
+		id := r.PathValue("approvalId")
+		var (
+			paid *Payout
+			ap   *storage.PayoutApproval
+		)
+		err := s.inTx(r.Context(), func(hctx context.Context, _ pgx.Tx) error {
+			paid, ap = nil, nil
+			return s.store.Atomic(hctx, func(wt storage.Tx) error {
+				stored, err := lockApproval(hctx, wt, id, "")
+				if err != nil {
+					return err
+				}
+				if !approve {
+					ap, err = s.limits.Refuse(hctx, wt, id, by)
+					return err
+				}
+				// The risk desk makes the payout for the platform of the
+				// wallet it is paid from: the services' guards admit that
+				// platform's accounts.
+				wallet, err := wt.InternalAccounts().Get(hctx, stored.SourceID)
+				if err != nil {
+					return apierror.From(err)
+				}
+				pctx := withPlatform(hctx, wallet.Tenant)
+				_, ap, err = s.limits.Approve(pctx, wt, id, by, func(ctx context.Context, wt storage.Tx, a *policy.Allowed) error {
+					p := payoutParams{CustomerID: a.Payout.CustomerID, AccountID: a.Payout.DestinationID, Amount: a.Payout.Amount, Currency: a.Payout.Currency}
+					// The gate decides on the destination as it is now,
+					// holding it to the commit.
+					if err := s.payoutCheck(ctx, wt, p); err != nil {
+						return err
+					}
+					var err error
+					paid, err = s.pay(ctx, wt, a, "", stored.RequestedBy)
+					return err
+				})
+				return err
+			})
+		})
+		switch {
+		case err != nil:
+			apierror.Write(w, err)
+		case paid != nil:
+			s.log.Info("held payout approved and paid", "approval", id, "amount", paid.Amount)
+			apierror.WriteJSON(w, http.StatusOK, paid)
+		default:
+			apierror.WriteJSON(w, http.StatusOK, approvalView(ap, s.clock()))
+		}
+	}
 }
 
 // InsufficientFunds is this host's own error code: 409 when a payout is

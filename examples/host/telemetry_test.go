@@ -24,7 +24,7 @@ func TestMetricsAfterLogin(t *testing.T) {
 	c, _ := e.customer("otto@example.com")
 
 	// A wrong code over walletauth's handler.
-	ctx := t.Context()
+	ctx := e.ctx()
 	m, err := e.svc.Auth.Challenge(ctx, c.CredentialID, walletauth.ChallengeRequest{})
 	if err != nil {
 		t.Fatal(err)

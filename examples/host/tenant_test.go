@@ -190,3 +190,29 @@ func TestOtherPlatformCannotActOnCustomer(t *testing.T) {
 		t.Fatal("A's signed payout did not pay exactly once")
 	}
 }
+
+// TestEmailPerPlatform: each platform's customers are a tenant of their
+// own. Two platforms onboard a customer with the same email address and
+// both succeed; neither learns that the other has the address, and each
+// customer logs in. Within one platform the address stays unique.
+func TestEmailPerPlatform(t *testing.T) {
+	e := newEnv(t, 4)
+	e.srv.platforms[otherKey] = "Platform:other"
+	body, _ := json.Marshal(map[string]string{"email": "shared@example.com", "currency": "USDC"})
+	var a, b Customer
+	want(t, e.call(http.MethodPost, "/customers", body, nil), http.StatusCreated, &a)
+	want(t, e.callAs(otherKey, http.MethodPost, "/customers", body, nil), http.StatusCreated, &b)
+	if a.WalletID == b.WalletID {
+		t.Fatal("two platforms share a wallet")
+	}
+	// Each platform's own rule still holds.
+	wantAPIError(t, e.callAs(otherKey, http.MethodPost, "/customers", body, nil), apierror.EmailOTPEmailAlreadyExists)
+	// A's customer logs in; B's sees nothing of A's.
+	e.login(a)
+	wantAPIError(t, e.callAs(otherKey, http.MethodPost, "/auth/credentials/"+a.CredentialID+"/challenge", nil, nil), apierror.ReferenceNotFound)
+	var m walletauth.AuthMethod
+	want(t, e.callAs(otherKey, http.MethodPost, "/auth/credentials/"+b.CredentialID+"/challenge", nil, nil), http.StatusOK, &m)
+	if m.ID != b.CredentialID {
+		t.Fatalf("B's challenge answered %+v", m)
+	}
+}

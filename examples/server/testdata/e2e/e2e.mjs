@@ -148,7 +148,7 @@ function checkChallenge(res, what, type) {
   const ch = expectStatus(res, 202, `${what} (first leg)`);
   check(ch && typeof ch.payloadToSign === "string" && ch.payloadToSign.length > 0, `${what}: 202 without payloadToSign`, res);
   check(/^Request:[0-9a-f-]{36}$/.test(ch.requestId), `${what}: requestId ${ch.requestId} is not Request:<uuid>`, res);
-  const ttl = Date.parse(ch.expiresAt) - Date.now();
+  const ttl = Date.parse(ch.expiresAt) - serverNow();
   check(ttl > 60_000 && ttl <= 5 * 60_000 + 5_000, `${what}: expiresAt ${ch.expiresAt} is not about 5 min ahead`, res);
   // type may be a list of the accepted values (see the refresh step).
   const types = Array.isArray(type) ? type : [type];
@@ -418,7 +418,7 @@ function checkPayload(ch, want, res) {
   check(sameJSON(p.parameters, want.parameters), `payload parameters ${JSON.stringify(p.parameters)}, want ${JSON.stringify(want.parameters)}`, res);
   const digest = createHash("sha256").update(want.body === undefined ? "" : canonical(want.body)).digest("hex");
   check(p.bodySha256 === digest, `payload bodySha256 ${p.bodySha256}, want ${digest}`, res);
-  check(Date.parse(p.expiresAt) > Date.now(), "payload not expired", res);
+  check(Date.parse(p.expiresAt) > serverNow(), "payload not expired", res);
   return p;
 }
 
@@ -641,84 +641,152 @@ async function dailyLimit() {
 // USD waits for an approval.
 const APPROVAL_USD_CENTS = 88_888;
 
-// oauthLogin adds an OAUTH credential to the wallet (signed by key, a
-// session of another credential), logs in with it (nonce =
-// sha256(clientPublicKey), ID token signed by jose) and returns the
-// credential and the session key @turnkey/crypto decrypts.
-async function oauthLogin(walletId, key, email) {
+// sandboxNow is the simulator's time in seconds (GET /sandbox/clock): ID
+// tokens must be issued near it, since it checks iat against its clock,
+// which POST /sandbox/clock/advance moves.
+async function sandboxNow() {
+  const res = await call("GET", "/sandbox/clock");
+  return Math.floor(Date.parse(expectStatus(res, 200, "GET /sandbox/clock").now) / 1000);
+}
+
+// clockOffsetMs is how far the test moved the simulator's clock ahead of
+// this machine's; serverNow is the simulator's time, in milliseconds, as
+// the client judges expiries against it.
+let clockOffsetMs = 0;
+function serverNow() { return Date.now() + clockOffsetMs; }
+
+// advanceClock moves the simulator's clock by seconds.
+async function advanceClock(seconds) {
+  const res = await call("POST", "/sandbox/clock/advance", { seconds });
+  const out = expectStatus(res, 200, `advance the sandbox clock by ${seconds} s`);
+  clockOffsetMs += seconds * 1000;
+  return out;
+}
+
+// oauthIdentity is an OpenID identity of the test's own issuer key: its
+// token(extra) is an ID token signed by jose, issued at the simulator's
+// now.
+async function oauthIdentity(email) {
   const { privateKey: idpKey } = await jose.generateKeyPair("RS256");
   const sub = `20${Date.now()}`;
-  const idToken = (extra) =>
-    new jose.SignJWT({ email, ...extra })
+  const token = async (extra) => {
+    const now = await sandboxNow();
+    return new jose.SignJWT({ email, ...extra })
       .setProtectedHeader({ alg: "RS256", kid: "e2e-test", typ: "JWT" })
       .setIssuer(OIDC_ISSUER)
       .setAudience(OIDC_AUDIENCE)
       .setSubject(sub)
-      .setIssuedAt()
-      .setExpirationTime("1h")
+      .setIssuedAt(now)
+      .setExpirationTime(now + 3600)
       .sign(idpKey);
-  const add = await signed("POST", "/auth/credentials", { type: "OAUTH", accountId: walletId, oidcToken: await idToken({}) }, key,
-    { what: "add OAUTH", type: "OAUTH", status: 201 });
-  const loginKey = generateP256KeyPair();
-  const nonce = createHash("sha256").update(loginKey.publicKey).digest("hex");
-  const res = await call("POST", `/auth/credentials/${add.out.id}/verify`, { type: "OAUTH", oidcToken: await idToken({ nonce }), clientPublicKey: loginKey.publicKey });
-  const sess = expectStatus(res, 200, "OAUTH verify");
-  return { cred: add.out, key: sessionKeyFromPrivate(decryptCredentialBundle(sess.encryptedSessionSigningKey, loginKey.privateKey)) };
+  };
+  return { token };
 }
 
-// payoutApproval drives the README's "Payout approvals": a new customer's
-// transfer-out of exactly 888.88 USD, signed by its EMAIL_OTP session, is
-// held (202 PayoutApproval, distinguishable from a challenge: no
-// payloadToSign; nothing debited); approving it is a signed APPROVE_PAYOUT
-// of the wallet naming the payout, refused (403 FORBIDDEN) when stamped by
-// the session of the credential that signed the payout and made (200
-// Transaction, debited once) when the same request is stamped by a session
-// of the wallet's OAUTH credential; approving again is 409 CONFLICT.
+// oauthAdd adds the identity id as an OAUTH credential of the wallet,
+// signed by key, a session of another credential, and returns it.
+async function oauthAdd(walletId, key, id) {
+  const add = await signed("POST", "/auth/credentials", { type: "OAUTH", accountId: walletId, oidcToken: await id.token({}) }, key,
+    { what: "add OAUTH", type: "OAUTH", status: 201 });
+  return add.out;
+}
+
+// oauthSession logs in with the OAUTH credential cred of identity id
+// (nonce = sha256(clientPublicKey)) and returns the session key
+// @turnkey/crypto decrypts.
+async function oauthSession(cred, id) {
+  const loginKey = generateP256KeyPair();
+  const nonce = createHash("sha256").update(loginKey.publicKey).digest("hex");
+  const res = await call("POST", `/auth/credentials/${cred.id}/verify`, { type: "OAUTH", oidcToken: await id.token({ nonce }), clientPublicKey: loginKey.publicKey });
+  const sess = expectStatus(res, 200, "OAUTH verify");
+  return sessionKeyFromPrivate(decryptCredentialBundle(sess.encryptedSessionSigningKey, loginKey.privateKey));
+}
+
+// payoutApproval drives the README's "Payout approvals" and "Assurance of
+// credentials": a new customer's transfer-out of exactly 888.88 USD,
+// signed by its EMAIL_OTP session, is held (202 PayoutApproval,
+// distinguishable from a challenge: no payloadToSign; nothing debited);
+// approving it is a signed APPROVE_PAYOUT of the wallet naming the payout,
+// refused (403 FORBIDDEN) when stamped by the session that signed the
+// payout and by a session of an OAUTH credential that session enrolled
+// just now (a credential enrolled by a weaker session is no second
+// credential until its security-change period ends). The test moves the
+// sandbox's clock a day (POST /sandbox/clock/advance): the first approval
+// has expired, a new payout is held, and the OAUTH credential, now a
+// credential of its own, approves it (200 Transaction, debited once);
+// approving again is 409 CONFLICT.
 async function payoutApproval() {
   step = "payout-approval";
-  const funded = 100_000;
+  const funded = 200_000;
   const { customer, wallet, key, bank } = await fundedCustomer("Katherine Johnson", "katherine", "88002201", funded);
   let res;
+  const id = await oauthIdentity("katherine.johnson@gmail.example");
+  const oauthCred = await oauthAdd(wallet.id, key, id);
 
   const body = { source: { accountId: wallet.id }, destination: { accountId: bank.id }, amount: APPROVAL_USD_CENTS };
   const raw = JSON.stringify(body);
-  const och = checkChallenge(await call("POST", "/transfer-out", raw), "transfer-out of 888.88 USD", undefined);
-  res = await call("POST", "/transfer-out", raw, { "Service-Wallet-Signature": await stamp(key, och.payloadToSign), "Request-Id": och.requestId });
-  const held = expectStatus(res, 202, "transfer-out of 888.88 USD (signed retry)");
-  check(held && !("payloadToSign" in held) && /^PayoutApproval:[0-9a-f-]{36}$/.test(held.id) && held.state === "WAITING" &&
-    held.rule === "approval-amount" && held.sourceAccountId === wallet.id && held.destinationAccountId === bank.id &&
-    held.amount === APPROVAL_USD_CENTS && held.currency === "USD" && held.requiredApprovals === 1,
-    "a held payout answers a WAITING PayoutApproval, not a challenge", res);
-  const ttl = Date.parse(held.expiresAt) - Date.parse(held.createdAt);
-  check(ttl === 24 * 3600_000, `the approval waits ${ttl} ms, want 24 hours`, res);
-  check(await balance(wallet.id, "USD") === funded, "a held payout debits nothing");
-  res = await call("GET", `/payout-approvals/${held.id}`);
+  // hold makes the 888.88 USD transfer-out stamped by otp and returns its
+  // PayoutApproval, checked.
+  const hold = async (otp) => {
+    const och = checkChallenge(await call("POST", "/transfer-out", raw), "transfer-out of 888.88 USD", undefined);
+    const r = await call("POST", "/transfer-out", raw, { "Service-Wallet-Signature": await stamp(otp, och.payloadToSign), "Request-Id": och.requestId });
+    const held = expectStatus(r, 202, "transfer-out of 888.88 USD (signed retry)");
+    check(held && !("payloadToSign" in held) && /^PayoutApproval:[0-9a-f-]{36}$/.test(held.id) && held.state === "WAITING" &&
+      held.rule === "approval-amount" && held.sourceAccountId === wallet.id && held.destinationAccountId === bank.id &&
+      held.amount === APPROVAL_USD_CENTS && held.currency === "USD" && held.requiredApprovals === 1,
+      "a held payout answers a WAITING PayoutApproval, not a challenge", r);
+    const ttl = Date.parse(held.expiresAt) - Date.parse(held.createdAt);
+    check(ttl === 24 * 3600_000, `the approval waits ${ttl} ms, want 24 hours`, r);
+    check(await balance(wallet.id, "USD") === funded, "a held payout debits nothing");
+    return held;
+  };
+  // approval asks for the approval of held and checks its payload.
+  const approval = async (held) => {
+    const ach = checkChallenge(await call("POST", `/payout-approvals/${held.id}/approve`), "approve", undefined);
+    checkPayload(ach, { type: "APPROVE_PAYOUT", accountId: wallet.id, parameters: { approvalId: held.id, sourceAccountId: wallet.id,
+      destinationAccountId: bank.id, amount: APPROVAL_USD_CENTS, currency: "USD" } }, null);
+    return ach;
+  };
+  const early = await hold(key);
+  res = await call("GET", `/payout-approvals/${early.id}`);
   check(expectStatus(res, 200, "GET the approval").state === "WAITING", "the approval waits", res);
-
-  // The approval: a signed retry of the wallet, naming the payout.
-  const path = `/payout-approvals/${held.id}/approve`;
-  const ach = checkChallenge(await call("POST", path), "approve", undefined);
-  checkPayload(ach, { type: "APPROVE_PAYOUT", accountId: wallet.id, parameters: { approvalId: held.id, sourceAccountId: wallet.id,
-    destinationAccountId: bank.id, amount: APPROVAL_USD_CENTS, currency: "USD" } }, null);
+  let ach = await approval(early);
+  let path = `/payout-approvals/${early.id}/approve`;
   res = await call("POST", path, undefined, { "Service-Wallet-Signature": await stamp(key, ach.payloadToSign), "Request-Id": ach.requestId });
   expectError(res, 403, "FORBIDDEN", "approval stamped by the session that signed the payout");
-  const oauth = await oauthLogin(wallet.id, key, "katherine.johnson@gmail.example");
-  res = await call("POST", path, undefined, { "Service-Wallet-Signature": await stamp(oauth.key, ach.payloadToSign), "Request-Id": ach.requestId });
-  const tx = expectStatus(res, 200, "approval stamped by the OAUTH session");
+  res = await call("POST", path, undefined, { "Service-Wallet-Signature": await stamp(await oauthSession(oauthCred, id), ach.payloadToSign), "Request-Id": ach.requestId });
+  expectError(res, 403, "FORBIDDEN", "approval stamped by an OAUTH credential the payout's EMAIL_OTP session enrolled just now");
+  check(/does not count as another credential/.test(res.json.message), `the refusal says why: ${res.json.message}`, res);
+
+  // A day later: the first approval has expired; the OAUTH credential
+  // carries its own assurance.
+  const before = await sandboxNow();
+  const moved = await advanceClock(24 * 3600);
+  check(Date.parse(moved.now) / 1000 - before >= 24 * 3600, `the clock moved to ${moved.now}`, null);
+  res = await call("GET", `/payout-approvals/${early.id}`);
+  check(expectStatus(res, 200, "GET the first approval").state === "EXPIRED", "the first approval expired", res);
+  res = await call("GET", `/auth/credentials?accountId=${encodeURIComponent(wallet.id)}`);
+  const otp = await otpLogin(expectStatus(res, 200, "list credentials").data.find((c) => c.type === "EMAIL_OTP").id);
+  const held = await hold(otp);
+  ach = await approval(held);
+  path = `/payout-approvals/${held.id}/approve`;
+  const oauthKey = await oauthSession(oauthCred, id);
+  res = await call("POST", path, undefined, { "Service-Wallet-Signature": await stamp(oauthKey, ach.payloadToSign), "Request-Id": ach.requestId });
+  const tx = expectStatus(res, 200, "approval stamped by the OAUTH session a day after its enrolment");
   check(/^Transaction:/.test(tx.id) && tx.type === "OUTGOING" && tx.sentAmount.amount === APPROVAL_USD_CENTS && tx.sentAmount.currency === "USD" &&
     tx.source.accountId === wallet.id && tx.destination.accountId === bank.id, "the approval made the payout", res);
   check(await balance(wallet.id, "USD") === funded - APPROVAL_USD_CENTS, "the approved payout was debited once");
   res = await call("GET", `/payout-approvals/${held.id}`);
   const approved = expectStatus(res, 200, "GET the approved approval");
-  check(approved.state === "APPROVED" && approved.transactionId === tx.id && canonical(approved.approvers) === canonical([`credential:${oauth.cred.id}`]),
+  check(approved.state === "APPROVED" && approved.transactionId === tx.id && canonical(approved.approvers) === canonical([`credential:${oauthCred.id}`]),
     "the approval is APPROVED by the OAUTH credential and names the transaction", res);
   res = await call("POST", path);
   expectError(res, 409, "CONFLICT", "a second approval");
   check(res.json.details && res.json.details.state === "APPROVED", `details.state ${JSON.stringify(res.json.details)}, want APPROVED`, res);
-  res = await call("POST", path, undefined, { "Service-Wallet-Signature": await stamp(oauth.key, ach.payloadToSign), "Request-Id": ach.requestId });
+  res = await call("POST", path, undefined, { "Service-Wallet-Signature": await stamp(oauthKey, ach.payloadToSign), "Request-Id": ach.requestId });
   expectError(res, 409, "CONFLICT", "the approval's retry sent again");
   check(await balance(wallet.id, "USD") === funded - APPROVAL_USD_CENTS, "nothing more was debited");
-  ok(`${held.id} 202 WAITING (nothing debited); APPROVE_PAYOUT stamped by the payout's own session 403, by the OAUTH session ${oauth.cred.id} 200 ${tx.id} (debited once); approving again 409`);
+  ok(`${early.id} 202 WAITING; APPROVE_PAYOUT stamped by the payout's own session 403, by the OAUTH credential it enrolled just now 403; a day later (sandbox clock) ${held.id} approved by ${oauthCred.id}: 200 ${tx.id} (debited once); approving again 409`);
 }
 
 // spkiOf returns the DER of an SPKI PEM.
@@ -933,7 +1001,7 @@ async function proveOwnership(customerId, accountType, address, sign, before, ex
   res = await call("POST", `${path}/challenge`, { method: "WALLET_SIGNATURE" });
   const ch = expectStatus(res, 201, "challenge");
   check(ch.method === "WALLET_SIGNATURE" && typeof ch.messageToSign === "string" && ch.messageToSign.length > 0, "challenge with messageToSign", res);
-  check(Date.parse(ch.expiresAt) > Date.now(), "challenge expiresAt in the future", res);
+  check(Date.parse(ch.expiresAt) > serverNow(), "challenge expiresAt in the future", res);
   res = await call("POST", `${path}/verify`, { signature: await sign(ch.messageToSign) });
   const verified = expectStatus(res, 200, "verify");
   check(verified.id === acct.id && verified.status === "ACTIVE", `status ${verified.status}, want ACTIVE`, res);
