@@ -56,7 +56,9 @@
 // that relays the end user's requests: it can send any body, any header and
 // any order of calls, replay and race them, and read what the service
 // answers. It cannot make the user's session key sign something the user's
-// wallet did not show.
+// wallet did not show. A second attacker holds one phished session (an
+// email code is enough): whatever it signs is signed, but it must not grow
+// into the strongest credential of the wallet.
 //
 // What the library guarantees:
 //
@@ -79,13 +81,30 @@
 //   - Secrets at rest. One-time codes are stored as HMACs and HPKE target
 //     private keys sealed with AES-256-GCM under host keys, so a read of the
 //     database does not complete a live login.
+//   - A credential is worth no more than the proof that enrolled it. A
+//     credential added by a session of a weaker credential carries that
+//     credential's assurance for a security-change period (24 hours by
+//     default), and every credential added by a session answers to its
+//     enroller for that period: it meets no step-up naming its own stronger
+//     type, does not count as a second credential for an approval, and
+//     cannot revoke a credential older than itself. Each enrolment and
+//     removal notifies the wallet's existing channels, and a payout policy
+//     may hold or block payouts after one. Freshness is judged on the time
+//     of the ceremony that authenticated a session, which a refresh keeps.
+//   - Held is not paid. A payout policy makes a payout only through the
+//     host's Execute it calls for an allowed payout; a held payout and a
+//     refused one are other outcomes, which a host that checks only the
+//     error cannot pay.
 //   - No choice of the host's undoes a rule. A refusal's record (a counted
 //     attempt, a lockout, a spent budget, an UNVERIFIED account, a consumed
 //     challenge) commits in the store's own transaction, so no rollback of a
 //     host's transaction erases it (storage.Standalone); a host transaction
-//     at an isolation level the rules were not proven at is refused; and the
-//     HTTP handlers act on a wallet or an account only after the host's
-//     guard agrees.
+//     at an isolation level the rules were not proven at is refused, and a
+//     PostgreSQL schema records its level, so a store configured otherwise
+//     is refused at start; the uniqueness rules of credentials hold per
+//     tenant, so no tenant's answer depends on another's wallets; and the
+//     services act on a wallet or an account only after the host's guard
+//     agrees, inside the operation's transaction.
 //
 // What it assumes of the host: TLS in front of every route; authentication of
 // the platform (the adapters do not check HTTP Basic credentials, the sandbox
