@@ -372,6 +372,9 @@ func TestNewRefusesRules(t *testing.T) {
 		{"window bounds nothing", `{"referenceCurrency": "USD", "windows": [{"name": "w", "scope": "CUSTOMER", "period": "24h"}], "rules": [` + catchAll + `]}`, "bounds nothing"},
 		{"window scope", `{"referenceCurrency": "USD", "windows": [{"name": "w", "scope": "WALLET", "period": "24h", "maxCount": 1}], "rules": [` + catchAll + `]}`, `scope "WALLET"`},
 		{"window period", `{"referenceCurrency": "USD", "windows": [{"name": "w", "scope": "CUSTOMER", "period": "1s", "maxCount": 1}], "rules": [` + catchAll + `]}`, "period 1s"},
+		{"cap without a cool-off", base(`{"name": "a", "match": {"newDestinationMaxAmount": 1}, "action": "BLOCK"},` + catchAll), "needs newDestinationWithin"},
+		{"negative cap", base(`{"name": "a", "match": {"newDestinationWithin": "1h", "newDestinationMaxAmount": -1}, "action": "BLOCK"},` + catchAll), "newDestinationMaxAmount is negative"},
+		{"security change period", base(`{"name": "a", "match": {"securityChangeWithin": "1s"}, "action": "BLOCK"},` + catchAll), "securityChangeWithin 1s"},
 		{"duplicate window", `{"referenceCurrency": "USD", "windows": [{"name": "w", "scope": "CUSTOMER", "period": "1h", "maxCount": 1}, {"name": "w", "scope": "SOURCE", "period": "1h", "maxCount": 1}], "rules": [` + catchAll + `]}`, "earlier window"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -433,6 +436,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(testRules))
 	f.Add([]byte(`{"referenceCurrency": "USD", "rules": [{"name": "default", "match": {}, "action": "ALLOW"}]}`))
 	f.Add([]byte(`{"referenceCurrency": "USD", "windows": [{"name": "w", "scope": "SOURCE", "period": "1h", "maxCount": 0}], "rules": [{"name": "default", "match": {"exceedsWindows": ["w"]}, "action": "BLOCK"}]}`))
+	f.Add([]byte(`{"referenceCurrency": "USD", "rules": [{"name": "cool", "match": {"newDestinationWithin": "24h", "newDestinationMaxAmount": 200000}, "action": "BLOCK"},
+		{"name": "changed", "match": {"securityChangeWithin": "24h"}, "action": "REQUIRE_APPROVAL", "approval": {"count": 1, "operators": ["risk"], "ttl": "24h"}},
+		{"name": "default", "match": {}, "action": "ALLOW"}]}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		r, err := policy.Parse(raw)
 		if err != nil {
