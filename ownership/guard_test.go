@@ -9,13 +9,13 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/storage/storagetest"
 )
 
 // admitAll is a guard that lets every caller act on every account.
@@ -208,36 +208,6 @@ func TestHandlerGuardRefuses(t *testing.T) {
 	}
 }
 
-// guardLog is a guard a test switches: it records the account of every
-// question and answers refusal (nil admits).
-type guardLog struct {
-	mu      sync.Mutex
-	refusal error
-	asked   []string
-}
-
-func (g *guardLog) guard(_ context.Context, a storage.ExternalAccount) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.asked = append(g.asked, a.ID)
-	return g.refusal
-}
-
-func (g *guardLog) set(refusal error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.refusal = refusal
-}
-
-// take returns the accounts asked about since the last take.
-func (g *guardLog) take() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := g.asked
-	g.asked = nil
-	return out
-}
-
 // TestGuardDirect: a host that calls the Service methods itself (its own
 // HTTP stack, gRPC, a provider's callback) gets the same guard as the
 // handler. Every operation on an account asks Config.Guard once, about the
@@ -249,16 +219,16 @@ func (g *guardLog) take() []string {
 func TestGuardDirect(t *testing.T) {
 	ctx := t.Context()
 	l := newLifecycle(t)
-	g := &guardLog{}
+	g := &storagetest.Guard{}
 	live := &liveness{}
 	l.cfg.Liveness = live
-	svc := l.with(t, g.guard)
+	svc := l.with(t, g.Account)
 	id := l.account(t, nil)
 	refused := errors.New("the account of another tenant")
 
 	askedOnce := func(name, account string) {
 		t.Helper()
-		if got := g.take(); !slices.Equal(got, []string{account}) {
+		if got := g.Take(); !slices.Equal(got, []string{account}) {
 			t.Fatalf("%s: the guard was asked about %v, want once about %s", name, got, account)
 		}
 	}
@@ -267,9 +237,9 @@ func TestGuardDirect(t *testing.T) {
 	refuse := func(name, account string, op func() error) {
 		t.Helper()
 		events := len(l.events(t, account))
-		g.set(refused)
+		g.Set(refused)
 		err := op()
-		g.set(nil)
+		g.Set(nil)
 		got := apierrortest.Want(t, err, apierror.ReferenceNotFound, "")
 		if want := "external account " + account + " not found"; got.Message != want {
 			t.Fatalf("%s refused: %q, want %q", name, got.Message, want)
@@ -290,11 +260,11 @@ func TestGuardDirect(t *testing.T) {
 	// Reads.
 	refuse("Account", id, func() error { _, err := svc.Account(ctx, id); return err })
 	admit("Account", id, func() error { _, err := svc.Account(ctx, id); return err })
-	g.set(refused)
+	g.Set(refused)
 	if as, err := svc.Accounts(ctx, "Customer:1"); err != nil || len(as) != 0 {
 		t.Fatalf("Accounts refused: %+v, %v; want the account left out", as, err)
 	}
-	g.set(nil)
+	g.Set(nil)
 	askedOnce("Accounts refused", id)
 	if as, err := svc.Accounts(ctx, "Customer:1"); err != nil || len(as) != 1 || as[0].ID != id {
 		t.Fatalf("Accounts: %+v, %v", as, err)
@@ -338,7 +308,7 @@ func TestGuardDirect(t *testing.T) {
 	if _, err := svc.StartChallenge(ctx, other, ownership.MethodLiveness, ownership.CustomerTree); err != nil {
 		t.Fatal(err)
 	}
-	g.take()
+	g.Take()
 	refuse("CompleteLiveness", other, func() error { _, err := svc.CompleteLiveness(ctx, other, true); return err })
 	if _, err := l.challenge(t, other); err != nil || l.status(t, other) != storage.StatusPendingOwnershipVerification {
 		t.Fatalf("a refused CompleteLiveness consumed the challenge (%v) or changed the status (%s)", err, l.status(t, other))
@@ -366,9 +336,9 @@ func TestGuardDirect(t *testing.T) {
 	// unknown, and stores nothing.
 	n := ownership.NewAccount{ID: "ExternalAccount:6b0c2a5e-1f7d-4c3e-9a8b-2d4e6f8a0b1c", CustomerID: "Customer:1",
 		AccountType: "USD_ACCOUNT", Address: "021000021:1234567890", Currency: "USD"}
-	g.set(refused)
+	g.Set(refused)
 	_, err = svc.RegisterAccount(ctx, n)
-	g.set(nil)
+	g.Set(nil)
 	apierrortest.Want(t, err, apierror.Forbidden, "")
 	askedOnce("RegisterAccount refused", n.ID)
 	if _, err := l.svc.Account(ctx, n.ID); apierror.CodeOf(err) != apierror.ReferenceNotFound {
@@ -377,13 +347,13 @@ func TestGuardDirect(t *testing.T) {
 	admit("RegisterAccount", n.ID, func() error { _, err := svc.RegisterAccount(ctx, n); return err })
 
 	// An *apierror.Error is answered as it is.
-	g.set(fmt.Errorf("host: %w", apierror.New(apierror.Forbidden, "not this platform's account")))
+	g.Set(fmt.Errorf("host: %w", apierror.New(apierror.Forbidden, "not this platform's account")))
 	_, err = svc.Account(ctx, id)
 	wantMessage(t, apierrortest.Want(t, err, apierror.Forbidden, ""), "not this platform's account")
 	_, err = svc.Accounts(ctx, "Customer:1")
 	wantMessage(t, apierrortest.Want(t, err, apierror.Forbidden, ""), "not this platform's account")
-	g.set(nil)
-	g.take()
+	g.Set(nil)
+	g.Take()
 
 	// Ids that name nothing, or nothing in the call's tree, are 404 before
 	// the guard is asked.
@@ -402,7 +372,7 @@ func TestGuardDirect(t *testing.T) {
 		"CheckPayout": func() error { _, err := svc.CheckPayout(ctx, ownership.Payout{AccountID: none, Amount: 1}); return err },
 	} {
 		apierrortest.Want(t, op(), apierror.ReferenceNotFound, "")
-		if got := g.take(); len(got) != 0 {
+		if got := g.Take(); len(got) != 0 {
 			t.Fatalf("%s of an unknown id asked the guard about %v", name, got)
 		}
 	}

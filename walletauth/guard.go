@@ -60,14 +60,21 @@ func (s *Service) admitID(ctx context.Context, tx storage.Tx, accountID string, 
 	if s.cfg.Guard == nil {
 		return nil
 	}
-	w, err := tx.InternalAccounts().Get(ctx, accountID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return unknown()
-	}
+	w, err := walletFor(ctx, tx, accountID, unknown)
 	if err != nil {
 		return err
 	}
 	return s.admit(ctx, &w, unknown)
+}
+
+// walletFor reads the wallet accountID for the guard; one that does not
+// exist answers unknown.
+func walletFor(ctx context.Context, tx storage.Tx, accountID string, unknown func() error) (storage.InternalAccount, error) {
+	w, err := tx.InternalAccounts().Get(ctx, accountID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return w, unknown()
+	}
+	return w, err
 }
 
 // admission is what the guard answered in a call that may reach it at more
@@ -87,10 +94,7 @@ func (s *Service) admitOnce(ctx context.Context, tx storage.Tx, accountID string
 	if a.admitted || s.cfg.Guard == nil {
 		return nil
 	}
-	w, err := tx.InternalAccounts().Get(ctx, accountID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return unknown()
-	}
+	w, err := walletFor(ctx, tx, accountID, unknown)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
@@ -283,36 +282,6 @@ func (e *env) walletEvents(t testing.TB, walletID string) []storage.Event {
 	return storagetest.Events(t, e.store, walletID)
 }
 
-// guardLog is a guard a test switches: it records the wallet of every
-// question and answers refusal (nil admits).
-type guardLog struct {
-	mu      sync.Mutex
-	refusal error
-	asked   []string
-}
-
-func (g *guardLog) guard(_ context.Context, w storage.InternalAccount) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.asked = append(g.asked, w.ID)
-	return g.refusal
-}
-
-func (g *guardLog) set(refusal error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.refusal = refusal
-}
-
-// take returns the wallets asked about since the last take.
-func (g *guardLog) take() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := g.asked
-	g.asked = nil
-	return out
-}
-
 // TestGuardDirect: a host that calls the Service methods itself (its own
 // HTTP stack, gRPC, a job) gets the same guard as the handler. Every
 // operation on a wallet asks Config.Guard once per call, once per leg of a
@@ -323,16 +292,16 @@ func (g *guardLog) take() []string {
 // names nothing is 404 before the guard is asked.
 func TestGuardDirect(t *testing.T) {
 	ctx := t.Context()
-	g := &guardLog{}
+	g := &storagetest.Guard{}
 	sec := secrets{}
-	e, p := federatedEnvWith(t, func(c *walletauth.Config) { c.Guard, c.WalletSecrets = g.guard, sec })
+	e, p := federatedEnvWith(t, func(c *walletauth.Config) { c.Guard, c.WalletSecrets = g.Wallet, sec })
 	w := e.wallet.ID
 	sec[w] = testMnemonic
 	refused := errors.New("the wallet of another tenant")
 
 	askedOnce := func(name, wallet string) {
 		t.Helper()
-		if got := g.take(); !slices.Equal(got, []string{wallet}) {
+		if got := g.Take(); !slices.Equal(got, []string{wallet}) {
 			t.Fatalf("%s: the guard was asked about %v, want once about %s", name, got, wallet)
 		}
 	}
@@ -342,9 +311,9 @@ func TestGuardDirect(t *testing.T) {
 	refuse := func(name string, want *apierror.Error, op func() error) {
 		t.Helper()
 		sent, events := len(e.outbox.sent), len(e.walletEvents(t, w))
-		g.set(refused)
+		g.Set(refused)
 		err := op()
-		g.set(nil)
+		g.Set(nil)
 		got := apierrortest.Want(t, err, want.Code, "")
 		if got.Message != want.Message {
 			t.Fatalf("%s refused: %q, want %q", name, got.Message, want.Message)
@@ -352,7 +321,7 @@ func TestGuardDirect(t *testing.T) {
 		if len(e.outbox.sent) != sent || len(e.walletEvents(t, w)) != events {
 			t.Fatalf("%s refused: %d codes sent, %d events written", name, len(e.outbox.sent)-sent, len(e.walletEvents(t, w))-events)
 		}
-		if len(g.take()) != 1 {
+		if len(g.Take()) != 1 {
 			t.Fatalf("%s refused: the guard was not asked once", name)
 		}
 	}
@@ -386,12 +355,12 @@ func TestGuardDirect(t *testing.T) {
 	// Reads.
 	refuse("Wallet", unknown("internal account", w), func() error { _, err := e.svc.Wallet(ctx, w); return err })
 	admit("Wallet", func() error { _, err := e.svc.Wallet(ctx, w); return err })
-	g.set(refused)
+	g.Set(refused)
 	if ws, err := e.svc.Wallets(ctx, "Customer:1"); err != nil || len(ws) != 0 {
 		t.Fatalf("Wallets refused: %+v, %v; want the wallet left out", ws, err)
 	}
 	askedOnce("Wallets refused", w)
-	g.set(nil)
+	g.Set(nil)
 	if ws, err := e.svc.Wallets(ctx, "Customer:1"); err != nil || len(ws) != 1 || ws[0].ID != w {
 		t.Fatalf("Wallets: %+v, %v", ws, err)
 	}
@@ -506,7 +475,7 @@ func TestGuardDirect(t *testing.T) {
 		return err
 	})
 	pk, a := e.addPasskey(t, key)
-	if got := g.take(); !slices.Equal(got, []string{w, w, w}) {
+	if got := g.Take(); !slices.Equal(got, []string{w, w, w}) {
 		t.Fatalf("a passkey's registration asked the guard about %v, want three times (challenge, both legs)", got)
 	}
 	refuse("Challenge PASSKEY", unknown("credential", pk.ID), func() error { _, err := e.passkeyChallenge(t, pk); return err })
@@ -534,7 +503,7 @@ func TestGuardDirect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.take()
+	g.Take()
 	oaClient := newKey(t)
 	verifyOAuth := func() error {
 		_, _, err := e.svc.Verify(ctx, oa.ID, walletauth.VerifyRequest{Type: storage.OAuth, ClientPublicKey: oaClient.PublicKeyHex(),
@@ -547,11 +516,11 @@ func TestGuardDirect(t *testing.T) {
 	// A new wallet: a plain refusal is 403, there being no id to be
 	// unknown, and stores nothing.
 	newWallet := walletauth.NewWallet{CustomerID: "Customer:7", Email: "gus@example.com"}
-	g.set(refused)
+	g.Set(refused)
 	_, _, err = e.svc.CreateWallet(ctx, newWallet)
 	apierrortest.Want(t, err, apierror.Forbidden, "")
-	g.set(nil)
-	g.take()
+	g.Set(nil)
+	g.Take()
 	if ws, err := e.with(t, nil).Wallets(ctx, "Customer:7"); err != nil || len(ws) != 0 {
 		t.Fatalf("a refused CreateWallet stored %+v, %v", ws, err)
 	}
@@ -562,13 +531,13 @@ func TestGuardDirect(t *testing.T) {
 	askedOnce("CreateWallet", created.ID)
 
 	// An *apierror.Error is answered as it is.
-	g.set(fmt.Errorf("host: %w", apierror.New(apierror.Forbidden, "not this platform's wallet")))
+	g.Set(fmt.Errorf("host: %w", apierror.New(apierror.Forbidden, "not this platform's wallet")))
 	_, err = e.svc.Challenge(ctx, email, walletauth.ChallengeRequest{})
 	wantMessage(t, apierrortest.Want(t, err, apierror.Forbidden, ""), "not this platform's wallet")
 	_, err = e.svc.Wallets(ctx, "Customer:1")
 	wantMessage(t, apierrortest.Want(t, err, apierror.Forbidden, ""), "not this platform's wallet")
-	g.set(nil)
-	g.take()
+	g.Set(nil)
+	g.Take()
 
 	// Ids that name nothing are 404 before the guard is asked.
 	none := "InternalAccount:00000000-0000-4000-8000-000000000000"
@@ -586,7 +555,7 @@ func TestGuardDirect(t *testing.T) {
 		},
 	} {
 		apierrortest.Want(t, op(), apierror.ReferenceNotFound, "")
-		if got := g.take(); len(got) != 0 {
+		if got := g.Take(); len(got) != 0 {
 			t.Fatalf("%s of an unknown id asked the guard about %v", name, got)
 		}
 	}

@@ -12,6 +12,8 @@
 //
 // [Clock] is the settable clock the tests of every package share: stores
 // take their time from callers, and callers from the Clock of their Config.
+// [Guard] is their switchable guard of accounts, which records what it was
+// asked.
 package storagetest
 
 import (
