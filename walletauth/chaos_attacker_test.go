@@ -480,25 +480,9 @@ func (at *chaosAttacker) login(c context.Context, rng *rand.Rand, cred attackerC
 // authentication time.
 func (at *chaosAttacker) refresh(c context.Context, rng *rand.Rand, s chaosSession) string {
 	w, cw := at.w, at.victim
-	key, _ := walletauth.NewClientKey()
-	req := walletauth.RefreshRequest{ClientPublicKey: key.PublicKeyHex()}
-	body, _ := json.Marshal(req)
-	first := call("POST", "/auth/sessions/"+s.ID+"/refresh", string(body))
-	var ch *signedretry.Challenge
-	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-		_, ch, err = r.auth.RefreshSession(ctx, s.ID, req, first)
-		return err
-	})
-	var fresh *walletauth.AuthSession
-	if err == nil {
-		retry, serr := stamp(first, ch, s.Key)
-		if serr != nil {
-			panic(serr)
-		}
-		err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-			fresh, _, err = r.auth.RefreshSession(ctx, s.ID, req, retry)
-			return err
-		})
+	fresh, key, leg1, err := w.refresh(c, rng, s)
+	if leg1 != nil {
+		err = leg1
 	}
 	o := at.count("refresh", at.typeOf(s), err)
 	if o != "ok" {

@@ -1081,28 +1081,8 @@ func (w *chaosWorld) refreshSession(c context.Context, rng *rand.Rand, cw *chaos
 	if !ok {
 		return
 	}
-	key, _ := walletauth.NewClientKey()
-	req := walletauth.RefreshRequest{ClientPublicKey: key.PublicKeyHex()}
-	body, _ := json.Marshal(req)
-	first := call("POST", "/auth/sessions/"+s.ID+"/refresh", string(body))
-	var ch *signedretry.Challenge
-	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-		_, ch, err = r.auth.RefreshSession(ctx, s.ID, req, first)
-		return err
-	})
-	if w.count("refresh session leg 1", err) != "ok" {
-		return
-	}
-	retry, err := stamp(first, ch, s.Key)
-	if err != nil {
-		panic(err)
-	}
-	var fresh *walletauth.AuthSession
-	err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-		fresh, _, err = r.auth.RefreshSession(ctx, s.ID, req, retry)
-		return err
-	})
-	if w.count("refresh session", err) != "ok" {
+	fresh, key, leg1, err := w.refresh(c, rng, s)
+	if w.count("refresh session leg 1", leg1) != "ok" || w.count("refresh session", err) != "ok" {
 		return
 	}
 	cw.addSession(chaosSession{ID: fresh.ID, Credential: s.Credential, Key: key})
@@ -1110,6 +1090,33 @@ func (w *chaosWorld) refreshSession(c context.Context, rng *rand.Rand, cw *chaos
 		x := r.Sessions[fresh.ID]
 		return x != nil && x.Previous == s.ID && r.Signers[x.Refreshed] == s.ID
 	})
+}
+
+// refresh runs both legs of a refresh of s under a new client key, the
+// retry stamped by s's key: leg1 is the first leg's error (the second is
+// not sent when it fails) and err the second's.
+func (w *chaosWorld) refresh(c context.Context, rng *rand.Rand, s chaosSession) (fresh *walletauth.AuthSession, key *walletauth.ClientKey, leg1, err error) {
+	key, _ = walletauth.NewClientKey()
+	req := walletauth.RefreshRequest{ClientPublicKey: key.PublicKeyHex()}
+	body, _ := json.Marshal(req)
+	first := call("POST", "/auth/sessions/"+s.ID+"/refresh", string(body))
+	var ch *signedretry.Challenge
+	leg1 = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		_, ch, err = r.auth.RefreshSession(ctx, s.ID, req, first)
+		return err
+	})
+	if leg1 != nil {
+		return nil, key, leg1, nil
+	}
+	retry, serr := stamp(first, ch, s.Key)
+	if serr != nil {
+		panic(serr)
+	}
+	err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		fresh, _, err = r.auth.RefreshSession(ctx, s.ID, req, retry)
+		return err
+	})
+	return fresh, key, nil, err
 }
 
 func (w *chaosWorld) revokeSession(c context.Context, rng *rand.Rand, cw *chaosWallet) {
