@@ -715,11 +715,7 @@ func TestChaosCheckerFindsAttacks(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
 	at := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Minute) }
 	zero := 0
-	type ev struct {
-		typ  string
-		at   time.Time
-		data any
-	}
+	type ev = outboxEvent
 	var events []ev
 	added := func(n int, c, typ, signer string) {
 		events = append(events, ev{walletauth.EventCredentialAdded, at(n),
@@ -784,21 +780,7 @@ func TestChaosCheckerFindsAttacks(t *testing.T) {
 		ev{walletauth.EventSessionCreated, at(20), walletauth.SessionEventData{ID: sP2, AccountID: acct, AuthMethodID: P, CreatedAt: at(20), AuthenticatedAt: at(20)}},
 		ev{walletauth.EventSessionRefreshed, at(20), walletauth.SessionEventData{ID: sP2, AccountID: acct, AuthMethodID: P, CreatedAt: at(20),
 			AuthenticatedAt: at(20), PreviousSessionID: sP, SignedBySessionID: sP}})
-	err := st.Atomic(ctx, func(tx storage.Tx) error {
-		for _, x := range events {
-			e, err := storage.NewEvent(nil, x.typ, acct, x.data, x.at)
-			if err != nil {
-				return err
-			}
-			if err := tx.Outbox().Append(ctx, &e); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	appendEvents(t, st, acct, events...)
 	r, err := replayOutboxWith(ctx, st, acct, nil, &assuranceRules{Period: chaosSecurityPeriod})
 	if err != nil {
 		t.Fatal(err)

@@ -213,6 +213,36 @@ func committedEvents(ctx context.Context, store storage.Store, accountID string)
 	return es.Events(ctx, accountID)
 }
 
+// outboxEvent is an event a test writes to the outbox, as a buggy or
+// hostile writer of events could.
+type outboxEvent struct {
+	typ  string
+	at   time.Time
+	data any
+}
+
+// appendEvents appends evs, about subject, to st's outbox in one
+// transaction.
+func appendEvents(tb testing.TB, st storage.Store, subject string, evs ...outboxEvent) {
+	tb.Helper()
+	ctx := tb.Context()
+	err := st.Atomic(ctx, func(tx storage.Tx) error {
+		for _, x := range evs {
+			e, err := storage.NewEvent(nil, x.typ, subject, x.data, x.at)
+			if err != nil {
+				return err
+			}
+			if err := tx.Outbox().Append(ctx, &e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // replayOutbox reads the outbox of accountID and rebuilds the account's
 // credentials, sessions and email from it, checking at every event that
 // events are written only for records that exist when the event commits and
@@ -750,21 +780,11 @@ func TestReplayFindsViolations(t *testing.T) {
 		// z revoked, leaving no credential.
 		{walletauth.EventCredentialRevoked, walletauth.CredentialEventData{ID: z, AccountID: acct, RevokedSessionCount: &zero}},
 	}
-	err := st.Atomic(ctx, func(tx storage.Tx) error {
-		for _, ev := range events {
-			e, err := storage.NewEvent(nil, ev.typ, acct, ev.data, now)
-			if err != nil {
-				return err
-			}
-			if err := tx.Outbox().Append(ctx, &e); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	var evs []outboxEvent
+	for _, ev := range events {
+		evs = append(evs, outboxEvent{ev.typ, now, ev.data})
 	}
+	appendEvents(t, st, acct, evs...)
 	r, err := replayOutbox(ctx, st, acct, func(e *storage.Event) (string, bool) {
 		var env struct {
 			Data map[string]string `json:"data"`
