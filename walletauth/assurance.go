@@ -95,7 +95,7 @@ func mayRevoke(signer, target *storage.Credential, now time.Time) error {
 	if carried == signer.Type || target.CreatedAt.After(signer.CreatedAt) {
 		return nil
 	}
-	reason := fmt.Sprintf("the signing %s credential was enrolled by a %s session and carries %s assurance until %s; until then it may revoke only credentials enrolled after it",
+	reason := fmt.Sprintf("the signing %s credential was enrolled by a session of %s and carries %s assurance until %s; until then it may revoke only credentials enrolled after it",
 		signer.Type, carried, carried, signer.Enrolment.SettlesAt.UTC().Format(time.RFC3339))
 	return apierror.New(apierror.Forbidden, "%s", reason).WithDetail("reason", reason).
 		WithDetail("assurance", string(carried)).

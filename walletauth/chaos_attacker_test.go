@@ -1,6 +1,7 @@
 package walletauth_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"encoding/json"
@@ -399,23 +400,12 @@ func (at *chaosAttacker) enrol(c context.Context, rng *rand.Rand, typ storage.Cr
 	}
 	body, _ := json.Marshal(req)
 	first := call("POST", "/auth/credentials", string(body))
-	var ch *signedretry.Challenge
-	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-		_, ch, err = r.auth.AddCredential(ctx, req, first)
-		return err
-	})
 	var m *walletauth.AuthMethod
-	if err == nil {
-		retry, serr := stamp(first, ch, s.Key)
-		if serr != nil {
-			panic(serr)
-		}
-		err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-			m, _, err = r.auth.AddCredential(ctx, req, retry)
-			return err
-		})
-	}
-	o := at.count(what, at.typeOf(s), err)
+	leg1, err := w.signed(c, rng, first, s.Key, func(ctx context.Context, r chaosReplica, rq signedretry.Request) (ch *signedretry.Challenge, err error) {
+		m, ch, err = r.auth.AddCredential(ctx, req, rq)
+		return ch, err
+	})
+	o := at.count(what, at.typeOf(s), cmp.Or(leg1, err))
 	if o != "ok" {
 		return o
 	}
@@ -481,9 +471,7 @@ func (at *chaosAttacker) login(c context.Context, rng *rand.Rand, cred attackerC
 func (at *chaosAttacker) refresh(c context.Context, rng *rand.Rand, s chaosSession) string {
 	w, cw := at.w, at.victim
 	fresh, key, leg1, err := w.refresh(c, rng, s)
-	if leg1 != nil {
-		err = leg1
-	}
+	err = cmp.Or(leg1, err)
 	o := at.count("refresh", at.typeOf(s), err)
 	if o != "ok" {
 		return o
@@ -579,22 +567,10 @@ func (at *chaosAttacker) revokeOwner(c context.Context, rng *rand.Rand, typ stor
 		return "skip"
 	}
 	first := call("DELETE", "/auth/credentials/"+target.ID, "")
-	var ch *signedretry.Challenge
-	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-		ch, err = r.auth.RevokeCredential(ctx, target.ID, first)
-		return err
+	leg1, err := w.signed(c, rng, first, s.Key, func(ctx context.Context, r chaosReplica, req signedretry.Request) (*signedretry.Challenge, error) {
+		return r.auth.RevokeCredential(ctx, target.ID, req)
 	})
-	if err == nil {
-		retry, serr := stamp(first, ch, s.Key)
-		if serr != nil {
-			panic(serr)
-		}
-		err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-			_, err = r.auth.RevokeCredential(ctx, target.ID, retry)
-			return err
-		})
-	}
-	o := at.count("revoke owner's "+string(typ), at.typeOf(s), err)
+	o := at.count("revoke owner's "+string(typ), at.typeOf(s), cmp.Or(leg1, err))
 	if o != "ok" {
 		return o
 	}

@@ -382,6 +382,30 @@ func stamp(c signedretry.Request, ch *signedretry.Challenge, k *walletauth.Clien
 	return c, err
 }
 
+// signed sends the two legs of a signed call, each on the replica w.do
+// picks: send sends req (the call's first leg, then its retry stamped by
+// key) and returns the challenge answered. leg1 is the first leg's error
+// (the retry is not sent when it fails) and err the retry's.
+func (w *chaosWorld) signed(c context.Context, rng *rand.Rand, first signedretry.Request, key *walletauth.ClientKey,
+	send func(ctx context.Context, r chaosReplica, req signedretry.Request) (*signedretry.Challenge, error)) (leg1, err error) {
+	var ch *signedretry.Challenge
+	leg1 = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
+		ch, err = send(ctx, r, first)
+		return err
+	})
+	if leg1 != nil {
+		return leg1, nil
+	}
+	retry, err := stamp(first, ch, key)
+	if err != nil {
+		panic(err)
+	}
+	return nil, w.do(c, rng, func(ctx context.Context, r chaosReplica) error {
+		_, err := send(ctx, r, retry)
+		return err
+	})
+}
+
 // chaosToken is a sandbox ID token (the signature is not checked) for sub,
 // bound to the client key's nonce when nonce is set.
 func chaosToken(sub, nonce string) string {
@@ -922,24 +946,12 @@ func (w *chaosWorld) addCredential(c context.Context, rng *rand.Rand, cw *chaosW
 	}
 	body, _ := json.Marshal(req)
 	first := call("POST", "/auth/credentials", string(body))
-	var ch *signedretry.Challenge
-	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-		_, ch, err = r.auth.AddCredential(ctx, req, first)
-		return err
-	})
-	if w.count("add credential leg 1", err) != "ok" {
-		return
-	}
-	retry, err := stamp(first, ch, signer.Key)
-	if err != nil {
-		panic(err)
-	}
 	var m *walletauth.AuthMethod
-	err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-		m, _, err = r.auth.AddCredential(ctx, req, retry)
-		return err
+	leg1, err := w.signed(c, rng, first, signer.Key, func(ctx context.Context, r chaosReplica, rq signedretry.Request) (ch *signedretry.Challenge, err error) {
+		m, ch, err = r.auth.AddCredential(ctx, req, rq)
+		return ch, err
 	})
-	if w.count("add credential", err) != "ok" {
+	if w.count("add credential leg 1", leg1) != "ok" || w.count("add credential", err) != "ok" {
 		return
 	}
 	cw.mu.Lock()
@@ -1100,23 +1112,11 @@ func (w *chaosWorld) refresh(c context.Context, rng *rand.Rand, s chaosSession) 
 	req := walletauth.RefreshRequest{ClientPublicKey: key.PublicKeyHex()}
 	body, _ := json.Marshal(req)
 	first := call("POST", "/auth/sessions/"+s.ID+"/refresh", string(body))
-	var ch *signedretry.Challenge
-	leg1 = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-		_, ch, err = r.auth.RefreshSession(ctx, s.ID, req, first)
-		return err
+	leg1, err = w.signed(c, rng, first, s.Key, func(ctx context.Context, r chaosReplica, rq signedretry.Request) (ch *signedretry.Challenge, err error) {
+		fresh, ch, err = r.auth.RefreshSession(ctx, s.ID, req, rq)
+		return ch, err
 	})
-	if leg1 != nil {
-		return nil, key, leg1, nil
-	}
-	retry, serr := stamp(first, ch, s.Key)
-	if serr != nil {
-		panic(serr)
-	}
-	err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-		fresh, _, err = r.auth.RefreshSession(ctx, s.ID, req, retry)
-		return err
-	})
-	return fresh, key, nil, err
+	return fresh, key, leg1, err
 }
 
 func (w *chaosWorld) revokeSession(c context.Context, rng *rand.Rand, cw *chaosWallet) {
@@ -1129,23 +1129,10 @@ func (w *chaosWorld) revokeSession(c context.Context, rng *rand.Rand, cw *chaosW
 		return
 	}
 	first := call("DELETE", "/auth/sessions/"+target.ID, "")
-	var ch *signedretry.Challenge
-	err := w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-		ch, err = r.auth.RevokeSession(ctx, target.ID, first)
-		return err
+	leg1, err := w.signed(c, rng, first, signer.Key, func(ctx context.Context, r chaosReplica, req signedretry.Request) (*signedretry.Challenge, error) {
+		return r.auth.RevokeSession(ctx, target.ID, req)
 	})
-	if w.count("revoke session leg 1", err) != "ok" {
-		return
-	}
-	retry, err := stamp(first, ch, signer.Key)
-	if err != nil {
-		panic(err)
-	}
-	err = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
-		_, err = r.auth.RevokeSession(ctx, target.ID, retry)
-		return err
-	})
-	if w.count("revoke session", err) != "ok" {
+	if w.count("revoke session leg 1", leg1) != "ok" || w.count("revoke session", err) != "ok" {
 		return
 	}
 	cw.dropSession(target.ID)

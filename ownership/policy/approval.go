@@ -228,7 +228,7 @@ func independent(ctx context.Context, tx storage.Tx, ap *storage.PayoutApproval,
 		return apierror.From(err)
 	}
 	if as := a.AssuredAs(now); as != a.Type {
-		return forbid("the approving %s credential was enrolled by a %s session and does not count as another credential until %s",
+		return forbid("the approving %s credential was enrolled by a session of %s and does not count as another credential until %s",
 			a.Type, as, a.Enrolment.SettlesAt.UTC().Format(time.RFC3339))
 	}
 	if a.OriginAt(now) == signer.OriginAt(now) {

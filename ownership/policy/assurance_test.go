@@ -64,7 +64,7 @@ func TestStepUpJudgesAssurance(t *testing.T) {
 
 	_, err := w.pay(t, p, weak, dest, 50_000, "USD", t0, true)
 	e := wantRefusal(t, err, apierror.StepUpRequired, "large-needs-passkey")
-	if r, _ := e.Details["reason"].(string); !strings.Contains(r, "enrolled by a EMAIL_OTP session") {
+	if r, _ := e.Details["reason"].(string); !strings.Contains(r, "enrolled by a session of EMAIL_OTP") {
 		t.Fatalf("reason %q does not say the passkey carries EMAIL_OTP assurance", r)
 	}
 	// The sandbox literal stands in for a key, never for a credential.

@@ -559,7 +559,7 @@ func (s *subject) stepUp(ctx context.Context, tx storage.Tx, r *Rule) error {
 		}
 		if as := c.AssuredAs(s.now); !slices.Contains(req.CredentialTypes, string(as)) {
 			if as != c.Type {
-				return refuse(fmt.Sprintf("the signing %s credential was enrolled by a %s session and carries %s assurance until %s",
+				return refuse(fmt.Sprintf("the signing %s credential was enrolled by a session of %s and carries %s assurance until %s",
 					c.Type, as, as, c.Enrolment.SettlesAt.UTC().Format(time.RFC3339)))
 			}
 			return refuse(fmt.Sprintf("the signing session was opened with %s", c.Type))
