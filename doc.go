@@ -40,9 +40,11 @@
 // thin net/http adapter in its http.go; hosts with another transport skip the
 // adapter.
 //
-// Every service's Config takes an optional *slog.Logger and OpenTelemetry
-// TracerProvider and MeterProvider; nil is silent and costs nothing, and the
-// global providers are never used. The services record operation names,
+// Every service's Config takes one
+// [github.com/walletgate/walletgate/apierror/operation.Telemetry]: an
+// optional *slog.Logger and OpenTelemetry TracerProvider and MeterProvider.
+// Its zero value is silent and costs nothing, and the global providers are
+// never used. The services record operation names,
 // outcomes, API error codes and durations, and log refusals of
 // authentication at Warn; [github.com/walletgate/walletgate/apierror.Observe]
 // around an adapter logs each 5xx's cause once with the request id. Nothing
@@ -115,7 +117,7 @@
 //
 // What it assumes of the user's wallet (the client holding the session key):
 // that it shows and checks a payload before stamping it, and stamps only the
-// operation it started ([github.com/walletgate/walletgate/signedretry.Expectation]:
+// operation it started ([github.com/walletgate/walletgate/signedretry/stamper.Expectation]:
 // the route's operation type, the account, the digest of the body it sent,
 // every parameter, an expiry ahead), and that it pins the bundle signing key
 // when it seals a code to a target bundle or opens an export. A client that

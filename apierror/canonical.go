@@ -52,7 +52,8 @@ const (
 // problem and details.offset its byte offset: malformed JSON, invalid UTF-8,
 // an escaped surrogate that is not part of a pair (it has no UTF-8 form), an
 // object with two members of the same name or with two names that differ only
-// in case ("a" and "A", "k" and the Kelvin sign), nesting deeper than
+// in case ("a" and "A", "k" and the Kelvin sign; details.member is the later
+// name, unescaped), nesting deeper than
 // [MaxCanonicalDepth], a number literal longer than [MaxNumberLength] bytes,
 // and a number whose magnitude is outside the range [MaxNumberExponent] sets.
 // The output of Canonicalize is always accepted by it again, unchanged. Cost
@@ -67,7 +68,8 @@ func Canonicalize(body []byte) ([]byte, error) {
 }
 
 // bodyError turns a refusal of canonjson into 400 INVALID_INPUT: a syntax
-// error with details.reason (the fixed phrase) and details.offset, a member
+// error with details.reason (the fixed phrase), details.offset and, for a
+// repeated or case-colliding name, details.member, a member
 // name that matches a field only under case folding as a field error naming
 // the field, a member with no field (DecodeStored) as a field error naming
 // the member.
@@ -78,9 +80,13 @@ func bodyError(err error) *Error {
 		if se.Found != "" {
 			msg += " " + se.Found
 		}
-		return New(InvalidInput, "request body is not acceptable JSON: %s at offset %d", msg, se.Offset).
+		e := New(InvalidInput, "request body is not acceptable JSON: %s at offset %d", msg, se.Offset).
 			WithDetail("reason", se.Reason).
 			WithDetail("offset", se.Offset)
+		if se.Member != "" {
+			e = e.WithDetail("member", se.Member)
+		}
+		return e
 	}
 	var ne *canonjson.NameError
 	if errors.As(err, &ne) {

@@ -128,7 +128,7 @@ func (d Decoder) ReadBody(r *http.Request) ([]byte, error) {
 //
 // Unknown members are ignored: a client may be newer than the server.
 func DecodeBytes(body []byte, dst any) error {
-	return decodeBytes(body, dst, canonjson.CheckNames)
+	return decodeBytes(body, dst, false)
 }
 
 // DecodeStored decodes one JSON value the server itself wrote (parameters
@@ -143,12 +143,27 @@ func DecodeBytes(body []byte, dst any) error {
 // caller reports as its own (signedretry answers 500 INTERNAL_ERROR for
 // stored parameters that fail).
 func DecodeStored(body []byte, dst any) error {
-	return decodeBytes(body, dst, canonjson.CheckKnownNames)
+	return decodeBytes(body, dst, true)
 }
 
-// decodeBytes is DecodeBytes and DecodeStored: checkNames walks the
-// canonical form beside dst's type before it is decoded.
-func decodeBytes(body []byte, dst any, checkNames func([]byte, reflect.Type) error) error {
+// decodeBytes is DecodeBytes and, with known, DecodeStored. A flat object
+// is decoded in one pass when canonjson.DecodeFlat can fill dst from it;
+// every other body, and every refusal, is decodeCanonical's.
+func decodeBytes(body []byte, dst any, known bool) error {
+	if canonjson.DecodeFlat(body, dst, known) {
+		return nil
+	}
+	checkNames := canonjson.CheckNames
+	if known {
+		checkNames = canonjson.CheckKnownNames
+	}
+	return decodeCanonical(body, dst, checkNames)
+}
+
+// decodeCanonical is the full reading of DecodeBytes and DecodeStored:
+// body canonicalized, checkNames walking the canonical form beside dst's
+// type, then the canonical form decoded by encoding/json.
+func decodeCanonical(body []byte, dst any, checkNames func([]byte, reflect.Type) error) error {
 	canon, err := Canonicalize(body)
 	if err != nil {
 		return err

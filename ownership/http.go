@@ -32,7 +32,7 @@ import (
 //
 // Mount it under the host's base path with http.StripPrefix; platform
 // authentication is the host's. Errors are written with apierror.Write,
-// under apierror.Observe with Config.Logger: a 5xx logs its cause once with
+// under apierror.Observe with Config.Telemetry.Logger: a 5xx logs its cause once with
 // the request id.
 func (s *Service) Handler() (http.Handler, error) {
 	if s.cfg.Guard == nil {

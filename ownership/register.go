@@ -299,39 +299,66 @@ var statuses = []storage.AccountStatus{storage.StatusPending, storage.StatusActi
 // refusal of the guard), 409 CONFLICT (the account is INACTIVE, or it
 // changed concurrently).
 func (s *Service) SetStatus(ctx context.Context, accountID string, status storage.AccountStatus) (*storage.ExternalAccount, error) {
-	known := false
-	names := make([]string, len(statuses))
-	for i, st := range statuses {
-		names[i] = string(st)
-		known = known || st == status
+	if err := validStatus(status); err != nil {
+		return nil, err
 	}
-	if !known {
-		return nil, apierror.InvalidField("status", apierror.OneOf(names...), "is not an account status")
-	}
-	var out storage.ExternalAccount
+	var out *storage.ExternalAccount
 	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-		a, err := hold(ctx, tx, accountID)
-		if err != nil {
-			return err
-		}
-		if err := s.admitNamed(ctx, &a); err != nil {
-			return err
-		}
-		if a.Status == status {
-			out = a
-			return nil
-		}
-		if a.Status == storage.StatusInactive {
-			return apierror.New(apierror.Conflict, "external account %s is INACTIVE", accountID).WithDetail("reason", "the account is INACTIVE")
-		}
-		if err := s.transition(ctx, tx, &a, status, s.cfg.Clock().UTC()); err != nil {
-			return err
-		}
-		out = a
-		return nil
+		var err error
+		out, err = s.setStatus(ctx, tx, accountID, status)
+		return err
 	})
 	if err != nil {
 		return nil, apierror.From(err)
 	}
-	return &out, nil
+	return out, nil
+}
+
+// SetStatusIn is SetStatus inside the transaction tx (of the service's
+// store), for a host that changes the account together with its own
+// records: the account is held until tx ends. Errors: those of SetStatus;
+// the returned error is an *apierror.Error, to return from the transaction
+// function to roll back.
+func (s *Service) SetStatusIn(ctx context.Context, tx storage.Tx, accountID string, status storage.AccountStatus) (*storage.ExternalAccount, error) {
+	if err := validStatus(status); err != nil {
+		return nil, err
+	}
+	out, err := s.setStatus(ctx, tx, accountID, status)
+	if err != nil {
+		return nil, apierror.From(err)
+	}
+	return out, nil
+}
+
+// validStatus refuses a status the service does not know: 400 INVALID_INPUT.
+func validStatus(status storage.AccountStatus) error {
+	names := make([]string, len(statuses))
+	for i, st := range statuses {
+		names[i] = string(st)
+		if st == status {
+			return nil
+		}
+	}
+	return apierror.InvalidField("status", apierror.OneOf(names...), "is not an account status")
+}
+
+// setStatus holds the account in tx and moves it to status.
+func (s *Service) setStatus(ctx context.Context, tx storage.Tx, accountID string, status storage.AccountStatus) (*storage.ExternalAccount, error) {
+	a, err := hold(ctx, tx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.admitNamed(ctx, &a); err != nil {
+		return nil, err
+	}
+	if a.Status == status {
+		return &a, nil
+	}
+	if a.Status == storage.StatusInactive {
+		return nil, apierror.New(apierror.Conflict, "external account %s is INACTIVE", accountID).WithDetail("reason", "the account is INACTIVE")
+	}
+	if err := s.transition(ctx, tx, &a, status, s.cfg.Clock().UTC()); err != nil {
+		return nil, err
+	}
+	return &a, nil
 }

@@ -7,13 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -113,21 +110,16 @@ type Config struct {
 	// accepts as custodial (a vaspName); nil accepts none, so every
 	// vaspName is refused.
 	VASPs VASPDirectory
-	// Logger receives the service's records: a wallet signature that does
-	// not verify, at slog.LevelWarn with the code and reason. Nothing
-	// secret (signatures, messages, bodies) and no identifier or address
-	// of an account is logged. Nil discards.
-	Logger *slog.Logger
-	// TracerProvider receives a span per verification ("ownership.verify")
-	// and per payout decision ("ownership.payout.decide"), carrying the
-	// outcome, error code and rule only. Nil means no tracing; the global
-	// provider is never used.
-	TracerProvider trace.TracerProvider
-	// MeterProvider receives the outcome counters and duration histograms
-	// (apierror/operation/README.md lists them), whose
-	// attributes are operation names, outcomes and error codes only. Nil
-	// means no metrics; the global provider is never used.
-	MeterProvider metric.MeterProvider
+	// Telemetry receives the service's records, spans and metrics; the
+	// zero value reports nothing. A wallet signature that does not verify
+	// is logged at slog.LevelWarn with the code and reason. Each
+	// verification is a span "ownership.verify" and each payout decision a
+	// span "ownership.payout.decide", counted and timed by the outcome
+	// counters and duration histograms (apierror/operation/README.md lists
+	// them). Records, spans and metric attributes carry operation names,
+	// outcomes, error codes and rules only: nothing secret (signatures,
+	// messages, bodies) and no identifier or address of an account.
+	Telemetry operation.Telemetry
 }
 
 // Service runs the ownership challenge lifecycle of external accounts. It

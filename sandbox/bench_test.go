@@ -12,8 +12,10 @@ import (
 
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // serve sends one request to h in process (see call) and fails the
@@ -50,14 +52,14 @@ func BenchmarkHandlerOTPLogin(b *testing.B) {
 	for b.Loop() {
 		var m walletauth.AuthMethod
 		serve(b, h, "POST", "/auth/credentials/"+credID+"/challenge", struct{}{}, &m)
-		key, _ := walletauth.NewClientKey()
+		key, _ := authclient.NewClientKey()
 		bundle, _ := key.SealOTP(m.OTPEncryptionTargetBundle, sim.Auth().SigningPublicKey(), walletauth.SandboxOTPCode, nil)
 		body := map[string]string{"type": "EMAIL_OTP", "encryptedOtpBundle": bundle}
 		var ch signedretry.Challenge
 		serve(b, h, "POST", "/auth/credentials/"+credID+"/verify", body, &ch)
 		sig, _ := key.Stamp(ch.PayloadToSign)
 		if code := serve(b, h, "POST", "/auth/credentials/"+credID+"/verify", body, nil,
-			signedretry.HeaderSignature, sig, signedretry.HeaderRequestID, ch.RequestID); code != 200 {
+			stamper.HeaderSignature, sig, stamper.HeaderRequestID, ch.RequestID); code != 200 {
 			b.Fatalf("login answered %d", code)
 		}
 		b.StopTimer()
@@ -80,7 +82,7 @@ func BenchmarkServiceOTPLogin(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		key, _ := walletauth.NewClientKey()
+		key, _ := authclient.NewClientKey()
 		bundle, _ := key.SealOTP(m.OTPEncryptionTargetBundle, svc.SigningPublicKey(), walletauth.SandboxOTPCode, nil)
 		req := walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: bundle}
 		call := signedretry.Request{Method: "POST", Path: "/auth/credentials/" + credID + "/verify", Body: []byte(`{}`)}
@@ -106,13 +108,13 @@ func BenchmarkHandlerSignedExport(b *testing.B) {
 	h := sim.Handler()
 	var m walletauth.AuthMethod
 	serve(b, h, "POST", "/auth/credentials/"+credID+"/challenge", struct{}{}, &m)
-	key, _ := walletauth.NewClientKey()
+	key, _ := authclient.NewClientKey()
 	bundle, _ := key.SealOTP(m.OTPEncryptionTargetBundle, sim.Auth().SigningPublicKey(), walletauth.SandboxOTPCode, nil)
 	verify := map[string]string{"type": "EMAIL_OTP", "encryptedOtpBundle": bundle}
 	var ch signedretry.Challenge
 	serve(b, h, "POST", "/auth/credentials/"+credID+"/verify", verify, &ch)
 	sig, _ := key.Stamp(ch.PayloadToSign)
-	serve(b, h, "POST", "/auth/credentials/"+credID+"/verify", verify, nil, signedretry.HeaderSignature, sig, signedretry.HeaderRequestID, ch.RequestID)
+	serve(b, h, "POST", "/auth/credentials/"+credID+"/verify", verify, nil, stamper.HeaderSignature, sig, stamper.HeaderRequestID, ch.RequestID)
 	exp, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	pub, _ := exp.PublicKey.Bytes()
 	body := map[string]string{"clientPublicKey": fmt.Sprintf("%x", pub)}
@@ -122,7 +124,7 @@ func BenchmarkHandlerSignedExport(b *testing.B) {
 		var ch signedretry.Challenge
 		serve(b, h, "POST", path, body, &ch)
 		sig, _ := key.Stamp(ch.PayloadToSign)
-		if code := serve(b, h, "POST", path, body, nil, signedretry.HeaderSignature, sig, signedretry.HeaderRequestID, ch.RequestID); code != 200 {
+		if code := serve(b, h, "POST", path, body, nil, stamper.HeaderSignature, sig, stamper.HeaderRequestID, ch.RequestID); code != 200 {
 			b.Fatalf("export answered %d", code)
 		}
 	}

@@ -3,11 +3,13 @@ package sandbox
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage"
 )
 
 // Card states. A card moves ACTIVE <-> FROZEN, and from either to CLOSED,
@@ -50,12 +52,14 @@ type Card struct {
 	UpdatedAt         time.Time `json:"updatedAt"`
 }
 
-type card struct{ rec Card }
+type card struct {
+	Rec Card `json:"rec"`
+}
 
 // CreateCard issues an ACTIVE virtual card to a customer whose KYC (or KYB)
 // is APPROVED. Errors: 400 INVALID_INPUT, 400 CARDHOLDER_KYC_NOT_APPROVED,
 // 404 USER_NOT_FOUND.
-func (s *Simulator) CreateCard(_ context.Context, req CardRequest) (*Card, error) {
+func (s *Simulator) CreateCard(ctx context.Context, req CardRequest) (*Card, error) {
 	var v apierror.Validation
 	v.Check(req.CustomerID != "", "customerId", nil, "is required")
 	v.Check(len(req.Nickname) <= 100, "nickname", apierror.Length(-1, 100), "is too long")
@@ -71,22 +75,23 @@ func (s *Simulator) CreateCard(_ context.Context, req CardRequest) (*Card, error
 		return nil, apierror.Internal(err)
 	}
 	var out *Card
-	err = s.locked(func(st *state, now time.Time) error {
+	err = s.atomic(ctx, func(st *state) error {
+		now := st.now
 		c, err := st.customer(req.CustomerID)
 		if err != nil {
 			return err
 		}
-		if status := c.rec.KYCStatus + c.rec.KYBStatus; status != StatusApproved {
-			return apierror.New(apierror.CardholderKYCNotApproved, "customer %s is %s, not APPROVED: run POST /verifications first", c.rec.ID, status)
+		if status := c.Rec.KYCStatus + c.Rec.KYBStatus; status != StatusApproved {
+			return apierror.New(apierror.CardholderKYCNotApproved, "customer %s is %s, not APPROVED: run POST /verifications first", c.Rec.ID, status)
 		}
-		if req.InternalAccountID != "" && req.InternalAccountID != c.walletID {
+		if req.InternalAccountID != "" && req.InternalAccountID != c.WalletID {
 			return apierror.InvalidField("internalAccountId", nil, "is not the customer's embedded wallet")
 		}
-		k := &card{rec: Card{ID: id, CustomerID: c.rec.ID, InternalAccountID: c.walletID, State: CardActive, Brand: "VISA",
+		k := &card{Rec: Card{ID: id, CustomerID: c.Rec.ID, InternalAccountID: c.WalletID, State: CardActive, Brand: "VISA",
 			Form: "VIRTUAL", Last4: fmt.Sprintf("%04d", binary.BigEndian.Uint16(n[:])%10000), ExpMonth: int(now.Month()),
 			ExpYear: now.Year() + 3, Nickname: req.Nickname, CreatedAt: now, UpdatedAt: now}}
-		st.cards[id] = k
-		r := k.rec
+		add(st, kindCard, id, c.Rec.ID, k)
+		r := k.Rec
 		out = &r
 		return nil
 	})
@@ -94,14 +99,14 @@ func (s *Simulator) CreateCard(_ context.Context, req CardRequest) (*Card, error
 }
 
 // GetCard returns a card: 404 REFERENCE_NOT_FOUND when there is none.
-func (s *Simulator) GetCard(_ context.Context, id string) (*Card, error) {
+func (s *Simulator) GetCard(ctx context.Context, id string) (*Card, error) {
 	var out *Card
-	err := s.locked(func(st *state, _ time.Time) error {
-		k := st.cards[id]
-		if k == nil {
-			return apierror.New(apierror.ReferenceNotFound, "card %q not found", id)
+	err := s.read(ctx, func(st *state) error {
+		k, err := st.card(id)
+		if err != nil {
+			return err
 		}
-		r := k.rec
+		r := k.Rec
 		out = &r
 		return nil
 	})
@@ -116,7 +121,7 @@ func (s *Simulator) GetCard(_ context.Context, id string) (*Card, error) {
 // closed card), 409 CARD_NOT_MUTABLE (any other change to a closed card),
 // 409 INVALID_STATE_TRANSITION (any other move, including to the current
 // state).
-func (s *Simulator) UpdateCard(_ context.Context, id string, req CardUpdate) (*Card, error) {
+func (s *Simulator) UpdateCard(ctx context.Context, id string, req CardUpdate) (*Card, error) {
 	var v apierror.Validation
 	v.Check(req.State == "" || req.State == CardActive || req.State == CardFrozen || req.State == CardClosed, "state",
 		apierror.OneOf(CardActive, CardFrozen, CardClosed), "is not one of the allowed values")
@@ -128,12 +133,13 @@ func (s *Simulator) UpdateCard(_ context.Context, id string, req CardUpdate) (*C
 		return nil, apierror.New(apierror.InvalidInput, "the request changes nothing: give state or nickname")
 	}
 	var out *Card
-	err := s.locked(func(st *state, now time.Time) error {
-		k := st.cards[id]
-		if k == nil {
-			return apierror.New(apierror.ReferenceNotFound, "card %q not found", id)
+	err := s.atomic(ctx, func(st *state) error {
+		now := st.now
+		k, err := st.card(id)
+		if err != nil {
+			return err
 		}
-		r := &k.rec
+		r := &k.Rec
 		switch {
 		case r.State == CardClosed && req.State == CardClosed:
 			return apierror.New(apierror.CardAlreadyClosed, "card %s is already closed", id)
@@ -167,4 +173,13 @@ func cardMove(from, to string) bool {
 		return to == CardActive || to == CardClosed
 	}
 	return false
+}
+
+// card returns the card id: 404 REFERENCE_NOT_FOUND when there is none.
+func (st *state) card(id string) (*card, error) {
+	k, err := load[card](st, kindCard, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, apierror.New(apierror.ReferenceNotFound, "card %q not found", id)
+	}
+	return k, err
 }

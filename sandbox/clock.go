@@ -165,7 +165,7 @@ func truncateValue(v string) string {
 }
 
 func (s *Simulator) hGetClock(w http.ResponseWriter, _ *http.Request) {
-	signedretry.WriteResult(w, http.StatusOK, clockView{Now: s.Now()}, nil, nil)
+	signedretry.WriteAnswer(w, http.StatusOK, clockView{Now: s.Now()}, nil, nil)
 }
 
 func (s *Simulator) hAdvanceClock(w http.ResponseWriter, r *http.Request) {
@@ -184,5 +184,5 @@ func (s *Simulator) hAdvanceClock(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, err)
 		return
 	}
-	signedretry.WriteResult(w, http.StatusOK, clockView{Now: now.UTC()}, nil, nil)
+	signedretry.WriteAnswer(w, http.StatusOK, clockView{Now: now.UTC()}, nil, nil)
 }

@@ -23,8 +23,8 @@ const (
 
 // contactCheck is a customer's contact verification of one kind.
 type contactCheck struct {
-	expiresAt time.Time // of the outstanding code; zero when none
-	verified  bool
+	ExpiresAt time.Time `json:"expiresAt,omitzero"` // of the outstanding code; zero when none
+	Verified  bool      `json:"verified,omitempty"`
 }
 
 // ContactVerificationStart is the 200 body of POST
@@ -66,23 +66,26 @@ func (st *state) contactCustomer(customerID, kind string) (*contactCheck, string
 	if err != nil {
 		return nil, "", err
 	}
-	if !RequiresContactVerification(&c.rec) {
+	if !RequiresContactVerification(&c.Rec) {
 		return nil, "", apierror.New(apierror.Conflict, "the payment provider of customer %s does not require contact verification", customerID)
 	}
-	value := c.rec.Email
+	value := c.Rec.Email
 	if kind == contactPhone {
-		value = c.rec.PhoneNumber
+		value = c.Rec.PhoneNumber
 		if value == "" {
 			return nil, "", apierror.InvalidField("phoneNumber", nil, "the customer has no phone number to verify")
 		}
 	}
-	r := st.scaOf(customerID)
-	chk := r.contact[kind]
+	r, err := st.scaOf(customerID)
+	if err != nil {
+		return nil, "", err
+	}
+	chk := r.Contact[kind]
 	if chk == nil {
 		chk = &contactCheck{}
-		r.contact[kind] = chk
+		r.Contact[kind] = chk
 	}
-	if chk.verified {
+	if chk.Verified {
 		return nil, "", apierror.New(apierror.Conflict, "the %s of customer %s is already verified", kind, customerID)
 	}
 	return chk, value, nil
@@ -93,18 +96,19 @@ func (st *state) contactCustomer(customerID, kind string) (*contactCheck, string
 // "phone"); the code is always [SandboxSCACode] and valid 5 minutes.
 // Errors: 400 INVALID_INPUT (no phone number), 404 USER_NOT_FOUND, 409
 // CONFLICT (provider does not require it, or already verified).
-func (s *Simulator) StartContactVerification(_ context.Context, customerID, kind string) (*ContactVerificationStart, error) {
+func (s *Simulator) StartContactVerification(ctx context.Context, customerID, kind string) (*ContactVerificationStart, error) {
 	if err := checkContactKind(kind); err != nil {
 		return nil, err
 	}
 	var out *ContactVerificationStart
-	err := s.locked(func(st *state, now time.Time) error {
+	err := s.atomic(ctx, func(st *state) error {
+		now := st.now
 		chk, value, err := st.contactCustomer(customerID, kind)
 		if err != nil {
 			return err
 		}
-		chk.expiresAt = now.Add(scaTTL)
-		out = &ContactVerificationStart{CustomerID: customerID, Contact: value, ExpiresAt: chk.expiresAt}
+		chk.ExpiresAt = now.Add(scaTTL)
+		out = &ContactVerificationStart{CustomerID: customerID, Contact: value, ExpiresAt: chk.ExpiresAt}
 		return nil
 	})
 	return out, err
@@ -114,27 +118,28 @@ func (s *Simulator) StartContactVerification(_ context.Context, customerID, kind
 // INVALID_INPUT (wrong or expired code), 404 USER_NOT_FOUND, 409 CONFLICT
 // (provider does not require it, already verified, or no code
 // outstanding).
-func (s *Simulator) ConfirmContactVerification(_ context.Context, customerID, kind string, req SCACodeRequest) (*ContactVerification, error) {
+func (s *Simulator) ConfirmContactVerification(ctx context.Context, customerID, kind string, req SCACodeRequest) (*ContactVerification, error) {
 	if err := checkContactKind(kind); err != nil {
 		return nil, err
 	}
 	var out *ContactVerification
-	err := s.locked(func(st *state, now time.Time) error {
+	err := s.atomic(ctx, func(st *state) error {
+		now := st.now
 		chk, value, err := st.contactCustomer(customerID, kind)
 		if err != nil {
 			return err
 		}
-		if chk.expiresAt.IsZero() {
+		if chk.ExpiresAt.IsZero() {
 			return apierror.New(apierror.Conflict, "no %s verification code is outstanding for customer %s", kind, customerID)
 		}
-		if !now.Before(chk.expiresAt) {
-			chk.expiresAt = time.Time{}
-			return apierror.InvalidField("code", nil, "the code expired; request a new one")
+		if !now.Before(chk.ExpiresAt) {
+			chk.ExpiresAt = time.Time{}
+			return committing(apierror.InvalidField("code", nil, "the code expired; request a new one"))
 		}
 		if req.Code != SandboxSCACode {
 			return apierror.InvalidField("code", nil, "invalid code (the sandbox code is "+SandboxSCACode+")")
 		}
-		chk.expiresAt, chk.verified = time.Time{}, true
+		chk.ExpiresAt, chk.Verified = time.Time{}, true
 		out = &ContactVerification{CustomerID: customerID, Contact: value, Verified: true}
 		return nil
 	})

@@ -134,8 +134,8 @@ func (s *Simulator) Currencies() []Currency {
 	out := make([]Currency, 0, len(currencies))
 	for code, c := range currencies {
 		out = append(out, Currency{Code: code, Decimals: c.decimals,
-			VerificationThreshold: s.payouts.VerificationThresholds.ByCurrency[code],
-			TransactionMaximum:    s.payouts.MaxAmounts.ByCurrency[code]})
+			VerificationThreshold: s.gate.VerificationThresholds.ByCurrency[code],
+			TransactionMaximum:    s.gate.MaxAmounts.ByCurrency[code]})
 	}
 	slices.SortFunc(out, func(a, b Currency) int { return strings.Compare(a.Code, b.Code) })
 	return out

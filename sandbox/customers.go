@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
 )
 
@@ -46,8 +48,8 @@ type Customer struct {
 
 // customer is the stored customer with the id of its embedded wallet.
 type customer struct {
-	rec      Customer
-	walletID string
+	Rec      Customer `json:"rec"`
+	WalletID string   `json:"walletId"`
 }
 
 // clone returns a copy sharing no memory with c.
@@ -94,25 +96,6 @@ func (s *Simulator) createCustomer(ctx context.Context, req CustomerCreate) (*Cu
 	if uma == "" {
 		uma = "$customer." + strings.TrimPrefix(id, "Customer:")[:13] + "@" + s.cfg.UMADomain
 	}
-	// The mutex is held across the wallet's creation so that the uniqueness
-	// checks and the insert are one step. The store never calls back into
-	// the simulator, so this cannot deadlock.
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.state
-	if req.PlatformCustomerID != "" && st.byPlatformID[req.PlatformCustomerID] != "" {
-		return nil, apierror.New(apierror.Conflict, "platformCustomerId %q belongs to customer %s", req.PlatformCustomerID,
-			st.byPlatformID[req.PlatformCustomerID]).WithDetail("field", "platformCustomerId")
-	}
-	if st.byUMA[uma] != "" {
-		return nil, apierror.New(apierror.UMAAddressExists, "UMA address %s already exists", uma)
-	}
-	// CreateWallet refuses an address tied to another customer's EMAIL_OTP
-	// credential, holding the address from its check to the insert.
-	acct, _, err := s.auth.CreateWallet(ctx, walletauth.NewWallet{CustomerID: id, Email: req.Email, Phone: req.PhoneNumber})
-	if err != nil {
-		return nil, err
-	}
 	now := s.now()
 	c := Customer{ID: id, PlatformCustomerID: req.PlatformCustomerID, CustomerType: req.CustomerType, UMAAddress: uma,
 		Email: req.Email, PhoneNumber: req.PhoneNumber, FullName: req.FullName, BirthDate: req.BirthDate,
@@ -126,22 +109,76 @@ func (s *Simulator) createCustomer(ctx context.Context, req CustomerCreate) (*Cu
 	} else {
 		c.KYCStatus = StatusUnverified
 	}
-	st.customers[id] = &customer{rec: c, walletID: acct.ID}
-	st.wallet(acct.ID)
-	st.byUMA[uma] = id
-	if c.PlatformCustomerID != "" {
-		st.byPlatformID[c.PlatformCustomerID] = id
+	// The unique values are the store's (a record keyed by each, created
+	// once), taken before the wallet: of two customers racing for one, one
+	// gets it and the other provisions nothing.
+	err = s.atomic(ctx, func(st *state) error {
+		if c.PlatformCustomerID != "" {
+			if err := st.reserve(kindPlatformID, c.PlatformCustomerID, id); errors.Is(err, storage.ErrDuplicate) {
+				owner, _ := st.owner(kindPlatformID, c.PlatformCustomerID)
+				return apierror.New(apierror.Conflict, "platformCustomerId %q belongs to customer %s", c.PlatformCustomerID, owner).
+					WithDetail("field", "platformCustomerId")
+			} else if err != nil {
+				return err
+			}
+		}
+		if err := st.reserve(kindUMA, uma, id); errors.Is(err, storage.ErrDuplicate) {
+			return apierror.New(apierror.UMAAddressExists, "UMA address %s already exists", uma)
+		} else if err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// CreateWallet refuses an address tied to another customer's EMAIL_OTP
+	// credential, holding the address from its check to the insert. A
+	// customer whose wallet it refuses gives its unique values back.
+	acct, _, err := s.auth.CreateWallet(ctx, walletauth.NewWallet{CustomerID: id, Email: req.Email, Phone: req.PhoneNumber})
+	if err != nil {
+		if rerr := s.release(ctx, id, c.PlatformCustomerID, uma); rerr != nil {
+			return nil, rerr
+		}
+		return nil, err
+	}
+	err = s.atomic(ctx, func(st *state) error {
+		add(st, kindCustomer, id, "", &customer{Rec: c, WalletID: acct.ID})
+		_, err := st.wallet(acct.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return c.clone(), nil
 }
 
+// release gives back the unique values customer id reserved.
+func (s *Simulator) release(ctx context.Context, id, platformID, uma string) error {
+	return s.atomic(ctx, func(st *state) error {
+		for _, k := range []rowKey{{kindPlatformID, platformID}, {kindUMA, uma}} {
+			if k.key == "" {
+				continue
+			}
+			r, err := load[reservation](st, k.kind, k.key)
+			if err != nil {
+				return err
+			}
+			if r.Owner == id {
+				r.Owner = ""
+			}
+		}
+		return nil
+	})
+}
+
 // GetCustomer returns a customer: 404 USER_NOT_FOUND when there is none.
-func (s *Simulator) GetCustomer(_ context.Context, id string) (*Customer, error) {
+func (s *Simulator) GetCustomer(ctx context.Context, id string) (*Customer, error) {
 	var out *Customer
-	err := s.locked(func(st *state, _ time.Time) error {
+	err := s.read(ctx, func(st *state) error {
 		c, err := st.customer(id)
 		if err == nil {
-			out = c.rec.clone()
+			out = c.Rec.clone()
 		}
 		return err
 	})
@@ -149,11 +186,11 @@ func (s *Simulator) GetCustomer(_ context.Context, id string) (*Customer, error)
 }
 
 func (st *state) customer(id string) (*customer, error) {
-	c := st.customers[id]
-	if c == nil {
+	c, err := load[customer](st, kindCustomer, id)
+	if errors.Is(err, storage.ErrNotFound) {
 		return nil, apierror.New(apierror.UserNotFound, "customer %q not found", id)
 	}
-	return c, nil
+	return c, err
 }
 
 // UpdateCustomer applies a PATCH /customers/{id}. A change of email goes
@@ -193,10 +230,10 @@ func (s *Simulator) UpdateCustomer(ctx context.Context, id string, req CustomerU
 
 func (s *Simulator) updateCustomer(ctx context.Context, id string, req CustomerUpdate, call signedretry.Request) (*Customer, *signedretry.Challenge, error) {
 	var current Customer
-	err := s.locked(func(st *state, _ time.Time) error {
+	err := s.read(ctx, func(st *state) error {
 		c, err := st.customer(id)
 		if err == nil {
-			current = c.rec
+			current = c.Rec
 		}
 		return err
 	})
@@ -229,12 +266,13 @@ func (s *Simulator) updateCustomer(ctx context.Context, id string, req CustomerU
 		return nil, nil, apierror.Unauthenticated("this update needs no signed retry")
 	}
 	var out *Customer
-	err = s.locked(func(st *state, now time.Time) error {
+	err = s.atomic(ctx, func(st *state) error {
+		now := st.now
 		c, err := st.customer(id)
 		if err != nil {
 			return err
 		}
-		r := &c.rec
+		r := &c.Rec
 		if email != "" {
 			r.Email = email
 		}

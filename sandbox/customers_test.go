@@ -8,7 +8,9 @@ import (
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 func TestCreateCustomerProvisionsWallet(t *testing.T) {
@@ -122,8 +124,8 @@ func TestPatchCustomerEDD(t *testing.T) {
 	err = e.do("PATCH", "/customers/"+c.ID, map[string]any{"email": "x@example.com", "phoneNumber": "+15555550100"}).fails(t, 400, apierror.InvalidInput)
 	apierrortest.WantFields(t, err, apierror.InvalidInput, "phoneNumber")
 	// Signed-retry headers on an update that needs none.
-	e.do("PATCH", "/customers/"+c.ID, `{"purposeOfAccount":"OTHER"}`, signedretry.HeaderSignature, "x",
-		signedretry.HeaderRequestID, "Request:x").fails(t, 401, apierror.Unauthorized)
+	e.do("PATCH", "/customers/"+c.ID, `{"purposeOfAccount":"OTHER"}`, stamper.HeaderSignature, "x",
+		stamper.HeaderRequestID, "Request:x").fails(t, 401, apierror.Unauthorized)
 }
 
 func TestPatchCustomerEmailThroughSignedRetry(t *testing.T) {
@@ -201,7 +203,7 @@ func TestPatchCustomerEmailCredentialSetChanged(t *testing.T) {
 	// Add SMS_OTP, log in with it, and revoke the EMAIL_OTP credential.
 	var sms walletauth.AuthMethod
 	e.signed(emailKey, "POST", "/auth/credentials", map[string]any{"type": "SMS_OTP", "accountId": walletID}).ok(t, 201, &sms)
-	smsKey, _ := walletauth.NewClientKey()
+	smsKey, _ := authclient.NewClientKey()
 	bundle, err := smsKey.SealOTP(sms.OTPEncryptionTargetBundle, e.sim.Auth().SigningPublicKey(), walletauth.SandboxOTPCode, nil)
 	if err != nil {
 		t.Fatal(err)

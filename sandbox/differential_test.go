@@ -12,6 +12,7 @@ import (
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 )
 
@@ -47,7 +48,7 @@ func upperFirst(name string) string { return strings.ToUpper(name[:1]) + name[1:
 // user's body, the member an attacker targets and the attacker's value, and a
 // check that the effect ran the payload's parameters.
 type diffCase struct {
-	key          *walletauth.ClientKey
+	key          *authclient.ClientKey
 	method, path string
 	members      []member
 	target       string // name of the attacked member
@@ -163,8 +164,8 @@ func (e *env) sessionID(walletID string) string {
 func refreshCase(t *testing.T, e *env) diffCase {
 	_, wallet := e.customer("Rita Refresh")
 	key := e.login(wallet)
-	user, _ := walletauth.NewClientKey()
-	attacker, _ := walletauth.NewClientKey()
+	user, _ := authclient.NewClientKey()
+	attacker, _ := authclient.NewClientKey()
 	return diffCase{key: key, method: "POST", path: "/auth/sessions/" + e.sessionID(wallet) + "/refresh",
 		members: []member{{"clientPublicKey", quote(user.PublicKeyHex())}}, target: "clientPublicKey",
 		attacker: quote(attacker.PublicKeyHex()), status: 201,
@@ -299,15 +300,15 @@ func otpCase(t *testing.T, e *env) diffCase {
 	id := creds.Data[0].ID
 	var m walletauth.AuthMethod
 	e.do("POST", "/auth/credentials/"+id+"/challenge", "{}").ok(t, 200, &m)
-	seal := func(k *walletauth.ClientKey) string {
+	seal := func(k *authclient.ClientKey) string {
 		b, err := k.SealOTP(m.OTPEncryptionTargetBundle, e.sim.Auth().SigningPublicKey(), walletauth.SandboxOTPCode, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
-	user, _ := walletauth.NewClientKey()
-	attacker, _ := walletauth.NewClientKey()
+	user, _ := authclient.NewClientKey()
+	attacker, _ := authclient.NewClientKey()
 	return diffCase{key: user, method: "POST", path: "/auth/credentials/" + id + "/verify",
 		members: []member{{"type", `"EMAIL_OTP"`}, {"encryptedOtpBundle", quote(seal(user))}},
 		target:  "encryptedOtpBundle", attacker: quote(seal(attacker)), status: 200,

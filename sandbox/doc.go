@@ -125,8 +125,8 @@
 // sandbox only, for tests. OIDC tokens a test mints are checked against it
 // (iat at most a minute before the simulator's now), so mint them around
 // the now GET /sandbox/clock answers. The offset lives in the Simulator:
-// simulators sharing a Store (two servers on one database) each keep their
-// own clock.
+// simulators sharing a Store (two servers on one database) are one sandbox
+// but each keeps its own clock.
 //
 // # Webhooks
 //

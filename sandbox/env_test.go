@@ -15,7 +15,9 @@ import (
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // env is a simulator with a client speaking HTTP to it: over a socket of
@@ -28,7 +30,7 @@ type env struct {
 	base string
 	user string
 	pass string
-	keys map[string]*walletauth.ClientKey // session keys by wallet, see walletKey
+	keys map[string]*authclient.ClientKey // session keys by wallet, see walletKey
 }
 
 // newEnv serves a simulator on the real clock with httptest.NewServer.
@@ -221,7 +223,7 @@ func (e *env) balance(walletID, cur string) int64 {
 
 // login runs the EMAIL_OTP login of a wallet over HTTP (code 000000, real
 // HPKE and stamps) and returns the session key.
-func (e *env) login(walletID string) *walletauth.ClientKey {
+func (e *env) login(walletID string) *authclient.ClientKey {
 	e.t.Helper()
 	var creds struct{ Data []walletauth.AuthMethod }
 	e.do("GET", "/auth/credentials?accountId="+walletID, nil).ok(e.t, 200, &creds)
@@ -231,7 +233,7 @@ func (e *env) login(walletID string) *walletauth.ClientKey {
 	id := creds.Data[0].ID
 	var m walletauth.AuthMethod
 	e.do("POST", "/auth/credentials/"+id+"/challenge", "{}").ok(e.t, 200, &m)
-	key, err := walletauth.NewClientKey()
+	key, err := authclient.NewClientKey()
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -246,13 +248,13 @@ func (e *env) login(walletID string) *walletauth.ClientKey {
 }
 
 // walletKey returns a session key of the wallet, logging in once.
-func (e *env) walletKey(walletID string) *walletauth.ClientKey {
+func (e *env) walletKey(walletID string) *authclient.ClientKey {
 	e.t.Helper()
 	if k := e.keys[walletID]; k != nil {
 		return k
 	}
 	if e.keys == nil {
-		e.keys = map[string]*walletauth.ClientKey{}
+		e.keys = map[string]*authclient.ClientKey{}
 	}
 	e.keys[walletID] = e.login(walletID)
 	return e.keys[walletID]
@@ -260,7 +262,7 @@ func (e *env) walletKey(walletID string) *walletauth.ClientKey {
 
 // signed sends a request that needs a signed retry: the first call must
 // answer 202; the retry is stamped by key and its answer returned.
-func (e *env) signed(key *walletauth.ClientKey, method, path string, body any, headers ...string) resp {
+func (e *env) signed(key *authclient.ClientKey, method, path string, body any, headers ...string) resp {
 	e.t.Helper()
 	ch := e.challenge(method, path, body, headers...)
 	return e.retry(key, ch, method, path, body, headers...)
@@ -278,13 +280,13 @@ func (e *env) challenge(method, path string, body any, headers ...string) signed
 }
 
 // retry sends the second leg stamped by key.
-func (e *env) retry(key *walletauth.ClientKey, ch signedretry.Challenge, method, path string, body any, headers ...string) resp {
+func (e *env) retry(key *authclient.ClientKey, ch signedretry.Challenge, method, path string, body any, headers ...string) resp {
 	e.t.Helper()
 	sig, err := key.Stamp(ch.PayloadToSign)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	h := append([]string{signedretry.HeaderSignature, sig, signedretry.HeaderRequestID, ch.RequestID}, headers...)
+	h := append([]string{stamper.HeaderSignature, sig, stamper.HeaderRequestID, ch.RequestID}, headers...)
 	return e.do(method, path, body, h...)
 }
 

@@ -37,12 +37,12 @@ type VerifiedData struct {
 // extMeta is what the simulator keeps about an external account beside the
 // stored record.
 type extMeta struct {
-	customerID string
-	defaultUMA bool
-	status     string // beneficiaryVerificationStatus
-	verified   *VerifiedData
-	trusted    bool
-	deleted    bool
+	CustomerID string        `json:"customerId,omitempty"`
+	DefaultUMA bool          `json:"defaultUma,omitempty"`
+	Status     string        `json:"status,omitempty"` // beneficiaryVerificationStatus
+	Verified   *VerifiedData `json:"verified,omitempty"`
+	Trusted    bool          `json:"trusted,omitempty"`
+	Deleted    bool          `json:"deleted,omitempty"`
 }
 
 // ExternalAccountCreate is the body of POST /customers/external-accounts.
@@ -157,14 +157,14 @@ func (s *Simulator) CreateExternalAccount(ctx context.Context, req ExternalAccou
 }
 
 func (s *Simulator) createExternal(ctx context.Context, p parsedExternal) (*ExternalAccount, error) {
-	meta := &extMeta{customerID: p.customerID, defaultUMA: p.defaultUMA}
+	meta := &extMeta{CustomerID: p.customerID, DefaultUMA: p.defaultUMA}
 	if p.info.fiat {
 		st, ok := nameVerification(p.info.identifier)
 		if !ok {
 			return nil, apierror.New(apierror.InvalidBankAccount, "the bank reports account %s as invalid", p.info.identifier).
 				WithDetail("field", "accountInfo")
 		}
-		meta.status, meta.verified = st, verifiedName(st, p.info.beneficiary)
+		meta.Status, meta.Verified = st, verifiedName(st, p.info.beneficiary)
 	}
 	info, err := json.Marshal(p.info.info)
 	if err != nil {
@@ -174,52 +174,63 @@ func (s *Simulator) createExternal(ctx context.Context, p parsedExternal) (*Exte
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
 	n := ownership.NewAccount{ID: id, CustomerID: p.customerID, AccountType: p.info.accountType, Address: p.info.identifier,
 		Currency: p.currency, OwnershipType: p.ownershipType, VaspName: p.info.vaspName, PlatformAccountID: p.platformAccountID,
 		Info: info}
-	// Held across the store write so the default-deposit rule is one step.
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.state
-	st.settle(now)
-	// A platform-tree account (no customerId) has no customer to check and
-	// is never a default deposit account.
-	if p.customerID != "" {
-		if _, err := st.customer(p.customerID); err != nil {
-			return nil, err
-		}
-	}
-	if p.defaultUMA && p.customerID != "" {
-		if other := st.defaultUMA(p.customerID); other != "" {
-			return nil, apierror.New(apierror.Conflict, "customer %s already has a default UMA deposit account (%s)", p.customerID, other).
-				WithDetail("field", "defaultUmaDepositAccount")
-		}
-	}
-	// The library sets the starting status (PENDING_OWNERSHIP_VERIFICATION
-	// for a FIRST_PARTY self-custody wallet with a key, ACTIVE otherwise)
-	// and writes the status event in the create's transaction.
+	// One transaction: the customer's record is held while the
+	// default-deposit rule is checked and the account stored, so the rule
+	// is one step on every replica.
 	var rec *storage.ExternalAccount
-	err = s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
+	err = s.atomic(ctx, func(st *state) error {
+		// A platform-tree account (no customerId) has no customer to check
+		// and is never a default deposit account.
+		if p.customerID != "" {
+			if _, err := st.customer(p.customerID); err != nil {
+				return err
+			}
+		}
+		if p.defaultUMA && p.customerID != "" {
+			other, err := st.defaultUMA(p.customerID)
+			if err != nil {
+				return err
+			}
+			if other != "" {
+				return apierror.New(apierror.Conflict, "customer %s already has a default UMA deposit account (%s)", p.customerID, other).
+					WithDetail("field", "defaultUmaDepositAccount")
+			}
+		}
+		// The library sets the starting status (PENDING_OWNERSHIP_VERIFICATION
+		// for a FIRST_PARTY self-custody wallet with a key, ACTIVE otherwise)
+		// and writes the status event in the create's transaction.
 		var err error
-		rec, err = s.own.RegisterAccountIn(ctx, tx, n)
-		return err
+		if rec, err = s.own.RegisterAccountIn(ctx, st.tx, n); err != nil {
+			return err
+		}
+		add(st, kindExternal, id, p.customerID, meta)
+		return nil
 	})
 	if err != nil {
-		return nil, apierror.As(err)
+		return nil, err
 	}
-	st.extMeta[id] = meta
 	return externalView(rec, meta), nil
 }
 
 // defaultUMA returns the customer's default UMA deposit account, or "".
-func (st *state) defaultUMA(customerID string) string {
-	for id, m := range st.extMeta {
-		if m.defaultUMA && !m.deleted && m.customerID == customerID {
-			return id
+func (st *state) defaultUMA(customerID string) (string, error) {
+	all, err := st.tx.Records().List(st.ctx, kindExternal, customerID)
+	if err != nil {
+		return "", err
+	}
+	for _, rec := range all {
+		m, err := keep[extMeta](st, rec)
+		if err != nil {
+			return "", err
+		}
+		if m.DefaultUMA && !m.Deleted {
+			return rec.Key, nil
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // verifiedName is the holder name the rail reports for a verification
@@ -244,10 +255,10 @@ func externalView(rec *storage.ExternalAccount, m *extMeta) *ExternalAccount {
 		OwnershipType: rec.OwnershipType, Currency: rec.Currency, AccountInfo: append(json.RawMessage(nil), rec.Info...),
 		CreatedAt: rec.CreatedAt.UTC(), UpdatedAt: rec.UpdatedAt.UTC()}
 	if m != nil {
-		out.DefaultUMADepositAccount = m.defaultUMA
-		out.BeneficiaryVerificationStatus = m.status
-		if m.verified != nil {
-			v := *m.verified
+		out.DefaultUMADepositAccount = m.DefaultUMA
+		out.BeneficiaryVerificationStatus = m.Status
+		if m.Verified != nil {
+			v := *m.Verified
 			out.BeneficiaryVerifiedData = &v
 		}
 	}
@@ -258,13 +269,17 @@ func externalView(rec *storage.ExternalAccount, m *extMeta) *ExternalAccount {
 // reflects ownership verification done by other packages on the same
 // store): 404 REFERENCE_NOT_FOUND when there is none or it was deleted.
 func (s *Simulator) GetExternalAccount(ctx context.Context, id string) (*ExternalAccount, error) {
-	rec, err := s.externalAccount(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return externalView(&rec, s.state.extMeta[id]), nil
+	var out *ExternalAccount
+	err := s.read(ctx, func(st *state) error {
+		rec, err := externalIn(st, id)
+		if err != nil {
+			return err
+		}
+		m, err := st.metaOf(id)
+		out = externalView(&rec, m)
+		return err
+	})
+	return out, err
 }
 
 // DeleteExternalAccount deletes an external account (its stored status
@@ -273,28 +288,24 @@ func (s *Simulator) GetExternalAccount(ctx context.Context, id string) (*Externa
 // be deleted: 409 BENEFICIARY_TRUSTED until it was untrusted and confirmed.
 // Errors: 404 REFERENCE_NOT_FOUND, 409 BENEFICIARY_TRUSTED.
 func (s *Simulator) DeleteExternalAccount(ctx context.Context, id string) error {
-	rec, err := s.externalAccount(ctx, id)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.state.extMeta[id]
-	if m == nil {
-		m = &extMeta{}
-		s.state.extMeta[id] = m
-	}
-	if m.deleted {
-		return apierror.New(apierror.ReferenceNotFound, "external account %s not found", id)
-	}
-	if m.trusted {
-		return apierror.New(apierror.BeneficiaryTrusted, "external account %s is a trusted beneficiary; untrust it (untrust, then untrust/confirm) before deleting it", id)
-	}
 	// The library holds the account, sets INACTIVE and writes the status
-	// event in one transaction.
-	if _, err := s.own.SetStatus(ctx, rec.ID, storage.StatusInactive); err != nil {
-		return apierror.As(err)
-	}
-	m.deleted = true
-	return nil
+	// event in the transaction that marks it deleted, with the trust rule
+	// checked on the record it holds.
+	return s.atomic(ctx, func(st *state) error {
+		if _, err := externalIn(st, id); err != nil {
+			return err
+		}
+		m, err := st.meta(id)
+		if err != nil {
+			return err
+		}
+		if m.Trusted {
+			return apierror.New(apierror.BeneficiaryTrusted, "external account %s is a trusted beneficiary; untrust it (untrust, then untrust/confirm) before deleting it", id)
+		}
+		if _, err := s.own.SetStatusIn(ctx, st.tx, id, storage.StatusInactive); err != nil {
+			return err
+		}
+		m.Deleted = true
+		return nil
+	})
 }

@@ -14,11 +14,12 @@ import (
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // goLogin logs a wallet in through walletauth's Go API and returns the
 // session key.
-func goLogin(t *testing.T, sim *sandbox.Simulator, walletID string) *walletauth.ClientKey {
+func goLogin(t *testing.T, sim *sandbox.Simulator, walletID string) *authclient.ClientKey {
 	ctx := t.Context()
 	creds, err := sim.Auth().ListCredentials(ctx, walletID)
 	if err != nil {
@@ -28,7 +29,7 @@ func goLogin(t *testing.T, sim *sandbox.Simulator, walletID string) *walletauth.
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _ := walletauth.NewClientKey()
+	key, _ := authclient.NewClientKey()
 	bundle, err := key.SealOTP(m.OTPEncryptionTargetBundle, sim.Auth().SigningPublicKey(), walletauth.SandboxOTPCode, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +49,7 @@ func goLogin(t *testing.T, sim *sandbox.Simulator, walletID string) *walletauth.
 }
 
 // stamped returns the retry of a challenge, stamped by key.
-func stamped(key *walletauth.ClientKey, ch *signedretry.Challenge) signedretry.Request {
+func stamped(key *authclient.ClientKey, ch *signedretry.Challenge) signedretry.Request {
 	sig, _ := key.Stamp(ch.PayloadToSign)
 	return signedretry.Request{Signature: sig, RequestID: ch.RequestID}
 }

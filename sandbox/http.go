@@ -167,7 +167,7 @@ func (s *Simulator) routes() error {
 			return
 		}
 		s.serve(w, r)
-	}), s.cfg.Logger)
+	}), s.cfg.Telemetry.Logger)
 	return nil
 }
 

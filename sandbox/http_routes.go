@@ -20,12 +20,12 @@ func (s *Simulator) hCreateCustomer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := s.createCustomer(r.Context(), req)
-	signedretry.WriteResult(w, http.StatusCreated, c, nil, err)
+	signedretry.WriteAnswer(w, http.StatusCreated, c, nil, err)
 }
 
 func (s *Simulator) hGetCustomer(w http.ResponseWriter, r *http.Request) {
 	c, err := s.GetCustomer(r.Context(), r.PathValue("id"))
-	signedretry.WriteResult(w, http.StatusOK, c, nil, err)
+	signedretry.WriteAnswer(w, http.StatusOK, c, nil, err)
 }
 
 func (s *Simulator) hUpdateCustomer(w http.ResponseWriter, r *http.Request) {
@@ -39,7 +39,7 @@ func (s *Simulator) hUpdateCustomer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, ch, err := s.updateCustomer(r.Context(), r.PathValue("id"), req, signedretry.RequestFrom(r, body))
-	signedretry.WriteResult(w, http.StatusOK, c, ch, err)
+	signedretry.WriteAnswer(w, http.StatusOK, c, ch, err)
 }
 
 func (s *Simulator) hListInternal(w http.ResponseWriter, r *http.Request) {
@@ -49,12 +49,12 @@ func (s *Simulator) hListInternal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := s.ListInternalAccounts(r.Context(), r.URL.Query().Get("customerId"), o)
-	signedretry.WriteResult(w, http.StatusOK, p, nil, err)
+	signedretry.WriteAnswer(w, http.StatusOK, p, nil, err)
 }
 
 func (s *Simulator) hGetInternal(w http.ResponseWriter, r *http.Request) {
 	a, err := s.GetInternalAccount(r.Context(), r.PathValue("id"))
-	signedretry.WriteResult(w, http.StatusOK, a, nil, err)
+	signedretry.WriteAnswer(w, http.StatusOK, a, nil, err)
 }
 
 func (s *Simulator) hUpdateWallet(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +64,7 @@ func (s *Simulator) hUpdateWallet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, ch, err := s.UpdateWallet(r.Context(), r.PathValue("id"), req, signedretry.RequestFrom(r, body))
-	signedretry.WriteResult(w, http.StatusOK, a, ch, err)
+	signedretry.WriteAnswer(w, http.StatusOK, a, ch, err)
 }
 
 func (s *Simulator) hExport(w http.ResponseWriter, r *http.Request) {
@@ -74,7 +74,7 @@ func (s *Simulator) hExport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e, ch, err := s.ExportWallet(r.Context(), r.PathValue("id"), req, signedretry.RequestFrom(r, body))
-	signedretry.WriteResult(w, http.StatusOK, e, ch, err)
+	signedretry.WriteAnswer(w, http.StatusOK, e, ch, err)
 }
 
 func (s *Simulator) hVerify(w http.ResponseWriter, r *http.Request) {
@@ -83,7 +83,7 @@ func (s *Simulator) hVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := s.VerifyCustomer(r.Context(), req)
-	signedretry.WriteResult(w, http.StatusOK, v, nil, err)
+	signedretry.WriteAnswer(w, http.StatusOK, v, nil, err)
 }
 
 func (s *Simulator) hCreateExternal(w http.ResponseWriter, r *http.Request) {
@@ -97,16 +97,16 @@ func (s *Simulator) hCreateExternal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, err := s.createExternal(r.Context(), p)
-	signedretry.WriteResult(w, http.StatusCreated, a, nil, err)
+	signedretry.WriteAnswer(w, http.StatusCreated, a, nil, err)
 }
 
 func (s *Simulator) hGetExternal(w http.ResponseWriter, r *http.Request) {
 	a, err := s.GetExternalAccount(r.Context(), r.PathValue("id"))
-	signedretry.WriteResult(w, http.StatusOK, a, nil, err)
+	signedretry.WriteAnswer(w, http.StatusOK, a, nil, err)
 }
 
 func (s *Simulator) hDeleteExternal(w http.ResponseWriter, r *http.Request) {
-	signedretry.WriteResult(w, 0, nil, nil, s.DeleteExternalAccount(r.Context(), r.PathValue("id")))
+	signedretry.WriteAnswer(w, 0, nil, nil, s.DeleteExternalAccount(r.Context(), r.PathValue("id")))
 }
 
 func (s *Simulator) hTrust(trust bool) http.HandlerFunc {
@@ -115,7 +115,7 @@ func (s *Simulator) hTrust(trust bool) http.HandlerFunc {
 			return
 		}
 		t, err := s.StartTrust(r.Context(), r.PathValue("id"), trust)
-		signedretry.WriteResult(w, http.StatusOK, t, nil, err)
+		signedretry.WriteAnswer(w, http.StatusOK, t, nil, err)
 	}
 }
 
@@ -126,7 +126,7 @@ func (s *Simulator) hConfirm(trust bool) http.HandlerFunc {
 			return
 		}
 		t, err := s.ConfirmTrust(r.Context(), r.PathValue("id"), trust, req)
-		signedretry.WriteResult(w, http.StatusOK, t, nil, err)
+		signedretry.WriteAnswer(w, http.StatusOK, t, nil, err)
 	}
 }
 
@@ -175,7 +175,7 @@ func (s *Simulator) hCreateQuote(w http.ResponseWriter, r *http.Request) {
 
 func (s *Simulator) hGetQuote(w http.ResponseWriter, r *http.Request) {
 	q, err := s.GetQuote(r.Context(), r.PathValue("id"))
-	signedretry.WriteResult(w, http.StatusOK, q, nil, err)
+	signedretry.WriteAnswer(w, http.StatusOK, q, nil, err)
 }
 
 func (s *Simulator) hExecute(w http.ResponseWriter, r *http.Request) {
@@ -194,7 +194,7 @@ func (s *Simulator) hExecute(w http.ResponseWriter, r *http.Request) {
 
 func (s *Simulator) hGetTransaction(w http.ResponseWriter, r *http.Request) {
 	tx, err := s.GetTransaction(r.Context(), r.PathValue("id"))
-	signedretry.WriteResult(w, http.StatusOK, tx, nil, err)
+	signedretry.WriteAnswer(w, http.StatusOK, tx, nil, err)
 }
 
 func (s *Simulator) hCreateCard(w http.ResponseWriter, r *http.Request) {
@@ -203,12 +203,12 @@ func (s *Simulator) hCreateCard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := s.CreateCard(r.Context(), req)
-	signedretry.WriteResult(w, http.StatusCreated, c, nil, err)
+	signedretry.WriteAnswer(w, http.StatusCreated, c, nil, err)
 }
 
 func (s *Simulator) hGetCard(w http.ResponseWriter, r *http.Request) {
 	c, err := s.GetCard(r.Context(), r.PathValue("id"))
-	signedretry.WriteResult(w, http.StatusOK, c, nil, err)
+	signedretry.WriteAnswer(w, http.StatusOK, c, nil, err)
 }
 
 func (s *Simulator) hUpdateCard(w http.ResponseWriter, r *http.Request) {
@@ -217,7 +217,7 @@ func (s *Simulator) hUpdateCard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := s.UpdateCard(r.Context(), r.PathValue("id"), req)
-	signedretry.WriteResult(w, http.StatusOK, c, nil, err)
+	signedretry.WriteAnswer(w, http.StatusOK, c, nil, err)
 }
 
 func (s *Simulator) hFund(w http.ResponseWriter, r *http.Request) {
@@ -226,7 +226,7 @@ func (s *Simulator) hFund(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, err := s.Fund(r.Context(), r.PathValue("accountId"), req)
-	signedretry.WriteResult(w, http.StatusOK, a, nil, err)
+	signedretry.WriteAnswer(w, http.StatusOK, a, nil, err)
 }
 
 func (s *Simulator) hSend(w http.ResponseWriter, r *http.Request) {
@@ -235,7 +235,7 @@ func (s *Simulator) hSend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tx, err := s.Send(r.Context(), req)
-	signedretry.WriteResult(w, http.StatusOK, tx, nil, err)
+	signedretry.WriteAnswer(w, http.StatusOK, tx, nil, err)
 }
 
 func (s *Simulator) hReceive(w http.ResponseWriter, r *http.Request) {
@@ -244,5 +244,5 @@ func (s *Simulator) hReceive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tx, err := s.Receive(r.Context(), req)
-	signedretry.WriteResult(w, http.StatusOK, tx, nil, err)
+	signedretry.WriteAnswer(w, http.StatusOK, tx, nil, err)
 }

@@ -14,7 +14,7 @@ import (
 // keyed is the one Idempotency-Key rule of every route that takes the
 // header (POST /transfer-in, /transfer-out, /quotes and
 // /quotes/{id}/execute), in Go and over HTTP: fn runs at most once per key
-// through the simulator's [idempotency.Guard], whose records live in the
+// through the simulator's [idempotency.Once], whose records live in the
 // Store (replicas sharing a database agree) under the platform's scope.
 //
 // An empty key runs fn. Otherwise the key must be a UUID (400
@@ -23,7 +23,7 @@ import (
 // body (over HTTP the body as sent; in Go the request's JSON). The first
 // request with the key runs fn; a result is stored as status (the route's
 // final status, or the result's own when it has one: see [keyedStatus])
-// with its JSON for the Guard's TTL (24 hours from completion). A
+// with its JSON for the Once's TTL (24 hours from completion). A
 // challenge (the first leg of a signed retry) and an error are not final:
 // they release the key, which may then carry the retry or a repeat. A
 // payout held for approval (202 with a [PayoutApproval]) is final: the
@@ -82,9 +82,9 @@ func keyed[T any](ctx context.Context, s *Simulator, key, path string, body []by
 // waits for. keyedStatus returns it, given the route's final status.
 type keyedStatus interface{ keyedStatus(final int) int }
 
-// keepKeyed is the simulator Guard's [idempotency.Config].Keep: every 2xx
+// keepKeyed is the simulator Once's [idempotency.Config].Keep: every 2xx
 // result of keyed is final and stored, 202 included (a held payout); the
-// challenge leg, which is not, reaches the Guard as no response (Status
+// challenge leg, which is not, reaches the Once as no response (Status
 // 0) and releases the key.
 func keepKeyed(status int) bool { return status >= 200 && status < 300 }
 
@@ -99,5 +99,5 @@ func writeKeyed(w http.ResponseWriter, status int, v any, ch *signedretry.Challe
 	if replayed && err == nil {
 		w.Header().Set(idempotency.ReplayedHeader, "true")
 	}
-	signedretry.WriteResult(w, status, v, ch, err)
+	signedretry.WriteAnswer(w, status, v, ch, err)
 }

@@ -36,27 +36,26 @@ type InternalAccount struct {
 	UpdatedAt      time.Time `json:"updatedAt"`
 }
 
-// view builds the record of a stored wallet from the state; st must be
-// locked and settled.
-func (s *Simulator) view(st *state, a *storage.InternalAccount) InternalAccount {
-	w := st.wallet(a.ID)
+// view builds the record of a stored wallet from the simulator's side of
+// it, w, as of the state's now.
+func (s *Simulator) view(w *wallet, a *storage.InternalAccount) InternalAccount {
 	primary := s.cfg.WalletCurrency
 	out := InternalAccount{ID: a.ID, CustomerID: a.CustomerID, Type: "EMBEDDED_WALLET", Status: "ACTIVE",
-		Balance: Money{w.balances[primary], primary}, PrivateEnabled: w.privateEnabled,
+		Balance: Money{w.Balances[primary], primary}, PrivateEnabled: w.PrivateEnabled,
 		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
-	if w.updatedAt.After(out.UpdatedAt) {
-		out.UpdatedAt = w.updatedAt
+	if w.UpdatedAt.After(out.UpdatedAt) {
+		out.UpdatedAt = w.UpdatedAt
 	}
 	out.Balances = append(out.Balances, out.Balance)
 	var others []string
-	for c, v := range w.balances {
+	for c, v := range w.Balances {
 		if c != primary && v != 0 {
 			others = append(others, c)
 		}
 	}
 	slices.Sort(others)
 	for _, c := range others {
-		out.Balances = append(out.Balances, Money{w.balances[c], c})
+		out.Balances = append(out.Balances, Money{w.Balances[c], c})
 	}
 	return out
 }
@@ -74,37 +73,46 @@ func (s *Simulator) ListInternalAccounts(ctx context.Context, customerID string,
 	if !storage.ValidID(customerID, "Customer") {
 		return nil, apierror.InvalidField("customerId", apierror.Pattern(`^Customer:[0-9a-fA-F-]{36}$`), "must be a Customer id")
 	}
-	var accts []storage.InternalAccount
-	err = s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		accts, err = tx.InternalAccounts().ListByCustomer(ctx, customerID)
-		return err
-	})
-	if err != nil {
-		return nil, apierror.As(err)
-	}
 	out := []InternalAccount{}
-	_ = s.locked(func(st *state, _ time.Time) error {
+	err = s.read(ctx, func(st *state) error {
+		accts, err := st.tx.InternalAccounts().ListByCustomer(ctx, customerID)
+		if err != nil {
+			return err
+		}
 		for i := range accts {
-			out = append(out, s.view(st, &accts[i]))
+			w, err := st.wallet(accts[i].ID)
+			if err != nil {
+				return err
+			}
+			out = append(out, s.view(w, &accts[i]))
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	return paginate(out, internalKey, p), nil
 }
 
 // GetInternalAccount returns one embedded wallet: 404 REFERENCE_NOT_FOUND
 // when there is none.
 func (s *Simulator) GetInternalAccount(ctx context.Context, id string) (*InternalAccount, error) {
-	a, err := s.internalAccount(ctx, id)
+	var out InternalAccount
+	err := s.read(ctx, func(st *state) error {
+		a, err := internalIn(st, id)
+		if err != nil {
+			return err
+		}
+		w, err := st.wallet(id)
+		if err != nil {
+			return err
+		}
+		out = s.view(w, &a)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var out InternalAccount
-	_ = s.locked(func(st *state, _ time.Time) error {
-		out = s.view(st, &a)
-		return nil
-	})
 	return &out, nil
 }
 
@@ -112,7 +120,7 @@ func (s *Simulator) GetInternalAccount(ctx context.Context, id string) (*Interna
 // (wallet export and privacy are walletauth's: walletauth.OpExportWallet and
 // walletauth.OpWalletPrivacy). They are for the wallet client under test: it
 // stamps a payload only when its type is the operation it started (the Type
-// of its signedretry.Expectation).
+// of its signedretry/stamper Expectation).
 const (
 	OpExecuteQuote  = "EXECUTE_QUOTE"
 	OpTransferOut   = "TRANSFER_OUT"
@@ -204,10 +212,13 @@ func (s *Simulator) UpdateWallet(ctx context.Context, accountID string, req wall
 		return nil, ch, err
 	}
 	var out InternalAccount
-	err = s.locked(func(st *state, now time.Time) error {
-		w := st.wallet(accountID)
-		w.privateEnabled, w.updatedAt = p.PrivateEnabled, now
-		out = s.view(st, &acct)
+	err = s.atomic(ctx, func(st *state) error {
+		w, err := st.wallet(accountID)
+		if err != nil {
+			return err
+		}
+		w.PrivateEnabled, w.UpdatedAt = p.PrivateEnabled, st.now
+		out = s.view(w, &acct)
 		return nil
 	})
 	return &out, nil, err

@@ -15,7 +15,9 @@ import (
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 )
 
@@ -100,7 +102,7 @@ func TestExportWallet(t *testing.T) {
 		}
 		// A client pinning another signer refuses the envelope (401), one
 		// expecting another organization too (400).
-		otherSigner, _ := walletauth.NewClientKey()
+		otherSigner, _ := authclient.NewClientKey()
 		_, err = envelope.OpenExportBundle(priv, out.EncryptedWalletCredentials, &otherSigner.PrivateKey().PublicKey, sandbox.SandboxOrganizationID)
 		apierrortest.Want(t, err, apierror.Unauthorized, "")
 		_, err = envelope.OpenExportBundle(priv, out.EncryptedWalletCredentials, e.sim.Auth().SigningPublicKey(), "org_other")
@@ -108,25 +110,25 @@ func TestExportWallet(t *testing.T) {
 
 		// Failures of the signed retry.
 		ch := e.challenge("POST", path, body)
-		stranger, _ := walletauth.NewClientKey()
+		stranger, _ := authclient.NewClientKey()
 		e.retry(stranger, ch, "POST", path, body).fails(t, 401, apierror.WalletSignatureInvalid)
-		e.do("POST", path, body, signedretry.HeaderRequestID, ch.RequestID).fails(t, 401, apierror.WalletSignatureMissing)
-		e.do("POST", path, body, signedretry.HeaderSignature, "abc").fails(t, 401, apierror.RequestIDMissing)
-		e.do("POST", path, body, signedretry.HeaderSignature, "!!", signedretry.HeaderRequestID, ch.RequestID).fails(t, 401, apierror.WalletSignatureMalformed)
+		e.do("POST", path, body, stamper.HeaderRequestID, ch.RequestID).fails(t, 401, apierror.WalletSignatureMissing)
+		e.do("POST", path, body, stamper.HeaderSignature, "abc").fails(t, 401, apierror.RequestIDMissing)
+		e.do("POST", path, body, stamper.HeaderSignature, "!!", stamper.HeaderRequestID, ch.RequestID).fails(t, 401, apierror.WalletSignatureMalformed)
 		_, other := exportKey(t)
 		e.retry(key, ch, "POST", path, map[string]string{"clientPublicKey": other}).fails(t, 401, apierror.WalletSignatureBodyMismatch)
 		e.retry(key, ch, "POST", path, body).ok(t, 200, nil)
 		e.retry(key, ch, "POST", path, body).fails(t, 401, apierror.Unauthorized)
 		// The sandbox literal stands in for the stamp (a session must exist).
 		ch = e.challenge("POST", path, body)
-		e.do("POST", path, body, signedretry.HeaderSignature, signedretry.SandboxSignature, signedretry.HeaderRequestID, ch.RequestID).ok(t, 200, nil)
+		e.do("POST", path, body, stamper.HeaderSignature, signedretry.SandboxSignature, stamper.HeaderRequestID, ch.RequestID).ok(t, 200, nil)
 		// Expired challenge.
 		ch = e.challenge("POST", path, body)
 		time.Sleep(signedretry.DefaultTTL)
 		e.retry(key, ch, "POST", path, body).fails(t, 401, apierror.Unauthorized)
 
 		// A compressed client key is accepted too.
-		compressed, _ := walletauth.NewClientKey()
+		compressed, _ := authclient.NewClientKey()
 		e.signed(key, "POST", path, map[string]string{"clientPublicKey": compressed.PublicKeyHex()}).ok(t, 200, &out)
 		cpriv, err := compressed.PrivateKey().ECDH()
 		if err != nil {

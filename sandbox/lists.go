@@ -26,7 +26,7 @@ func (s *Simulator) listRoutes(r func(string, http.HandlerFunc)) {
 			return
 		}
 		p, err := s.ListCustomers(req.Context(), o)
-		signedretry.WriteResult(w, http.StatusOK, p, nil, err)
+		signedretry.WriteAnswer(w, http.StatusOK, p, nil, err)
 	})
 	r("GET /customers/external-accounts", func(w http.ResponseWriter, req *http.Request) {
 		o, err := listOptions(req.URL.Query())
@@ -35,7 +35,7 @@ func (s *Simulator) listRoutes(r func(string, http.HandlerFunc)) {
 			return
 		}
 		p, err := s.ListExternalAccounts(req.Context(), req.URL.Query().Get("customerId"), o)
-		signedretry.WriteResult(w, http.StatusOK, p, nil, err)
+		signedretry.WriteAnswer(w, http.StatusOK, p, nil, err)
 	})
 }
 
@@ -48,12 +48,16 @@ func (s *Simulator) ListCustomers(ctx context.Context, opts ListOptions) (*Page[
 		return nil, err
 	}
 	out := []Customer{}
-	_ = s.locked(func(st *state, _ time.Time) error {
-		for _, c := range st.customers {
-			out = append(out, *c.rec.clone())
+	err = s.read(ctx, func(st *state) error {
+		all, err := list[customer](st, kindCustomer, "")
+		for _, c := range all {
+			out = append(out, *c.Rec.clone())
 		}
-		return nil
+		return err
 	})
+	if err != nil {
+		return nil, err
+	}
 	slices.SortFunc(out, func(a, b Customer) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
@@ -96,14 +100,18 @@ func (s *Simulator) externalAccounts(ctx context.Context, customerID string) ([]
 	}
 	out := make([]ExternalAccount, 0, len(recs))
 	deleted := make([]bool, 0, len(recs))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := range recs {
-		m := s.state.extMeta[recs[i].ID]
-		out = append(out, *externalView(&recs[i], m))
-		deleted = append(deleted, m != nil && m.deleted)
-	}
-	return out, deleted, nil
+	err = s.read(ctx, func(st *state) error {
+		for i := range recs {
+			m, err := st.metaOf(recs[i].ID)
+			if err != nil {
+				return err
+			}
+			out = append(out, *externalView(&recs[i], m))
+			deleted = append(deleted, m != nil && m.Deleted)
+		}
+		return nil
+	})
+	return out, deleted, err
 }
 
 // platformRoutes registers POST /platform/external-accounts, which creates
@@ -121,7 +129,7 @@ func (s *Simulator) platformRoutes(r func(string, http.HandlerFunc)) {
 			return
 		}
 		a, err := s.createExternal(req.Context(), p)
-		signedretry.WriteResult(w, http.StatusCreated, a, nil, err)
+		signedretry.WriteAnswer(w, http.StatusCreated, a, nil, err)
 	})
 }
 

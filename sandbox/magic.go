@@ -138,7 +138,7 @@ const (
 // back) and credit when it succeeds (a transfer-in credits on completion).
 func transferSteps(identifier string, now time.Time, hold, release, credit []move) []step {
 	fail := func(reason string) []step {
-		return []step{{at: now, status: TxPending, moves: hold}, {at: now, status: TxFailed, reason: reason, moves: release}}
+		return []step{{At: now, Status: TxPending, Moves: hold}, {At: now, Status: TxFailed, Reason: reason, Moves: release}}
 	}
 	switch Suffix(identifier) {
 	case "002":
@@ -148,10 +148,10 @@ func transferSteps(identifier string, now time.Time, hold, release, credit []mov
 	case "004":
 		return fail(ReasonBankRejected)
 	case "005":
-		return []step{{at: now, status: TxPending, moves: hold},
-			{at: now.Add(DelayedFailureAfter), status: TxFailed, reason: ReasonTimeout, moves: release}}
+		return []step{{At: now, Status: TxPending, Moves: hold},
+			{At: now.Add(DelayedFailureAfter), Status: TxFailed, Reason: ReasonTimeout, Moves: release}}
 	default:
-		return []step{{at: now, status: TxPending, moves: hold}, {at: now, status: TxCompleted, moves: credit}}
+		return []step{{At: now, Status: TxPending, Moves: hold}, {At: now, Status: TxCompleted, Moves: credit}}
 	}
 }
 
@@ -159,26 +159,26 @@ func transferSteps(identifier string, now time.Time, hold, release, credit []mov
 // account's suffix. debit takes the money from the source (nil for real-time
 // funding), refund gives it back.
 func payoutSteps(identifier string, now time.Time, debit, refund []move) []step {
-	first := step{at: now, status: TxProcessing, moves: debit}
+	first := step{At: now, Status: TxProcessing, Moves: debit}
 	failed := func(reason string, moves []move) []step {
-		return []step{first, {at: now, status: TxFailed, reason: reason, moves: moves}}
+		return []step{first, {At: now, Status: TxFailed, Reason: reason, Moves: moves}}
 	}
 	switch Suffix(identifier) {
 	case "002":
 		return failed(ReasonQuoteExecutionFailed, refund)
 	case "003":
-		return []step{first, {at: now.Add(LongPaymentAfter), status: TxCompleted}}
+		return []step{first, {At: now.Add(LongPaymentAfter), Status: TxCompleted}}
 	case "004":
 		return failed(ReasonCounterpartyDelivery, refund)
 	case "005":
-		return []step{first, {at: now, status: TxCompleted},
-			{at: now.Add(ReturnedAfter), status: TxFailed, reason: ReasonPaymentReturned, moves: refund}}
+		return []step{first, {At: now, Status: TxCompleted},
+			{At: now.Add(ReturnedAfter), Status: TxFailed, Reason: ReasonPaymentReturned, Moves: refund}}
 	case "006":
 		return failed(ReasonUserCancelled, refund)
 	case "007":
 		return failed(ReasonPayoutRefundFailed, nil)
 	default:
-		return []step{first, {at: now, status: TxCompleted}}
+		return []step{first, {At: now, Status: TxCompleted}}
 	}
 }
 
@@ -186,13 +186,13 @@ func payoutSteps(identifier string, now time.Time, debit, refund []move) []step 
 // apply are the moves of a success (credit for an incoming payment), refund
 // the moves of a failure after a debit.
 func umaSteps(sc umaScenario, now time.Time, debit, credit, refund []move) []step {
-	first := step{at: now, status: TxPending, moves: debit}
+	first := step{At: now, Status: TxPending, Moves: debit}
 	switch sc.outcome {
 	case "pending":
-		return []step{first, {at: now.Add(LongPendingUMAAfter), status: TxCompleted, moves: credit}}
+		return []step{first, {At: now.Add(LongPendingUMAAfter), Status: TxCompleted, Moves: credit}}
 	case "compliance":
-		return []step{first, {at: now, status: TxFailed, reason: ReasonComplianceFailed, moves: refund}}
+		return []step{first, {At: now, Status: TxFailed, Reason: ReasonComplianceFailed, Moves: refund}}
 	default:
-		return []step{first, {at: now, status: TxCompleted, moves: credit}}
+		return []step{first, {At: now, Status: TxCompleted, Moves: credit}}
 	}
 }

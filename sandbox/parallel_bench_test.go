@@ -19,9 +19,11 @@ import (
 
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
@@ -207,7 +209,7 @@ func expect(h http.Handler, want int, method, path string, body any, out any, he
 // in, the session key.
 type benchAccount struct {
 	wallet, cred string
-	key          *walletauth.ClientKey
+	key          *authclient.ClientKey
 }
 
 // accounts creates n customers (spread over the replicas, in parallel) and,
@@ -266,13 +268,13 @@ func (r *replicaSet) accounts(b *testing.B, n int, login bool) []benchAccount {
 // login runs a full EMAIL_OTP login of credential cred through the handlers,
 // each leg on the next replica, and returns the session key: challenge, leg
 // 1 with the sealed code (202), leg 2 stamped by the new key (200).
-func (r *replicaSet) login(cred string) (*walletauth.ClientKey, error) {
+func (r *replicaSet) login(cred string) (*authclient.ClientKey, error) {
 	sim, h := r.pick()
 	var m walletauth.AuthMethod
 	if err := expect(h, 200, "POST", "/auth/credentials/"+cred+"/challenge", struct{}{}, &m); err != nil {
 		return nil, err
 	}
-	key, err := walletauth.NewClientKey()
+	key, err := authclient.NewClientKey()
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +292,7 @@ func (r *replicaSet) login(cred string) (*walletauth.ClientKey, error) {
 
 // signed sends a request that needs a signed retry: leg 1 must answer 202,
 // the retry stamped by key (on the next replica) 200.
-func (r *replicaSet) signed(key *walletauth.ClientKey, method, path string, body, out any) error {
+func (r *replicaSet) signed(key *authclient.ClientKey, method, path string, body, out any) error {
 	_, h := r.pick()
 	var ch signedretry.Challenge
 	if err := expect(h, 202, method, path, body, &ch); err != nil {
@@ -301,7 +303,7 @@ func (r *replicaSet) signed(key *walletauth.ClientKey, method, path string, body
 		return err
 	}
 	_, h = r.pick()
-	return expect(h, 200, method, path, body, out, signedretry.HeaderSignature, sig, signedretry.HeaderRequestID, ch.RequestID)
+	return expect(h, 200, method, path, body, out, stamper.HeaderSignature, sig, stamper.HeaderRequestID, ch.RequestID)
 }
 
 // runParallel runs op once per iteration, each on its own account, and

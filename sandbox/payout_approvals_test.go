@@ -12,10 +12,12 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // approvalFixture is a funded wallet, its EMAIL_OTP session and an
@@ -23,7 +25,7 @@ import (
 type approvalFixture struct {
 	e      *env
 	wallet string
-	otp    *walletauth.ClientKey
+	otp    *authclient.ClientKey
 	ext    sandbox.ExternalAccount
 }
 
@@ -150,8 +152,8 @@ func payoutApprovalBySecondCredential(t *testing.T, store storage.Store) {
 	// the sandbox literal (no credential), nor a session of another
 	// wallet.
 	e.retry(f.otp, ch, "POST", path, nil).fails(t, 403, apierror.Forbidden)
-	e.do("POST", path, nil, signedretry.HeaderSignature, signedretry.SandboxSignature,
-		signedretry.HeaderRequestID, ch.RequestID).fails(t, 403, apierror.Forbidden)
+	e.do("POST", path, nil, stamper.HeaderSignature, signedretry.SandboxSignature,
+		stamper.HeaderRequestID, ch.RequestID).fails(t, 403, apierror.Forbidden)
 	_, other := e.customer("Oth Er")
 	e.retry(e.login(other), ch, "POST", path, nil).fails(t, 401, apierror.WalletSignatureInvalid)
 	if got := f.state(ap.ID); got.State != "WAITING" || len(got.Approvers) != 0 || e.balance(f.wallet, "USD") != fundUSD {
@@ -312,7 +314,7 @@ func TestPayoutApprovalConcurrent(t *testing.T) {
 		var wg sync.WaitGroup
 		var signed, operator resp
 		wg.Go(func() {
-			signed = e.do("POST", approvalPath(ap.ID), nil, signedretry.HeaderSignature, sig, signedretry.HeaderRequestID, ch.RequestID)
+			signed = e.do("POST", approvalPath(ap.ID), nil, stamper.HeaderSignature, sig, stamper.HeaderRequestID, ch.RequestID)
 		})
 		wg.Go(func() { operator = e.do("POST", "/sandbox"+approvalPath(ap.ID), nil) })
 		wg.Wait()

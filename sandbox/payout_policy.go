@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership/policy"
-	"github.com/walletgate/walletgate/signedretry"
-	"github.com/walletgate/walletgate/storage"
 )
 
 // The values of [DefaultPayoutRules], in US dollars at the sandbox's fixed
@@ -134,7 +131,7 @@ func newPayoutLimits(cfg *Config) (*policy.Policy, error) {
 		return nil, fmt.Errorf("sandbox: Config.PayoutRules: referenceCurrency %q is not a sandbox currency", ref)
 	}
 	p, err := policy.New(policy.Config{Rules: *cfg.PayoutRules, Rates: rates{to: ref}, Clock: cfg.Clock, Rand: cfg.Rand,
-		Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
+		Telemetry: cfg.Telemetry})
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: Config.PayoutRules: %w", err)
 	}
@@ -159,32 +156,3 @@ func (r rates) ToReference(_ context.Context, currency string, amount int64) (in
 	}
 	return v, nil
 }
-
-// decidePayout runs the payout policy on a payout of amount (smallest
-// units of cur) from the embedded wallet wal to the external account
-// destID (or, with destType policy.DestinationUMA, to a UMA address),
-// inside tx, the transaction that consumes the signed request a (the
-// Effect of the payout's [walletauth.Authorize]). The payout counts under
-// a's request id; it counts in the windows when tx commits, and a refusal
-// (403 PAYOUT_BLOCKED, 403 STEP_UP_REQUIRED) rolls tx back, so the signed
-// request stays usable and nothing is debited. held, when not nil, is the
-// approval a REQUIRE_APPROVAL rule stored in tx: the payout must not be
-// made now (it is made when the approval is, see [Simulator.ApprovePayout]).
-func (s *Simulator) decidePayout(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, wal *storage.InternalAccount,
-	destID, destType string, amount int64, cur string) (held *storage.PayoutApproval, err error) {
-	// The transfer's effect writes the payout once the policy allowed it
-	// (it returns no approval); the policy hands nothing to execute.
-	out, err := s.limits.Decide(ctx, tx, policy.Payout{ID: a.RequestID, CustomerID: wal.CustomerID, SourceID: wal.ID,
-		DestinationID: destID, DestinationType: destType, Amount: amount, Currency: cur, Authorization: a}, allowedOnly)
-	if err != nil {
-		return nil, err
-	}
-	if out.Executed == nil && out.Held == nil {
-		return nil, apierror.Internal(errors.New("sandbox: the payout policy returned no outcome"))
-	}
-	return out.Held, nil
-}
-
-// allowedOnly is the policy.Execute of the simulator's payouts: the
-// effect that called the policy makes the payout it allowed.
-func allowedOnly(context.Context, storage.Tx, *policy.Allowed) error { return nil }

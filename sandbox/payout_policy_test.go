@@ -14,9 +14,11 @@ import (
 	"github.com/walletgate/walletgate/ownership/policy"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // TestDefaultPayoutRulesMatchConstants: DefaultPayoutRules parses, is a
@@ -108,7 +110,7 @@ func TestPayoutDailyLimit(t *testing.T) {
 			e.do("POST", "/sandbox/internal-accounts/"+w+"/fund", map[string]any{"amount": amount, "currency": cur}).ok(t, 200, nil)
 		}
 		fund(2*half+100, "USD")
-		out := func(key *walletauth.ClientKey, amount int64) resp {
+		out := func(key *authclient.ClientKey, amount int64) resp {
 			return e.signed(key, "POST", "/transfer-out", map[string]any{"source": map[string]string{"accountId": w},
 				"destination": map[string]string{"accountId": ext.ID}, "amount": amount})
 		}
@@ -250,7 +252,7 @@ func TestPayoutMagicAmounts(t *testing.T) {
 	otp := e.login(w)
 	e.do("POST", "/sandbox/internal-accounts/"+w+"/fund", map[string]any{"amount": 1_000_000, "currency": "USD"}).ok(t, 200, nil)
 	ext := e.external(c.ID, usdAccount("73737301"))
-	out := func(key *walletauth.ClientKey, amount int64) resp {
+	out := func(key *authclient.ClientKey, amount int64) resp {
 		return e.signed(key, "POST", "/transfer-out", map[string]any{"source": map[string]string{"accountId": w},
 			"destination": map[string]string{"accountId": ext.ID}, "amount": amount})
 	}
@@ -273,7 +275,7 @@ func TestPayoutMagicAmounts(t *testing.T) {
 	blocked(t, e.retry(weak, stepUpCh, "POST", "/transfer-out", stepUp), apierror.StepUpRequired, sandbox.PayoutRuleStepUp)
 	ch := e.challenge("POST", "/transfer-out", stepUp)
 	blocked(t, e.do("POST", "/transfer-out", stepUp,
-		signedretry.HeaderSignature, signedretry.SandboxSignature, signedretry.HeaderRequestID, ch.RequestID), apierror.StepUpRequired, sandbox.PayoutRuleStepUp)
+		stamper.HeaderSignature, signedretry.SandboxSignature, stamper.HeaderRequestID, ch.RequestID), apierror.StepUpRequired, sandbox.PayoutRuleStepUp)
 	if e.balance(w, "USD") != 1_000_000 {
 		t.Fatalf("balance %d after refusals", e.balance(w, "USD"))
 	}
@@ -298,7 +300,7 @@ func TestPayoutMagicAmounts(t *testing.T) {
 
 // enrolPasskey registers a PASSKEY credential on the wallet, signed by
 // the session key, and returns it with its authenticator.
-func (e *env) enrolPasskey(wallet string, session *walletauth.ClientKey) (walletauth.AuthMethod, *authenticator) {
+func (e *env) enrolPasskey(wallet string, session *authclient.ClientKey) (walletauth.AuthMethod, *authenticator) {
 	e.t.Helper()
 	a := newAuthenticator(e.t)
 	var rc struct{ Challenge string }
@@ -310,9 +312,9 @@ func (e *env) enrolPasskey(wallet string, session *walletauth.ClientKey) (wallet
 }
 
 // passkeySession logs in with the passkey m and returns the session's key.
-func (e *env) passkeySession(m walletauth.AuthMethod, a *authenticator) *walletauth.ClientKey {
+func (e *env) passkeySession(m walletauth.AuthMethod, a *authenticator) *authclient.ClientKey {
 	e.t.Helper()
-	client, err := walletauth.NewClientKey()
+	client, err := authclient.NewClientKey()
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -332,7 +334,7 @@ func (e *env) passkeySession(m walletauth.AuthMethod, a *authenticator) *walleta
 // clock past its security-change period and logs in with it: a passkey
 // the owner added a day ago, worth a passkey. The wallet's earlier
 // sessions have expired by then.
-func (e *env) settledPasskey(wallet string, session *walletauth.ClientKey) *walletauth.ClientKey {
+func (e *env) settledPasskey(wallet string, session *authclient.ClientKey) *authclient.ClientKey {
 	e.t.Helper()
 	m, a := e.enrolPasskey(wallet, session)
 	e.advance(int64(walletauth.DefaultSecurityChangePeriod / time.Second))

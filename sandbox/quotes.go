@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/ownership/payout"
 	"github.com/walletgate/walletgate/ownership/policy"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
@@ -114,18 +116,35 @@ type Quote struct {
 
 // quote is a stored quote with what executing it needs.
 type quote struct {
-	rec        Quote
-	customerID string
-	identifier string // destination account identifier (suffix outcomes)
+	Rec        Quote  `json:"rec"`
+	CustomerID string `json:"customerId"`
+	Identifier string `json:"identifier,omitempty"` // destination account identifier (suffix outcomes)
 }
 
-func (q *quote) view(now time.Time) *Quote {
-	out := q.rec
-	if out.Status == QuotePending && !now.Before(out.ExpiresAt) {
+func (q *quote) view(st *state) (*Quote, error) {
+	out := q.Rec
+	if out.TransactionID != "" {
+		tx, err := st.transaction(out.TransactionID)
+		if err != nil {
+			return nil, err
+		}
+		v := tx.view(st.now)
+		out.Status, out.UpdatedAt = quoteStatusOf(v.Status), v.UpdatedAt
+	}
+	if out.Status == QuotePending && !st.now.Before(out.ExpiresAt) {
 		out.Status = QuoteExpired
 	}
-	out.PaymentInstructions = append([]PaymentInstruction(nil), q.rec.PaymentInstructions...)
-	return &out
+	out.PaymentInstructions = append([]PaymentInstruction(nil), q.Rec.PaymentInstructions...)
+	return &out, nil
+}
+
+// quote returns the quote id: 404 QUOTE_NOT_FOUND when there is none.
+func (st *state) quote(id string) (*quote, error) {
+	q, err := load[quote](st, kindQuote, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, apierror.New(apierror.QuoteNotFound, "quote %q not found", id)
+	}
+	return q, err
 }
 
 // CreateQuote prices a payment at the sandbox's fixed rates (no fees). An
@@ -204,7 +223,7 @@ func (s *Simulator) createQuote(ctx context.Context, req QuoteRequest) (*Quote, 
 		if err != nil {
 			return nil, err
 		}
-		q.customerID = acct.CustomerID
+		q.CustomerID = acct.CustomerID
 		if src.Currency == "" {
 			src.Currency = s.cfg.WalletCurrency
 		}
@@ -213,7 +232,7 @@ func (s *Simulator) createQuote(ctx context.Context, req QuoteRequest) (*Quote, 
 		if _, err := s.GetCustomer(ctx, src.CustomerID); err != nil {
 			return nil, err
 		}
-		q.customerID = src.CustomerID
+		q.CustomerID = src.CustomerID
 		src.AccountID = ""
 	}
 	// Destination.
@@ -223,11 +242,11 @@ func (s *Simulator) createQuote(ctx context.Context, req QuoteRequest) (*Quote, 
 		if err != nil {
 			return nil, err
 		}
-		if ext.CustomerID != q.customerID {
+		if ext.CustomerID != q.CustomerID {
 			return nil, apierror.New(apierror.InvalidInput, "the destination external account belongs to another customer than the source").
 				WithDetail("field", "destination.accountId")
 		}
-		dstExt, q.identifier = &ext, ext.Address
+		dstExt, q.Identifier = &ext, ext.Address
 		dst.Currency, dst.UMAAddress = ext.Currency, ""
 	default:
 		addr := strings.ToLower(strings.TrimSpace(dst.UMAAddress))
@@ -261,21 +280,23 @@ func (s *Simulator) createQuote(ctx context.Context, req QuoteRequest) (*Quote, 
 		return nil, err
 	}
 	var out *Quote
-	err = s.locked(func(st *state, now time.Time) error {
-		q.rec = Quote{ID: id, Status: QuotePending, Source: src, Destination: dst, SendingCurrency: src.Currency,
+	err = s.atomic(ctx, func(st *state) error {
+		now := st.now
+		q.Rec = Quote{ID: id, Status: QuotePending, Source: src, Destination: dst, SendingCurrency: src.Currency,
 			ReceivingCurrency: dst.Currency, TotalSendingAmount: send, TotalReceivingAmount: recv,
 			ExchangeRate: rateFloat(src.Currency, dst.Currency), Description: req.Description,
 			CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(s.cfg.QuoteTTL)}
 		if src.SourceType == SourceRealtimeFunding {
-			q.rec.PaymentInstructions = []PaymentInstruction{{
+			q.Rec.PaymentInstructions = []PaymentInstruction{{
 				Reference:         "SANDBOX-" + strings.ToUpper(strings.TrimPrefix(id, "Quote:")[:8]),
 				InstructionsNotes: "sandbox: simulate this payment with POST /sandbox/send {quoteId, currencyCode}",
 				AccountOrWallet:   map[string]any{"accountType": "SANDBOX_FUNDING", "currency": src.Currency},
 			}}
 		}
-		st.quotes[id] = q
-		out = q.view(now)
-		return nil
+		add(st, kindQuote, id, q.CustomerID, q)
+		var err error
+		out, err = q.view(st)
+		return err
 	})
 	return out, err
 }
@@ -308,15 +329,15 @@ func price(side string, amount int64, from, to string) (send, recv int64, err er
 
 // GetQuote returns a quote as of now: 404 QUOTE_NOT_FOUND when there is
 // none.
-func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
+func (s *Simulator) GetQuote(ctx context.Context, id string) (*Quote, error) {
 	var out *Quote
-	err := s.locked(func(st *state, now time.Time) error {
-		q := st.quotes[id]
-		if q == nil {
-			return apierror.New(apierror.QuoteNotFound, "quote %q not found", id)
+	err := s.read(ctx, func(st *state) error {
+		q, err := st.quote(id)
+		if err != nil {
+			return err
 		}
-		out = q.view(now)
-		return nil
+		out, err = q.view(st)
+		return err
 	})
 	return out, err
 }
@@ -346,14 +367,13 @@ func (s *Simulator) GetQuote(_ context.Context, id string) (*Quote, error) {
 // granted, so a wallet that became UNVERIFIED or INACTIVE after the
 // challenge, or a quote that expired while the retry waited, is refused
 // (the request stays usable), and no status change commits between the
-// decision and the consumption. The ledger is process
-// memory: the simulator's lock is held from before that transaction until
-// the payout is written to it, so the payout is ordered at the
-// transaction's commit.
+// decision and the consumption. That transaction also runs the payout
+// policy, debits the wallet (held until it commits) and starts the payout,
+// so of two signed executions of one quote one pays.
 //
 // idempotencyKey (the Idempotency-Key header), when not empty, must be a
 // UUID and makes execution happen at most once per key, through the
-// storage-backed [idempotency.Guard] (records in the simulator's Store, so
+// storage-backed [idempotency.Once] (records in the simulator's Store, so
 // replicas sharing a database agree), scoped by the platform credentials
 // (the keys of one platform are never another's). The fingerprint is POST, the path of
 // the quote's execute route and the canonical body. Only the 200 of the
@@ -395,161 +415,125 @@ func (s *Simulator) executeQuoteKeyed(ctx context.Context, quoteID, idempotencyK
 		})
 }
 
-// executeQuote runs EXECUTE_QUOTE through [walletauth.Authorize] on either
-// leg. executableQuote names the operation (the quote and the wallet that
-// signs); one rule, quoteRule, decides both legs in Authorize's
-// transaction: on the first leg as the operation's Check, at the time the
-// simulator's lock was taken; on the retry at the head of the Effect, at
-// the time the transaction read once the signer's locks were granted
-// (signedretry.Authorization.Now), so a quote that expired while the retry
-// waited for those locks is refused, as it is on the first leg. Then
-// quoteEffect only reads what the ledger entry names. The simulator's lock
-// is held from before that transaction until the payout is written to the
-// ledger (lock before store, as everywhere in the simulator), so a retry
-// the rule allows cannot fail after consuming its request, one it refuses
-// leaves the request usable, and the ledger the rule read is the one the
-// payout is written to.
+// executeQuote runs EXECUTE_QUOTE, the payout of [payout.Operation],
+// through [walletauth.Authorize] on either leg. The quote names the wallet
+// that signs (executableQuote); the sandbox adds its rule (quoteCheck: the
+// quote as signed, not expired, the balance) and its ledger (payQuote: the
+// debit, the transaction, the quote's execution); the payout's chain (the
+// destination the wallet customer's own, the gate on the receiving amount,
+// the payout policy valuing the sending amount) is the library's. A quote
+// whose payout the policy would hold is refused (a converting payout is
+// never held).
 func (s *Simulator) executeQuote(ctx context.Context, quoteID string, call signedretry.Request) (*Quote, *signedretry.Challenge, error) {
-	var txID string
-	if call.IsRetry() {
+	var q *quote
+	err := s.read(ctx, func(st *state) error {
 		var err error
-		if txID, err = s.newID("Transaction"); err != nil {
-			return nil, nil, err
-		}
-	}
-	now := s.lock()
-	defer s.mu.Unlock()
-	q, err := executableQuote(s.state, quoteID)
+		q, err = executableQuote(st, quoteID)
+		return err
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	op := walletauth.HostOperation[quoteParams, quoteExecution]{Type: OpExecuteQuote, AccountID: q.rec.Source.AccountID}
-	if call.IsRetry() {
-		// The retry is decided at the time its transaction read once the
-		// signer's locks were granted (a.Now), which may be later than
-		// now: the rule runs at the head of the Effect, before anything is
-		// written or debited, in the order it runs as a Check (and, as
-		// there, deciding with the call's context).
-		op.Effect = func(tctx context.Context, tx storage.Tx, a *signedretry.Authorization, p quoteParams) (quoteExecution, error) {
-			if err := s.quoteRule(ctx, q, a.Now)(tctx, tx, p); err != nil {
-				return quoteExecution{}, err
-			}
-			return s.quoteEffect(tctx, tx, a, p)
-		}
-	} else {
-		op.Parameters, op.Check = q.params(), s.quoteRule(ctx, q, now)
+	spec := payout.Spec[quoteParams, Quote]{Type: OpExecuteQuote, AccountID: q.Rec.Source.AccountID,
+		Transfer: quoteParams.transfer, Check: s.quoteCheck, Pay: s.payQuote, DestinationField: "destination.accountId"}
+	if !call.IsRetry() {
+		spec.Parameters = q.params()
 	}
-	done, _, ch, err := walletauth.Authorize(ctx, s.auth, op, call)
-	if err != nil || ch != nil {
+	out, _, ch, err := walletauth.Authorize(ctx, s.auth, payout.Operation(s.payouts, spec, call), call)
+	switch {
+	case err != nil || ch != nil:
 		return nil, ch, err
+	case out.Paid == nil:
+		return nil, nil, apierror.Internal(errors.New("sandbox: a quote execution was held"))
 	}
-	signed := done.signed
-	debit := []move{{signed.SourceAccountID, signed.Currency, -signed.Amount}}
-	refund := []move{{signed.SourceAccountID, signed.Currency, signed.Amount}}
-	s.state.startPayout(q, signed, done.identifier, txID, now, debit, refund)
-	return q.view(now), nil, nil
+	return out.Paid, nil, nil
 }
 
-// executableQuote returns the quote quoteID of st as an execution a wallet
-// can sign, with the simulator's lock held: 404 QUOTE_NOT_FOUND when there
-// is none, 409 CONFLICT when it is funded in real time (no wallet signs it)
-// or no longer pending (there is no execution left to authorize, so the
-// retry of an executed quote answers so, not with its consumed request).
-// Both legs ask it first, since it names the wallet whose session signs.
+// executableQuote returns the quote quoteID as an execution a wallet can
+// sign: 404 QUOTE_NOT_FOUND when there is none, 409 CONFLICT when it is
+// funded in real time (no wallet signs it) or no longer pending (there is
+// no execution left to authorize, so the retry of an executed quote
+// answers so, not with its consumed request). Both legs ask it first,
+// since it names the wallet whose session signs, and the payout asks it
+// again holding the quote.
 func executableQuote(st *state, quoteID string) (*quote, error) {
-	q := st.quotes[quoteID]
+	q, err := st.quote(quoteID)
 	switch {
-	case q == nil:
-		return nil, apierror.New(apierror.QuoteNotFound, "quote %q not found", quoteID)
-	case q.rec.Source.SourceType == SourceRealtimeFunding:
+	case err != nil:
+		return nil, err
+	case q.Rec.Source.SourceType == SourceRealtimeFunding:
 		return nil, apierror.New(apierror.Conflict, "quote %s is funded in real time: pay its paymentInstructions (sandbox: POST /sandbox/send)", quoteID)
-	case q.rec.Status != QuotePending:
-		return nil, apierror.New(apierror.Conflict, "quote %s was already executed (status %s)", quoteID, q.rec.Status)
+	case q.Rec.TransactionID != "":
+		v, err := q.view(st)
+		if err != nil {
+			return nil, err
+		}
+		return nil, apierror.New(apierror.Conflict, "quote %s was already executed (status %s)", quoteID, v.Status)
 	}
 	return q, nil
 }
 
-// quoteRule is the rule of the execution of quote q at now, on its
-// parameters p, run by [walletauth.Authorize] on both legs inside its
-// transaction tx with the simulator's lock held (the Check of the first
-// leg, at the time the lock was taken; the head of the retry's Effect, at
-// the retry's Authorization.Now): p must be the quote's
-// execution parameters (the quote is immutable and the lock is held, so a
-// difference is a broken invariant, 500), the quote must not have expired,
-// the payout gate must allow the receiving amount to the destination
-// account (gateQuote, holding it until tx ends), and the wallet must hold
-// the sending amount. It decides with ctx, the call's context, as
-// transferOutRule does.
-func (s *Simulator) quoteRule(ctx context.Context, q *quote, now time.Time) func(context.Context, storage.Tx, quoteParams) error {
-	return func(_ context.Context, tx storage.Tx, p quoteParams) error {
-		if p != q.params() {
-			return apierror.Internal(fmt.Errorf("sandbox: quote %s no longer matches its signed execution", q.rec.ID))
-		}
-		if !now.Before(q.rec.ExpiresAt) {
-			return apierror.New(apierror.Conflict, "quote %s expired at %s; request a new quote", q.rec.ID, q.rec.ExpiresAt.Format(time.RFC3339))
-		}
-		if p.DestinationAccountID != "" {
-			if _, err := s.gateQuote(ctx, tx, q, p); err != nil {
-				return err
-			}
-		}
-		if s.state.wallet(p.SourceAccountID).balances[p.Currency] < p.Amount {
-			return apierror.New(apierror.InvalidAmount, "the wallet holds less than %d %s", p.Amount, p.Currency)
-		}
-		return nil
+// quoteCheck is the sandbox's rule of the execution of a quote at now, on
+// its parameters p, run by the payout operation on both legs inside its
+// transaction (on the retry at the time the transaction read once the
+// signer's locks were granted): the quote is executable, p is its
+// execution (the quote never changes, so a difference is a broken
+// invariant, 500), it has not expired, and the wallet holds the sending
+// amount (which the debit checks again, holding the wallet).
+func (s *Simulator) quoteCheck(ctx context.Context, tx storage.Tx, p quoteParams, now time.Time) error {
+	st := newState(ctx, tx, now, false)
+	q, err := executableQuote(st, p.QuoteID)
+	if err != nil {
+		return err
 	}
+	if p != q.params() {
+		return apierror.Internal(fmt.Errorf("sandbox: quote %s no longer matches its signed execution", q.Rec.ID))
+	}
+	if !now.Before(q.Rec.ExpiresAt) {
+		return apierror.New(apierror.Conflict, "quote %s expired at %s; request a new quote", q.Rec.ID, q.Rec.ExpiresAt.Format(time.RFC3339))
+	}
+	w, err := st.wallet(p.SourceAccountID)
+	if err != nil {
+		return err
+	}
+	if w.Balances[p.Currency] < p.Amount {
+		return apierror.New(apierror.InvalidAmount, "the wallet holds less than %d %s", p.Amount, p.Currency)
+	}
+	return nil
 }
 
-// quoteEffect is the effect of a signed execution, once quoteRule has
-// allowed the signed parameters p in tx. For an account destination, the
-// payout policy (Config.PayoutRules) decides the payout signed by a and
-// counts it in tx (decidePayout): its value is what leaves the wallet, the
-// sending amount and currency (p.Amount, p.Currency), as for a transfer
-// out; a UMA-address destination is decided as one
-// (policy.DestinationUMA), so it counts in the windows too. Then it
-// returns the payout to write to the ledger, made of p and, for an
-// account destination, the account's identifier (which selects the
-// sandbox outcome), read from the account the rule holds. The payout is written
-// once the transaction has committed; a refusal of the policy rolls the
-// transaction back and leaves the signed request usable.
-func (s *Simulator) quoteEffect(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p quoteParams) (quoteExecution, error) {
-	wal, err := tx.InternalAccounts().Get(ctx, p.SourceAccountID)
+// payQuote is the sandbox's payout of an allowed execution p: holding the
+// quote, which must still be unexecuted, and the wallet, which must hold
+// the sending amount, it debits the wallet and starts the payout, whose
+// outcome the destination account's identifier (as the gate held it) or
+// the UMA address selects.
+func (s *Simulator) payQuote(ctx context.Context, tx storage.Tx, p quoteParams, pay *payout.Payment) (Quote, error) {
+	txID, err := s.newID("Transaction")
 	if err != nil {
-		return quoteExecution{}, err
+		return Quote{}, err
 	}
-	if p.DestinationAccountID == "" {
-		held, err := s.decidePayout(ctx, tx, a, &wal, p.DestinationUMAAddress, policy.DestinationUMA, p.Amount, p.Currency)
-		if err != nil {
-			return quoteExecution{}, err
-		}
-		if held != nil {
-			return quoteExecution{}, quoteHeld(held)
-		}
-		return quoteExecution{signed: p}, nil
-	}
-	ext, err := tx.ExternalAccounts().Get(ctx, p.DestinationAccountID)
+	st := newState(ctx, tx, pay.Now, true)
+	q, err := executableQuote(st, p.QuoteID)
 	if err != nil {
-		return quoteExecution{}, err
+		return Quote{}, err
 	}
-	held, err := s.decidePayout(ctx, tx, a, &wal, p.DestinationAccountID, "", p.Amount, p.Currency)
+	if err := balanceCheck(st, p.SourceAccountID, p.Amount, p.Currency); err != nil {
+		return Quote{}, err
+	}
+	identifier := ""
+	if pay.Destination != nil {
+		identifier = pay.Destination.Address
+	}
+	debit := []move{{p.SourceAccountID, p.Currency, -p.Amount}}
+	refund := []move{{p.SourceAccountID, p.Currency, p.Amount}}
+	if err := st.startPayout(q, p, identifier, txID, debit, refund); err != nil {
+		return Quote{}, err
+	}
+	out, err := q.view(st)
 	if err != nil {
-		return quoteExecution{}, err
+		return Quote{}, err
 	}
-	if held != nil {
-		return quoteExecution{}, quoteHeld(held)
-	}
-	return quoteExecution{signed: p, identifier: ext.Address}, nil
-}
-
-// quoteHeld is the refusal of a quote execution the payout policy would
-// hold for approval: the sandbox holds transfers out only (a quote expires
-// long before its approval would), so the execution is refused, 403
-// PAYOUT_BLOCKED naming the holding rule, and its transaction, the held
-// approval with it, rolls back.
-func quoteHeld(held *storage.PayoutApproval) error {
-	const reason = "the rule holds the payout for approval, which the sandbox does for transfers out only, not quote executions"
-	return apierror.New(apierror.PayoutBlocked, "payout refused by rule %s: %s", held.Rule, reason).
-		WithDetail("rule", held.Rule).WithDetail("reason", reason)
+	return *out, st.flush()
 }
 
 // quoteParams are the parameters of an EXECUTE_QUOTE payload: every value
@@ -575,35 +559,45 @@ type quoteParams struct {
 
 // params returns the execution parameters of the quote.
 func (q *quote) params() quoteParams {
-	r := &q.rec
+	r := &q.Rec
 	return quoteParams{QuoteID: r.ID, SourceAccountID: r.Source.AccountID, Amount: r.TotalSendingAmount, Currency: r.SendingCurrency,
 		DestinationAccountID: r.Destination.AccountID, DestinationUMAAddress: r.Destination.UMAAddress,
 		ReceivingAmount: r.TotalReceivingAmount, ReceivingCurrency: r.ReceivingCurrency, ExchangeRate: r.ExchangeRate, Fees: r.Fees}
 }
 
-// quoteExecution is what the retry of an execution decided: the signed
-// parameters, and the identifier of the destination account when it is
-// one.
-type quoteExecution struct {
-	signed     quoteParams
-	identifier string
+// transfer is the payout an execution's parameters name: what leaves the
+// wallet, and what the destination (an external account or a UMA address)
+// receives.
+func (p quoteParams) transfer() payout.Transfer {
+	t := payout.Transfer{SourceID: p.SourceAccountID, DestinationID: p.DestinationAccountID, Amount: p.Amount, Currency: p.Currency,
+		Received: &payout.Money{Amount: p.ReceivingAmount, Currency: p.ReceivingCurrency}}
+	if p.DestinationAccountID == "" {
+		t.DestinationID, t.DestinationType = p.DestinationUMAAddress, policy.DestinationUMA
+	}
+	return t
 }
 
-// gateQuote decides the payout gate for the signed parameters p of quote q
-// inside tx, holding the destination account until tx ends: the account
-// must still be the quote customer's, and the gate must allow the
-// receiving amount in the receiving currency.
-func (s *Simulator) gateQuote(ctx context.Context, tx storage.Tx, q *quote, p quoteParams) (*ownership.Decision, error) {
-	if m := s.state.extMeta[p.DestinationAccountID]; m != nil && m.deleted {
+// gateQuote decides the payout gate for the parameters p of quote q
+// inside st's transaction, holding the destination account until it ends:
+// the account must not be deleted and must still be the quote customer's,
+// and the gate must allow the receiving amount in the receiving currency.
+// It is the gate of a quote funded in real time (Send), which no wallet
+// signs; a wallet's execution is the payout operation's.
+func (s *Simulator) gateQuote(st *state, q *quote, p quoteParams) (*ownership.Decision, error) {
+	m, err := st.metaOf(p.DestinationAccountID)
+	if err != nil {
+		return nil, err
+	}
+	if m != nil && m.Deleted {
 		return nil, apierror.New(apierror.Conflict, "the destination external account %s was deleted", p.DestinationAccountID).
 			WithDetail("field", "destination.accountId")
 	}
-	d, err := s.own.CheckPayoutIn(ctx, tx, ownership.Payout{AccountID: p.DestinationAccountID, Amount: p.ReceivingAmount,
+	d, err := s.own.CheckPayoutIn(st.ctx, st.tx, ownership.Payout{AccountID: p.DestinationAccountID, Amount: p.ReceivingAmount,
 		Currency: p.ReceivingCurrency})
 	if err != nil {
 		return nil, withField(err, "destination.accountId")
 	}
-	if d.Account.CustomerID != q.customerID {
+	if d.Account.CustomerID != q.CustomerID {
 		return nil, apierror.New(apierror.InvalidInput, "the destination external account belongs to another customer than the source").
 			WithDetail("field", "destination.accountId")
 	}
@@ -611,24 +605,22 @@ func (s *Simulator) gateQuote(ctx context.Context, tx storage.Tx, q *quote, p qu
 }
 
 // startPayout creates the transaction of an executed quote from its
-// execution parameters p (for a signed execution, the signed ones) and
-// schedules its timeline; identifier is the destination account's
-// identifier, which selects the sandbox outcome.
-func (st *state) startPayout(q *quote, p quoteParams, identifier, txID string, now time.Time, debit, refund []move) *transaction {
-	r := &q.rec
-	tx := &transaction{rec: Transaction{ID: txID, Type: Outgoing, CustomerID: q.customerID, QuoteID: p.QuoteID,
+// execution parameters p and schedules its timeline; identifier is the
+// destination account's identifier, which selects the sandbox outcome.
+func (st *state) startPayout(q *quote, p quoteParams, identifier, txID string, debit, refund []move) error {
+	r, now := &q.Rec, st.now
+	tx := &transaction{Rec: Transaction{ID: txID, Type: Outgoing, CustomerID: q.CustomerID, QuoteID: p.QuoteID,
 		Source:      Endpoint{AccountID: p.SourceAccountID, CustomerID: r.Source.CustomerID, Currency: p.Currency},
 		Destination: Endpoint{AccountID: p.DestinationAccountID, UMAAddress: p.DestinationUMAAddress, Currency: p.ReceivingCurrency},
 		SentAmount:  &Money{p.Amount, p.Currency}, ReceivedAmount: &Money{p.ReceivingAmount, p.ReceivingCurrency},
 		ExchangeRate: p.ExchangeRate, CreatedAt: now, UpdatedAt: now}}
 	if sc, ok := umaScenarios[p.DestinationUMAAddress]; ok && p.DestinationUMAAddress != "" {
-		tx.steps = umaSteps(sc, now, debit, nil, refund)
+		tx.Steps = umaSteps(sc, now, debit, nil, refund)
 	} else {
-		tx.steps = payoutSteps(identifier, now, debit, refund)
+		tx.Steps = payoutSteps(identifier, now, debit, refund)
 	}
 	r.TransactionID, r.Status, r.UpdatedAt = txID, QuoteProcessing, now
-	st.schedule(tx, now)
-	return tx
+	return st.schedule(tx)
 }
 
 // SendRequest is the body of POST /sandbox/send.
@@ -661,39 +653,46 @@ func (s *Simulator) Send(ctx context.Context, req SendRequest) (*Transaction, er
 		return nil, err
 	}
 	var out *Transaction
-	err = s.locked(func(st *state, now time.Time) error {
-		q := st.quotes[req.QuoteID]
+	err = s.atomic(ctx, func(st *state) error {
+		now := st.now
+		q, err := st.quote(req.QuoteID)
+		if err != nil {
+			return err
+		}
 		switch {
-		case q == nil:
-			return apierror.New(apierror.QuoteNotFound, "quote %q not found", req.QuoteID)
-		case q.rec.Source.SourceType != SourceRealtimeFunding:
+		case q.Rec.Source.SourceType != SourceRealtimeFunding:
 			return apierror.InvalidField("quoteId", nil, "the quote is funded from an account and has no real-time payment instructions; execute it instead")
-		case req.CurrencyCode != q.rec.SendingCurrency:
-			return apierror.New(apierror.InvalidCurrency, "the quote is funded in %s, not %q", q.rec.SendingCurrency, req.CurrencyCode).WithDetail("field", "currencyCode")
-		case req.CurrencyAmount != 0 && req.CurrencyAmount != q.rec.TotalSendingAmount:
-			return apierror.New(apierror.InvalidAmount, "the quote expects exactly %d %s", q.rec.TotalSendingAmount, q.rec.SendingCurrency).WithDetail("field", "currencyAmount")
-		case q.rec.Status != QuotePending:
-			return apierror.New(apierror.Conflict, "quote %s was already paid (status %s)", req.QuoteID, q.rec.Status)
-		case !now.Before(q.rec.ExpiresAt):
-			return apierror.New(apierror.Conflict, "quote %s expired at %s", req.QuoteID, q.rec.ExpiresAt.Format(time.RFC3339))
+		case req.CurrencyCode != q.Rec.SendingCurrency:
+			return apierror.New(apierror.InvalidCurrency, "the quote is funded in %s, not %q", q.Rec.SendingCurrency, req.CurrencyCode).WithDetail("field", "currencyCode")
+		case req.CurrencyAmount != 0 && req.CurrencyAmount != q.Rec.TotalSendingAmount:
+			return apierror.New(apierror.InvalidAmount, "the quote expects exactly %d %s", q.Rec.TotalSendingAmount, q.Rec.SendingCurrency).WithDetail("field", "currencyAmount")
+		case q.Rec.TransactionID != "":
+			v, err := q.view(st)
+			if err != nil {
+				return err
+			}
+			return apierror.New(apierror.Conflict, "quote %s was already paid (status %s)", req.QuoteID, v.Status)
+		case !now.Before(q.Rec.ExpiresAt):
+			return apierror.New(apierror.Conflict, "quote %s expired at %s", req.QuoteID, q.Rec.ExpiresAt.Format(time.RFC3339))
 		}
 		// The payout gate decides on the destination account, held in
-		// the transaction, before the payout is written to the ledger
-		// (the simulator's lock is held across both).
-		p, identifier := q.params(), q.identifier
+		// the transaction that starts the payout.
+		p, identifier := q.params(), q.Identifier
 		if p.DestinationAccountID != "" {
-			err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-				d, err := s.gateQuote(ctx, tx, q, p)
-				if err == nil {
-					identifier = d.Account.Address
-				}
-				return err
-			})
+			d, err := s.gateQuote(st, q, p)
 			if err != nil {
-				return apierror.As(err)
+				return err
 			}
+			identifier = d.Account.Address
 		}
-		out = st.startPayout(q, p, identifier, txID, now, nil, nil).view()
+		if err := st.startPayout(q, p, identifier, txID, nil, nil); err != nil {
+			return err
+		}
+		tx, err := st.transaction(txID)
+		if err != nil {
+			return err
+		}
+		out = tx.view(now)
 		return nil
 	})
 	return out, err

@@ -14,16 +14,17 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/idempotency"
-	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // payer is a customer with a funded, logged-in wallet.
 type payer struct {
 	customer sandbox.Customer
 	wallet   string
-	key      *walletauth.ClientKey
+	key      *authclient.ClientKey
 }
 
 func (e *env) payer(usdb int64) payer {
@@ -170,7 +171,7 @@ func TestExecuteQuoteErrors(t *testing.T) {
 		// A challenge must be signed by a session of the source wallet.
 		q := e.quote(p, map[string]any{"accountId": ext.ID}, 1_000_000)
 		ch := e.challenge("POST", "/quotes/"+q.ID+"/execute", nil)
-		stranger, _ := walletauth.NewClientKey()
+		stranger, _ := authclient.NewClientKey()
 		e.retry(stranger, ch, "POST", "/quotes/"+q.ID+"/execute", nil).fails(t, 401, apierror.WalletSignatureInvalid)
 		if e.getQuote(q.ID).Status != "PENDING" || e.balance(p.wallet, "USDB") != 5_000_000 {
 			t.Fatal("a refused retry changed the quote")
@@ -306,8 +307,8 @@ func TestExecuteQuoteIdempotencyKeyConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = e.do("POST", path, nil, append([]string{signedretry.HeaderSignature, sig,
-				signedretry.HeaderRequestID, ch.RequestID}, key...)...)
+			out[i] = e.do("POST", path, nil, append([]string{stamper.HeaderSignature, sig,
+				stamper.HeaderRequestID, ch.RequestID}, key...)...)
 		}()
 	}
 	wg.Wait()

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/walletgate/walletgate/signedretry"
-	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/signedretry/stamper"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // worker is the TB of a client goroutine: Fatal reports and ends the
@@ -76,7 +76,7 @@ func TestConcurrentClients(t *testing.T) {
 			c, wallet := w.customer(fmt.Sprintf("Client %d", i))
 			wallets[i] = wallet
 			key := w.login(wallet)
-			w.keys = map[string]*walletauth.ClientKey{wallet: key, sharedWallet: sharedKey}
+			w.keys = map[string]*authclient.ClientKey{wallet: key, sharedWallet: sharedKey}
 			for range funds {
 				w.do("POST", "/sandbox/internal-accounts/"+wallet+"/fund", map[string]any{"amount": fundAmount, "currency": "USD"}).ok(w.t, 200, nil)
 			}
@@ -120,7 +120,7 @@ func TestConcurrentClients(t *testing.T) {
 						defer inner.Done()
 						ww := *w
 						ww.t = worker{t}
-						statuses[j] = ww.do("POST", path, body, signedretry.HeaderSignature, sig, signedretry.HeaderRequestID, ch.RequestID).status
+						statuses[j] = ww.do("POST", path, body, stamper.HeaderSignature, sig, stamper.HeaderRequestID, ch.RequestID).status
 					}()
 				}
 				inner.Wait()

@@ -3,12 +3,14 @@ package sandbox
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
 )
 
 // SCALoginTTL is how long an SCA login session lasts once
@@ -49,24 +51,32 @@ func InSCARegion(c *Customer) bool {
 // scaCustomer is the simulator's SCA and contact-verification record of
 // one customer.
 type scaCustomer struct {
-	login        *scaChallenge
-	enroll       *scaChallenge
-	enrollFactor string
-	sessionUntil time.Time
-	factors      map[string]bool
-	contact      map[string]*contactCheck // by "email" or "phone"
+	Login        *scaChallenge            `json:"login,omitempty"`
+	Enroll       *scaChallenge            `json:"enroll,omitempty"`
+	EnrollFactor string                   `json:"enrollFactor,omitempty"`
+	SessionUntil time.Time                `json:"sessionUntil,omitzero"`
+	Factors      map[string]bool          `json:"factors,omitempty"`
+	Contact      map[string]*contactCheck `json:"contact,omitempty"` // by "email" or "phone"
 }
 
-func (st *state) scaOf(customerID string) *scaCustomer {
-	if st.scaCustomers == nil {
-		st.scaCustomers = map[string]*scaCustomer{}
+// scaOf returns the SCA record of a customer, a new one when it has none.
+func (st *state) scaOf(customerID string) (*scaCustomer, error) {
+	r, err := load[scaCustomer](st, kindSCAOf, customerID)
+	if errors.Is(err, storage.ErrNotFound) {
+		r = &scaCustomer{}
+		add(st, kindSCAOf, customerID, "", r)
+		err = nil
 	}
-	r := st.scaCustomers[customerID]
-	if r == nil {
-		r = &scaCustomer{factors: map[string]bool{}, contact: map[string]*contactCheck{}}
-		st.scaCustomers[customerID] = r
+	if err != nil {
+		return nil, err
 	}
-	return r
+	if r.Factors == nil {
+		r.Factors = map[string]bool{}
+	}
+	if r.Contact == nil {
+		r.Contact = map[string]*contactCheck{}
+	}
+	return r, nil
 }
 
 // scaCustomer returns the customer after checking it is in an SCA region:
@@ -76,20 +86,24 @@ func (st *state) scaCustomer(id string) (*customer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !InSCARegion(&c.rec) {
+	if !InSCARegion(&c.Rec) {
 		return nil, apierror.New(apierror.Conflict, "customer %s is not in an SCA-regulated region", id)
 	}
 	return c, nil
 }
 
-// withSCA runs fn under the state mutex (see locked) on the SCA record of a
+// withSCA runs fn in one transaction (see atomic) on the SCA record of a
 // customer in an SCA region: 404 USER_NOT_FOUND, 409 CONFLICT outside.
-func (s *Simulator) withSCA(customerID string, fn func(r *scaCustomer, now time.Time) error) error {
-	return s.locked(func(st *state, now time.Time) error {
+func (s *Simulator) withSCA(ctx context.Context, customerID string, fn func(r *scaCustomer, now time.Time) error) error {
+	return s.atomic(ctx, func(st *state) error {
 		if _, err := st.scaCustomer(customerID); err != nil {
 			return err
 		}
-		return fn(st.scaOf(customerID), now)
+		r, err := st.scaOf(customerID)
+		if err != nil {
+			return err
+		}
+		return fn(r, st.now)
 	})
 }
 
@@ -97,19 +111,26 @@ func (s *Simulator) withSCA(customerID string, fn func(r *scaCustomer, now time.
 // SCA region (409 CONFLICT otherwise) and has a live SCA login session (409
 // SCA_SESSION_REQUIRED otherwise).
 func (st *state) requireSCASession(accountID string, now time.Time) error {
-	m := st.extMeta[accountID]
-	if m == nil || m.customerID == "" {
+	m, err := st.metaOf(accountID)
+	if err != nil {
+		return err
+	}
+	if m == nil || m.CustomerID == "" {
 		return apierror.New(apierror.Conflict, "external account %s has no customer in an SCA-regulated region", accountID)
 	}
-	if _, err := st.scaCustomer(m.customerID); err != nil {
+	if _, err := st.scaCustomer(m.CustomerID); err != nil {
 		if apierror.CodeOf(err) == apierror.UserNotFound {
 			return apierror.New(apierror.Conflict, "external account %s has no customer in an SCA-regulated region", accountID)
 		}
 		return err
 	}
-	if !now.Before(st.scaOf(m.customerID).sessionUntil) {
+	r, err := st.scaOf(m.CustomerID)
+	if err != nil {
+		return err
+	}
+	if !now.Before(r.SessionUntil) {
 		return apierror.New(apierror.SCASessionRequired,
-			"customer %s has no SCA login session or it expired; log in with POST /customers/%s/sca/login", m.customerID, m.customerID)
+			"customer %s has no SCA login session or it expired; log in with POST /customers/%s/sca/login", m.CustomerID, m.CustomerID)
 	}
 	return nil
 }
@@ -147,16 +168,16 @@ type SCAFactor struct {
 // StartSCALogin issues an SCA login challenge for a customer, confirmed by
 // [Simulator.CompleteSCALogin] with [SandboxSCACode]. Errors: 404
 // USER_NOT_FOUND, 409 CONFLICT (not in an SCA region).
-func (s *Simulator) StartSCALogin(_ context.Context, customerID string) (*SCAStart, error) {
+func (s *Simulator) StartSCALogin(ctx context.Context, customerID string) (*SCAStart, error) {
 	id, err := s.newID("ScaChallenge")
 	if err != nil {
 		return nil, err
 	}
 	var out *SCAStart
-	err = s.withSCA(customerID, func(r *scaCustomer, now time.Time) error {
-		c := &scaChallenge{id: id, purpose: purposeLogin, expiresAt: now.Add(scaTTL)}
-		r.login = c
-		out = &SCAStart{SCAChallenge: &SCAChallenge{ID: id, ExpiresAt: c.expiresAt, Factor: FactorSMSOTP,
+	err = s.withSCA(ctx, customerID, func(r *scaCustomer, now time.Time) error {
+		c := &scaChallenge{ID: id, Purpose: purposeLogin, ExpiresAt: now.Add(scaTTL)}
+		r.Login = c
+		out = &SCAStart{SCAChallenge: &SCAChallenge{ID: id, ExpiresAt: c.ExpiresAt, Factor: FactorSMSOTP,
 			AvailableFactors: []string{FactorSMSOTP, FactorTOTP}, Purpose: purposeLogin}}
 		return nil
 	})
@@ -167,15 +188,15 @@ func (s *Simulator) StartSCALogin(_ context.Context, customerID string) (*SCASta
 // opens an SCA session of [SCALoginTTL]. Errors: 400 INVALID_INPUT (wrong or
 // expired code, another challengeId), 404 USER_NOT_FOUND, 409 CONFLICT (not
 // in an SCA region, or no login outstanding).
-func (s *Simulator) CompleteSCALogin(_ context.Context, customerID string, req SCACodeRequest) (*SCASession, error) {
+func (s *Simulator) CompleteSCALogin(ctx context.Context, customerID string, req SCACodeRequest) (*SCASession, error) {
 	var out *SCASession
-	err := s.withSCA(customerID, func(r *scaCustomer, now time.Time) error {
-		if err := useCode(r.login, req, now, "login", customerID, func() { r.login = nil }); err != nil {
+	err := s.withSCA(ctx, customerID, func(r *scaCustomer, now time.Time) error {
+		if err := useCode(r.Login, req, now, "login", customerID, func() { r.Login = nil }); err != nil {
 			return err
 		}
-		r.login = nil
-		r.sessionUntil = now.Add(SCALoginTTL)
-		out = &SCASession{CustomerID: customerID, ExpiresAt: r.sessionUntil}
+		r.Login = nil
+		r.SessionUntil = now.Add(SCALoginTTL)
+		out = &SCASession{CustomerID: customerID, ExpiresAt: r.SessionUntil}
 		return nil
 	})
 	return out, err
@@ -185,7 +206,7 @@ func (s *Simulator) CompleteSCALogin(_ context.Context, customerID string, req S
 // for a customer. A customer has at most one PASSKEY factor. Errors: 400
 // INVALID_INPUT (unknown factor), 404 USER_NOT_FOUND, 409 CONFLICT (not in
 // an SCA region), 409 PASSKEY_ALREADY_ENROLLED.
-func (s *Simulator) StartSCAFactor(_ context.Context, customerID string, req SCAFactorRequest) (*SCAStart, error) {
+func (s *Simulator) StartSCAFactor(ctx context.Context, customerID string, req SCAFactorRequest) (*SCAStart, error) {
 	switch req.Factor {
 	case FactorSMSOTP, FactorTOTP, FactorPasskey:
 	default:
@@ -196,13 +217,13 @@ func (s *Simulator) StartSCAFactor(_ context.Context, customerID string, req SCA
 		return nil, err
 	}
 	var out *SCAStart
-	err = s.withSCA(customerID, func(r *scaCustomer, now time.Time) error {
-		if req.Factor == FactorPasskey && r.factors[FactorPasskey] {
+	err = s.withSCA(ctx, customerID, func(r *scaCustomer, now time.Time) error {
+		if req.Factor == FactorPasskey && r.Factors[FactorPasskey] {
 			return passkeyEnrolled(customerID)
 		}
-		c := &scaChallenge{id: id, purpose: purposeEnroll, expiresAt: now.Add(scaTTL)}
-		r.enroll, r.enrollFactor = c, req.Factor
-		out = &SCAStart{SCAChallenge: &SCAChallenge{ID: id, ExpiresAt: c.expiresAt, Factor: req.Factor,
+		c := &scaChallenge{ID: id, Purpose: purposeEnroll, ExpiresAt: now.Add(scaTTL)}
+		r.Enroll, r.EnrollFactor = c, req.Factor
+		out = &SCAStart{SCAChallenge: &SCAChallenge{ID: id, ExpiresAt: c.ExpiresAt, Factor: req.Factor,
 			AvailableFactors: []string{req.Factor}, Purpose: purposeEnroll}}
 		return nil
 	})
@@ -213,18 +234,18 @@ func (s *Simulator) StartSCAFactor(_ context.Context, customerID string, req SCA
 // [SandboxSCACode]. Errors: 400 INVALID_INPUT, 404 USER_NOT_FOUND, 409
 // CONFLICT (not in an SCA region, nothing outstanding), 409
 // PASSKEY_ALREADY_ENROLLED.
-func (s *Simulator) ConfirmSCAFactor(_ context.Context, customerID string, req SCACodeRequest) (*SCAFactor, error) {
+func (s *Simulator) ConfirmSCAFactor(ctx context.Context, customerID string, req SCACodeRequest) (*SCAFactor, error) {
 	var out *SCAFactor
-	err := s.withSCA(customerID, func(r *scaCustomer, now time.Time) error {
-		if err := useCode(r.enroll, req, now, "factor enrolment", customerID, func() { r.enroll, r.enrollFactor = nil, "" }); err != nil {
+	err := s.withSCA(ctx, customerID, func(r *scaCustomer, now time.Time) error {
+		if err := useCode(r.Enroll, req, now, "factor enrolment", customerID, func() { r.Enroll, r.EnrollFactor = nil, "" }); err != nil {
 			return err
 		}
-		factor := r.enrollFactor
-		r.enroll, r.enrollFactor = nil, ""
-		if factor == FactorPasskey && r.factors[FactorPasskey] {
+		factor := r.EnrollFactor
+		r.Enroll, r.EnrollFactor = nil, ""
+		if factor == FactorPasskey && r.Factors[FactorPasskey] {
 			return passkeyEnrolled(customerID)
 		}
-		r.factors[factor] = true
+		r.Factors[factor] = true
 		out = &SCAFactor{CustomerID: customerID, Factor: factor, Enrolled: true}
 		return nil
 	})
@@ -234,12 +255,12 @@ func (s *Simulator) ConfirmSCAFactor(_ context.Context, customerID string, req S
 // DeleteSCAFactor removes an enrolled factor. Errors: 404 USER_NOT_FOUND,
 // 404 REFERENCE_NOT_FOUND (not enrolled), 409 CONFLICT (not in an SCA
 // region).
-func (s *Simulator) DeleteSCAFactor(_ context.Context, customerID, factor string) error {
-	return s.withSCA(customerID, func(r *scaCustomer, _ time.Time) error {
-		if !r.factors[factor] {
+func (s *Simulator) DeleteSCAFactor(ctx context.Context, customerID, factor string) error {
+	return s.withSCA(ctx, customerID, func(r *scaCustomer, _ time.Time) error {
+		if !r.Factors[factor] {
 			return apierror.New(apierror.ReferenceNotFound, "customer %s has no %q SCA factor", customerID, factor)
 		}
-		delete(r.factors, factor)
+		delete(r.Factors, factor)
 		return nil
 	})
 }
@@ -256,10 +277,10 @@ func checkCode(c *scaChallenge, req SCACodeRequest, now time.Time, what, custome
 	if c == nil {
 		return apierror.New(apierror.Conflict, "no SCA %s is outstanding for customer %s", what, customerID)
 	}
-	if req.ChallengeID != "" && req.ChallengeID != c.id {
+	if req.ChallengeID != "" && req.ChallengeID != c.ID {
 		return apierror.InvalidField("challengeId", nil, "is not the outstanding challenge")
 	}
-	if !now.Before(c.expiresAt) {
+	if !now.Before(c.ExpiresAt) {
 		return apierror.InvalidField("code", nil, "the challenge expired; start again")
 	}
 	if subtle.ConstantTimeCompare([]byte(req.Code), []byte(SandboxSCACode)) != 1 {
@@ -273,8 +294,9 @@ func checkCode(c *scaChallenge, req SCACodeRequest, now time.Time, what, custome
 // CONFLICT (nothing outstanding) until a new challenge starts.
 func useCode(c *scaChallenge, req SCACodeRequest, now time.Time, what, customerID string, drop func()) error {
 	err := checkCode(c, req, now, what, customerID)
-	if err != nil && apierror.CodeOf(err) == apierror.InvalidInput && c != nil && !now.Before(c.expiresAt) {
+	if err != nil && apierror.CodeOf(err) == apierror.InvalidInput && c != nil && !now.Before(c.ExpiresAt) {
 		drop()
+		return committing(err)
 	}
 	return err
 }
@@ -288,7 +310,7 @@ func customerRoute[Req, Out any](fn func(ctx context.Context, customerID string,
 			return
 		}
 		out, err := fn(r.Context(), r.PathValue("id"), req)
-		signedretry.WriteResult(w, http.StatusOK, out, nil, err)
+		signedretry.WriteAnswer(w, http.StatusOK, out, nil, err)
 	}
 }
 
@@ -299,13 +321,13 @@ func (s *Simulator) scaRoutes(r func(string, http.HandlerFunc)) {
 			return
 		}
 		out, err := s.StartSCALogin(r.Context(), r.PathValue("id"))
-		signedretry.WriteResult(w, http.StatusOK, out, nil, err)
+		signedretry.WriteAnswer(w, http.StatusOK, out, nil, err)
 	})
 	r("POST /customers/{id}/sca/login/complete", customerRoute(s.CompleteSCALogin))
 	r("POST /customers/{id}/sca/factors", customerRoute(s.StartSCAFactor))
 	r("POST /customers/{id}/sca/factors/confirm", customerRoute(s.ConfirmSCAFactor))
 	r("DELETE /customers/{id}/sca/factors/{factor}", func(w http.ResponseWriter, r *http.Request) {
-		signedretry.WriteResult(w, 0, nil, nil, s.DeleteSCAFactor(r.Context(), r.PathValue("id"), r.PathValue("factor")))
+		signedretry.WriteAnswer(w, 0, nil, nil, s.DeleteSCAFactor(r.Context(), r.PathValue("id"), r.PathValue("factor")))
 	})
 	for _, kind := range []string{contactEmail, contactPhone} {
 		r("POST /customers/{id}/verify-"+kind, func(w http.ResponseWriter, r *http.Request) {
@@ -313,7 +335,7 @@ func (s *Simulator) scaRoutes(r func(string, http.HandlerFunc)) {
 				return
 			}
 			out, err := s.StartContactVerification(r.Context(), r.PathValue("id"), kind)
-			signedretry.WriteResult(w, http.StatusOK, out, nil, err)
+			signedretry.WriteAnswer(w, http.StatusOK, out, nil, err)
 		})
 		r("POST /customers/{id}/verify-"+kind+"/confirm", customerRoute(func(ctx context.Context, id string, req SCACodeRequest) (any, error) {
 			return s.ConfirmContactVerification(ctx, id, kind, req)

@@ -10,6 +10,7 @@ import (
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
@@ -75,7 +76,7 @@ func TestSimulatorSecretKeys(t *testing.T) {
 		if id, err := secret.KeyID(iss.TargetKey); err != nil || id != "sandbox-1" {
 			t.Fatalf("target key sealed under %q (%v), want sandbox-1", id, err)
 		}
-		key, _ := walletauth.NewClientKey()
+		key, _ := authclient.NewClientKey()
 		bundle, err := key.SealOTP(m.OTPEncryptionTargetBundle, sims[0].Auth().SigningPublicKey(), walletauth.SandboxOTPCode, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -6,18 +6,15 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/ownership/payout"
 	"github.com/walletgate/walletgate/ownership/policy"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/idempotency"
@@ -169,35 +166,28 @@ type Config struct {
 	// WebhookClient sends the webhooks; nil means a client with
 	// webhook.DefaultTimeout.
 	WebhookClient *http.Client
-	// Logger receives the records of the simulator and of every service it
-	// builds (walletauth, ownership, signed retries, and the storage
-	// components that take one): a 5xx answer's cause at
+	// Telemetry receives the records of the simulator and the records,
+	// spans and metrics of every service it builds (walletauth, ownership,
+	// signed retries, and the storage components that take one); the zero
+	// value reports nothing. A 5xx answer's cause is logged at
 	// slog.LevelError with the request id, refusals of authentication at
-	// slog.LevelWarn with the code. Nothing secret and no request body is
-	// logged. Nil discards.
-	Logger *slog.Logger
-	// TracerProvider receives the spans of the services the simulator
-	// builds (operation names, outcomes and error codes only). Nil means no
-	// tracing; the global provider is never used.
-	TracerProvider trace.TracerProvider
-	// MeterProvider receives the outcome counters and duration histograms
-	// of the services the simulator builds (operation names, outcomes and
-	// error codes only). Nil means no metrics; the global provider is never
-	// used.
-	MeterProvider metric.MeterProvider
+	// slog.LevelWarn with the code. Spans and metric attributes carry
+	// operation names, outcomes and error codes only; nothing secret and
+	// no request body is reported.
+	Telemetry operation.Telemetry
 }
 
 // Simulator is the service's sandbox in process: customers, verifications,
 // embedded wallets and their balances, external accounts, transfers, quotes,
 // transactions and cards, with the sandbox magic values of the package doc.
 //
-// Records the storage contract covers (external accounts, internal accounts,
-// credentials, sessions, signed-retry requests) live in the Store; the rest
-// lives in the simulator under one mutex. The mutex is held across a store
-// call only where a uniqueness check must be one step with the write
-// (creating a customer or an external account, deleting an external
-// account); no store transaction ever takes the mutex, so the two cannot
-// deadlock. A Simulator is safe for concurrent use.
+// Everything it keeps lives in the Store: the library's records (external
+// accounts, internal accounts, credentials, sessions, signed-retry
+// requests, payout approvals) and the simulator's own (customers,
+// balances, quotes, transactions, cards; [storage.Records]), each written
+// in the transaction of the operation that decides it. Simulators on one
+// store (replicas on one PostgreSQL database) are one sandbox, and none
+// holds a lock of its own. A Simulator is safe for concurrent use.
 type Simulator struct {
 	// cfg is the Config given to New with every default filled in, once;
 	// its Clock is clock.now.
@@ -206,19 +196,18 @@ type Simulator struct {
 	clock *clock
 	auth  *walletauth.Service
 	own   *ownership.Service
-	// payouts is the payout gate's policy, the ownership service's too.
-	payouts *ownership.PayoutPolicy
-	// limits is the payout policy of Config.PayoutRules, decided in the
-	// Effect of every signed payout to an external account.
+	// gate is the payout gate's policy, the ownership service's too.
+	gate *ownership.PayoutPolicy
+	// limits is the payout policy of Config.PayoutRules.
 	limits *policy.Policy
-	pk     *passkey.Verifier
-	oidc   *oidc.Verifier
+	// payouts runs every payout of a wallet: transfers out, quote
+	// executions, approvals.
+	payouts *payout.Service
+	pk      *passkey.Verifier
+	oidc    *oidc.Verifier
 	// idem keeps the Idempotency-Key records of every route that takes
 	// the header in the Store (see keyed).
-	idem *idempotency.Guard
-
-	mu    sync.Mutex
-	state *state
+	idem *idempotency.Once
 
 	hooks webhooks
 	// stopSweep ends the sweeper of expired records and waits for it.
@@ -253,15 +242,15 @@ func New(cfg Config) (*Simulator, error) {
 	auth, err := walletauth.New(walletauth.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand, Sandbox: true, Guard: platformWallet,
 		Passkeys: pk, OIDC: ov, Keys: walletauth.Keys{SigningKey: cfg.SigningKey, Sealer: cfg.Sealer, CodeMACKey: cfg.CodeMACKey},
 		OrganizationID: SandboxOrganizationID, WalletSecrets: walletSecrets{}, ClientHeldKeys: cfg.ClientHeldKeys,
-		Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
+		Telemetry: cfg.Telemetry})
 	if err != nil {
 		ov.Close()
 		return nil, err
 	}
-	s := &Simulator{cfg: cfg, clock: clk, auth: auth, pk: pk, oidc: ov, state: newState()}
+	s := &Simulator{cfg: cfg, clock: clk, auth: auth, pk: pk, oidc: ov}
 	// Reservation tokens come from crypto/rand, not cfg.Rand, so keys do not
 	// shift a seeded simulator's ids.
-	if s.idem, err = idempotency.New(idempotency.Config{Store: cfg.Store, Clock: cfg.Clock, Keep: keepKeyed, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider}); err != nil {
+	if s.idem, err = idempotency.New(idempotency.Config{Store: cfg.Store, Clock: cfg.Clock, Keep: keepKeyed, Telemetry: cfg.Telemetry}); err != nil {
 		ov.Close()
 		return nil, err
 	}
@@ -270,12 +259,16 @@ func New(cfg Config) (*Simulator, error) {
 		ov.Close()
 		return nil, err
 	}
-	s.payouts = &gate
+	s.gate = &gate
 	if s.limits, err = newPayoutLimits(&cfg); err != nil {
 		ov.Close()
 		return nil, err
 	}
 	if s.own, err = s.newOwnership(); err != nil {
+		ov.Close()
+		return nil, err
+	}
+	if s.payouts, err = payout.New(payout.Config{Store: cfg.Store, Clock: cfg.Clock, Gate: s.own, Policy: s.limits, Wallets: auth}); err != nil {
 		ov.Close()
 		return nil, err
 	}
@@ -375,7 +368,7 @@ func (cfg Config) normalize() (Config, error) {
 // simulator's clock and the sweeper's defaults: every minute, the records
 // that expired more than an hour ago.
 func (s *Simulator) startSweeper() error {
-	sw, err := sweep.New(sweep.Config{Store: s.cfg.Store, Clock: s.cfg.Clock, Logger: s.cfg.Logger, TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider})
+	sw, err := sweep.New(sweep.Config{Store: s.cfg.Store, Clock: s.cfg.Clock, Telemetry: s.cfg.Telemetry})
 	if err != nil {
 		return err
 	}
@@ -436,71 +429,60 @@ func (s *Simulator) newID(prefix string) (string, error) {
 	return id, nil
 }
 
-// lock takes the state mutex and brings every timed outcome up to now,
-// which it returns; the caller unlocks s.mu.
-func (s *Simulator) lock() time.Time {
-	s.mu.Lock()
-	now := s.now()
-	s.state.settle(now)
-	return now
+// internalIn reads an embedded wallet in st's transaction: 404
+// REFERENCE_NOT_FOUND when there is none.
+func internalIn(st *state, id string) (storage.InternalAccount, error) {
+	notFound := apierror.New(apierror.ReferenceNotFound, "internal account %q not found", id)
+	if !storage.ValidID(id, "InternalAccount") {
+		return storage.InternalAccount{}, notFound
+	}
+	a, err := st.tx.InternalAccounts().Get(st.ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return a, notFound
+	}
+	return a, err
 }
 
-// locked runs fn under the state mutex after bringing every timed outcome up
-// to now, so fn sees the state as of now.
-func (s *Simulator) locked(fn func(st *state, now time.Time) error) error {
-	now := s.lock()
-	defer s.mu.Unlock()
-	return fn(s.state, now)
+// externalIn reads an external account in st's transaction: 404
+// REFERENCE_NOT_FOUND when there is none or it was deleted.
+func externalIn(st *state, id string) (storage.ExternalAccount, error) {
+	notFound := apierror.New(apierror.ReferenceNotFound, "external account %q not found", id)
+	if !storage.ValidID(id, "ExternalAccount") {
+		return storage.ExternalAccount{}, notFound
+	}
+	a, err := st.tx.ExternalAccounts().Get(st.ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return a, notFound
+	}
+	if err != nil {
+		return a, err
+	}
+	m, err := st.metaOf(id)
+	if err != nil {
+		return a, err
+	}
+	if m != nil && m.Deleted {
+		return a, notFound
+	}
+	return a, nil
 }
 
 // internalAccount reads an embedded wallet from the store: 404
 // REFERENCE_NOT_FOUND when there is none.
-func (s *Simulator) internalAccount(ctx context.Context, id string) (storage.InternalAccount, error) {
-	var a storage.InternalAccount
-	if !storage.ValidID(id, "InternalAccount") {
-		return a, apierror.New(apierror.ReferenceNotFound, "internal account %q not found", id)
-	}
-	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		a, err = tx.InternalAccounts().Get(ctx, id)
+func (s *Simulator) internalAccount(ctx context.Context, id string) (a storage.InternalAccount, err error) {
+	err = s.read(ctx, func(st *state) error {
+		a, err = internalIn(st, id)
 		return err
 	})
-	if errors.Is(err, storage.ErrNotFound) {
-		return a, apierror.New(apierror.ReferenceNotFound, "internal account %s not found", id)
-	}
-	if err != nil {
-		return a, apierror.As(err)
-	}
-	return a, nil
+	return a, err
 }
 
 // externalAccount reads an external account from the store: 404
 // REFERENCE_NOT_FOUND when there is none or it was deleted.
-func (s *Simulator) externalAccount(ctx context.Context, id string) (storage.ExternalAccount, error) {
-	var a storage.ExternalAccount
-	notFound := apierror.New(apierror.ReferenceNotFound, "external account %q not found", id)
-	if !storage.ValidID(id, "ExternalAccount") {
-		return a, notFound
-	}
-	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		a, err = tx.ExternalAccounts().Get(ctx, id)
+func (s *Simulator) externalAccount(ctx context.Context, id string) (a storage.ExternalAccount, err error) {
+	err = s.read(ctx, func(st *state) error {
+		a, err = externalIn(st, id)
 		return err
 	})
-	if errors.Is(err, storage.ErrNotFound) {
-		return a, notFound
-	}
-	if err != nil {
-		return a, apierror.As(err)
-	}
-	deleted := false
-	s.mu.Lock()
-	if m := s.state.extMeta[id]; m != nil {
-		deleted = m.deleted
-	}
-	s.mu.Unlock()
-	if deleted {
-		return a, notFound
-	}
-	return a, nil
+	return a, err
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
@@ -64,7 +65,7 @@ func telemetryNoSecrets(t *testing.T, pg bool) {
 	var store storage.Store
 	if pg {
 		dsn := pgtest.DSN(t)
-		store = telemetryPostgres(t, dsn, postgres.Config{Logger: tc.Logger, TracerProvider: tc.TracerProvider, MeterProvider: tc.MeterProvider})
+		store = telemetryPostgres(t, dsn, postgres.Config{Telemetry: tc.Telemetry()})
 	}
 
 	// The receiver of the webhooks records their signatures.
@@ -106,7 +107,7 @@ func telemetryNoSecrets(t *testing.T, pg bool) {
 
 	sim, err := sandbox.New(sandbox.Config{Store: store, ClientSecret: clientSecret, Sealer: ring, CodeMACKey: mac, SigningKey: signing,
 		WebhookURL: recv.URL + "/hooks", WebhookKey: hookKey,
-		Logger: tc.Logger, TracerProvider: tc.TracerProvider, MeterProvider: tc.MeterProvider})
+		Telemetry: tc.Telemetry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func telemetryNoSecrets(t *testing.T, pg bool) {
 	credID := creds.Data[0].ID
 	var m walletauth.AuthMethod
 	e.do("POST", "/auth/credentials/"+credID+"/challenge", "{}").ok(t, 200, &m)
-	wrongKey, _ := walletauth.NewClientKey()
+	wrongKey, _ := authclient.NewClientKey()
 	sec.addClientKey("OTP client key", wrongKey)
 	wrong, err := wrongKey.SealOTP(m.OTPEncryptionTargetBundle, sim.Auth().SigningPublicKey(), "111111", nil)
 	if err != nil {
@@ -134,9 +135,9 @@ func telemetryNoSecrets(t *testing.T, pg bool) {
 	sec.addClientKey("session key", key)
 
 	// A retry stamped by a stranger, then the refresh stamped by the session.
-	stranger, _ := walletauth.NewClientKey()
+	stranger, _ := authclient.NewClientKey()
 	sec.addClientKey("stranger key", stranger)
-	next, _ := walletauth.NewClientKey()
+	next, _ := authclient.NewClientKey()
 	sec.addClientKey("refreshed session key", next)
 	refresh := "/auth/sessions/" + e.sessionID(wallet) + "/refresh"
 	body := map[string]string{"clientPublicKey": next.PublicKeyHex()}
@@ -167,7 +168,7 @@ func telemetryNoSecrets(t *testing.T, pg bool) {
 	var oa walletauth.AuthMethod
 	e.signed(key, "POST", "/auth/credentials", map[string]any{"type": "OAUTH", "accountId": wallet,
 		"oidcToken": dummyToken(claims(nil))}).ok(t, 201, &oa)
-	oidcClient, _ := walletauth.NewClientKey()
+	oidcClient, _ := authclient.NewClientKey()
 	sec.addClientKey("OIDC client key", oidcClient)
 	e.do("POST", "/auth/credentials/"+oa.ID+"/verify", map[string]any{"type": "OAUTH", "clientPublicKey": oidcClient.PublicKeyHex(),
 		"oidcToken": dummyToken(claims(map[string]any{"nonce": oidc.NonceFor(oidcClient.PublicKeyHex())}))}).ok(t, 200, nil)
@@ -183,7 +184,7 @@ func telemetryNoSecrets(t *testing.T, pg bool) {
 	e.signed(key, "POST", "/auth/credentials", map[string]any{"type": "PASSKEY", "accountId": wallet, "nickname": "Laptop",
 		"challenge": rc.Challenge, "attestation": a.attest(t, rc.Challenge, wallet)}).ok(t, 201, &pk)
 	for _, forged := range []bool{false, true} {
-		client, _ := walletauth.NewClientKey()
+		client, _ := authclient.NewClientKey()
 		sec.addClientKey("passkey client key", client)
 		var pch walletauth.ChallengeResponse
 		e.do("POST", "/auth/credentials/"+pk.ID+"/challenge", map[string]string{"clientPublicKey": client.PublicKeyHex()}).ok(t, 200, &pch)
@@ -252,7 +253,7 @@ func telemetryNoSecrets(t *testing.T, pg bool) {
 	wants := []string{
 		"span walletauth.otp.start", "span walletauth.otp.verify", "span walletauth.passkey.verify",
 		"span walletauth.oidc.verify", "span walletauth.session.refresh", "span walletauth.wallet.export",
-		"span signedretry.issue", "span signedretry.complete", "span ownership.verify", "span ownership.payout.decide",
+		"span signedretry.issue", "span signedretry.complete", "span ownership.verify", "event=ownership.payout.decide",
 		"metric walletgate.ownership.verify.outcomes", "metric walletgate.ownership.payout.decisions",
 		"metric walletgate.walletauth.otp.outcomes", "metric walletgate.signedretry.outcomes",
 		"log WARN refused operation=ownership.verify code=INVALID_INPUT",
@@ -433,7 +434,7 @@ func (s secretSet) addPrivateKey(what string, k *ecdsa.PrivateKey) {
 	}
 }
 
-func (s secretSet) addClientKey(what string, k *walletauth.ClientKey) {
+func (s secretSet) addClientKey(what string, k *authclient.ClientKey) {
 	s.addPrivateKey(what, k.PrivateKey())
 	s.addString(what+" (public hex)", k.PublicKeyHex())
 }

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/ownership/payout"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
@@ -60,39 +60,45 @@ type Endpoint struct {
 
 // transaction is a stored transaction and its timeline.
 type transaction struct {
-	rec     Transaction
-	steps   []step
-	applied int
+	Rec   Transaction `json:"rec"`
+	Steps []step      `json:"steps"`
 }
 
-func (t *transaction) view() *Transaction {
-	out := t.rec
-	if t.rec.SentAmount != nil {
-		m := *t.rec.SentAmount
+// view returns the transaction as of now: its record with the last step
+// whose time has come applied.
+func (t *transaction) view(now time.Time) *Transaction {
+	out := t.Rec
+	for _, s := range t.Steps {
+		if now.Before(s.At) {
+			break
+		}
+		out.Status, out.FailureReason, out.UpdatedAt = s.Status, s.Reason, s.At
+		if s.Status == TxCompleted {
+			at := s.At
+			out.SettledAt = &at
+		}
+	}
+	if t.Rec.SentAmount != nil {
+		m := *t.Rec.SentAmount
 		out.SentAmount = &m
 	}
-	if t.rec.ReceivedAmount != nil {
-		m := *t.rec.ReceivedAmount
+	if t.Rec.ReceivedAmount != nil {
+		m := *t.Rec.ReceivedAmount
 		out.ReceivedAmount = &m
-	}
-	if t.rec.SettledAt != nil {
-		at := *t.rec.SettledAt
-		out.SettledAt = &at
 	}
 	return &out
 }
 
 // GetTransaction returns a transaction as of now: 404 TRANSACTION_NOT_FOUND
 // when there is none.
-func (s *Simulator) GetTransaction(_ context.Context, id string) (*Transaction, error) {
+func (s *Simulator) GetTransaction(ctx context.Context, id string) (*Transaction, error) {
 	var out *Transaction
-	err := s.locked(func(st *state, _ time.Time) error {
-		tx := st.txs[id]
-		if tx == nil {
-			return apierror.New(apierror.TransactionNotFound, "transaction %q not found", id)
+	err := s.read(ctx, func(st *state) error {
+		tx, err := st.transaction(id)
+		if err == nil {
+			out = tx.view(st.now)
 		}
-		out = tx.view()
-		return nil
+		return err
 	})
 	return out, err
 }
@@ -116,18 +122,21 @@ func (s *Simulator) Fund(ctx context.Context, accountID string, req FundRequest)
 	if err := checkAmount("amount", req.Amount, cur); err != nil {
 		return nil, err
 	}
-	acct, err := s.internalAccount(ctx, accountID)
-	if err != nil {
-		return nil, err
-	}
 	var out InternalAccount
-	err = s.locked(func(st *state, _ time.Time) error {
-		w := st.wallet(accountID)
-		if w.balances[cur] > MaxAmount*10-req.Amount {
+	err := s.atomic(ctx, func(st *state) error {
+		acct, err := internalIn(st, accountID)
+		if err != nil {
+			return err
+		}
+		w, err := st.wallet(accountID)
+		if err != nil {
+			return err
+		}
+		if w.Balances[cur] > MaxAmount*10-req.Amount {
 			return apierror.New(apierror.AmountOutOfRange, "the balance would exceed the sandbox maximum")
 		}
-		w.balances[cur] += req.Amount
-		out = s.view(st, &acct)
+		w.Balances[cur] += req.Amount
+		out = s.view(w, &acct)
 		return nil
 	})
 	return &out, err
@@ -211,18 +220,19 @@ func (s *Simulator) transferIn(ctx context.Context, req TransferRequest, body []
 // the destination account, the amount and the currency; the retry executes
 // those parameters, never the retry's own values. One rule decides both
 // legs, on the parameters and inside the store transaction of the leg: the
-// accounts, the amount, the payout gate ([ownership.Service.CheckPayoutIn],
-// holding the destination account until that transaction ends) and the
-// balance. On the first call it refuses before a challenge is issued; on
-// the retry it decides on the signed parameters in the transaction that
-// consumes the signed request, and a retry it refuses leaves the request
-// usable. The ledger is process memory: the simulator's lock is held from
-// before that transaction until the transfer is written to the ledger, so
-// the payout is ordered at the transaction's commit and no status change
-// commits between the gate's decision and it. call is the request as in
-// [Simulator.UpdateCustomer]. With an IdempotencyKey, a repeat of a
-// completed transfer returns the first result, signed or not (the
-// challenge leg is not remembered: the key then carries the retry).
+// accounts, the amount, the balance, the destination the wallet
+// customer's own (404 REFERENCE_NOT_FOUND otherwise, before anything about
+// it is answered) and the payout gate ([ownership.Service.CheckPayoutIn],
+// holding the destination account until that transaction ends). On the
+// first call it refuses before a challenge is issued; on the retry it
+// decides on the signed parameters in the transaction that consumes the
+// signed request, which also runs the payout policy and debits the wallet
+// (held until it commits), so a retry it refuses leaves the request
+// usable and no status change commits between the gate's decision and the
+// debit. call is the request as in [Simulator.UpdateCustomer]. With an
+// IdempotencyKey, a repeat of a completed transfer returns the first
+// result, signed or not (the challenge leg is not remembered: the key then
+// carries the retry).
 //
 // A retry the payout policy holds for approval (a REQUIRE_APPROVAL rule:
 // under [DefaultPayoutRules], a payout worth exactly
@@ -332,14 +342,11 @@ type transferParams struct {
 	Currency             string `json:"currency"`
 }
 
-// transferOut runs TRANSFER_OUT through [walletauth.Authorize] on either
-// leg: one rule, transferOutRule, decides both (Authorize runs it as the
-// operation's Check, in its transaction), and transferOutEffect only reads
-// what the ledger entry names. The simulator's lock is held from before
-// that transaction until the transfer is written to the ledger (lock
-// before store, as everywhere in the simulator), so the rule reads the
-// ledger as it is when the request is consumed and nothing changes it
-// before the transfer is written.
+// transferOut runs TRANSFER_OUT, the payout of [payout.Operation], through
+// [walletauth.Authorize] on either leg. The sandbox adds its own rule
+// (transferOutCheck) and its ledger (the debit and the transaction,
+// payTransfer); the payout's chain (the destination the wallet customer's
+// own, the gate holding it, the payout policy, the hold) is the library's.
 //
 // The signed parameters carry the currency, which the request does not:
 // it is the destination account's, so the first leg reads it from that
@@ -347,135 +354,120 @@ type transferParams struct {
 // currency to be the destination's. On the first leg that holds by
 // construction; on the retry it refuses a destination whose currency is no
 // longer the signed one.
-//
-// A payout the policy holds (transferPlan.held) is not written to the
-// ledger: the outcome is its PayoutApproval.
 func (s *Simulator) transferOut(ctx context.Context, req TransferRequest, call signedretry.Request) (*transferOutcome, *signedretry.Challenge, error) {
 	extID, walletID := req.Destination.AccountID, req.Source.AccountID
-	op := walletauth.HostOperation[transferParams, transferPlan]{Type: OpTransferOut, AccountID: walletID,
-		Check: s.transferOutRule(ctx), Effect: s.transferOutEffect}
-	var id string
-	if call.IsRetry() {
-		var err error
-		if id, err = s.newID("Transaction"); err != nil {
+	spec := payout.Spec[transferParams, Transaction]{Type: OpTransferOut, AccountID: walletID,
+		Transfer: transferOf, Check: s.transferOutCheck, Pay: s.payTransfer, DestinationField: "destination.accountId"}
+	if !call.IsRetry() {
+		if err := checkTransferIDs(extID, walletID, false); err != nil {
 			return nil, nil, err
 		}
-	} else if err := checkTransferIDs(extID, walletID, false); err != nil {
-		return nil, nil, err
-	}
-	now := s.lock()
-	defer s.mu.Unlock()
-	if !call.IsRetry() {
 		cur, err := s.transferCurrency(ctx, extID)
 		if err != nil {
 			return nil, nil, err
 		}
-		op.Parameters = transferParams{SourceAccountID: walletID, DestinationAccountID: extID, Amount: req.Amount, Currency: cur}
+		spec.Parameters = transferParams{SourceAccountID: walletID, DestinationAccountID: extID, Amount: req.Amount, Currency: cur}
 	}
-	plan, _, ch, err := walletauth.Authorize(ctx, s.auth, op, call)
-	if err != nil || ch != nil {
+	out, _, ch, err := walletauth.Authorize(ctx, s.auth, payout.Operation(s.payouts, spec, call), call)
+	switch {
+	case err != nil || ch != nil:
 		return nil, ch, err
+	case out.Held != nil:
+		ap, err := s.approvalView(ctx, out.Held)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &transferOutcome{held: ap}, nil, nil
 	}
-	if plan.held != nil {
-		return &transferOutcome{held: s.state.approvalView(plan.held, now)}, nil, nil
-	}
-	return &transferOutcome{tx: s.state.scheduleTransfer(plan, id, now)}, nil, nil
+	return &transferOutcome{tx: out.Paid}, nil, nil
+}
+
+// transferOf is the payout a transfer out's parameters name.
+func transferOf(p transferParams) payout.Transfer {
+	return payout.Transfer{SourceID: p.SourceAccountID, DestinationID: p.DestinationAccountID, Amount: p.Amount, Currency: p.Currency}
 }
 
 // transferCurrency returns the currency of the external account extID, the
-// currency of a transfer out to it, with the simulator's lock held: 404
-// REFERENCE_NOT_FOUND when there is no such account (or it was deleted),
-// the answer transferOutRule would give.
+// currency of a transfer out to it: 404 REFERENCE_NOT_FOUND when there is
+// no such account (or it was deleted), the answer transferOutCheck would
+// give.
 func (s *Simulator) transferCurrency(ctx context.Context, extID string) (string, error) {
-	var ext storage.ExternalAccount
-	err := s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		ext, err = tx.ExternalAccounts().Get(ctx, extID)
-		return err
-	})
-	if m := s.state.extMeta[extID]; errors.Is(err, storage.ErrNotFound) || err == nil && m != nil && m.deleted {
-		return "", apierror.New(apierror.ReferenceNotFound, "external account %s not found", extID)
-	}
+	ext, err := s.externalAccount(ctx, extID)
 	if err != nil {
-		return "", apierror.As(err)
+		return "", err
 	}
 	return ext.Currency, nil
 }
 
-// transferOutRule returns the rule of a transfer out, on its parameters p,
-// run by [walletauth.Authorize] on both legs inside its transaction tx with
-// the simulator's lock held: the checks of planTransfer (the accounts, the
-// amount, the payout gate holding the destination account until tx ends,
-// the wallet's balance), and the signed currency must be the destination
-// account's. It decides with ctx, the call's context, rather than the
-// transaction's, so that the gate's decision is a span of its own
-// (ownership.payout.decide), as every payout decision of the simulator,
-// not an event of the signed-retry span.
-func (s *Simulator) transferOutRule(ctx context.Context) func(context.Context, storage.Tx, transferParams) error {
-	return func(_ context.Context, tx storage.Tx, p transferParams) error {
-		plan, err := s.planTransfer(ctx, tx, s.state, p.DestinationAccountID, p.SourceAccountID, p.Amount, false)
-		if err != nil {
-			return err
-		}
-		if plan.cur != p.Currency {
-			return apierror.New(apierror.Conflict, "the destination account's currency is %s, the signed transfer is in %s", plan.cur, p.Currency)
-		}
-		return nil
+// transferOutCheck is the sandbox's rule of a transfer out at now, on its
+// parameters p, run by the payout operation on both legs inside its
+// transaction, before the gate: the account ids, a destination not
+// deleted, the amount in the destination's currency, that currency the
+// signed one, and the wallet's balance (which the debit checks again,
+// holding the wallet).
+func (s *Simulator) transferOutCheck(ctx context.Context, tx storage.Tx, p transferParams, now time.Time) error {
+	if err := checkTransferIDs(p.DestinationAccountID, p.SourceAccountID, false); err != nil {
+		return err
 	}
-}
-
-// transferOutEffect is the effect of a signed transfer out, once
-// transferOutRule has allowed the signed parameters p in tx: the payout
-// policy (Config.PayoutRules) decides the payout of p.Amount p.Currency
-// from the wallet to the destination account, signed by a, and counts it
-// in tx (decidePayout); then it returns the transfer to write to the
-// ledger (payoutPlan). The transfer is written once the transaction has
-// committed; a refusal of the policy rolls the transaction back and leaves
-// the signed request usable. A payout the policy holds for approval
-// returns the plan with held set, which is not written to the ledger: the
-// transaction commits the approval and the consumed request only.
-func (s *Simulator) transferOutEffect(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p transferParams) (transferPlan, error) {
-	plan, err := payoutPlan(ctx, tx, p)
+	st := newState(ctx, tx, now, false)
+	ext, err := externalIn(st, p.DestinationAccountID)
 	if err != nil {
-		return transferPlan{}, err
+		return err
 	}
-	if plan.held, err = s.decidePayout(ctx, tx, a, &plan.wal, p.DestinationAccountID, "", p.Amount, p.Currency); err != nil {
-		return transferPlan{}, err
+	if err := checkAmount("amount", p.Amount, ext.Currency); err != nil {
+		return err
 	}
-	return plan, nil
+	if ext.Currency != p.Currency {
+		return apierror.New(apierror.Conflict, "the destination account's currency is %s, the signed transfer is in %s", ext.Currency, p.Currency)
+	}
+	return balanceCheck(st, p.SourceAccountID, p.Amount, p.Currency)
 }
 
-// payoutPlan returns the transfer out of the parameters p to write to the
-// ledger, read in tx once transferOutRule has allowed p there: p and what
-// the ledger entry names besides (the destination's identifier, which
-// selects the sandbox outcome, read from the account the rule holds, and
-// the wallet's customer). The payout policy has decided it already: the
-// effect of a transfer out and the approval of a held one
-// ([Simulator.ApprovePayout]) both end with it.
-func payoutPlan(ctx context.Context, tx storage.Tx, p transferParams) (transferPlan, error) {
-	plan := transferPlan{amount: p.Amount, cur: p.Currency}
-	var err error
-	if plan.ext, err = tx.ExternalAccounts().Get(ctx, p.DestinationAccountID); err != nil {
-		return transferPlan{}, err
-	}
-	if plan.wal, err = tx.InternalAccounts().Get(ctx, p.SourceAccountID); err != nil {
-		return transferPlan{}, err
-	}
-	return plan, nil
+// payTransfer is the sandbox's payout of an allowed transfer out (for a
+// signed one, p is what was signed): the debit of the wallet, held until
+// the transaction ends, and the transaction, written in the payout's
+// transaction.
+func (s *Simulator) payTransfer(ctx context.Context, tx storage.Tx, _ transferParams, pay *payout.Payment) (Transaction, error) {
+	return s.payOut(ctx, tx, pay)
 }
 
-// transferPlan is a checked transfer, ready to schedule, unless held is
-// set: then the payout policy holds it for that approval and it is not
-// scheduled.
+// payOut debits and records the transfer out pay in tx: the payout of a
+// signed transfer and of an approved one alike.
+func (s *Simulator) payOut(ctx context.Context, tx storage.Tx, pay *payout.Payment) (Transaction, error) {
+	id, err := s.newID("Transaction")
+	if err != nil {
+		return Transaction{}, err
+	}
+	st := newState(ctx, tx, pay.Now, true)
+	t := pay.Transfer
+	plan := transferPlan{extID: t.DestinationID, identifier: pay.Destination.Address, walletID: t.SourceID,
+		customerID: pay.CustomerID, amount: t.Amount, cur: t.Currency}
+	if err := balanceCheck(st, t.SourceID, t.Amount, t.Currency); err != nil {
+		return Transaction{}, err
+	}
+	out, err := st.scheduleTransfer(plan, id)
+	if err != nil {
+		return Transaction{}, err
+	}
+	if a := pay.Allowed.Approval; a != nil {
+		add(st, kindApproved, a.ID, "", &approvedPayout{TransactionID: id})
+	}
+	if err := st.flush(); err != nil {
+		return Transaction{}, err
+	}
+	return *out, nil
+}
+
+// transferPlan is a checked transfer, ready to schedule.
 type transferPlan struct {
-	ext    storage.ExternalAccount
-	wal    storage.InternalAccount
-	amount int64
-	cur    string
-	in     bool
-	held   *storage.PayoutApproval
+	extID, identifier    string // the external account and its identifier, which selects the outcome
+	walletID, customerID string
+	amount               int64
+	cur                  string
+	in                   bool
 }
 
+// transfer makes a transfer in (the only unsigned transfer).
 func (s *Simulator) transfer(ctx context.Context, extID, walletID string, amount int64, in bool) (*Transaction, error) {
 	if err := checkTransferIDs(extID, walletID, in); err != nil {
 		return nil, err
@@ -484,18 +476,27 @@ func (s *Simulator) transfer(ctx context.Context, extID, walletID string, amount
 	if err != nil {
 		return nil, err
 	}
-	now := s.lock()
-	defer s.mu.Unlock()
-	var plan transferPlan
-	err = s.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
-		var err error
-		plan, err = s.planTransfer(ctx, tx, s.state, extID, walletID, amount, in)
+	var out *Transaction
+	err = s.atomic(ctx, func(st *state) error {
+		ext, err := externalIn(st, extID)
+		if err != nil {
+			return err
+		}
+		wal, err := internalIn(st, walletID)
+		if err != nil {
+			return err
+		}
+		if ext.CustomerID != wal.CustomerID {
+			return apierror.New(apierror.InvalidInput, "the external account and the internal account belong to different customers")
+		}
+		if err := checkAmount("amount", amount, ext.Currency); err != nil {
+			return err
+		}
+		out, err = st.scheduleTransfer(transferPlan{extID: extID, identifier: ext.Address, walletID: walletID,
+			customerID: wal.CustomerID, amount: amount, cur: ext.Currency, in: in}, id)
 		return err
 	})
-	if err != nil {
-		return nil, apierror.As(err)
-	}
-	return s.state.scheduleTransfer(plan, id, now), nil
+	return out, err
 }
 
 // checkTransferIDs checks the form of a transfer's account ids.
@@ -510,78 +511,41 @@ func checkTransferIDs(extID, walletID string, in bool) error {
 	return v.Err()
 }
 
-// planTransfer checks a transfer between a customer's external account and
-// embedded wallet inside the store transaction tx, with the simulator's
-// lock held (st is its state). For a transfer out it runs the payout gate
-// with [ownership.Service.CheckPayoutIn], which holds the external account
-// until tx ends, and checks the wallet's balance.
-func (s *Simulator) planTransfer(ctx context.Context, tx storage.Tx, st *state, extID, walletID string, amount int64, in bool) (transferPlan, error) {
-	plan := transferPlan{amount: amount, in: in}
-	if err := checkTransferIDs(extID, walletID, in); err != nil {
-		return plan, err
-	}
-	notFound := func(kind, id string) error {
-		return apierror.New(apierror.ReferenceNotFound, "%s %s not found", kind, id)
-	}
-	var err error
-	if plan.ext, err = tx.ExternalAccounts().Get(ctx, extID); errors.Is(err, storage.ErrNotFound) {
-		return plan, notFound("external account", extID)
-	} else if err != nil {
-		return plan, err
-	}
-	if m := st.extMeta[extID]; m != nil && m.deleted {
-		return plan, notFound("external account", extID)
-	}
-	if plan.wal, err = tx.InternalAccounts().Get(ctx, walletID); errors.Is(err, storage.ErrNotFound) {
-		return plan, notFound("internal account", walletID)
-	} else if err != nil {
-		return plan, err
-	}
-	if plan.ext.CustomerID != plan.wal.CustomerID {
-		return plan, apierror.New(apierror.InvalidInput, "the external account and the internal account belong to different customers")
-	}
-	plan.cur = plan.ext.Currency
-	if err := checkAmount("amount", amount, plan.cur); err != nil {
-		return plan, err
-	}
-	if in {
-		return plan, nil
-	}
-	d, err := s.own.CheckPayoutIn(ctx, tx, ownership.Payout{AccountID: extID, Amount: amount, Currency: plan.cur})
-	if err != nil {
-		return plan, withField(err, "destination.accountId")
-	}
-	plan.ext = d.Account // as held
-	return plan, balanceCheck(st, walletID, amount, plan.cur)
-}
-
+// balanceCheck refuses a wallet that holds less than amount of cur: 400
+// INVALID_AMOUNT.
 func balanceCheck(st *state, walletID string, amount int64, cur string) error {
-	if st.wallet(walletID).balances[cur] < amount {
+	w, err := st.wallet(walletID)
+	if err != nil {
+		return err
+	}
+	if w.Balances[cur] < amount {
 		return apierror.New(apierror.InvalidAmount, "the wallet holds less than %d %s", amount, cur).WithDetail("field", "amount")
 	}
 	return nil
 }
 
-// scheduleTransfer creates the transaction of a planned transfer, with the
-// simulator's lock held; a transfer out debits the wallet at once.
-func (st *state) scheduleTransfer(plan transferPlan, id string, now time.Time) *Transaction {
-	extID, walletID, amount, cur := plan.ext.ID, plan.wal.ID, plan.amount, plan.cur
-	tx := &transaction{rec: Transaction{ID: id, CustomerID: plan.wal.CustomerID, CreatedAt: now, UpdatedAt: now}}
+// scheduleTransfer creates the transaction of a planned transfer; a
+// transfer out debits the wallet at once.
+func (st *state) scheduleTransfer(plan transferPlan, id string) (*Transaction, error) {
+	extID, walletID, amount, cur, now := plan.extID, plan.walletID, plan.amount, plan.cur, st.now
+	tx := &transaction{Rec: Transaction{ID: id, CustomerID: plan.customerID, CreatedAt: now, UpdatedAt: now}}
 	m := Money{amount, cur}
-	tx.rec.SentAmount, tx.rec.ReceivedAmount = &m, &m
+	tx.Rec.SentAmount, tx.Rec.ReceivedAmount = &m, &m
 	var hold, release, credit []move
 	if plan.in {
-		tx.rec.Type = Incoming
-		tx.rec.Source, tx.rec.Destination = Endpoint{AccountID: extID, Currency: cur}, Endpoint{AccountID: walletID, Currency: cur}
+		tx.Rec.Type = Incoming
+		tx.Rec.Source, tx.Rec.Destination = Endpoint{AccountID: extID, Currency: cur}, Endpoint{AccountID: walletID, Currency: cur}
 		credit = []move{{walletID, cur, amount}}
 	} else {
-		tx.rec.Type = Outgoing
-		tx.rec.Source, tx.rec.Destination = Endpoint{AccountID: walletID, Currency: cur}, Endpoint{AccountID: extID, Currency: cur}
+		tx.Rec.Type = Outgoing
+		tx.Rec.Source, tx.Rec.Destination = Endpoint{AccountID: walletID, Currency: cur}, Endpoint{AccountID: extID, Currency: cur}
 		hold, release = []move{{walletID, cur, -amount}}, []move{{walletID, cur, amount}}
 	}
-	tx.steps = transferSteps(plan.ext.Address, now, hold, release, credit)
-	st.schedule(tx, now)
-	return tx.view()
+	tx.Steps = transferSteps(plan.identifier, now, hold, release, credit)
+	if err := st.schedule(tx); err != nil {
+		return nil, err
+	}
+	return tx.view(now), nil
 }
 
 // withField names field in details.field of an *apierror.Error.
@@ -599,7 +563,7 @@ func withField(err error, field string) error {
 // [ownership.Service.CheckPayoutIn] in the transaction that records it. The
 // refusal names field in details.field.
 func (s *Simulator) checkVerified(ext *storage.ExternalAccount, amount int64, field string) error {
-	_, err := s.payouts.Decide(ext, ownership.Payout{AccountID: ext.ID, Amount: amount, Currency: ext.Currency})
+	_, err := s.gate.Decide(ext, ownership.Payout{AccountID: ext.ID, Amount: amount, Currency: ext.Currency})
 	return withField(err, field)
 }
 

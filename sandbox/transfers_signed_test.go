@@ -9,7 +9,8 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/signedretry"
-	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/signedretry/stamper"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // TestTransferOutSignedRetry: a transfer out of an embedded wallet is a
@@ -44,13 +45,13 @@ func TestTransferOutSignedRetry(t *testing.T) {
 		}
 
 		// Failures of the retry.
-		stranger, _ := walletauth.NewClientKey()
+		stranger, _ := authclient.NewClientKey()
 		e.retry(stranger, ch, "POST", path, body).fails(t, 401, apierror.WalletSignatureInvalid)
 		_, other := e.customer("Oth Er")
 		e.retry(e.login(other), ch, "POST", path, body).fails(t, 401, apierror.WalletSignatureInvalid)
-		e.do("POST", path, body, signedretry.HeaderRequestID, ch.RequestID).fails(t, 401, apierror.WalletSignatureMissing)
-		e.do("POST", path, body, signedretry.HeaderSignature, "abc").fails(t, 401, apierror.RequestIDMissing)
-		e.do("POST", path, body, signedretry.HeaderSignature, "!!", signedretry.HeaderRequestID, ch.RequestID).fails(t, 401, apierror.WalletSignatureMalformed)
+		e.do("POST", path, body, stamper.HeaderRequestID, ch.RequestID).fails(t, 401, apierror.WalletSignatureMissing)
+		e.do("POST", path, body, stamper.HeaderSignature, "abc").fails(t, 401, apierror.RequestIDMissing)
+		e.do("POST", path, body, stamper.HeaderSignature, "!!", stamper.HeaderRequestID, ch.RequestID).fails(t, 401, apierror.WalletSignatureMalformed)
 		more := map[string]any{"source": body["source"], "destination": body["destination"], "amount": 900}
 		e.retry(key, ch, "POST", path, more).fails(t, 401, apierror.WalletSignatureBodyMismatch)
 		if e.balance(w, "USD") != 1_000 {
@@ -71,7 +72,7 @@ func TestTransferOutSignedRetry(t *testing.T) {
 
 		// The sandbox literal stands in for the stamp.
 		ch = e.challenge("POST", path, body)
-		e.do("POST", path, body, signedretry.HeaderSignature, signedretry.SandboxSignature, signedretry.HeaderRequestID, ch.RequestID).ok(t, 201, nil)
+		e.do("POST", path, body, stamper.HeaderSignature, signedretry.SandboxSignature, stamper.HeaderRequestID, ch.RequestID).ok(t, 201, nil)
 		if e.balance(w, "USD") != 200 {
 			t.Fatalf("balance %d", e.balance(w, "USD"))
 		}

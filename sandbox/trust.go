@@ -3,9 +3,11 @@ package sandbox
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/storage"
 )
 
 // SandboxSCACode is the strong-customer-authentication code every sandbox
@@ -23,9 +25,9 @@ const (
 
 // scaChallenge is an outstanding trust or untrust of one account.
 type scaChallenge struct {
-	id        string
-	purpose   string
-	expiresAt time.Time
+	ID        string    `json:"id"`
+	Purpose   string    `json:"purpose"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 // TrustStart is the 200 body of POST .../trust and .../untrust.
@@ -70,12 +72,16 @@ func (s *Simulator) StartTrust(ctx context.Context, accountID string, trust bool
 		return nil, err
 	}
 	var out *TrustStart
-	err = s.locked(func(st *state, now time.Time) error {
+	err = s.atomic(ctx, func(st *state) error {
+		now := st.now
 		if err := st.requireSCASession(accountID, now); err != nil {
 			return err
 		}
-		m := st.meta(accountID)
-		if m.trusted == trust {
+		m, err := st.meta(accountID)
+		if err != nil {
+			return err
+		}
+		if m.Trusted == trust {
 			if trust {
 				return apierror.New(apierror.Conflict, "external account %s is already a trusted beneficiary", accountID)
 			}
@@ -85,9 +91,12 @@ func (s *Simulator) StartTrust(ctx context.Context, accountID string, trust bool
 		if trust {
 			purpose = purposeTrust
 		}
-		c := &scaChallenge{id: id, purpose: purpose, expiresAt: now.Add(scaTTL)}
-		st.sca[accountID] = c
-		out = &TrustStart{SCAChallenge: &SCAChallenge{ID: id, ExpiresAt: c.expiresAt, Factor: "SMS_OTP",
+		c, err := st.trustChallenge(accountID)
+		if err != nil {
+			return err
+		}
+		*c = scaChallenge{ID: id, Purpose: purpose, ExpiresAt: now.Add(scaTTL)}
+		out = &TrustStart{SCAChallenge: &SCAChallenge{ID: id, ExpiresAt: c.ExpiresAt, Factor: "SMS_OTP",
 			AvailableFactors: []string{"SMS_OTP", "TOTP"}, Purpose: purpose}}
 		return nil
 	})
@@ -104,7 +113,8 @@ func (s *Simulator) ConfirmTrust(ctx context.Context, accountID string, trust bo
 		return nil, err
 	}
 	var out *TrustConfirm
-	err := s.locked(func(st *state, now time.Time) error {
+	err := s.atomic(ctx, func(st *state) error {
+		now := st.now
 		want := purposeUntrust
 		if trust {
 			want = purposeTrust
@@ -112,35 +122,65 @@ func (s *Simulator) ConfirmTrust(ctx context.Context, accountID string, trust bo
 		if err := st.requireSCASession(accountID, now); err != nil {
 			return err
 		}
-		c := st.sca[accountID]
-		if c == nil || c.purpose != want {
+		c, err := st.trustChallenge(accountID)
+		if err != nil {
+			return err
+		}
+		if c.ID == "" || c.Purpose != want {
 			return apierror.New(apierror.Conflict, "no %s challenge is outstanding for external account %s", want, accountID)
 		}
-		if req.ChallengeID != "" && req.ChallengeID != c.id {
+		if req.ChallengeID != "" && req.ChallengeID != c.ID {
 			return apierror.InvalidField("challengeId", nil, "is not the outstanding challenge")
 		}
-		if !now.Before(c.expiresAt) {
-			delete(st.sca, accountID)
-			return apierror.InvalidField("code", nil, "the challenge expired; start again")
+		if !now.Before(c.ExpiresAt) {
+			*c = scaChallenge{}
+			return committing(apierror.InvalidField("code", nil, "the challenge expired; start again"))
 		}
 		if subtle.ConstantTimeCompare([]byte(req.Code), []byte(SandboxSCACode)) != 1 {
 			return apierror.InvalidField("code", nil, "invalid code (the sandbox code is "+SandboxSCACode+")")
 		}
-		delete(st.sca, accountID)
-		st.meta(accountID).trusted = trust
+		*c = scaChallenge{}
+		m, err := st.meta(accountID)
+		if err != nil {
+			return err
+		}
+		m.Trusted = trust
 		out = &TrustConfirm{Trusted: trust}
 		return nil
 	})
 	return out, err
 }
 
-// meta returns the simulator's record of an external account, creating an
-// empty one for accounts made outside the simulator.
-func (st *state) meta(id string) *extMeta {
-	m := st.extMeta[id]
-	if m == nil {
-		m = &extMeta{}
-		st.extMeta[id] = m
+// meta returns the simulator's record of an external account, a new
+// empty one for an account made outside the simulator.
+func (st *state) meta(id string) (*extMeta, error) {
+	m, err := st.metaOf(id)
+	if err != nil || m != nil {
+		return m, err
 	}
-	return m
+	m = &extMeta{}
+	add(st, kindExternal, id, "", m)
+	return m, nil
+}
+
+// metaOf returns the simulator's record of an external account, or nil
+// when it has none.
+func (st *state) metaOf(id string) (*extMeta, error) {
+	m, err := load[extMeta](st, kindExternal, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	return m, err
+}
+
+// trustChallenge returns the outstanding trust or untrust challenge of an
+// external account (a zero one when none is).
+func (st *state) trustChallenge(accountID string) (*scaChallenge, error) {
+	c, err := load[scaChallenge](st, kindSCA, accountID)
+	if errors.Is(err, storage.ErrNotFound) {
+		c = &scaChallenge{}
+		add(st, kindSCA, accountID, "", c)
+		err = nil
+	}
+	return c, err
 }

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/walletgate/walletgate/apierror"
 )
@@ -69,17 +68,20 @@ func (s *Simulator) Receive(ctx context.Context, req ReceiveRequest) (*Transacti
 		return nil, err
 	}
 	var c *customer
-	err = s.locked(func(st *state, _ time.Time) error {
+	err = s.read(ctx, func(st *state) error {
 		if receiver != "" {
-			cid := st.byUMA[receiver]
+			cid, err := st.owner(kindUMA, receiver)
+			if err != nil {
+				return err
+			}
 			if cid == "" {
 				return apierror.New(apierror.UMANotFound, "no customer has the UMA address %s", receiver)
 			}
 			if req.CustomerID != "" && req.CustomerID != cid {
 				return apierror.InvalidField("customerId", nil, "does not own receiverUmaAddress")
 			}
-			c = st.customers[cid]
-			return nil
+			c, err = st.customer(cid)
+			return err
 		}
 		var err error
 		c, err = st.customer(req.CustomerID)
@@ -89,22 +91,29 @@ func (s *Simulator) Receive(ctx context.Context, req ReceiveRequest) (*Transacti
 		return nil, err
 	}
 	var out *Transaction
-	err = s.locked(func(st *state, now time.Time) error {
-		tx := &transaction{rec: Transaction{ID: id, Type: Incoming, CustomerID: c.rec.ID,
+	err = s.atomic(ctx, func(st *state) error {
+		now := st.now
+		tx := &transaction{Rec: Transaction{ID: id, Type: Incoming, CustomerID: c.Rec.ID,
 			Source:         Endpoint{UMAAddress: sender, Currency: sc.currency},
 			SentAmount:     &Money{sent, sc.currency},
 			ReceivedAmount: &Money{req.ReceivingCurrencyAmount, cur}, ExchangeRate: rateFloat(sc.currency, cur),
 			CreatedAt: now, UpdatedAt: now}}
 		var credit []move
-		if ext := st.defaultUMA(c.rec.ID); ext != "" {
-			tx.rec.Destination = Endpoint{AccountID: ext, UMAAddress: c.rec.UMAAddress, Currency: cur}
-		} else {
-			tx.rec.Destination = Endpoint{AccountID: c.walletID, UMAAddress: c.rec.UMAAddress, Currency: cur}
-			credit = []move{{c.walletID, cur, req.ReceivingCurrencyAmount}}
+		ext, err := st.defaultUMA(c.Rec.ID)
+		if err != nil {
+			return err
 		}
-		tx.steps = umaSteps(sc, now, nil, credit, nil)
-		st.schedule(tx, now)
-		out = tx.view()
+		if ext != "" {
+			tx.Rec.Destination = Endpoint{AccountID: ext, UMAAddress: c.Rec.UMAAddress, Currency: cur}
+		} else {
+			tx.Rec.Destination = Endpoint{AccountID: c.WalletID, UMAAddress: c.Rec.UMAAddress, Currency: cur}
+			credit = []move{{c.WalletID, cur, req.ReceivingCurrencyAmount}}
+		}
+		tx.Steps = umaSteps(sc, now, nil, credit, nil)
+		if err := st.schedule(tx); err != nil {
+			return err
+		}
+		out = tx.view(now)
 		return nil
 	})
 	return out, err

@@ -65,7 +65,7 @@ type OwnerVerification struct {
 //
 // The outcome is recorded on the customer. Errors: 400 INVALID_INPUT
 // (customerId missing), 404 USER_NOT_FOUND.
-func (s *Simulator) VerifyCustomer(_ context.Context, req VerificationRequest) (*Verification, error) {
+func (s *Simulator) VerifyCustomer(ctx context.Context, req VerificationRequest) (*Verification, error) {
 	if req.CustomerID == "" {
 		return nil, apierror.InvalidField("customerId", nil, "is required")
 	}
@@ -74,12 +74,13 @@ func (s *Simulator) VerifyCustomer(_ context.Context, req VerificationRequest) (
 		return nil, err
 	}
 	var out *Verification
-	err = s.locked(func(st *state, now time.Time) error {
+	err = s.atomic(ctx, func(st *state) error {
+		now := st.now
 		c, err := st.customer(req.CustomerID)
 		if err != nil {
 			return err
 		}
-		r := &c.rec
+		r := &c.Rec
 		v := &Verification{ID: id, CustomerID: r.ID, CreatedAt: now}
 		if r.CustomerType == CustomerBusiness {
 			reg := ""

@@ -45,7 +45,7 @@ func newWalletServices(cfg *Config) (*passkey.Verifier, *oidc.Verifier, error) {
 		return nil, nil, err
 	}
 	ov, err := oidc.New(context.Background(), oidc.Config{Issuers: cfg.OIDCIssuers, Clock: cfg.Clock, Sandbox: true,
-		Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
+		Telemetry: cfg.Telemetry})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,10 +66,10 @@ func (s *Simulator) newOwnership() (*ownership.Service, error) {
 		vs[t] = cv // checked by normalize; ownership.New checks each serves its type's chain
 	}
 	return ownership.New(ownership.Config{Store: s.cfg.Store, Clock: s.cfg.Clock, Rand: s.cfg.Rand, Liveness: sandboxLiveness{}, Verifiers: vs,
-		Logger: s.cfg.Logger, TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider,
-		Service: "walletgate sandbox", Network: s.cfg.Network, Payouts: *s.payouts, VASPs: sandboxVASPs, Guard: platformTree,
-		// The store transaction that writes an event must not take the
-		// simulator's mutex, so events carry the stored fields only.
+		Telemetry: s.cfg.Telemetry,
+		Service:   "walletgate sandbox", Network: s.cfg.Network, Payouts: *s.gate, VASPs: sandboxVASPs, Guard: platformTree,
+		// An event carries the library's stored fields only: it renders
+		// the account without the simulator's record of it.
 		Render: func(a storage.ExternalAccount) any { return externalView(&a, nil) }})
 }
 
@@ -122,7 +122,7 @@ func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) error {
 			return
 		}
 		c, err := s.StartOwnershipChallenge(req.Context(), req.PathValue("id"), body.Method)
-		signedretry.WriteResult(w, http.StatusCreated, c, nil, err)
+		signedretry.WriteAnswer(w, http.StatusCreated, c, nil, err)
 	})
 	r("POST /customers/external-accounts/{id}/verify", func(w http.ResponseWriter, req *http.Request) {
 		var body ownership.VerifyRequest
@@ -130,7 +130,7 @@ func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) error {
 			return
 		}
 		a, err := s.VerifyOwnership(req.Context(), req.PathValue("id"), body)
-		signedretry.WriteResult(w, http.StatusOK, a, nil, err)
+		signedretry.WriteAnswer(w, http.StatusOK, a, nil, err)
 	})
 	own, err := s.own.Handler()
 	if err != nil {
@@ -141,8 +141,11 @@ func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) error {
 	// on accounts the simulator has not deleted (a delete is final, so the
 	// check before the handler still holds when it acts).
 	platformRoute := func(w http.ResponseWriter, req *http.Request) {
-		if s.deletedExternal(req.PathValue("id")) {
-			apierror.Write(w, apierror.New(apierror.ReferenceNotFound, "external account %s not found", req.PathValue("id")))
+		if deleted, err := s.deletedExternal(req.Context(), req.PathValue("id")); err != nil || deleted {
+			if err == nil {
+				err = apierror.New(apierror.ReferenceNotFound, "external account %s not found", req.PathValue("id"))
+			}
+			apierror.Write(w, err)
 			return
 		}
 		platform.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), platformPrincipal{}, true)))
@@ -161,7 +164,7 @@ func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) error {
 			apierror.Write(w, err)
 			return
 		}
-		signedretry.WriteResult(w, http.StatusCreated, map[string]any{"challenge": rc.Challenge, "accountId": rc.AccountID,
+		signedretry.WriteAnswer(w, http.StatusCreated, map[string]any{"challenge": rc.Challenge, "accountId": rc.AccountID,
 			"expiresAt": rc.ExpiresAt, "rpId": s.pk.RelyingParty().ID}, nil, nil)
 	})
 	r("POST /sandbox/external-accounts/{id}/liveness", func(w http.ResponseWriter, req *http.Request) {
@@ -176,7 +179,7 @@ func (s *Simulator) ownershipRoutes(r func(string, http.HandlerFunc)) error {
 			return
 		}
 		a, err := s.CompleteLiveness(req.Context(), req.PathValue("id"), *body.Passed)
-		signedretry.WriteResult(w, http.StatusOK, a, nil, err)
+		signedretry.WriteAnswer(w, http.StatusOK, a, nil, err)
 	})
 	return nil
 }
@@ -200,9 +203,11 @@ func platformTree(ctx context.Context, a storage.ExternalAccount) error {
 
 // deletedExternal reports whether the simulator deleted external account
 // id.
-func (s *Simulator) deletedExternal(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.state.extMeta[id]
-	return m != nil && m.deleted
+func (s *Simulator) deletedExternal(ctx context.Context, id string) (deleted bool, err error) {
+	err = s.read(ctx, func(st *state) error {
+		m, err := st.metaOf(id)
+		deleted = m != nil && m.Deleted
+		return err
+	})
+	return deleted, err
 }

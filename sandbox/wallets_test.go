@@ -19,6 +19,7 @@ import (
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 )
 
@@ -137,7 +138,7 @@ func TestOAuthAndPasskeyOverHTTP(t *testing.T) {
 	if m.Type != "OAUTH" || m.Nickname != "alan@example.com" {
 		t.Fatalf("OAUTH credential %+v", m)
 	}
-	client, _ := walletauth.NewClientKey()
+	client, _ := authclient.NewClientKey()
 	var sess walletauth.AuthSession
 	e.do("POST", "/auth/credentials/"+m.ID+"/verify", map[string]any{"type": "OAUTH", "clientPublicKey": client.PublicKeyHex(),
 		"oidcToken": dummyToken(claims(map[string]any{"nonce": oidc.NonceFor(client.PublicKeyHex())}))}).ok(t, 200, &sess)
@@ -185,8 +186,8 @@ func TestPasskeyOverHTTP(t *testing.T) {
 	e.signed(session, "POST", "/auth/credentials", map[string]any{"type": "PASSKEY", "accountId": wallet, "nickname": "Laptop",
 		"challenge": rc.Challenge, "attestation": a.attest(t, rc.Challenge, wallet)}).ok(t, 201, &m)
 
-	login := func(sig string) (resp, *walletauth.ClientKey) {
-		client, _ := walletauth.NewClientKey()
+	login := func(sig string) (resp, *authclient.ClientKey) {
+		client, _ := authclient.NewClientKey()
 		var ch walletauth.ChallengeResponse
 		e.do("POST", "/auth/credentials/"+m.ID+"/challenge", map[string]string{"clientPublicKey": client.PublicKeyHex()}).ok(t, 200, &ch)
 		as := a.assert(t, ch.Challenge)

@@ -56,11 +56,11 @@ func (s *Simulator) startWebhooks() error {
 		return nil
 	}
 	if s.hooks.pub, err = webhook.NewPublisher(webhook.PublisherConfig{Target: s.cfg.WebhookURL, Signer: signer, Client: s.cfg.WebhookClient,
-		Logger: s.cfg.Logger, TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider}); err != nil {
+		Telemetry: s.cfg.Telemetry}); err != nil {
 		return err
 	}
 	r, err := relay.New(relay.Config{Store: s.cfg.Store, Publisher: s.hooks.pub, Clock: s.cfg.Clock, Poll: WebhookPoll,
-		Logger: s.cfg.Logger, TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider})
+		Telemetry: s.cfg.Telemetry})
 	if err != nil {
 		return err
 	}
@@ -124,5 +124,5 @@ func (s *Simulator) hTestWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.TestWebhook(r.Context())
-	signedretry.WriteResult(w, http.StatusOK, res, nil, err)
+	signedretry.WriteAnswer(w, http.StatusOK, res, nil, err)
 }

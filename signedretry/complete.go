@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -147,7 +148,7 @@ func (m *Manager) complete(ctx context.Context, r Request, opType string, lock, 
 	case p.Kind != opType || p.Method != r.Method || p.Path != r.Path:
 		return nil, apierror.Unauthenticated("request id is bound to another operation")
 	}
-	digest, err := BodyDigest(r.Body)
+	digest, err := stamper.BodyDigest(r.Body)
 	if err != nil || subtle.ConstantTimeCompare(digest[:], p.BodyDigest) != 1 {
 		return nil, apierror.New(apierror.WalletSignatureBodyMismatch, "the retry body differs from the body the challenge was issued for")
 	}

@@ -62,15 +62,20 @@
 // A client must not stamp whatever payload it is handed: a stamp authorizes
 // the operation the payload names, so whoever relays the challenge could
 // answer one call with the challenge of another (a session refresh answered
-// with the wallet export of the relay's own key). [Expectation] is the
-// client's check before stamping: [ParsePayload] reads the payload strictly,
-// and [Expectation.Check] requires the operation type of the route called,
-// the account, the digest of the body sent, exactly the parameters expected
-// and an expiry still ahead; [Expectation.Stamp] stamps only then.
+// with the wallet export of the relay's own key). The client's half of the
+// protocol is package signedretry/stamper, which links none of this
+// package's server machinery: [stamper.Expectation] is the client's check
+// before stamping ([stamper.ParsePayload] reads the payload strictly, and
+// [stamper.Expectation.Check] requires the operation type of the route
+// called, the account, the digest of the body sent, exactly the parameters
+// expected and an expiry still ahead; [stamper.Expectation.Stamp] stamps
+// only then), [stamper.NewStamp] makes the stamp, and the wire forms both
+// halves use are defined there once: the [Challenge], the header names
+// [stamper.HeaderSignature] and [stamper.HeaderRequestID], and the body
+// digest [stamper.BodyDigest], over the canonical form of
+// [apierror.Canonicalize].
 //
-// The stamp itself ([NewStamp], [ParseStamp], [Stamp.Verify]) and the body
-// digest ([BodyDigest], over the canonical form of
-// [apierror.Canonicalize]) are usable on their own;
-// http.go has the few lines a net/http route needs ([RequestFrom],
-// [WriteResult]).
+// The stamp's parsing and verification ([ParseStamp], [Stamp.Verify]) are
+// usable on their own; http.go has the few lines a net/http route needs
+// ([RequestFrom], [WriteAnswer]).
 package signedretry

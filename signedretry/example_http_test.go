@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 )
@@ -44,7 +45,7 @@ func Example_httpRoute() {
 				return struct{}{}, tx.Sessions().Revoke(ctx, p.SessionID, a.Now)
 			},
 		})
-		signedretry.WriteResult(w, 0, nil, c, err)
+		signedretry.WriteAnswer(w, 0, nil, c, err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("DELETE /auth/sessions/{id}", route)
@@ -69,10 +70,10 @@ func Example_httpRoute() {
 	fmt.Println(rec.Code)
 
 	// Signed retry: stamp the payload byte for byte.
-	header, _ := signedretry.NewStamp(key, []byte(c.PayloadToSign))
+	header, _ := stamper.NewStamp(key, []byte(c.PayloadToSign))
 	req := httptest.NewRequest("DELETE", "/auth/sessions/"+sessionID, nil)
-	req.Header.Set(signedretry.HeaderSignature, header)
-	req.Header.Set(signedretry.HeaderRequestID, c.RequestID)
+	req.Header.Set(stamper.HeaderSignature, header)
+	req.Header.Set(stamper.HeaderRequestID, c.RequestID)
 	rec = httptest.NewRecorder()
 	mux.ServeHTTP(rec, req)
 	fmt.Println(rec.Code)

@@ -4,26 +4,24 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 )
 
-// A client signs the payloadToSign of a 202 challenge with its session key;
-// the server parses the header, verifies it over the stored payload and checks
-// the signer is the key the request is bound to.
-func ExampleNewStamp() {
+// A client signs the payloadToSign of a 202 challenge with its session key
+// (stamper.NewStamp); the server parses the header, verifies it over the
+// stored payload and checks the signer is the key the request is bound to.
+func ExampleStamp_Verify() {
 	sessionKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		panic(err)
 	}
 	payload := []byte(`{"type":"REVOKE_SESSION","requestId":"Request:7c4a8d09-ca37-4e5b-9c1d-2f0b6a3e8f11"}`)
 
-	header, err := signedretry.NewStamp(sessionKey, payload)
+	header, err := stamper.NewStamp(sessionKey, payload)
 	if err != nil {
 		panic(err)
 	}
@@ -50,7 +48,7 @@ func ExampleParseStamp() {
 		fmt.Println(err)
 		return
 	}
-	key, _ := signedretry.CompressedHex(stamp.PublicKey())
+	key, _ := stamper.CompressedHex(stamp.PublicKey())
 	fmt.Println("key:", key)
 	fmt.Println("verifies:", stamp.Verify([]byte("hello from walletgate")) == nil)
 
@@ -69,39 +67,4 @@ func ExampleParseStamp() {
 	// verifies: true
 	// signed by the bound key: true
 	// WALLET_SIGNATURE_MALFORMED
-}
-
-// A client refreshes its session: before it stamps the payloadToSign that
-// came back, it checks that the payload is the refresh it asked for (the
-// operation of the route, its account, the digest of the body it sent and
-// every parameter) and refuses anything else, such as a wallet export a
-// relay slipped in for its own key.
-func ExampleExpectation() {
-	sessionKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		panic(err)
-	}
-	const account, session = "InternalAccount:0b9f5a3c-1d2e-4f60-8a7b-9c0d1e2f3a4b", "Session:5e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b"
-	const next = "02f9308a019258c31049344f85f89d5229b531c845836f99b08601f113bce036f9"
-	body := []byte(`{"clientPublicKey":"` + next + `"}`)
-	want := signedretry.Expectation{Type: "REFRESH_SESSION", AccountID: account, Body: body,
-		Parameters: map[string]string{"sessionId": session, "clientPublicKey": next},
-		Now:        time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
-
-	// What the service answered the first call with.
-	digest, _ := signedretry.BodyDigest(body)
-	refresh := `{"type":"REFRESH_SESSION","requestId":"Request:7c4a8d09-ca37-4e5b-9c1d-2f0b6a3e8f11","accountId":"` + account +
-		`","parameters":{"sessionId":"` + session + `","clientPublicKey":"` + next + `"},"bodySha256":"` + hex.EncodeToString(digest[:]) +
-		`","timestampMs":"1777636800000","expiresAt":"2026-05-01T12:05:00Z"}`
-	stamp, p, err := want.Stamp(sessionKey, refresh)
-	fmt.Println("refresh stamped:", err == nil && stamp != "", "retry with", p.RequestID)
-
-	// What a relay answers instead: the export of the wallet to its key.
-	export := strings.Replace(strings.Replace(refresh, "REFRESH_SESSION", "EXPORT_WALLET", 1),
-		`{"sessionId":"`+session+`","clientPublicKey":"`+next+`"}`, `{"clientPublicKey":"03aa…"}`, 1)
-	_, _, err = want.Stamp(sessionKey, export)
-	fmt.Println(apierror.CodeOf(err), apierror.As(err).Details["check"])
-	// Output:
-	// refresh stamped: true retry with Request:7c4a8d09-ca37-4e5b-9c1d-2f0b6a3e8f11
-	// UNAUTHORIZED type
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 )
 
 // FuzzParseStamp feeds each input to ParseStamp twice: as the header value and
@@ -56,7 +57,7 @@ func checkStamp(t *testing.T, header string) {
 	if pub == nil || pub.Curve != elliptic.P256() {
 		t.Fatal("accepted stamp without a P-256 key")
 	}
-	compressed, err := signedretry.CompressedHex(pub)
+	compressed, err := stamper.CompressedHex(pub)
 	if err != nil {
 		t.Fatalf("accepted key cannot be encoded: %v", err)
 	}
@@ -70,7 +71,7 @@ func checkStamp(t *testing.T, header string) {
 	// and signature.
 	raw, _ := json.Marshal(map[string]string{
 		"publicKey": compressed,
-		"scheme":    signedretry.SchemeP256,
+		"scheme":    stamper.SchemeP256,
 		"signature": hex.EncodeToString(st.Signature()),
 	})
 	again, err := signedretry.ParseStamp(base64.RawURLEncoding.EncodeToString(raw))

@@ -4,23 +4,20 @@ import (
 	"net/http"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 )
 
-// Header names of the signed retry.
-const (
-	HeaderSignature = "Service-Wallet-Signature"
-	HeaderRequestID = "Request-Id"
-)
-
-// RequestFrom builds the [Request] of r, on either leg. body is r's body,
-// already read by the host (the same bytes it decoded).
+// RequestFrom builds the [Request] of r, on either leg: the stamp and the
+// request id are read from the [stamper.HeaderSignature] and
+// [stamper.HeaderRequestID] headers. body is r's body, already read by the
+// host (the same bytes it decoded).
 func RequestFrom(r *http.Request, body []byte) Request {
 	return Request{
 		Method:    r.Method,
 		Path:      r.URL.Path,
 		Body:      body,
-		Signature: r.Header.Get(HeaderSignature),
-		RequestID: r.Header.Get(HeaderRequestID),
+		Signature: r.Header.Get(stamper.HeaderSignature),
+		RequestID: r.Header.Get(stamper.HeaderRequestID),
 	}
 }
 
@@ -29,11 +26,13 @@ func WriteChallenge(w http.ResponseWriter, c *Challenge) {
 	apierror.WriteJSON(w, http.StatusAccepted, c)
 }
 
-// WriteResult writes the outcome of an operation that may take a signed
-// retry: err when it is not nil, otherwise the 202 challenge when there is
-// one, otherwise v with status, or 204 No Content when v is nil. Pass a nil
-// v, not a typed nil pointer, for "no content".
-func WriteResult(w http.ResponseWriter, status int, v any, c *Challenge, err error) {
+// WriteAnswer writes the HTTP answer of an operation, signed or not: err
+// ([apierror.Write]) when it is not nil, otherwise the 202 challenge when c
+// is not nil (the first call of a signed operation), otherwise v as JSON
+// with status, or 204 No Content when v is nil. An operation that never
+// takes a signed retry passes a nil c. Pass a nil v, not a typed nil
+// pointer, for "no content".
+func WriteAnswer(w http.ResponseWriter, status int, v any, c *Challenge, err error) {
 	switch {
 	case err != nil:
 		apierror.Write(w, err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -47,17 +48,9 @@ func encoded[P any](op *Operation[P]) (Operation[json.RawMessage], error) {
 	return Operation[json.RawMessage]{AccountID: op.AccountID, Signer: op.Signer, Parameters: b, CredentialType: op.CredentialType}, nil
 }
 
-// Challenge is the 202 body of a first call.
-type Challenge struct {
-	// PayloadToSign is stamped byte for byte by the client.
-	PayloadToSign string `json:"payloadToSign"`
-	// RequestID is "Request:<uuid>", sent back in the Request-Id header.
-	RequestID string `json:"requestId"`
-	// ExpiresAt is when the challenge stops being accepted.
-	ExpiresAt time.Time `json:"expiresAt"`
-	// Type is the credential type on auth operations.
-	Type string `json:"type,omitempty"`
-}
+// Challenge is the 202 body of a first call, as clients read it
+// ([stamper.Challenge]).
+type Challenge = stamper.Challenge
 
 // payload is the signed document, its fields in the fixed wire order.
 type payload struct {
@@ -82,7 +75,7 @@ type payload struct {
 // it is kept among the account's MaxPending newest of its kind, apart from
 // the cap (see [Config].MaxPending).
 func (m *Manager) issueIn(ctx context.Context, tx storage.Tx, r Request, typ string, op *Operation[json.RawMessage]) (*Challenge, error) {
-	digest, err := BodyDigest(r.Body)
+	digest, err := stamper.BodyDigest(r.Body)
 	if err != nil {
 		return nil, err
 	}

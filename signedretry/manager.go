@@ -5,13 +5,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
-	"log/slog"
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -86,25 +83,21 @@ type Config struct {
 	// The request is still single use and the Request-Id still required.
 	// Never set it in production.
 	Sandbox bool
-	// Logger receives the manager's records: each refused retry
+	// Telemetry receives the manager's records, spans and metrics; the
+	// zero value reports nothing. Each refused retry
 	// (WALLET_SIGNATURE_INVALID, a missing header, an unknown, used or
-	// expired Request-Id, a signer the rule does not allow) at
-	// slog.LevelWarn with the code and reason. Nothing secret (stamps,
-	// payloads, keys, bodies) and no identifier is logged. Nil discards.
-	Logger *slog.Logger
-	// TracerProvider receives a span per issued challenge
-	// ("signedretry.issue") and per completed retry
-	// ("signedretry.complete"), carrying the outcome and error code only;
-	// inside the span of another walletgate operation (a code
-	// verification running its signed retry) each is an event of that
-	// name on that span instead. Nil means no tracing; the global provider
-	// is never used.
-	TracerProvider trace.TracerProvider
-	// MeterProvider receives the outcome counters and duration histograms
-	// (apierror/operation/README.md lists them), whose
-	// attributes are operation names, outcomes and error codes only. Nil
-	// means no metrics; the global provider is never used.
-	MeterProvider metric.MeterProvider
+	// expired Request-Id, a signer the rule does not allow) is logged at
+	// slog.LevelWarn with the code and reason. Each issued challenge is a
+	// span "signedretry.issue" and each completed retry a span
+	// "signedretry.complete" (inside the span of another walletgate
+	// operation, a code verification running its signed retry, each is an
+	// event of that name on that span instead); both are counted and timed
+	// by the outcome counters and duration histograms
+	// (apierror/operation/README.md lists them). Records, spans and metric
+	// attributes carry operation names, outcomes, error codes and reasons
+	// only: nothing secret (stamps, payloads, keys, bodies) and no
+	// identifier.
+	Telemetry operation.Telemetry
 }
 
 // Manager issues signed-retry challenges and completes their retries. It is

@@ -14,6 +14,7 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/signedretry"
 )
@@ -36,15 +37,14 @@ func BenchmarkComplete(b *testing.B) { benchComplete(b, nil) }
 func BenchmarkCompleteTelemetry(b *testing.B) {
 	b.Run("noop", func(b *testing.B) {
 		benchComplete(b, func(c *signedretry.Config) {
-			c.TracerProvider, c.MeterProvider = tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider()
+			c.Telemetry = operation.Telemetry{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}
 		})
 	})
 	for _, sdk := range telemetrytest.SDKVariants {
 		b.Run(sdk.Name, func(b *testing.B) {
 			tp, mp := sdk.Providers(b)
 			benchComplete(b, func(c *signedretry.Config) {
-				c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-				c.TracerProvider, c.MeterProvider = tp, mp
+				c.Telemetry = operation.Telemetry{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), TracerProvider: tp, MeterProvider: mp}
 			})
 		})
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/storagetest"
@@ -104,7 +105,7 @@ func compressedHex(k *ecdsa.PrivateKey) string {
 
 func stamp(t testing.TB, k *ecdsa.PrivateKey, payload string) string {
 	t.Helper()
-	s, err := signedretry.NewStamp(k, []byte(payload))
+	s, err := stamper.NewStamp(k, []byte(payload))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestIssuePayload(t *testing.T) {
 	if c.RequestID != "Request:abababab-abab-4bab-abab-abababababab" {
 		t.Fatalf("request id %s", c.RequestID)
 	}
-	digest, _ := signedretry.BodyDigest([]byte(body))
+	digest, _ := stamper.BodyDigest([]byte(body))
 	want := `{"type":"ADD_CREDENTIAL","requestId":"Request:abababab-abab-4bab-abab-abababababab","accountId":"` + f.account +
 		`","parameters":{"credentialType":"PASSKEY"},"bodySha256":"` + hex.EncodeToString(digest[:]) +
 		`","timestampMs":"1777636800000","expiresAt":"2026-05-01T12:02:00Z"}`
@@ -668,7 +669,7 @@ func TestRun(t *testing.T) {
 	if err != nil || a != nil || c == nil || res != 0 || !spent("bound") {
 		t.Fatalf("first leg: %v, %v, %v, %v; Bind's write committed: %v", res, a, c, err, spent("bound"))
 	}
-	p, err := signedretry.ParsePayload(c.PayloadToSign)
+	p, err := stamper.ParsePayload(c.PayloadToSign)
 	if err != nil || p.Type != opType || p.AccountID != f.account {
 		t.Fatalf("payload %+v %v: want the type of Steps and the bound account", p, err)
 	}
@@ -749,7 +750,7 @@ func TestRunStoredParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := signedretry.ParsePayload(c.PayloadToSign); err != nil || string(p.Parameters) != "{}" {
+	if p, err := stamper.ParsePayload(c.PayloadToSign); err != nil || string(p.Parameters) != "{}" {
 		t.Fatalf("payload parameters %s, %v; want {}", p.Parameters, err)
 	}
 	// Parameters that are not an object are refused on the first leg.

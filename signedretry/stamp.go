@@ -4,26 +4,21 @@ import (
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/big"
-	"unicode/utf8"
+	"slices"
+	"strings"
 
 	"golang.org/x/crypto/cryptobyte"
 	casn1 "golang.org/x/crypto/cryptobyte/asn1"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 )
-
-// SchemeP256 is the only stamp scheme accepted: ECDSA over P-256 with SHA-256,
-// as produced by @turnkey/api-key-stamper.
-const SchemeP256 = "SIGNATURE_SCHEME_TK_API_P256"
 
 // MaxStampBytes bounds the length of a Service-Wallet-Signature header value.
 // A stamp with an uncompressed key and a 72-byte signature encodes to about
@@ -48,51 +43,29 @@ type Stamp struct {
 }
 
 // stampWire is the JSON object inside the header, with the members in the order
-// @turnkey/api-key-stamper writes them.
+// @turnkey/api-key-stamper and [stamper.NewStamp] write them.
 type stampWire struct {
 	PublicKey string `json:"publicKey"`
 	Scheme    string `json:"scheme"`
 	Signature string `json:"signature"`
 }
 
-// NewStamp signs payload with key and returns the Service-Wallet-Signature
-// header value: unpadded base64url of the compact JSON
-// {"publicKey":<compressed hex>,"scheme":"SIGNATURE_SCHEME_TK_API_P256","signature":<DER hex>},
-// byte for byte what @turnkey/api-key-stamper produces. The signature is over
-// SHA-256 of payload exactly as given. key must be a P-256 private key;
-// otherwise the error is 400 INVALID_INPUT.
-func NewStamp(key *ecdsa.PrivateKey, payload []byte) (string, error) {
-	if key == nil || key.Curve != elliptic.P256() {
-		return "", apierror.New(apierror.InvalidInput, "stamp signing key must be a P-256 private key")
-	}
-	pub, err := CompressedHex(&key.PublicKey)
-	if err != nil {
-		return "", err
-	}
-	digest := sha256.Sum256(payload)
-	sig, err := ecdsa.SignASN1(rand.Reader, key, digest[:])
-	if err != nil {
-		return "", apierror.Internal(err)
-	}
-	body, err := json.Marshal(stampWire{PublicKey: pub, Scheme: SchemeP256, Signature: hex.EncodeToString(sig)})
-	if err != nil {
-		return "", apierror.Internal(err)
-	}
-	return base64.RawURLEncoding.EncodeToString(body), nil
-}
-
 // ParseStamp decodes a Service-Wallet-Signature header value. It accepts
-// base64url with or without padding; a JSON object whose members publicKey,
-// scheme and signature are strings, in any order, with unknown members
-// ignored (member names are matched exactly, case included); a publicKey in
-// compressed (66 hex) or uncompressed (130 hex) SEC1 form that is a point on
-// P-256; and a signature in strict DER whatever its S half (high-S is valid).
+// base64url with or without padding; a JSON object, read as
+// [apierror.DecodeBytes] reads every outside input (valid UTF-8, no
+// unpaired surrogate escape, no two member names alike or alike but for
+// case at any depth), whose members publicKey, scheme and signature are
+// strings, in any order, with unknown members ignored (member names are
+// matched exactly, case included); a publicKey in compressed (66 hex) or
+// uncompressed (130 hex) SEC1 form that is a point on P-256; and a
+// signature in strict DER whatever its S half (high-S is valid).
 //
 // Every other input is 401 WALLET_SIGNATURE_MALFORMED whose message and
 // details.reason name the failed check: a value longer than [MaxStampBytes],
 // characters outside the base64url alphabet, wrong padding, a payload that is
-// not exactly one JSON object, a missing, repeated or non-string member, a
-// scheme other than [SchemeP256], bad hex, a key off the curve, and a
+// not exactly one JSON object or that DecodeBytes refuses, a missing,
+// repeated or non-string member, a
+// scheme other than [stamper.SchemeP256], bad hex, a key off the curve, and a
 // signature that is not DER or whose r or s is outside [1, n-1]. The sandbox
 // literal "sandbox-valid-signature" is not a stamp and is rejected here too.
 func ParseStamp(header string) (*Stamp, error) {
@@ -116,8 +89,8 @@ func parseStamp(header string, parseKey func(string) (*ecdsa.PublicKey, string))
 	if err != nil {
 		return nil, err
 	}
-	if w.Scheme != SchemeP256 {
-		return nil, malformed("scheme is not " + SchemeP256)
+	if w.Scheme != stamper.SchemeP256 {
+		return nil, malformed("scheme is not " + stamper.SchemeP256)
 	}
 	pub, problem := parseKey(w.PublicKey)
 	if problem != "" {
@@ -187,23 +160,6 @@ func ParsePublicKey(hexKey string) (*ecdsa.PublicKey, error) {
 	return pub, nil
 }
 
-// CompressedHex returns the compressed SEC1 encoding of a P-256 public key as
-// 66 lowercase hex characters, the form stamps carry. A nil key, a key on
-// another curve or an invalid point is 400 INVALID_INPUT.
-func CompressedHex(pub *ecdsa.PublicKey) (string, error) {
-	if pub == nil || pub.Curve != elliptic.P256() {
-		return "", apierror.New(apierror.InvalidInput, "public key must be a P-256 key")
-	}
-	u, err := pub.Bytes()
-	if err != nil || len(u) != 65 {
-		return "", apierror.New(apierror.InvalidInput, "public key is not a valid P-256 point")
-	}
-	c := make([]byte, 33)
-	c[0] = 0x02 | u[64]&1
-	copy(c[1:], u[1:33])
-	return hex.EncodeToString(c), nil
-}
-
 // parsePublicKey returns the key, or a phrase completing "public key ..." that
 // names the problem.
 func parsePublicKey(s string) (*ecdsa.PublicKey, string) {
@@ -261,178 +217,83 @@ func decodeBase64URL(s string) ([]byte, error) {
 	return raw, nil
 }
 
-// decodeStampJSON reads exactly one JSON object and its three members,
-// rejecting repeated or non-string members; other members are skipped.
-// The object every client sends (string members only, none of them
-// escaped) is read by [decodePlainStamp] in one pass; anything else, and
-// every failure, is left to the token-by-token reading, whose answers are
-// the errors.
+// decodeStampJSON reads raw, which must be one JSON object, as every
+// outside input is read ([apierror.DecodeBytes]: strictly, member names
+// case-sensitive, unknown members ignored) and names the failed check of a
+// refused object: data after it, one of its three members repeated, not a
+// string or missing (a member spelled only in another case is missing).
+// Everything else DecodeBytes refuses is "decoded header is not valid
+// JSON".
 func decodeStampJSON(raw []byte) (stampWire, error) {
-	if w, ok := decodePlainStamp(raw); ok {
-		return w, nil
-	}
-	return decodeStampTokens(raw)
-}
-
-// decodePlainStamp reads raw when it is one JSON object (whitespace
-// allowed around it and its tokens) whose members, names and values alike,
-// are strings without escapes or control characters and in valid UTF-8,
-// with publicKey, scheme and signature each present once. Those strings
-// are exactly what encoding/json would decode, so the result is
-// decodeStampTokens's. It reports false for anything else, leaving the
-// input (valid or not) to decodeStampTokens.
-func decodePlainStamp(raw []byte) (stampWire, bool) {
 	var w stampWire
-	var seen [3]bool
-	i := skipJSONSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return w, false
-	}
-	i = skipJSONSpace(raw, i+1)
-	if i < len(raw) && raw[i] == '}' {
-		return w, false // no members: decodeStampTokens names the missing one
-	}
-	for {
-		name, next, ok := plainJSONString(raw, i)
-		if !ok {
-			return w, false
-		}
-		i = skipJSONSpace(raw, next)
-		if i >= len(raw) || raw[i] != ':' {
-			return w, false
-		}
-		value, next, ok := plainJSONString(raw, skipJSONSpace(raw, i+1))
-		if !ok {
-			return w, false
-		}
-		var k int
-		switch string(name) {
-		case "publicKey":
-			k = 0
-		case "scheme":
-			k = 1
-		case "signature":
-			k = 2
-		default:
-			k = -1
-		}
-		if k >= 0 {
-			if seen[k] {
-				return w, false
-			}
-			seen[k] = true
-			switch k {
-			case 0:
-				w.PublicKey = string(value)
-			case 1:
-				w.Scheme = string(value)
-			case 2:
-				w.Signature = string(value)
-			}
-		}
-		i = skipJSONSpace(raw, next)
-		if i >= len(raw) {
-			return w, false
-		}
-		if raw[i] == '}' {
-			break
-		}
-		if raw[i] != ',' {
-			return w, false
-		}
-		i = skipJSONSpace(raw, i+1)
-	}
-	if skipJSONSpace(raw, i+1) != len(raw) || !seen[0] || !seen[1] || !seen[2] {
-		return w, false
-	}
-	return w, true
-}
-
-// skipJSONSpace returns the index of the first byte at or after i that is
-// not JSON whitespace (space, tab, newline, carriage return).
-func skipJSONSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// plainJSONString reads the JSON string starting at b[i] when it has no
-// escape and no control character and is valid UTF-8, returning its
-// contents and the index after its closing quote; ok is false otherwise.
-func plainJSONString(b []byte, i int) (s []byte, next int, ok bool) {
-	if i >= len(b) || b[i] != '"' {
-		return nil, 0, false
-	}
-	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '"':
-			s = b[i+1 : j]
-			return s, j + 1, utf8.Valid(s)
-		case c == '\\' || c < 0x20:
-			return nil, 0, false
-		}
-	}
-	return nil, 0, false
-}
-
-// decodeStampTokens is decodeStampJSON read token by token with
-// encoding/json, for every input.
-func decodeStampTokens(raw []byte) (stampWire, error) {
-	var w stampWire
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	if i := bytes.IndexFunc(raw, notJSONSpace); i < 0 || raw[i] != '{' {
 		return w, malformed("decoded header is not a JSON object")
 	}
-	seen := make(map[string]bool, 3)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return w, malformed("decoded header is not valid JSON")
-		}
-		name, _ := tok.(string)
-		var dst *string
-		switch name {
-		case "publicKey":
-			dst = &w.PublicKey
-		case "scheme":
-			dst = &w.Scheme
-		case "signature":
-			dst = &w.Signature
-		}
-		if dst == nil {
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return w, malformed("decoded header is not valid JSON")
-			}
-			continue
-		}
-		if seen[name] {
-			return w, malformed("member " + name + " appears more than once")
-		}
-		seen[name] = true
-		tok, err = dec.Token()
-		if err != nil {
-			return w, malformed("decoded header is not valid JSON")
-		}
-		str, ok := tok.(string)
-		if !ok {
-			return w, malformed("member " + name + " is not a string")
-		}
-		*dst = str
+	if err := apierror.DecodeBytes(raw, &w); err != nil {
+		return w, stampJSONError(err)
 	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return w, malformed("decoded header is not valid JSON")
+	if w.PublicKey != "" && w.Scheme != "" && w.Signature != "" {
+		return w, nil
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return w, malformed("decoded header has data after the JSON object")
+	// An empty value is an empty string, a null or no member at all.
+	// DecodeBytes accepted raw, so it accepts it into raw values too.
+	var present struct {
+		PublicKey json.RawMessage `json:"publicKey"`
+		Scheme    json.RawMessage `json:"scheme"`
+		Signature json.RawMessage `json:"signature"`
 	}
-	for _, name := range []string{"publicKey", "scheme", "signature"} {
-		if !seen[name] {
-			return w, malformed("member " + name + " is missing")
+	if err := apierror.DecodeBytes(raw, &present); err != nil {
+		return w, stampJSONError(err)
+	}
+	for _, m := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"publicKey", present.PublicKey}, {"scheme", present.Scheme}, {"signature", present.Signature}} {
+		switch {
+		case m.raw == nil:
+			return w, malformed("member " + m.name + " is missing")
+		case m.raw[0] != '"':
+			return w, malformed("member " + m.name + " is not a string")
 		}
 	}
 	return w, nil
+}
+
+// stampMembers are the members of a stamp object, as stampWire names them.
+var stampMembers = []string{"publicKey", "scheme", "signature"}
+
+// stampJSONError names the check of a stamp object that DecodeBytes
+// refused with err.
+func stampJSONError(err error) error {
+	e := apierror.As(err)
+	if e == nil {
+		return apierror.Internal(err)
+	}
+	switch e.Reason() {
+	case "data after the JSON value":
+		return malformed("decoded header has data after the JSON object")
+	case "duplicate member name":
+		if name, _ := e.Details["member"].(string); slices.Contains(stampMembers, name) {
+			return malformed("member " + name + " appears more than once")
+		}
+	}
+	if fe := e.FieldErrors(); len(fe) == 1 {
+		for _, name := range stampMembers {
+			switch {
+			case fe[0].Field == name:
+				return malformed("member " + name + " is not a string")
+			case strings.EqualFold(fe[0].Field, name):
+				return malformed("member " + name + " is missing")
+			}
+		}
+	}
+	return malformed("decoded header is not valid JSON")
+}
+
+// notJSONSpace reports whether r is not JSON whitespace (space, tab,
+// newline, carriage return).
+func notJSONSpace(r rune) bool {
+	return r != ' ' && r != '\t' && r != '\n' && r != '\r'
 }
 
 // parseDERSignature hex-decodes s and checks it is the one DER encoding of

@@ -17,6 +17,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 )
 
 // stampVector is one entry of testdata/stamp/vectors.json, made by
@@ -112,7 +113,7 @@ func isHighS(tb testing.TB, der []byte) bool {
 
 func TestStampVectorsVerify(t *testing.T) {
 	f := loadStampVectors(t)
-	if f.Scheme != signedretry.SchemeP256 {
+	if f.Scheme != stamper.SchemeP256 {
 		t.Fatalf("vectors scheme %q", f.Scheme)
 	}
 	highS, shortDER := 0, 0
@@ -139,7 +140,7 @@ func TestStampVectorsVerify(t *testing.T) {
 			if err != nil {
 				t.Fatalf("private key: %v", err)
 			}
-			compressed, err := signedretry.CompressedHex(&priv.PublicKey)
+			compressed, err := stamper.CompressedHex(&priv.PublicKey)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +156,7 @@ func TestStampVectorsVerify(t *testing.T) {
 			if !strings.HasPrefix(string(raw), prefix) {
 				t.Fatalf("stamp JSON %s does not start with %s", raw, prefix)
 			}
-			goStamp, err := signedretry.NewStamp(priv, payload)
+			goStamp, err := stamper.NewStamp(priv, payload)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -293,7 +294,7 @@ func TestNewStamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	payload := []byte(`{"type":"REVOKE_SESSION","memo":"naïve ☕"}`)
-	header, err := signedretry.NewStamp(key, payload)
+	header, err := stamper.NewStamp(key, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,9 +344,9 @@ func TestNewStamp(t *testing.T) {
 	}
 
 	t.Run("rejects keys that are not P-256", func(t *testing.T) {
-		_, err := signedretry.NewStamp(nil, payload)
+		_, err := stamper.NewStamp(nil, payload)
 		apierrortest.Want(t, err, apierror.InvalidInput, "")
-		_, err = signedretry.NewStamp(p384, payload)
+		_, err = stamper.NewStamp(p384, payload)
 		apierrortest.Want(t, err, apierror.InvalidInput, "")
 	})
 }
@@ -371,7 +372,7 @@ func TestParseStampMalformed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pubC, _ := signedretry.CompressedHex(&key.PublicKey)
+	pubC, _ := stamper.CompressedHex(&key.PublicKey)
 	pubU := uncompressedHex(t, &key.PublicKey)
 	digest := sha256.Sum256([]byte("payload"))
 	derSig, _ := ecdsa.SignASN1(rand.Reader, key, digest[:])
@@ -404,8 +405,8 @@ func TestParseStampMalformed(t *testing.T) {
 		{"sandbox literal", "sandbox-valid-signature", "header value is not valid base64url"},
 		{"standard alphabet", "eyJ+", "header value has a character outside the base64url alphabet"},
 		{"standard alphabet slash", base64.StdEncoding.EncodeToString([]byte(`{"x":"???"}`)), "header value has a character outside the base64url alphabet"},
-		{"space", valid(pubC, signedretry.SchemeP256, sig)[:20] + " " + valid(pubC, signedretry.SchemeP256, sig)[20:], "header value has a character outside the base64url alphabet"},
-		{"newline", valid(pubC, signedretry.SchemeP256, sig)[:20] + "\n" + valid(pubC, signedretry.SchemeP256, sig)[20:], "header value has a character outside the base64url alphabet"},
+		{"space", valid(pubC, stamper.SchemeP256, sig)[:20] + " " + valid(pubC, stamper.SchemeP256, sig)[20:], "header value has a character outside the base64url alphabet"},
+		{"newline", valid(pubC, stamper.SchemeP256, sig)[:20] + "\n" + valid(pubC, stamper.SchemeP256, sig)[20:], "header value has a character outside the base64url alphabet"},
 		{"impossible length", "e30Ae", "header value is not valid base64url"},
 		{"non-zero trailing bits", "e31", "header value is not valid base64url"},
 		{"wrong padding", "e30==", "header value is not valid base64url"},
@@ -419,51 +420,56 @@ func TestParseStampMalformed(t *testing.T) {
 		{"truncated JSON", b64(`{"publicKey":"` + pubC), "decoded header is not valid JSON"},
 		{"unclosed object", b64(`{"publicKey":"` + pubC + `"`), "decoded header is not valid JSON"},
 		{"bad unknown member", b64(`{"x":[1,}`), "decoded header is not valid JSON"},
-		{"data after object", b64(`{"publicKey":"` + pubC + `","scheme":"` + signedretry.SchemeP256 + `","signature":"` + sig + `"}{}`), "decoded header has data after the JSON object"},
-		{"missing publicKey", obj(`"scheme":"` + signedretry.SchemeP256 + `","signature":"` + sig + `"`), "member publicKey is missing"},
+		{"repeated unknown member", obj(`"publicKey":"` + pubC + `","scheme":"` + stamper.SchemeP256 + `","signature":"` + sig + `","x":"y","x":"z"`), "decoded header is not valid JSON"},
+		{"unknown members alike but for case", obj(`"publicKey":"` + pubC + `","scheme":"` + stamper.SchemeP256 + `","signature":"` + sig + `","x":"y","X":"z"`), "decoded header is not valid JSON"},
+		{"invalid UTF-8 in an unknown member", obj(`"publicKey":"` + pubC + `","scheme":"` + stamper.SchemeP256 + `","signature":"` + sig + "\",\"x\":\"\xff\""), "decoded header is not valid JSON"},
+		{"unpaired surrogate in an unknown member", obj(`"publicKey":"` + pubC + `","scheme":"` + stamper.SchemeP256 + `","signature":"` + sig + `","x":"\ud800"`), "decoded header is not valid JSON"},
+		{"form feed before the object", b64("\f" + `{"publicKey":"` + pubC + `","scheme":"` + stamper.SchemeP256 + `","signature":"` + sig + `"}`), "decoded header is not a JSON object"},
+		{"data after object", b64(`{"publicKey":"` + pubC + `","scheme":"` + stamper.SchemeP256 + `","signature":"` + sig + `"}{}`), "decoded header has data after the JSON object"},
+		{"missing publicKey", obj(`"scheme":"` + stamper.SchemeP256 + `","signature":"` + sig + `"`), "member publicKey is missing"},
 		{"missing scheme", obj(`"publicKey":"` + pubC + `","signature":"` + sig + `"`), "member scheme is missing"},
-		{"missing signature", obj(`"publicKey":"` + pubC + `","scheme":"` + signedretry.SchemeP256 + `"`), "member signature is missing"},
-		{"member name case", obj(`"PublicKey":"` + pubC + `","scheme":"` + signedretry.SchemeP256 + `","signature":"` + sig + `"`), "member publicKey is missing"},
-		{"duplicate publicKey", obj(`"publicKey":"` + pubC + `","publicKey":"` + pubC + `","scheme":"` + signedretry.SchemeP256 + `","signature":"` + sig + `"`), "member publicKey appears more than once"},
-		{"duplicate scheme", obj(`"scheme":"` + signedretry.SchemeP256 + `","publicKey":"` + pubC + `","scheme":"` + signedretry.SchemeP256 + `","signature":"` + sig + `"`), "member scheme appears more than once"},
-		{"duplicate signature", obj(`"signature":"` + sig + `","publicKey":"` + pubC + `","scheme":"` + signedretry.SchemeP256 + `","signature":"` + sig + `"`), "member signature appears more than once"},
-		{"publicKey number", obj(`"publicKey":2,"scheme":"` + signedretry.SchemeP256 + `","signature":"` + sig + `"`), "member publicKey is not a string"},
-		{"publicKey null", obj(`"publicKey":null,"scheme":"` + signedretry.SchemeP256 + `","signature":"` + sig + `"`), "member publicKey is not a string"},
+		{"missing signature", obj(`"publicKey":"` + pubC + `","scheme":"` + stamper.SchemeP256 + `"`), "member signature is missing"},
+		{"member name case", obj(`"PublicKey":"` + pubC + `","scheme":"` + stamper.SchemeP256 + `","signature":"` + sig + `"`), "member publicKey is missing"},
+		{"duplicate publicKey", obj(`"publicKey":"` + pubC + `","publicKey":"` + pubC + `","scheme":"` + stamper.SchemeP256 + `","signature":"` + sig + `"`), "member publicKey appears more than once"},
+		{"duplicate scheme", obj(`"scheme":"` + stamper.SchemeP256 + `","publicKey":"` + pubC + `","scheme":"` + stamper.SchemeP256 + `","signature":"` + sig + `"`), "member scheme appears more than once"},
+		{"duplicate signature", obj(`"signature":"` + sig + `","publicKey":"` + pubC + `","scheme":"` + stamper.SchemeP256 + `","signature":"` + sig + `"`), "member signature appears more than once"},
+		{"publicKey number", obj(`"publicKey":2,"scheme":"` + stamper.SchemeP256 + `","signature":"` + sig + `"`), "member publicKey is not a string"},
+		{"publicKey null", obj(`"publicKey":null,"scheme":"` + stamper.SchemeP256 + `","signature":"` + sig + `"`), "member publicKey is not a string"},
 		{"scheme boolean", obj(`"publicKey":"` + pubC + `","scheme":true,"signature":"` + sig + `"`), "member scheme is not a string"},
-		{"signature object", obj(`"publicKey":"` + pubC + `","scheme":"` + signedretry.SchemeP256 + `","signature":{}`), "member signature is not a string"},
-		{"signature array", obj(`"publicKey":"` + pubC + `","scheme":"` + signedretry.SchemeP256 + `","signature":["` + sig + `"]`), "member signature is not a string"},
+		{"signature object", obj(`"publicKey":"` + pubC + `","scheme":"` + stamper.SchemeP256 + `","signature":{}`), "member signature is not a string"},
+		{"signature array", obj(`"publicKey":"` + pubC + `","scheme":"` + stamper.SchemeP256 + `","signature":["` + sig + `"]`), "member signature is not a string"},
 		{"scheme secp256k1", valid(pubC, "SIGNATURE_SCHEME_TK_API_SECP256K1", sig), "scheme is not SIGNATURE_SCHEME_TK_API_P256"},
-		{"scheme lowercase", valid(pubC, strings.ToLower(signedretry.SchemeP256), sig), "scheme is not SIGNATURE_SCHEME_TK_API_P256"},
+		{"scheme lowercase", valid(pubC, strings.ToLower(stamper.SchemeP256), sig), "scheme is not SIGNATURE_SCHEME_TK_API_P256"},
 		{"scheme empty", valid(pubC, "", sig), "scheme is not SIGNATURE_SCHEME_TK_API_P256"},
-		{"publicKey empty", valid("", signedretry.SchemeP256, sig), "publicKey is empty"},
-		{"publicKey 0x prefix", valid("0x"+pubC, signedretry.SchemeP256, sig), "publicKey must be 66 (compressed) or 130 (uncompressed) hex characters"},
-		{"publicKey raw x", valid(pubC[2:], signedretry.SchemeP256, sig), "publicKey must be 66 (compressed) or 130 (uncompressed) hex characters"},
-		{"publicKey huge", valid(strings.Repeat("ab", 1000), signedretry.SchemeP256, sig), "publicKey must be 66 (compressed) or 130 (uncompressed) hex characters"},
-		{"publicKey bad hex", valid("zz"+pubC[2:], signedretry.SchemeP256, sig), "publicKey is not valid hex"},
-		{"publicKey prefix 04 compressed", valid("04"+pubC[2:], signedretry.SchemeP256, sig), "publicKey in compressed form must start with 02 or 03"},
-		{"publicKey prefix 00", valid("00"+pubC[2:], signedretry.SchemeP256, sig), "publicKey in compressed form must start with 02 or 03"},
-		{"publicKey hybrid 06", valid("06"+pubU[2:], signedretry.SchemeP256, sig), "publicKey in uncompressed form must start with 04"},
-		{"publicKey prefix 02 uncompressed", valid("02"+pubU[2:], signedretry.SchemeP256, sig), "publicKey in uncompressed form must start with 04"},
-		{"publicKey x off curve", valid("02"+offX, signedretry.SchemeP256, sig), "publicKey is not a point on P-256"},
-		{"publicKey x not below p", valid("02"+strings.Repeat("ff", 32), signedretry.SchemeP256, sig), "publicKey is not a point on P-256"},
-		{"publicKey y off curve", valid(offCurveU, signedretry.SchemeP256, sig), "publicKey is not a point on P-256"},
-		{"publicKey infinity", valid("04"+strings.Repeat("00", 64), signedretry.SchemeP256, sig), "publicKey is not a point on P-256"},
-		{"signature empty", valid(pubC, signedretry.SchemeP256, ""), "signature must be 16 to 144 hex characters"},
-		{"signature too long", valid(pubC, signedretry.SchemeP256, sig+strings.Repeat("00", 73)), "signature must be 16 to 144 hex characters"},
-		{"signature bad hex", valid(pubC, signedretry.SchemeP256, "zz"+sig[2:]), "signature is not valid hex"},
-		{"signature odd length", valid(pubC, signedretry.SchemeP256, sig[:len(sig)-1]), "signature is not valid hex"},
-		{"signature raw r||s", valid(pubC, signedretry.SchemeP256, strings.Repeat("7f", 64)), "signature is not a DER ECDSA signature"},
-		{"signature trailing byte", valid(pubC, signedretry.SchemeP256, "3006020101020101"+"00"), "signature is not a DER ECDSA signature"},
-		{"signature truncated", valid(pubC, signedretry.SchemeP256, sig[:len(sig)-2]), "signature is not a DER ECDSA signature"},
-		{"signature non-minimal integer", valid(pubC, signedretry.SchemeP256, "3008020200010202"+"0001"), "signature is not a DER ECDSA signature"},
-		{"signature long-form length", valid(pubC, signedretry.SchemeP256, "308106020101020101"), "signature is not a DER ECDSA signature"},
-		{"signature third integer", valid(pubC, signedretry.SchemeP256, "3009020101020101020101"), "signature is not a DER ECDSA signature"},
-		{"signature not a sequence", valid(pubC, signedretry.SchemeP256, "3106020101020101"), "signature is not a DER ECDSA signature"},
-		{"signature r zero", valid(pubC, signedretry.SchemeP256, derHex(big.NewInt(0), one)), "signature r is outside [1, n-1]"},
-		{"signature r negative", valid(pubC, signedretry.SchemeP256, derHex(big.NewInt(-5), one)), "signature r is outside [1, n-1]"},
-		{"signature r = n", valid(pubC, signedretry.SchemeP256, derHex(n, one)), "signature r is outside [1, n-1]"},
-		{"signature s zero", valid(pubC, signedretry.SchemeP256, derHex(one, big.NewInt(0))), "signature s is outside [1, n-1]"},
-		{"signature s = n", valid(pubC, signedretry.SchemeP256, derHex(one, n)), "signature s is outside [1, n-1]"},
+		{"publicKey empty", valid("", stamper.SchemeP256, sig), "publicKey is empty"},
+		{"publicKey 0x prefix", valid("0x"+pubC, stamper.SchemeP256, sig), "publicKey must be 66 (compressed) or 130 (uncompressed) hex characters"},
+		{"publicKey raw x", valid(pubC[2:], stamper.SchemeP256, sig), "publicKey must be 66 (compressed) or 130 (uncompressed) hex characters"},
+		{"publicKey huge", valid(strings.Repeat("ab", 1000), stamper.SchemeP256, sig), "publicKey must be 66 (compressed) or 130 (uncompressed) hex characters"},
+		{"publicKey bad hex", valid("zz"+pubC[2:], stamper.SchemeP256, sig), "publicKey is not valid hex"},
+		{"publicKey prefix 04 compressed", valid("04"+pubC[2:], stamper.SchemeP256, sig), "publicKey in compressed form must start with 02 or 03"},
+		{"publicKey prefix 00", valid("00"+pubC[2:], stamper.SchemeP256, sig), "publicKey in compressed form must start with 02 or 03"},
+		{"publicKey hybrid 06", valid("06"+pubU[2:], stamper.SchemeP256, sig), "publicKey in uncompressed form must start with 04"},
+		{"publicKey prefix 02 uncompressed", valid("02"+pubU[2:], stamper.SchemeP256, sig), "publicKey in uncompressed form must start with 04"},
+		{"publicKey x off curve", valid("02"+offX, stamper.SchemeP256, sig), "publicKey is not a point on P-256"},
+		{"publicKey x not below p", valid("02"+strings.Repeat("ff", 32), stamper.SchemeP256, sig), "publicKey is not a point on P-256"},
+		{"publicKey y off curve", valid(offCurveU, stamper.SchemeP256, sig), "publicKey is not a point on P-256"},
+		{"publicKey infinity", valid("04"+strings.Repeat("00", 64), stamper.SchemeP256, sig), "publicKey is not a point on P-256"},
+		{"signature empty", valid(pubC, stamper.SchemeP256, ""), "signature must be 16 to 144 hex characters"},
+		{"signature too long", valid(pubC, stamper.SchemeP256, sig+strings.Repeat("00", 73)), "signature must be 16 to 144 hex characters"},
+		{"signature bad hex", valid(pubC, stamper.SchemeP256, "zz"+sig[2:]), "signature is not valid hex"},
+		{"signature odd length", valid(pubC, stamper.SchemeP256, sig[:len(sig)-1]), "signature is not valid hex"},
+		{"signature raw r||s", valid(pubC, stamper.SchemeP256, strings.Repeat("7f", 64)), "signature is not a DER ECDSA signature"},
+		{"signature trailing byte", valid(pubC, stamper.SchemeP256, "3006020101020101"+"00"), "signature is not a DER ECDSA signature"},
+		{"signature truncated", valid(pubC, stamper.SchemeP256, sig[:len(sig)-2]), "signature is not a DER ECDSA signature"},
+		{"signature non-minimal integer", valid(pubC, stamper.SchemeP256, "3008020200010202"+"0001"), "signature is not a DER ECDSA signature"},
+		{"signature long-form length", valid(pubC, stamper.SchemeP256, "308106020101020101"), "signature is not a DER ECDSA signature"},
+		{"signature third integer", valid(pubC, stamper.SchemeP256, "3009020101020101020101"), "signature is not a DER ECDSA signature"},
+		{"signature not a sequence", valid(pubC, stamper.SchemeP256, "3106020101020101"), "signature is not a DER ECDSA signature"},
+		{"signature r zero", valid(pubC, stamper.SchemeP256, derHex(big.NewInt(0), one)), "signature r is outside [1, n-1]"},
+		{"signature r negative", valid(pubC, stamper.SchemeP256, derHex(big.NewInt(-5), one)), "signature r is outside [1, n-1]"},
+		{"signature r = n", valid(pubC, stamper.SchemeP256, derHex(n, one)), "signature r is outside [1, n-1]"},
+		{"signature s zero", valid(pubC, stamper.SchemeP256, derHex(one, big.NewInt(0))), "signature s is outside [1, n-1]"},
+		{"signature s = n", valid(pubC, stamper.SchemeP256, derHex(one, n)), "signature s is outside [1, n-1]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -494,14 +500,14 @@ func TestParseStampAccepts(t *testing.T) {
 	digest := sha256.Sum256(payload)
 	der, _ := ecdsa.SignASN1(rand.Reader, key, digest[:])
 	sig := hex.EncodeToString(der)
-	pubC, _ := signedretry.CompressedHex(&key.PublicKey)
+	pubC, _ := stamper.CompressedHex(&key.PublicKey)
 	pubU := uncompressedHex(t, &key.PublicKey)
-	scheme := signedretry.SchemeP256
+	scheme := stamper.SchemeP256
 	cases := map[string]string{
 		"go-sdk member order": `{"publicKey":"` + pubC + `","signature":"` + sig + `","scheme":"` + scheme + `"}`,
 		"reversed order":      `{"signature":"` + sig + `","scheme":"` + scheme + `","publicKey":"` + pubC + `"}`,
 		"whitespace":          " {\n\t\"publicKey\" : \"" + pubC + "\",\r\n \"scheme\":\"" + scheme + "\", \"signature\":\"" + sig + "\" } ",
-		"unknown members":     `{"v":2,"publicKey":"` + pubC + `","extra":{"nested":[1,{"a":null}]},"scheme":"` + scheme + `","signature":"` + sig + `","x":"y","x":"z"}`,
+		"unknown members":     `{"v":2,"publicKey":"` + pubC + `","extra":{"nested":[1,{"a":null}]},"scheme":"` + scheme + `","signature":"` + sig + `","x":"y"}`,
 		"uncompressed key":    `{"publicKey":"` + pubU + `","scheme":"` + scheme + `","signature":"` + sig + `"}`,
 		"uppercase hex":       `{"publicKey":"` + strings.ToUpper(pubC) + `","scheme":"` + scheme + `","signature":"` + strings.ToUpper(sig) + `"}`,
 		"escaped member name": `{"publicKe\u0079":"` + pubC + `","scheme":"` + scheme + `","signature":"` + sig + `"}`,
@@ -527,7 +533,7 @@ func TestParsePublicKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pubC, err := signedretry.CompressedHex(&key.PublicKey)
+	pubC, err := stamper.CompressedHex(&key.PublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,7 +546,7 @@ func TestParsePublicKey(t *testing.T) {
 		if !pub.Equal(&key.PublicKey) {
 			t.Fatalf("%s: parsed another point", in)
 		}
-		if c, _ := signedretry.CompressedHex(pub); c != pubC {
+		if c, _ := stamper.CompressedHex(pub); c != pubC {
 			t.Fatalf("CompressedHex round trip %s != %s", c, pubC)
 		}
 	}
@@ -554,7 +560,7 @@ func TestParsePublicKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := signedretry.CompressedHex(&priv.PublicKey)
+	c, _ := stamper.CompressedHex(&priv.PublicKey)
 	if !strings.HasPrefix(c, "02f739f8") || !strings.HasSuffix(c, "0316") {
 		t.Fatalf("fixture key compresses to %s", c)
 	}
@@ -589,14 +595,6 @@ func TestZeroStamp(t *testing.T) {
 			t.Fatal("a zero stamp claims a signer")
 		}
 	}
-}
-
-func TestCompressedHexRejects(t *testing.T) {
-	_, err := signedretry.CompressedHex(nil)
-	apierrortest.Want(t, err, apierror.InvalidInput, "")
-	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
-	_, err = signedretry.CompressedHex(&p384.PublicKey)
-	apierrortest.Want(t, err, apierror.InvalidInput, "")
 }
 
 // BenchmarkVerifyStamp measures ParseStamp and Verify of one header, the

@@ -28,7 +28,7 @@ type instruments struct {
 
 func newInstruments(cfg *Config) (*instruments, error) {
 	r, err := operation.New(operation.Config{
-		Scope: scope, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
+		Scope: scope, Telemetry: cfg.Telemetry,
 		Duration:            "walletgate.signedretry.operation.duration",
 		DurationDescription: "Duration of signedretry operations, by walletgate.operation and walletgate.outcome.",
 		Reason:              refusalReason,

@@ -88,7 +88,9 @@
 // (a payout signed by a session locks its signer before the external account
 // it pays, [ExternalAccounts.Lock]), then the lock of an account's pending
 // requests, then the lock of a scope of pending requests (both
-// [PendingRequests.Create]). [Outbox.Append] comes last: a
+// [PendingRequests.Create]), then a host's records ([Records.Lock]: a
+// payout's debit holds the balance it takes from after everything the
+// payout's rules held). [Outbox.Append] comes last: a
 // store may order an account's events with a lock held until commit
 // (storage/postgres takes a lock per account, storage/memory one for the
 // whole outbox), so a transaction appends its events after every other lock
@@ -165,8 +167,8 @@ type Store interface {
 	// requests, OTP issuances, ownership challenges, sessions, rate-limit
 	// windows, idempotency records (in progress or complete), payout
 	// usages and payout approvals, consumed or not, and events delivered before cutoff (parked events stay until
-	// they are re-driven and delivered). It
-	// returns how many it deleted; a result equal to limit means more may
+	// they are re-driven and delivered). A host's [Records] have no expiry:
+	// Sweep never deletes one. It returns how many it deleted; a result equal to limit means more may
 	// remain. It does not scan live records. Choose cutoff with a margin
 	// (for example now minus an hour) so that a client retrying just after
 	// an expiry still hears "expired" rather than "unknown".
@@ -187,6 +189,7 @@ type Tx interface {
 	Idempotency() IdempotencyKeys
 	PayoutUsage() PayoutUsages
 	PayoutApprovals() PayoutApprovals
+	Records() Records
 }
 
 // ExternalAccounts stores external accounts.
@@ -555,6 +558,53 @@ type PayoutApprovals interface {
 	// a.Version, and sets a.Version to the new version. ErrNotFound, or
 	// ErrConflict when the version differs.
 	Update(ctx context.Context, a *PayoutApproval) error
+}
+
+// Records stores a host's own records in the store's transactions, so that
+// a host with no database of its own (a simulator on the in-memory store,
+// say) keeps its state where walletgate keeps its, and writes it in the
+// transaction of the operation that decides it: a debit commits or rolls
+// back with the payout that made it, on every store and replica. A record
+// is an opaque value under a kind and a key; the store reads nothing in
+// it. A rule of the host that is a check and an act holds the record
+// (Lock) or is a uniqueness rule (Create under the unique value as the
+// key).
+type Records interface {
+	// Create stores r with Version 1 (set on r). ErrDuplicate when a record
+	// of r.Kind with r.Key exists: of concurrent Creates of one kind and
+	// key, on any replica, one commits.
+	Create(ctx context.Context, r *Record) error
+	// Get returns the record of kind with key, or ErrNotFound.
+	Get(ctx context.Context, kind, key string) (Record, error)
+	// Lock returns the record as Get does and holds it until the
+	// transaction ends: another transaction's Lock or Update of it waits
+	// until then and sees what this one committed. ErrNotFound when it does
+	// not exist.
+	Lock(ctx context.Context, kind, key string) (Record, error)
+	// Update replaces the Value of the record of r.Kind with r.Key when
+	// the stored Version equals r.Version, and sets r.Version to the new
+	// version; Group and CreatedAt never change. ErrNotFound, or
+	// ErrConflict when the version differs.
+	Update(ctx context.Context, r *Record) error
+	// List returns the records of kind in group, in the order they were
+	// created (an empty list when there are none).
+	List(ctx context.Context, kind, group string) ([]Record, error)
+}
+
+// Record is a host's record in [Records].
+type Record struct {
+	// Kind and Key name the record: at most one record of a kind has a key.
+	// Both are at most 200 bytes, and Kind is not empty.
+	Kind string
+	Key  string
+	// Group, when set, is what [Records.List] finds the record by (the
+	// customer it belongs to, say); at most 200 bytes.
+	Group string
+	// Value is the host's; the store keeps it as bytes, at most 1 MiB.
+	Value []byte
+	// Version increases with every Update; Create sets 1.
+	Version   int64
+	CreatedAt time.Time
 }
 
 // RateLimits counts hits per key in fixed windows.

@@ -12,6 +12,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // stored reads credential id from the env's store.
@@ -29,7 +30,7 @@ func (e *env) stored(t *testing.T, id string) storage.Credential {
 }
 
 // revoke revokes credential id through its signed retry, stamped by key.
-func (e *env) revoke(t *testing.T, id string, key *walletauth.ClientKey) error {
+func (e *env) revoke(t *testing.T, id string, key *authclient.ClientKey) error {
 	t.Helper()
 	c := call("DELETE", "/auth/credentials/"+id, "")
 	ch, err := e.svc.RevokeCredential(t.Context(), id, c)
@@ -106,7 +107,7 @@ func TestPhishedSessionEnrollsNoSecondFactor(t *testing.T) {
 
 // passkeySession logs in with passkey pk and its authenticator a and
 // returns the session's key.
-func (e *env) passkeySession(t *testing.T, pk *walletauth.AuthMethod, a *authenticator) *walletauth.ClientKey {
+func (e *env) passkeySession(t *testing.T, pk *walletauth.AuthMethod, a *authenticator) *authclient.ClientKey {
 	t.Helper()
 	client := newKey(t)
 	cr, err := e.svc.Challenge(t.Context(), pk.ID, walletauth.ChallengeRequest{ClientPublicKey: client.PublicKeyHex()})
@@ -166,7 +167,7 @@ func TestRefreshKeepsAuthenticationTime(t *testing.T) {
 
 // openRefreshed returns the key of a refreshed session: the sealed key,
 // opened with the client key it was sealed to.
-func openRefreshed(t *testing.T, client *walletauth.ClientKey, s *walletauth.AuthSession) *walletauth.ClientKey {
+func openRefreshed(t *testing.T, client *authclient.ClientKey, s *walletauth.AuthSession) *authclient.ClientKey {
 	t.Helper()
 	if s.EncryptedSessionSigningKey == "" {
 		return client

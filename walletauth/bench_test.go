@@ -11,6 +11,7 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
@@ -61,15 +62,14 @@ func BenchmarkVerifyOTPLeg1(b *testing.B) { benchVerifyOTPLeg1(b, nil) }
 func BenchmarkVerifyOTPLeg1Telemetry(b *testing.B) {
 	b.Run("noop", func(b *testing.B) {
 		benchVerifyOTPLeg1(b, func(c *walletauth.Config) {
-			c.TracerProvider, c.MeterProvider = tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider()
+			c.Telemetry = operation.Telemetry{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}
 		})
 	})
 	for _, sdk := range telemetrytest.SDKVariants {
 		b.Run(sdk.Name, func(b *testing.B) {
 			tp, mp := sdk.Providers(b)
 			benchVerifyOTPLeg1(b, func(c *walletauth.Config) {
-				c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-				c.TracerProvider, c.MeterProvider = tp, mp
+				c.Telemetry = operation.Telemetry{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), TracerProvider: tp, MeterProvider: mp}
 			})
 		})
 	}

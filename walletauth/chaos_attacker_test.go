@@ -20,6 +20,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
@@ -106,7 +107,7 @@ func newChaosAttacker(t *testing.T, w *chaosWorld) *chaosAttacker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _ := walletauth.NewClientKey()
+	key, _ := authclient.NewClientKey()
 	bundle, err := key.SealOTP(m.OTPEncryptionTargetBundle, svc.SigningPublicKey(), walletauth.SandboxOTPCode, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -432,7 +433,7 @@ func (at *chaosAttacker) loginNew(c context.Context, rng *rand.Rand, typ storage
 // login opens a session of cred: an OAUTH sign-in or a passkey ceremony.
 func (at *chaosAttacker) login(c context.Context, rng *rand.Rand, cred attackerCredential) string {
 	w, cw := at.w, at.victim
-	key, _ := walletauth.NewClientKey()
+	key, _ := authclient.NewClientKey()
 	var sess *walletauth.AuthSession
 	var err error
 	switch cred.Type {

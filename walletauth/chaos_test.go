@@ -36,6 +36,7 @@ import (
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
@@ -205,7 +206,7 @@ var (
 // chaosSession is a session a client holds (it may have been revoked since).
 type chaosSession struct {
 	ID, Credential string
-	Key            *walletauth.ClientKey
+	Key            *authclient.ClientKey
 }
 
 // chaosCredential is a credential a client believes exists.
@@ -373,7 +374,7 @@ func (w *chaosWorld) violate(kind, account, format string, args ...any) {
 func (w *chaosWorld) newOpID() string { return fmt.Sprintf("op-%d", w.seq.Add(1)) }
 
 // stamp signs the retry of c with k, as a client does.
-func stamp(c signedretry.Request, ch *signedretry.Challenge, k *walletauth.ClientKey) (signedretry.Request, error) {
+func stamp(c signedretry.Request, ch *signedretry.Challenge, k *authclient.ClientKey) (signedretry.Request, error) {
 	if ch == nil {
 		return c, errors.New("no challenge to sign")
 	}
@@ -386,7 +387,7 @@ func stamp(c signedretry.Request, ch *signedretry.Challenge, k *walletauth.Clien
 // picks: send sends req (the call's first leg, then its retry stamped by
 // key) and returns the challenge answered. leg1 is the first leg's error
 // (the retry is not sent when it fails) and err the retry's.
-func (w *chaosWorld) signed(c context.Context, rng *rand.Rand, first signedretry.Request, key *walletauth.ClientKey,
+func (w *chaosWorld) signed(c context.Context, rng *rand.Rand, first signedretry.Request, key *authclient.ClientKey,
 	send func(ctx context.Context, r chaosReplica, req signedretry.Request) (*signedretry.Challenge, error)) (leg1, err error) {
 	var ch *signedretry.Challenge
 	leg1 = w.do(c, rng, func(ctx context.Context, r chaosReplica) (err error) {
@@ -824,7 +825,7 @@ func (w *chaosWorld) loginOTP(c context.Context, rng *rand.Rand, cw *chaosWallet
 	if w.count("otp challenge", err) != "ok" {
 		return
 	}
-	key, _ := walletauth.NewClientKey()
+	key, _ := authclient.NewClientKey()
 	bundle, err := key.SealOTP(m.OTPEncryptionTargetBundle, w.auth[0].SigningPublicKey(), walletauth.SandboxOTPCode, nil)
 	if err != nil {
 		panic(err)
@@ -871,7 +872,7 @@ func (w *chaosWorld) wrongOTP(c context.Context, rng *rand.Rand, cw *chaosWallet
 func (w *chaosWorld) guess(c context.Context, rng *rand.Rand, cred chaosCredential, bundle string) func() error {
 	r := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
 	return func() error {
-		key, _ := walletauth.NewClientKey()
+		key, _ := authclient.NewClientKey()
 		sealed, err := key.SealOTP(bundle, w.auth[0].SigningPublicKey(), "123456", nil)
 		if err != nil {
 			return err
@@ -900,7 +901,7 @@ func (w *chaosWorld) loginOAuth(c context.Context, rng *rand.Rand, cw *chaosWall
 	if !ok {
 		return
 	}
-	key, _ := walletauth.NewClientKey()
+	key, _ := authclient.NewClientKey()
 	sess, _, err := w.verify(c, rng, cred.ID, walletauth.VerifyRequest{Type: storage.OAuth,
 		OIDCToken: chaosToken(cred.Subject, oidc.NonceFor(key.PublicKeyHex())), ClientPublicKey: key.PublicKeyHex()}, signedretry.Request{})
 	if w.count("oauth login", err) != "ok" {
@@ -1107,8 +1108,8 @@ func (w *chaosWorld) refreshSession(c context.Context, rng *rand.Rand, cw *chaos
 // refresh runs both legs of a refresh of s under a new client key, the
 // retry stamped by s's key: leg1 is the first leg's error (the second is
 // not sent when it fails) and err the second's.
-func (w *chaosWorld) refresh(c context.Context, rng *rand.Rand, s chaosSession) (fresh *walletauth.AuthSession, key *walletauth.ClientKey, leg1, err error) {
-	key, _ = walletauth.NewClientKey()
+func (w *chaosWorld) refresh(c context.Context, rng *rand.Rand, s chaosSession) (fresh *walletauth.AuthSession, key *authclient.ClientKey, leg1, err error) {
+	key, _ = authclient.NewClientKey()
 	req := walletauth.RefreshRequest{ClientPublicKey: key.PublicKeyHex()}
 	body, _ := json.Marshal(req)
 	first := call("POST", "/auth/sessions/"+s.ID+"/refresh", string(body))

@@ -9,29 +9,20 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
-	"github.com/walletgate/walletgate/walletauth/passkey"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 func base64URL(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
-// AddCredentialRequest is the body of POST /auth/credentials.
-type AddCredentialRequest struct {
-	Type      storage.CredentialType `json:"type"`
-	AccountID string                 `json:"accountId"`
-	// OIDCToken is the OpenID Connect ID token (OAUTH).
-	OIDCToken string `json:"oidcToken,omitempty"`
-	// Nickname, Challenge and Attestation register a passkey (PASSKEY).
-	Nickname    string               `json:"nickname,omitempty"`
-	Challenge   string               `json:"challenge,omitempty"`
-	Attestation *passkey.Attestation `json:"attestation,omitempty"`
-}
+// AddCredentialRequest is the body of POST /auth/credentials ([authclient.AddCredentialRequest]).
+type AddCredentialRequest = authclient.AddCredentialRequest
 
 var credentialTypes = []string{string(storage.EmailOTP), string(storage.SMSOTP), string(storage.Passkey), string(storage.OAuth)}
 
 // AddCredential adds a credential to an account. When the account has no
 // credential it is created at once. Otherwise the first call (call without
 // signed-retry headers) checks everything, binds the credential to be created
-// into the payload's parameters (see [AddParams]) and answers a challenge
+// into the payload's parameters (see [authclient.AddParams]) and answers a challenge
 // (202); the retry, stamped by an active session of the account, creates
 // exactly that credential. An added EMAIL_OTP or SMS_OTP credential gets a
 // one-time code at once: the result carries its otpEncryptionTargetBundle
@@ -65,9 +56,9 @@ var credentialTypes = []string{string(storage.EmailOTP), string(storage.SMSOTP),
 // REFERENCE_NOT_FOUND (account, or a plain refusal of the guard), the 401s
 // of OIDC and passkey verification and of signedretry.
 func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, call signedretry.Request) (*AuthMethod, *signedretry.Challenge, error) {
-	created, ch, err := run(ctx, s, call, signedretry.Steps[AddParams, storage.InternalAccount, *storage.Credential]{
+	created, ch, err := run(ctx, s, call, signedretry.Steps[authclient.AddParams, storage.InternalAccount, *storage.Credential]{
 		Type: OpAddCredential,
-		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation[AddParams], *storage.Credential, error) {
+		Bind: func(ctx context.Context, tx storage.Tx) (*signedretry.Operation[authclient.AddParams], *storage.Credential, error) {
 			return s.bindAdd(ctx, tx, &req)
 		},
 		// The wallet and, for EMAIL_OTP, the address are locked before the
@@ -75,7 +66,7 @@ func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, c
 		// address, then credentials and sessions).
 		// The guard decides on the wallet as locked, before the address
 		// and the signer are.
-		Lock: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p AddParams) (storage.InternalAccount, error) {
+		Lock: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p authclient.AddParams) (storage.InternalAccount, error) {
 			unknown := unknownAs("internal account", a.AccountID)
 			acct, err := tx.InternalAccounts().Lock(ctx, a.AccountID)
 			if errors.Is(err, storage.ErrNotFound) {
@@ -97,7 +88,7 @@ func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, c
 		// carries no more than that session's credential's assurance for
 		// the security-change period. The wallet records the change, and
 		// the owner's existing channels are told of it.
-		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p AddParams, acct storage.InternalAccount) (*storage.Credential, error) {
+		Effect: func(ctx context.Context, tx storage.Tx, a *signedretry.Authorization, p authclient.AddParams, acct storage.InternalAccount) (*storage.Credential, error) {
 			created, before, err := s.createFromParams(ctx, tx, &acct, &p, a)
 			if err != nil {
 				return nil, err
@@ -122,7 +113,7 @@ func (s *Service) AddCredential(ctx context.Context, req AddCredentialRequest, c
 // against the account and returns the operation binding the credential to
 // be created, or, when the account has no credential, creates it at once and
 // returns it with no operation.
-func (s *Service) bindAdd(ctx context.Context, tx storage.Tx, req *AddCredentialRequest) (*signedretry.Operation[AddParams], *storage.Credential, error) {
+func (s *Service) bindAdd(ctx context.Context, tx storage.Tx, req *AddCredentialRequest) (*signedretry.Operation[authclient.AddParams], *storage.Credential, error) {
 	var v apierror.Validation
 	v.Check(storage.ValidID(req.AccountID, "InternalAccount"), "accountId", apierror.Pattern(`^InternalAccount:[0-9a-fA-F-]{36}$`), "must be an InternalAccount id")
 	v.Check(slices.Contains(credentialTypes, string(req.Type)), "type", apierror.OneOf(credentialTypes...), "unknown credential type")
@@ -159,57 +150,16 @@ func (s *Service) bindAdd(ctx context.Context, tx storage.Tx, req *AddCredential
 	if err := checkUnique(existing, p); err != nil {
 		return nil, nil, err
 	}
-	return &signedretry.Operation[AddParams]{AccountID: acct.ID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
+	return &signedretry.Operation[authclient.AddParams]{AccountID: acct.ID, Signer: signedretry.Signer{Rule: signedretry.AnySession},
 		Parameters: *p, CredentialType: string(req.Type)}, nil, nil
-}
-
-// AddParams are the parameters of an ADD_CREDENTIAL payload: every value the
-// credential is created from, so that a wallet showing the payload shows
-// exactly what will be added.
-type AddParams struct {
-	Type     storage.CredentialType `json:"type"`
-	Nickname string                 `json:"nickname"`
-	// Email is the address an EMAIL_OTP credential is tied to.
-	Email string `json:"email,omitempty"`
-	// Phone is the number an SMS_OTP credential sends codes to.
-	Phone string `json:"phone,omitempty"`
-	// Issuer, Audience and Subject are the OpenID Connect identity of an
-	// OAUTH credential, and OIDCTokenSHA256 the lowercase hex SHA-256 of
-	// the ID token that asserted it.
-	Issuer          string `json:"issuer,omitempty"`
-	Audience        string `json:"audience,omitempty"`
-	Subject         string `json:"subject,omitempty"`
-	OIDCTokenSHA256 string `json:"oidcTokenSha256,omitempty"`
-	// Passkey is the verified WebAuthn credential of a PASSKEY credential.
-	Passkey *PasskeyParams `json:"passkey,omitempty"`
-}
-
-// PasskeyParams are the verified registration of a passkey as a payload
-// carries it; binary values are base64url without padding.
-type PasskeyParams struct {
-	// CredentialID is the WebAuthn credential id.
-	CredentialID string `json:"credentialId"`
-	// RegistrationChallenge is the challenge the attestation answered; the
-	// retry consumes it.
-	RegistrationChallenge string `json:"registrationChallenge"`
-	// PublicKey is the COSE public key.
-	PublicKey       string   `json:"publicKey"`
-	AttestationType string   `json:"attestationType"`
-	AAGUID          string   `json:"aaguid"`
-	SignCount       uint32   `json:"signCount"`
-	Transports      []string `json:"transports,omitempty"`
-	UserPresent     bool     `json:"userPresent"`
-	UserVerified    bool     `json:"userVerified"`
-	BackupEligible  bool     `json:"backupEligible"`
-	BackupState     bool     `json:"backupState"`
 }
 
 // addParams checks an add request against the account and returns what the
 // credential will be created from. An OAUTH token and a passkey attestation
 // are verified here; consume consumes the passkey's registration challenge
 // (the credential is created in this transaction), otherwise the retry will.
-func (s *Service) addParams(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, req *AddCredentialRequest, consume bool) (*AddParams, error) {
-	p := &AddParams{Type: req.Type}
+func (s *Service) addParams(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, req *AddCredentialRequest, consume bool) (*authclient.AddParams, error) {
+	p := &authclient.AddParams{Type: req.Type}
 	switch req.Type {
 	case storage.EmailOTP:
 		if acct.Email == "" {
@@ -244,7 +194,7 @@ func (s *Service) addParams(ctx context.Context, tx storage.Tx, acct *storage.In
 // the account must still hold the contact the payload names, a passkey's
 // registration challenge is consumed now, and the credential is enrolled
 // by a's session ([Service.enrolment]).
-func (s *Service) createFromParams(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, p *AddParams, a *signedretry.Authorization) (*storage.Credential, []storage.Credential, error) {
+func (s *Service) createFromParams(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, p *authclient.AddParams, a *signedretry.Authorization) (*storage.Credential, []storage.Credential, error) {
 	retry := a != nil
 	id, err := s.newID("AuthMethod")
 	if err != nil {
@@ -287,7 +237,7 @@ func (s *Service) createFromParams(ctx context.Context, tx storage.Tx, acct *sto
 		if p.Passkey == nil {
 			return nil, nil, apierror.Internal(errors.New("walletauth: PASSKEY parameters without a passkey"))
 		}
-		if c.WebAuthn, err = p.Passkey.record(); err != nil {
+		if c.WebAuthn, err = passkeyRecord(p.Passkey); err != nil {
 			return nil, nil, err
 		}
 		if retry {
@@ -328,7 +278,7 @@ func enrollerOf(c *storage.Credential, before []storage.Credential) *storage.Cre
 
 // checkUnique gives the clear error for a credential the account cannot
 // take; the store enforces the same rules on create.
-func checkUnique(existing []storage.Credential, p *AddParams) error {
+func checkUnique(existing []storage.Credential, p *authclient.AddParams) error {
 	for _, o := range existing {
 		switch {
 		case o.Type != p.Type:

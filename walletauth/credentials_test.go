@@ -9,10 +9,11 @@ import (
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // addSMS adds the SMS_OTP credential through the signed retry stamped by key.
-func (e *env) addSMS(t *testing.T, key *walletauth.ClientKey) *walletauth.AuthMethod {
+func (e *env) addSMS(t *testing.T, key *authclient.ClientKey) *walletauth.AuthMethod {
 	t.Helper()
 	ctx := t.Context()
 	req := walletauth.AddCredentialRequest{Type: storage.SMSOTP, AccountID: e.wallet.ID}
@@ -338,7 +339,7 @@ func TestUpdateEmail(t *testing.T) {
 // dropEmailOTP adds an SMS_OTP credential to e's wallet (signed by key, a
 // session of its EMAIL_OTP credential), logs in with it and revokes the
 // EMAIL_OTP credential. It returns the SMS_OTP session's key.
-func (e *env) dropEmailOTP(t *testing.T, key *walletauth.ClientKey) *walletauth.ClientKey {
+func (e *env) dropEmailOTP(t *testing.T, key *authclient.ClientKey) *authclient.ClientKey {
 	t.Helper()
 	ctx := t.Context()
 	sms := e.addSMS(t, key)

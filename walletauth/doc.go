@@ -16,6 +16,14 @@
 // 202 with a payload bound to public_key; the client stamps it with that key,
 // which becomes the session key. See package envelope for the wire formats.
 //
+// A client links package walletauth/authclient, not this one: the key it
+// holds (authclient.ClientKey), the bodies it sends and reads, and the
+// operation types and parameters of the payloads it checks before stamping
+// with signedretry/stamper. The wire types here ([AuthSession],
+// [AddCredentialRequest], ...) are aliases of authclient's, so the service
+// and its clients share one definition; authclient's import graph holds
+// none of the service's dependencies (its test pins it).
+//
 // Nor do they rest in plaintext: the store keeps an HMAC-SHA256 of each code
 // (under [Keys].CodeMACKey, bound to its issuance) and each target private
 // key sealed by [Keys].Sealer (AES-256-GCM with key rotation, see package

@@ -35,6 +35,7 @@ import (
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 	"github.com/walletgate/walletgate/walletauth/secret"
@@ -459,12 +460,12 @@ func (e *evEnv) addPrivateKey(what string, k *ecdsa.PrivateKey) {
 	}
 }
 
-func (e *evEnv) addClientKey(what string, k *walletauth.ClientKey) {
+func (e *evEnv) addClientKey(what string, k *authclient.ClientKey) {
 	e.addPrivateKey(what, k.PrivateKey())
 	e.addString(what+" (public hex)", k.PublicKeyHex())
 }
 
-func (e *evEnv) newKey(t *testing.T, what string) *walletauth.ClientKey {
+func (e *evEnv) newKey(t *testing.T, what string) *authclient.ClientKey {
 	k := newKey(t)
 	e.addClientKey(what, k)
 	return k
@@ -478,7 +479,7 @@ func (e *evEnv) call(method, path, body string) signedretry.Request {
 
 // sign stamps the challenge's payload with k and records the payload and the
 // stamp.
-func (e *evEnv) sign(t *testing.T, c signedretry.Request, ch *signedretry.Challenge, k *walletauth.ClientKey) signedretry.Request {
+func (e *evEnv) sign(t *testing.T, c signedretry.Request, ch *signedretry.Challenge, k *authclient.ClientKey) signedretry.Request {
 	t.Helper()
 	c = signed(t, c, ch, k)
 	e.addString("payload to sign", ch.PayloadToSign)
@@ -503,7 +504,7 @@ func (e *evEnv) issued(t *testing.T, credID, bundle string) string {
 }
 
 // seal seals code to the bundle with a new key and records both.
-func (e *evEnv) seal(t *testing.T, bundle, code string) (string, *walletauth.ClientKey) {
+func (e *evEnv) seal(t *testing.T, bundle, code string) (string, *authclient.ClientKey) {
 	t.Helper()
 	k := e.newKey(t, "OTP client key")
 	sealed, err := k.SealOTP(bundle, e.svc.SigningPublicKey(), code, nil)
@@ -519,7 +520,7 @@ func (e *evEnv) seal(t *testing.T, bundle, code string) (string, *walletauth.Cli
 
 // otpLogin runs the two legs of an OTP verification with a code already
 // issued for credID and returns the session and its key.
-func (e *evEnv) otpLogin(t *testing.T, credID string, typ storage.CredentialType, bundle string) (*walletauth.AuthSession, *walletauth.ClientKey) {
+func (e *evEnv) otpLogin(t *testing.T, credID string, typ storage.CredentialType, bundle string) (*walletauth.AuthSession, *authclient.ClientKey) {
 	t.Helper()
 	ctx := t.Context()
 	sealed, k := e.seal(t, bundle, e.issued(t, credID, bundle))

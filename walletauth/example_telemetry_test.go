@@ -11,10 +11,12 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // The service reports to the host's logger and OpenTelemetry providers: a
@@ -31,12 +33,12 @@ func ExampleConfig_telemetry() {
 		return a
 	}}))
 	keys, _ := walletauth.EphemeralKeys(nil)
-	svc, _ := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true, Keys: keys, Logger: log,
+	svc, _ := walletauth.New(walletauth.Config{Store: memory.New(), Sandbox: true, Keys: keys, Telemetry: operation.Telemetry{Logger: log,
 		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)),
-		MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+		MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))}})
 	_, email, _ := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:42", Email: "ada@example.com"})
 	m, _ := svc.Challenge(ctx, email.ID, walletauth.ChallengeRequest{})
-	key, _ := walletauth.NewClientKey()
+	key, _ := authclient.NewClientKey()
 	wrong, _ := key.SealOTP(m.OTPEncryptionTargetBundle, svc.SigningPublicKey(), "123456", nil) // sandbox codes are 000000
 	_, _, err := svc.Verify(ctx, email.ID, walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: wrong},
 		signedretry.Request{Method: "POST", Path: "/auth/credentials/" + email.ID + "/verify", Body: []byte(`{}`)})

@@ -12,6 +12,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // A one-time-code login, as the platform backend relays it: challenge, leg 1
@@ -26,7 +27,7 @@ func Example_otpLogin() {
 	m, _ := svc.Challenge(ctx, email.ID, walletauth.ChallengeRequest{})
 
 	// Client: a fresh key seals the code to the bundle.
-	key, _ := walletauth.NewClientKey()
+	key, _ := authclient.NewClientKey()
 	bundle, _ := key.SealOTP(m.OTPEncryptionTargetBundle, svc.SigningPublicKey(), "000000", nil)
 
 	// Leg 1: the server checks the code and answers a payload to sign.
@@ -106,7 +107,7 @@ func ExampleAuthorize() {
 	wallet, email, _ := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: "Customer:42", Email: "ada@example.com"})
 	// A session of the wallet (a login, as in the OTP example).
 	m, _ := svc.Challenge(ctx, email.ID, walletauth.ChallengeRequest{})
-	key, _ := walletauth.NewClientKey()
+	key, _ := authclient.NewClientKey()
 	bundle, _ := key.SealOTP(m.OTPEncryptionTargetBundle, svc.SigningPublicKey(), walletauth.SandboxOTPCode, nil)
 	req := walletauth.VerifyRequest{Type: storage.EmailOTP, EncryptedOTPBundle: bundle}
 	login := signedretry.Request{Method: "POST", Path: "/verify", Body: []byte(`{}`)}

@@ -23,6 +23,7 @@ import (
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
@@ -188,7 +189,7 @@ func TestPasskey(t *testing.T) {
 	_, _, err = e.svc.AddCredential(ctx, again, call("POST", "/auth/credentials", `{"again":1}`))
 	apierrortest.Want(t, err, apierror.PasskeyCredentialAlreadyExists, "")
 
-	login := func(t *testing.T) (*walletauth.ChallengeResponse, *walletauth.ClientKey) {
+	login := func(t *testing.T) (*walletauth.ChallengeResponse, *authclient.ClientKey) {
 		client := newKey(t)
 		cr, err := e.svc.Challenge(ctx, pk.ID, walletauth.ChallengeRequest{ClientPublicKey: client.PublicKeyHex()})
 		if err != nil {

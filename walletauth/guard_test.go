@@ -14,9 +14,11 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 )
 
@@ -83,7 +85,7 @@ type tenant struct {
 	wallet *storage.InternalAccount
 	email  *walletauth.AuthMethod
 	sess   *walletauth.AuthSession
-	key    *walletauth.ClientKey
+	key    *authclient.ClientKey
 }
 
 func (e *env) tenant(t testing.TB, customer, email string) tenant {
@@ -164,7 +166,7 @@ func TestHandlerGuardSeesWallet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w = serve(h, refresh.method, refresh.path, refresh.body, map[string]string{signedretry.HeaderSignature: sig, signedretry.HeaderRequestID: ch.RequestID})
+	w = serve(h, refresh.method, refresh.path, refresh.body, map[string]string{stamper.HeaderSignature: sig, stamper.HeaderRequestID: ch.RequestID})
 	if w.Code != http.StatusCreated {
 		t.Fatalf("refresh leg 2: %d %s", w.Code, w.Body)
 	}
@@ -338,7 +340,7 @@ func TestGuardDirect(t *testing.T) {
 	// signedOp runs both legs of a signed operation (leg calls it), each
 	// refused first and then admitted; the refused retry leaves its
 	// request for the same stamp.
-	signedOp := func(name string, want *apierror.Error, c signedretry.Request, key *walletauth.ClientKey,
+	signedOp := func(name string, want *apierror.Error, c signedretry.Request, key *authclient.ClientKey,
 		leg func(signedretry.Request) (*signedretry.Challenge, error)) {
 		t.Helper()
 		refuse(name+" leg 1", want, func() error { _, err := leg(c); return err })

@@ -41,7 +41,7 @@ import (
 // Paths are matched as given; mount the handler under a base path with
 // http.StripPrefix. Platform authentication (HTTP Basic) is the host's.
 // Every error is written with apierror.Write, under apierror.Observe with
-// Config.Logger: a 5xx logs its cause once with the request id.
+// Config.Telemetry.Logger: a 5xx logs its cause once with the request id.
 func (s *Service) Handler() (http.Handler, error) {
 	if s.cfg.Guard == nil {
 		return nil, errors.New("walletauth: Config.Guard is required to serve HTTP: without it any caller could act on any wallet")
@@ -92,10 +92,10 @@ func (h *handler) add(w http.ResponseWriter, r *http.Request) {
 	}
 	m, ch, err := h.s.AddCredential(r.Context(), req, call)
 	if m == nil {
-		signedretry.WriteResult(w, 0, nil, ch, err)
+		signedretry.WriteAnswer(w, 0, nil, ch, err)
 		return
 	}
-	signedretry.WriteResult(w, http.StatusCreated, m, ch, err)
+	signedretry.WriteAnswer(w, http.StatusCreated, m, ch, err)
 }
 
 func (h *handler) listCredentials(w http.ResponseWriter, r *http.Request) {
@@ -116,7 +116,7 @@ func (h *handler) revokeCredential(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ch, err := h.s.RevokeCredential(r.Context(), r.PathValue("id"), call)
-	signedretry.WriteResult(w, 0, nil, ch, err)
+	signedretry.WriteAnswer(w, 0, nil, ch, err)
 }
 
 func (h *handler) challenge(w http.ResponseWriter, r *http.Request) {
@@ -140,10 +140,10 @@ func (h *handler) verify(w http.ResponseWriter, r *http.Request) {
 	}
 	sess, ch, err := h.s.Verify(r.Context(), r.PathValue("id"), req, call)
 	if sess == nil {
-		signedretry.WriteResult(w, 0, nil, ch, err)
+		signedretry.WriteAnswer(w, 0, nil, ch, err)
 		return
 	}
-	signedretry.WriteResult(w, http.StatusOK, sess, ch, err)
+	signedretry.WriteAnswer(w, http.StatusOK, sess, ch, err)
 }
 
 func (h *handler) listSessions(w http.ResponseWriter, r *http.Request) {
@@ -164,7 +164,7 @@ func (h *handler) revokeSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ch, err := h.s.RevokeSession(r.Context(), r.PathValue("id"), call)
-	signedretry.WriteResult(w, 0, nil, ch, err)
+	signedretry.WriteAnswer(w, 0, nil, ch, err)
 }
 
 func (h *handler) refresh(w http.ResponseWriter, r *http.Request) {
@@ -175,8 +175,8 @@ func (h *handler) refresh(w http.ResponseWriter, r *http.Request) {
 	}
 	sess, ch, err := h.s.RefreshSession(r.Context(), r.PathValue("id"), req, call)
 	if sess == nil {
-		signedretry.WriteResult(w, 0, nil, ch, err)
+		signedretry.WriteAnswer(w, 0, nil, ch, err)
 		return
 	}
-	signedretry.WriteResult(w, http.StatusCreated, sess, ch, err)
+	signedretry.WriteAnswer(w, http.StatusCreated, sess, ch, err)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/walletauth"
 )
 
@@ -66,7 +67,7 @@ func TestHTTPLogin(t *testing.T) {
 		t.Fatalf("leg 1: %d %+v", code, ch)
 	}
 	sig, _ := key.Stamp(ch.PayloadToSign)
-	headers := map[string]string{signedretry.HeaderSignature: sig, signedretry.HeaderRequestID: ch.RequestID}
+	headers := map[string]string{stamper.HeaderSignature: sig, stamper.HeaderRequestID: ch.RequestID}
 	// The retry may reformat the body.
 	var pretty bytes.Buffer
 	_ = json.Indent(&pretty, body, "", "  ")
@@ -98,7 +99,7 @@ func TestHTTPLogin(t *testing.T) {
 	}
 	sig, _ = key.Stamp(ch.PayloadToSign)
 	var added walletauth.AuthMethod
-	code, _ := c.do("POST", "/auth/credentials", add, map[string]string{signedretry.HeaderSignature: sig, signedretry.HeaderRequestID: ch.RequestID}, &added)
+	code, _ := c.do("POST", "/auth/credentials", add, map[string]string{stamper.HeaderSignature: sig, stamper.HeaderRequestID: ch.RequestID}, &added)
 	if code != 201 || added.Type != "SMS_OTP" || added.OTPEncryptionTargetBundle == "" {
 		t.Fatalf("add leg 2: %d %+v", code, added)
 	}
@@ -109,7 +110,7 @@ func TestHTTPLogin(t *testing.T) {
 		t.Fatalf("revoke leg 1: %d", code)
 	}
 	sig, _ = key.Stamp(ch.PayloadToSign)
-	if code, _ := c.do("DELETE", path, "", map[string]string{signedretry.HeaderSignature: sig, signedretry.HeaderRequestID: ch.RequestID}, nil); code != 204 {
+	if code, _ := c.do("DELETE", path, "", map[string]string{stamper.HeaderSignature: sig, stamper.HeaderRequestID: ch.RequestID}, nil); code != 204 {
 		t.Fatalf("revoke leg 2: %d", code)
 	}
 	if code, got := c.do("DELETE", path, "", nil, nil); code != 404 || got["code"] != "REFERENCE_NOT_FOUND" {
@@ -125,9 +126,9 @@ func TestHTTPLogin(t *testing.T) {
 		{"POST", "/auth/credentials", `{"type":`, nil, 400, "INVALID_INPUT"},
 		{"POST", "/auth/credentials", `{"type":"SMS_OTP","accountId":"x"}`, nil, 400, "INVALID_INPUT"},
 		{"POST", "/auth/credentials/" + e.email.ID + "/verify", `{"type":"EMAIL_OTP","encryptedOtpBundle":"{}"}`,
-			map[string]string{signedretry.HeaderRequestID: ch.RequestID}, 401, "WALLET_SIGNATURE_MISSING"},
+			map[string]string{stamper.HeaderRequestID: ch.RequestID}, 401, "WALLET_SIGNATURE_MISSING"},
 		{"POST", "/auth/credentials/" + e.email.ID + "/verify", `{"type":"EMAIL_OTP","encryptedOtpBundle":"{}"}`,
-			map[string]string{signedretry.HeaderSignature: sig}, 401, "REQUEST_ID_MISSING"},
+			map[string]string{stamper.HeaderSignature: sig}, 401, "REQUEST_ID_MISSING"},
 		{"POST", "/auth/credentials/AuthMethod:x/challenge", "", nil, 404, "REFERENCE_NOT_FOUND"},
 		{"GET", "/auth/credentials", "", nil, 400, "INVALID_INPUT"},
 		{"GET", "/auth/sessions?accountId=x", "", nil, 400, "INVALID_INPUT"},

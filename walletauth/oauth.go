@@ -8,6 +8,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 )
 
@@ -23,7 +24,7 @@ func (s *Service) oidcVerifier() (*oidc.Verifier, error) {
 // identity it asserts (iss, aud, sub), its email claim as the nickname and the
 // token's SHA-256. The token is verified once, on the first call; a signed
 // retry creates the credential from p.
-func (s *Service) oauthParams(ctx context.Context, p *AddParams, req *AddCredentialRequest) error {
+func (s *Service) oauthParams(ctx context.Context, p *authclient.AddParams, req *AddCredentialRequest) error {
 	v, err := s.oidcVerifier()
 	if err != nil {
 		return err

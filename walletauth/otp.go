@@ -12,16 +12,12 @@ import (
 	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/envelope"
-	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
-// ChallengeRequest is the body of POST /auth/credentials/{id}/challenge.
-type ChallengeRequest struct {
-	// ClientPublicKey is the hex P-256 key a passkey session binds
-	// (PASSKEY only; ignored for one-time codes).
-	ClientPublicKey string `json:"clientPublicKey,omitempty"`
-}
+// ChallengeRequest is the body of POST /auth/credentials/{id}/challenge ([authclient.ChallengeRequest]).
+type ChallengeRequest = authclient.ChallengeRequest
 
 // Challenge starts the verification of a credential. For EMAIL_OTP and
 // SMS_OTP it issues a fresh code (superseding the previous one), delivers it
@@ -129,17 +125,8 @@ func (s *Service) challenged(ctx context.Context, tx storage.Tx, id string) (sto
 	return r.Credential, s.admitID(ctx, tx, r.Credential.AccountID, unknown)
 }
 
-// ChallengeResponse is the answer to a challenge: the credential, with the
-// OTP target bundle for one-time codes, or with the WebAuthn challenge, its
-// Request-Id and expiry for passkeys.
-type ChallengeResponse struct {
-	AuthMethod
-	// Challenge is the lowercase hex challenge of a passkey; the browser
-	// signs its UTF-8 bytes.
-	Challenge string     `json:"challenge,omitempty"`
-	RequestID string     `json:"requestId,omitempty"`
-	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
-}
+// ChallengeResponse is the answer to a challenge ([authclient.ChallengeResponse]).
+type ChallengeResponse = authclient.ChallengeResponse
 
 // otpCode is a one-time code about to be issued for a credential: the code
 // to send, the target bundle to answer and the issuance to store, which
@@ -255,18 +242,8 @@ func (s *Service) newCode() (string, error) {
 	return string(code), nil
 }
 
-// VerifyRequest is the body of POST /auth/credentials/{id}/verify.
-type VerifyRequest struct {
-	Type storage.CredentialType `json:"type"`
-	// EncryptedOTPBundle answers a one-time code (EMAIL_OTP, SMS_OTP).
-	EncryptedOTPBundle string `json:"encryptedOtpBundle,omitempty"`
-	// OIDCToken and ClientPublicKey verify an OAUTH credential.
-	OIDCToken       string `json:"oidcToken,omitempty"`
-	ClientPublicKey string `json:"clientPublicKey,omitempty"`
-	// Assertion verifies a passkey; the Request-Id of its challenge travels
-	// in the call's RequestID.
-	Assertion *passkey.Assertion `json:"assertion,omitempty"`
-}
+// VerifyRequest is the body of POST /auth/credentials/{id}/verify ([authclient.VerifyRequest]).
+type VerifyRequest = authclient.VerifyRequest
 
 // Verify verifies a credential and, on success, returns a new session.
 //
@@ -523,7 +500,7 @@ func (s *Service) bindOTP(ctx context.Context, tx storage.Tx, credentialID strin
 		return nil, nil, otpSpent(err)
 	}
 	// The key was validated as a point when the bundle was opened; its
-	// compressed hex is the one signedretry.CompressedHex would give.
+	// compressed hex is the one stamper.CompressedHex would give.
 	key := attempt.PublicKeyCompressedHex
 	return &signedretry.Operation[otpParams]{AccountID: c.AccountID, Signer: signedretry.Signer{Rule: signedretry.BoundKey, Ref: key},
 		Parameters: otpParams{CredentialID: c.ID, PublicKey: key}, CredentialType: string(c.Type)}, nil, nil

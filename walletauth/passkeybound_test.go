@@ -15,6 +15,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
@@ -39,7 +40,7 @@ func passkeyEnvOn(t *testing.T, store storage.Store, mod func(*walletauth.Config
 }
 
 // addPasskey registers a virtual passkey on the wallet, signed by key.
-func (e *env) addPasskey(t *testing.T, key *walletauth.ClientKey) (*walletauth.AuthMethod, *authenticator) {
+func (e *env) addPasskey(t *testing.T, key *authclient.ClientKey) (*walletauth.AuthMethod, *authenticator) {
 	t.Helper()
 	ctx := t.Context()
 	a := newAuthenticator(t)

@@ -19,6 +19,7 @@ import (
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
@@ -224,7 +225,7 @@ func TestHostTxOTPGuessesSurviveRollback(t *testing.T) {
 // guessIn is guess with the context given.
 func guessIn(t *testing.T, ctx context.Context, svc *walletauth.Service, credID, bundle, code string) error {
 	t.Helper()
-	key, err := walletauth.NewClientKey()
+	key, err := authclient.NewClientKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +329,7 @@ func TestDatabaseHoldsNoOTPSecrets(t *testing.T) {
 	if strings.Contains(storedCode, code) || len(storedCode) != 64 {
 		t.Fatalf("the database holds code %q as %q", code, storedCode)
 	}
-	client, _ := walletauth.NewClientKey()
+	client, _ := authclient.NewClientKey()
 	answer, err := client.SealOTP(m.OTPEncryptionTargetBundle, svc.SigningPublicKey(), code, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
@@ -79,7 +80,7 @@ func verifyCall(credID string, typ storage.CredentialType) signedretry.Request {
 func guess(t *testing.T, svc *walletauth.Service, credID string, typ storage.CredentialType, bundle, code string) error {
 	t.Helper()
 	ctx := t.Context()
-	key, err := walletauth.NewClientKey()
+	key, err := authclient.NewClientKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,10 +94,10 @@ func guess(t *testing.T, svc *walletauth.Service, credID string, typ storage.Cre
 
 // otpLogin verifies an OTP credential with the sandbox code sealed to
 // bundle and returns the session's key.
-func otpLogin(t *testing.T, svc *walletauth.Service, credID string, typ storage.CredentialType, bundle string) *walletauth.ClientKey {
+func otpLogin(t *testing.T, svc *walletauth.Service, credID string, typ storage.CredentialType, bundle string) *authclient.ClientKey {
 	t.Helper()
 	ctx := t.Context()
-	key, err := walletauth.NewClientKey()
+	key, err := authclient.NewClientKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func otpLogin(t *testing.T, svc *walletauth.Service, credID string, typ storage.
 
 // wallet creates a wallet of customer on address, logs in with its EMAIL_OTP
 // credential and returns the wallet, the credential and the session's key.
-func (r *wauthReplicas) wallet(t *testing.T, customer, address string) (*storage.InternalAccount, *walletauth.AuthMethod, *walletauth.ClientKey) {
+func (r *wauthReplicas) wallet(t *testing.T, customer, address string) (*storage.InternalAccount, *walletauth.AuthMethod, *authclient.ClientKey) {
 	t.Helper()
 	ctx := t.Context()
 	svc := r.services[0]
@@ -134,7 +135,7 @@ func (r *wauthReplicas) wallet(t *testing.T, customer, address string) (*storage
 }
 
 // addSMS adds an SMS_OTP credential to wallet through a retry stamped by key.
-func (r *wauthReplicas) addSMS(t *testing.T, wallet *storage.InternalAccount, key *walletauth.ClientKey) *walletauth.AuthMethod {
+func (r *wauthReplicas) addSMS(t *testing.T, wallet *storage.InternalAccount, key *authclient.ClientKey) *walletauth.AuthMethod {
 	t.Helper()
 	ctx := t.Context()
 	svc := r.services[0]
@@ -154,7 +155,7 @@ func (r *wauthReplicas) addSMS(t *testing.T, wallet *storage.InternalAccount, ke
 
 // revoke runs both legs of a credential revoke on svc, the retry stamped by
 // key.
-func revoke(t *testing.T, svc *walletauth.Service, credID string, key *walletauth.ClientKey) error {
+func revoke(t *testing.T, svc *walletauth.Service, credID string, key *authclient.ClientKey) error {
 	t.Helper()
 	ctx := t.Context()
 	c := signedretry.Request{Method: http.MethodDelete, Path: "/auth/credentials/" + credID}
@@ -355,7 +356,7 @@ func TestReplicasOTPAttemptBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := walletauth.NewClientKey()
+	key, err := authclient.NewClientKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +434,7 @@ func TestReplicasDomainOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		key, _ := walletauth.NewClientKey()
+		key, _ := authclient.NewClientKey()
 		bundle, err := key.SealOTP(m.OTPEncryptionTargetBundle, nil, walletauth.SandboxOTPCode, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -513,9 +514,9 @@ func TestReplicasDomainRules(t *testing.T) {
 	verifyPath := func(credID string) string { return "/auth/credentials/" + credID + "/verify" }
 	// login verifies an OTP credential from a bundle of its live issuance
 	// and returns the session's key.
-	login := func(t *testing.T, credID string, typ storage.CredentialType, bundle string) *walletauth.ClientKey {
+	login := func(t *testing.T, credID string, typ storage.CredentialType, bundle string) *authclient.ClientKey {
 		t.Helper()
-		key, err := walletauth.NewClientKey()
+		key, err := authclient.NewClientKey()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -539,7 +540,7 @@ func TestReplicasDomainRules(t *testing.T) {
 	// credential, adds an SMS_OTP credential through a signed retry and logs
 	// in with it too.
 	twoCredentials := func(t *testing.T, customer, address string) (wallet *storage.InternalAccount, email *walletauth.AuthMethod,
-		emailKey *walletauth.ClientKey, sms *walletauth.AuthMethod, smsKey *walletauth.ClientKey) {
+		emailKey *authclient.ClientKey, sms *walletauth.AuthMethod, smsKey *authclient.ClientKey) {
 		t.Helper()
 		wallet, email, err := svc.CreateWallet(ctx, walletauth.NewWallet{CustomerID: customer, Email: address, Phone: "+14155550123"})
 		if err != nil {
@@ -631,7 +632,7 @@ func TestReplicasDomainRules(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				key, err := walletauth.NewClientKey()
+				key, err := authclient.NewClientKey()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -754,7 +755,7 @@ func TestReplicasDomainRules(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			key, err := walletauth.NewClientKey()
+			key, err := authclient.NewClientKey()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -832,7 +833,7 @@ func TestReplicasDomainRules(t *testing.T) {
 }
 
 // stamped returns c as the retry of ch, stamped by key.
-func stamped(t *testing.T, c signedretry.Request, ch *signedretry.Challenge, key *walletauth.ClientKey) signedretry.Request {
+func stamped(t *testing.T, c signedretry.Request, ch *signedretry.Challenge, key *authclient.ClientKey) signedretry.Request {
 	t.Helper()
 	if ch == nil {
 		t.Fatal("no challenge to sign")

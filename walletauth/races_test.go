@@ -12,6 +12,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // together runs every fn at once and returns their errors in order.
@@ -322,7 +323,7 @@ func TestOTPAttemptBudgetBurst(t *testing.T) {
 
 // revokeCrossSigned revokes e's EMAIL_OTP credential and sms at once, each
 // retry stamped by a session of the other, and returns both results.
-func (e *env) revokeCrossSigned(t *testing.T, sms *walletauth.AuthMethod, emailKey, smsKey *walletauth.ClientKey) []error {
+func (e *env) revokeCrossSigned(t *testing.T, sms *walletauth.AuthMethod, emailKey, smsKey *authclient.ClientKey) []error {
 	t.Helper()
 	ctx := t.Context()
 	revokeEmail := call(http.MethodDelete, "/auth/credentials/"+e.email.ID, "")

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
@@ -47,7 +49,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 	sec[e.wallet.ID] = testMnemonic
 
 	// Each flow runs twice before it is counted, to prepare its statements.
-	var key *walletauth.ClientKey
+	var key *authclient.ClientKey
 	// Each login moves the clock past the window of re-issued codes.
 	login := func() { e.clock.Add(time.Hour); _, key = e.login(t, e.email.ID, "EMAIL_OTP") }
 	privacy := func() {
@@ -94,7 +96,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 		}
 	}
 	// fresh logs in on its own, uncounted, for a flow that a new session signs.
-	fresh := func() *walletauth.ClientKey {
+	fresh := func() *authclient.ClientKey {
 		e.clock.Add(time.Hour)
 		_, k := e.login(t, e.email.ID, "EMAIL_OTP")
 		f.Take() // the login is counted on its own
@@ -246,7 +248,7 @@ func TestRoundTripsPostgres(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec = serve(h, http.MethodPost, path, body, map[string]string{signedretry.HeaderSignature: sig, signedretry.HeaderRequestID: ch.RequestID})
+		rec = serve(h, http.MethodPost, path, body, map[string]string{stamper.HeaderSignature: sig, stamper.HeaderRequestID: ch.RequestID})
 		if rec.Code != http.StatusOK {
 			t.Fatalf("verify leg 2 over HTTP: %d %s", rec.Code, rec.Body)
 		}

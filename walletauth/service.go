@@ -8,15 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
@@ -50,16 +48,17 @@ const (
 	SandboxOTPCode = "000000"
 )
 
-// Operation types written into signed-retry payloads.
+// Operation types written into signed-retry payloads, the ones clients
+// check payloads against ([authclient.OpAddCredential] and the others).
 const (
-	OpAddCredential    = "ADD_CREDENTIAL"
-	OpRevokeCredential = "REVOKE_CREDENTIAL"
-	OpVerifyOTP        = "VERIFY_OTP"
-	OpRevokeSession    = "REVOKE_SESSION"
-	OpRefreshSession   = "REFRESH_SESSION"
-	OpUpdateEmail      = "UPDATE_EMAIL"
-	OpExportWallet     = "EXPORT_WALLET"
-	OpWalletPrivacy    = "UPDATE_WALLET_PRIVACY"
+	OpAddCredential    = authclient.OpAddCredential
+	OpRevokeCredential = authclient.OpRevokeCredential
+	OpVerifyOTP        = authclient.OpVerifyOTP
+	OpRevokeSession    = authclient.OpRevokeSession
+	OpRefreshSession   = authclient.OpRefreshSession
+	OpUpdateEmail      = authclient.OpUpdateEmail
+	OpExportWallet     = authclient.OpExportWallet
+	OpWalletPrivacy    = authclient.OpWalletPrivacy
 )
 
 // Message is a one-time code to deliver.
@@ -253,26 +252,22 @@ type Config struct {
 	// client (key custody is the host's); nil makes an export 500
 	// INTERNAL_ERROR.
 	WalletSecrets WalletSecrets
-	// Logger receives the service's records: refusals of authentication
-	// (wrong, expired or locked-out codes, bad signatures, revoked signers)
-	// at slog.LevelWarn with the code and reason. Nothing secret (codes,
-	// keys, bundles, tokens, stamps, bodies) and no identifier of a
-	// customer, wallet or credential is logged. Nil discards.
-	Logger *slog.Logger
-	// TracerProvider receives a span per operation ("walletauth.otp.start",
+	// Telemetry receives the service's records, spans and metrics, and
+	// its signed-retry manager's; the zero value reports nothing. Refusals
+	// of authentication (wrong, expired or locked-out codes, bad
+	// signatures, revoked signers) are logged at slog.LevelWarn with the
+	// code and reason. Each operation is a span ("walletauth.otp.start",
 	// "walletauth.otp.verify", "walletauth.passkey.verify",
 	// "walletauth.oidc.verify", "walletauth.session.refresh",
 	// "walletauth.wallet.export"; the signed-retry step of one of these is
 	// an event on its span, and the other signed operations have the
-	// signed-retry manager's spans), carrying the outcome, error code and
-	// reason only. Nil means no
-	// tracing; the global provider is never used.
-	TracerProvider trace.TracerProvider
-	// MeterProvider receives the outcome counters and duration histograms
-	// (apierror/operation/README.md lists them), whose
-	// attributes are operation names, outcomes and error codes only. Nil
-	// means no metrics; the global provider is never used.
-	MeterProvider metric.MeterProvider
+	// signed-retry manager's spans) and is counted and timed by the outcome
+	// counters and duration histograms (apierror/operation/README.md lists
+	// them). Records, spans and metric attributes carry operation names,
+	// outcomes, error codes and reasons only: nothing secret (codes, keys,
+	// bundles, tokens, stamps, bodies) and no identifier of a customer,
+	// wallet or credential.
+	Telemetry operation.Telemetry
 }
 
 // Service is the embedded-wallet authentication service.
@@ -332,7 +327,7 @@ func New(cfg Config) (*Service, error) {
 	cfg.OTP = cfg.OTP.withDefaults()
 	retry, err := signedretry.New(signedretry.Config{Store: cfg.Store, Clock: cfg.Clock, Rand: cfg.Rand,
 		TTL: cfg.RetryTTL, MaxPending: cfg.MaxPendingChallenges, Sandbox: cfg.Sandbox,
-		Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
+		Telemetry: cfg.Telemetry})
 	if err != nil {
 		return nil, err
 	}
@@ -376,39 +371,11 @@ func (c OTPConfig) withDefaults() OTPConfig {
 // clients may pin (envelope.ParseTargetBundle).
 func (s *Service) SigningPublicKey() *ecdsa.PublicKey { return &s.cfg.Keys.SigningKey.PublicKey }
 
-// AuthMethod is a credential as clients see it.
-type AuthMethod struct {
-	ID        string                 `json:"id"`
-	AccountID string                 `json:"accountId"`
-	Type      storage.CredentialType `json:"type"`
-	Nickname  string                 `json:"nickname"`
-	// CredentialID is the base64url WebAuthn credential id (PASSKEY only).
-	CredentialID string    `json:"credentialId,omitempty"`
-	CreatedAt    time.Time `json:"createdAt"`
-	UpdatedAt    time.Time `json:"updatedAt"`
-	// OTPEncryptionTargetBundle is set when a one-time code was just issued
-	// for the credential.
-	OTPEncryptionTargetBundle string `json:"otpEncryptionTargetBundle,omitempty"`
-}
+// AuthMethod is a credential as clients see it ([authclient.AuthMethod]).
+type AuthMethod = authclient.AuthMethod
 
-// AuthSession is a session as clients see it.
-type AuthSession struct {
-	ID        string                 `json:"id"`
-	AccountID string                 `json:"accountId"`
-	Type      storage.CredentialType `json:"type"`
-	Nickname  string                 `json:"nickname"`
-	CreatedAt time.Time              `json:"createdAt"`
-	UpdatedAt time.Time              `json:"updatedAt"`
-	// AuthenticatedAt is when the ceremony that authenticated the session
-	// took place (the code, assertion or token verified); a refreshed
-	// session keeps the time of the one it replaced.
-	AuthenticatedAt time.Time `json:"authenticatedAt"`
-	ExpiresAt       time.Time `json:"expiresAt"`
-	// EncryptedSessionSigningKey is the session private key sealed to the
-	// client's key, returned once, on OAUTH and PASSKEY verification and on
-	// refresh when the server generated the key.
-	EncryptedSessionSigningKey string `json:"encryptedSessionSigningKey,omitempty"`
-}
+// AuthSession is a session as clients see it ([authclient.AuthSession]).
+type AuthSession = authclient.AuthSession
 
 func authMethod(c *storage.Credential) *AuthMethod {
 	m := &AuthMethod{ID: c.ID, AccountID: c.AccountID, Type: c.Type, Nickname: c.Nickname,

@@ -13,6 +13,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 )
 
@@ -227,11 +228,8 @@ type sessionParams struct {
 	ClientPublicKey string `json:"clientPublicKey,omitempty"`
 }
 
-// RefreshRequest is the body of POST /auth/sessions/{id}/refresh, the same
-// on both legs.
-type RefreshRequest struct {
-	ClientPublicKey string `json:"clientPublicKey"`
-}
+// RefreshRequest is the body of POST /auth/sessions/{id}/refresh, the same on both legs ([authclient.RefreshRequest]).
+type RefreshRequest = authclient.RefreshRequest
 
 // RefreshSession issues a new session in place of an active one. The first
 // call binds the session and clientPublicKey into the payload and answers a

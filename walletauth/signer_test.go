@@ -18,6 +18,7 @@ import (
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // Signed operations racing revokes of their signer, on the memory store and,
@@ -36,8 +37,8 @@ func eachStore(t *testing.T, fn func(t *testing.T, newStore func(t *testing.T) s
 
 // twoSessions returns an environment whose wallet has an EMAIL_OTP and an
 // SMS_OTP credential with a session each.
-func twoSessions(t *testing.T, store storage.Store) (e *env, emailSess *walletauth.AuthSession, emailKey *walletauth.ClientKey,
-	sms *walletauth.AuthMethod, smsSess *walletauth.AuthSession, smsKey *walletauth.ClientKey) {
+func twoSessions(t *testing.T, store storage.Store) (e *env, emailSess *walletauth.AuthSession, emailKey *authclient.ClientKey,
+	sms *walletauth.AuthMethod, smsSess *walletauth.AuthSession, smsKey *authclient.ClientKey) {
 	t.Helper()
 	e = newEnvOn(t, store, nil)
 	emailSess, emailKey = e.login(t, e.email.ID, storage.EmailOTP)

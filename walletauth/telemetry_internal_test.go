@@ -11,6 +11,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 )
 
@@ -28,11 +29,11 @@ func BenchmarkOperationTelemetry(b *testing.B) {
 	}{
 		{"none", func(*testing.B) Config { return Config{} }},
 		{"noop", func(*testing.B) Config {
-			return Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}
+			return Config{Telemetry: operation.Telemetry{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}}
 		}},
 		{"sdk", func(b *testing.B) Config {
 			tp, mp := telemetrytest.Discarding(b)
-			return Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), TracerProvider: tp, MeterProvider: mp}
+			return Config{Telemetry: operation.Telemetry{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), TracerProvider: tp, MeterProvider: mp}}
 		}},
 	} {
 		for _, outcome := range []struct {

@@ -29,7 +29,7 @@ func TestTelemetryCarriesNoSecrets(t *testing.T) {
 	tc := telemetrytest.New(t)
 	sec := secrets{}
 	e := runFlows(t, func(c *walletauth.Config) {
-		c.Logger, c.TracerProvider, c.MeterProvider = tc.Logger, tc.TracerProvider, tc.MeterProvider
+		c.Telemetry = tc.Telemetry()
 		c.WalletSecrets = sec
 	})
 

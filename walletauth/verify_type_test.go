@@ -9,6 +9,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
 )
@@ -72,7 +73,7 @@ func TestVerifyTypeMismatchHTTP(t *testing.T) {
 			if sent == credType {
 				continue
 			}
-			for _, headers := range []map[string]string{nil, {signedretry.HeaderRequestID: "Request:00000000-0000-4000-8000-000000000000"}} {
+			for _, headers := range []map[string]string{nil, {stamper.HeaderRequestID: "Request:00000000-0000-4000-8000-000000000000"}} {
 				status, got := client.do("POST", "/auth/credentials/"+creds[credType]+"/verify", bodies[sent], headers, nil)
 				msg, _ := got["message"].(string)
 				if status != 400 || got["code"] != "INVALID_INPUT" || !strings.Contains(msg, string(sent)) || !strings.Contains(msg, string(credType)) {

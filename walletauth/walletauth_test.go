@@ -16,6 +16,7 @@ import (
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // outbox is a Sender that keeps what it was asked to send.
@@ -88,7 +89,7 @@ func call(method, path, body string) signedretry.Request {
 	return signedretry.Request{Method: method, Path: path, Body: []byte(body)}
 }
 
-func signed(t testing.TB, c signedretry.Request, ch *signedretry.Challenge, k *walletauth.ClientKey) signedretry.Request {
+func signed(t testing.TB, c signedretry.Request, ch *signedretry.Challenge, k *authclient.ClientKey) signedretry.Request {
 	t.Helper()
 	if ch == nil {
 		t.Fatal("no challenge to sign")
@@ -101,9 +102,9 @@ func signed(t testing.TB, c signedretry.Request, ch *signedretry.Challenge, k *w
 	return c
 }
 
-func newKey(t testing.TB) *walletauth.ClientKey {
+func newKey(t testing.TB) *authclient.ClientKey {
 	t.Helper()
-	k, err := walletauth.NewClientKey()
+	k, err := authclient.NewClientKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func newKey(t testing.TB) *walletauth.ClientKey {
 
 // login runs the whole one-time-code login of a credential and returns the
 // session and its key.
-func (e *env) login(t testing.TB, credID string, typ storage.CredentialType) (*walletauth.AuthSession, *walletauth.ClientKey) {
+func (e *env) login(t testing.TB, credID string, typ storage.CredentialType) (*walletauth.AuthSession, *authclient.ClientKey) {
 	t.Helper()
 	ctx := t.Context()
 	m, err := e.svc.Challenge(ctx, credID, walletauth.ChallengeRequest{})
@@ -131,7 +132,7 @@ func (e *env) login(t testing.TB, credID string, typ storage.CredentialType) (*w
 	return e.verify(t, credID, typ, bundle, key)
 }
 
-func (e *env) verify(t testing.TB, credID string, typ storage.CredentialType, bundle string, key *walletauth.ClientKey) (*walletauth.AuthSession, *walletauth.ClientKey) {
+func (e *env) verify(t testing.TB, credID string, typ storage.CredentialType, bundle string, key *authclient.ClientKey) (*walletauth.AuthSession, *authclient.ClientKey) {
 	t.Helper()
 	ctx := t.Context()
 	body := `{"type":"` + string(typ) + `","encryptedOtpBundle":` + quote(bundle) + `}`
@@ -224,7 +225,7 @@ func TestOTPLogin(t *testing.T) {
 
 func TestOTPFailures(t *testing.T) {
 	ctx := t.Context()
-	setup := func(t *testing.T) (*env, *walletauth.ClientKey, string) {
+	setup := func(t *testing.T) (*env, *authclient.ClientKey, string) {
 		e := newEnv(t, func(c *walletauth.Config) { c.OTP.MaxAttempts = 3 })
 		m, err := e.svc.Challenge(ctx, e.email.ID, walletauth.ChallengeRequest{})
 		if err != nil {
@@ -232,7 +233,7 @@ func TestOTPFailures(t *testing.T) {
 		}
 		return e, newKey(t), m.OTPEncryptionTargetBundle
 	}
-	leg1 := func(e *env, key *walletauth.ClientKey, bundle, code string) error {
+	leg1 := func(e *env, key *authclient.ClientKey, bundle, code string) error {
 		sealed, err := key.SealOTP(bundle, e.svc.SigningPublicKey(), code, nil)
 		if err != nil {
 			return err

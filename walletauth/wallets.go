@@ -9,6 +9,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 )
 
@@ -120,28 +121,13 @@ type WalletSecrets interface {
 	Secret(ctx context.Context, accountID string) ([]byte, error)
 }
 
-// ExportRequest is the body of a wallet export.
-type ExportRequest struct {
-	// ClientPublicKey is the P-256 key, compressed (66 hex characters) or
-	// uncompressed (130), the wallet's secret is sealed to.
-	ClientPublicKey string `json:"clientPublicKey"`
-}
+// ExportRequest is the body of a wallet export ([authclient.ExportRequest]).
+type ExportRequest = authclient.ExportRequest
 
-// WalletExport is the result of a completed export.
-type WalletExport struct {
-	ID string `json:"id"`
-	// EncryptedWalletCredentials is the export bundle
-	// ([envelope.NewExportBundle]): a JSON string
-	// {"version","data","dataSignature","enclaveQuorumPublic"} whose data is
-	// hex of {"encappedPublic","ciphertext","organizationId"}; the
-	// ciphertext is the wallet's secret sealed (HPKE) to the signed
-	// clientPublicKey. dataSignature is hex DER ECDSA-P256-SHA256 over the
-	// data bytes by [Config].SigningKey and enclaveQuorumPublic the hex of
-	// its uncompressed public key ([Service.SigningPublicKey]), the same key
-	// that signs OTP target bundles. @turnkey/crypto's decryptExportBundle
-	// opens it when given that key as dangerouslyOverrideSignerPublicKey.
-	EncryptedWalletCredentials string `json:"encryptedWalletCredentials"`
-}
+// WalletExport is the result of a completed export ([authclient.WalletExport]):
+// its EncryptedWalletCredentials is signed by [Keys].SigningKey, whose public
+// half is [Service.SigningPublicKey].
+type WalletExport = authclient.WalletExport
 
 // exportParams are the parameters of an EXPORT_WALLET payload.
 type exportParams struct {
@@ -216,10 +202,8 @@ func (s *Service) export(ctx context.Context, _ storage.Tx, a *signedretry.Autho
 	return out, nil
 }
 
-// PrivacyRequest is the body of a wallet privacy update.
-type PrivacyRequest struct {
-	PrivateEnabled *bool `json:"privateEnabled"`
-}
+// PrivacyRequest is the body of a wallet privacy update ([authclient.PrivacyRequest]).
+type PrivacyRequest = authclient.PrivacyRequest
 
 // WalletPrivacy is the result of a completed privacy update: the value the
 // user signed, which the host persists.

@@ -14,6 +14,7 @@ import (
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 )
 
@@ -54,7 +55,7 @@ func wantStatus(t testing.TB, err error, status int, code apierror.Code) {
 // decryptExportBundle does, with the service's signing key pinned
 // (envelope.OpenExportBundle), and opens it with the client key it was
 // sealed to. It returns the secret and the signed organizationId.
-func openExport(t *testing.T, signer *ecdsa.PublicKey, k *walletauth.ClientKey, out *walletauth.WalletExport) (string, string, error) {
+func openExport(t *testing.T, signer *ecdsa.PublicKey, k *authclient.ClientKey, out *walletauth.WalletExport) (string, string, error) {
 	t.Helper()
 	var env struct{ Version, Data, DataSignature, EnclaveQuorumPublic string }
 	if err := json.Unmarshal([]byte(out.EncryptedWalletCredentials), &env); err != nil {
@@ -81,7 +82,7 @@ func openExport(t *testing.T, signer *ecdsa.PublicKey, k *walletauth.ClientKey, 
 }
 
 // uncompressed returns the uncompressed hex form of a client key.
-func uncompressed(k *walletauth.ClientKey) string {
+func uncompressed(k *authclient.ClientKey) string {
 	pub, _ := k.PrivateKey().PublicKey.ECDH()
 	return hex.EncodeToString(pub.Bytes())
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
@@ -63,7 +64,7 @@ func (s *Service) PasskeyRegistrationChallenge(ctx context.Context, accountID st
 // passkeyParams verifies a passkey registration and records it in p. With
 // consume the registration challenge is consumed in tx, otherwise it is only
 // checked and the retry that creates the credential consumes it.
-func (s *Service) passkeyParams(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, p *AddParams, req *AddCredentialRequest, consume bool) error {
+func (s *Service) passkeyParams(ctx context.Context, tx storage.Tx, acct *storage.InternalAccount, p *authclient.AddParams, req *AddCredentialRequest, consume bool) error {
 	v, err := s.passkeys()
 	if err != nil {
 		return err
@@ -82,15 +83,15 @@ func (s *Service) passkeyParams(ctx context.Context, tx storage.Tx, acct *storag
 	}
 	w := reg.Credential
 	p.Nickname = reg.Nickname
-	p.Passkey = &PasskeyParams{CredentialID: base64URL(w.CredentialID), RegistrationChallenge: req.Challenge,
+	p.Passkey = &authclient.PasskeyParams{CredentialID: base64URL(w.CredentialID), RegistrationChallenge: req.Challenge,
 		PublicKey: base64URL(w.PublicKey), AttestationType: w.AttestationType, AAGUID: base64URL(w.AAGUID),
 		SignCount: w.SignCount, Transports: w.Transports, UserPresent: w.UserPresent, UserVerified: w.UserVerified,
 		BackupEligible: w.BackupEligible, BackupState: w.BackupState}
 	return nil
 }
 
-// record is the stored form of the verified passkey.
-func (p *PasskeyParams) record() (*storage.WebAuthnCredential, error) {
+// passkeyRecord is the stored form of the verified passkey p.
+func passkeyRecord(p *authclient.PasskeyParams) (*storage.WebAuthnCredential, error) {
 	var raw [3][]byte
 	for i, v := range []string{p.CredentialID, p.PublicKey, p.AAGUID} {
 		b, err := base64.RawURLEncoding.DecodeString(v)

@@ -47,7 +47,7 @@ func BenchmarkOperation(b *testing.B) {
 			if c.tp != nil {
 				tp, mp := c.tp(), meter()
 				b.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
-				cfg.TracerProvider, cfg.MeterProvider = tp, mp
+				cfg.Telemetry = operation.Telemetry{TracerProvider: tp, MeterProvider: mp}
 			}
 			r, err := operation.New(cfg)
 			if err != nil {

@@ -21,13 +21,15 @@ func ExampleRecorder() {
 	reader := sdkmetric.NewManualReader()
 	r, err := operation.New(operation.Config{
 		Scope: "example.com/otp",
-		Logger: slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey {
-				return slog.Attr{} // a stable output
-			}
-			return a
-		}})),
-		MeterProvider:       sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		Telemetry: operation.Telemetry{
+			Logger: slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+				if a.Key == slog.TimeKey {
+					return slog.Attr{} // a stable output
+				}
+				return a
+			}})),
+			MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		},
 		Duration:            "example.otp.operation.duration",
 		DurationDescription: "Duration of one-time code operations.",
 	})

@@ -9,7 +9,8 @@
 // attributes its caller adds: never an id, address, key, code, token or
 // body. A [Recorder] without a tracer or meter provider (or with
 // OpenTelemetry's no-op ones) costs about nothing: no clock reads, no
-// spans, no attribute sets.
+// spans, no attribute sets. [Telemetry] is the logger and providers every
+// walletgate Config takes in one field.
 package operation
 
 import (
@@ -36,19 +37,29 @@ const (
 	outcomeError   = "error"   // a 5xx answer
 )
 
+// Telemetry is where a walletgate component reports: every walletgate
+// Config takes one. Each field is optional: a nil Logger discards, a nil
+// provider is a no-op one, never OpenTelemetry's global, so the zero
+// value reports nothing and costs about nothing. Nothing secret reaches
+// its logger, spans or metrics.
+type Telemetry struct {
+	// Logger receives the component's log records.
+	Logger *slog.Logger
+	// TracerProvider receives its spans.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives its metrics.
+	MeterProvider metric.MeterProvider
+}
+
 // Config configures a [Recorder]. The zero value records nothing but the
 // Warn logs, which it discards.
 type Config struct {
 	// Scope is the instrumentation scope of the tracer and the meter: the
 	// import path of the package whose operations are recorded.
 	Scope string
-	// Logger receives the Warn logs of refusals of authentication; nil
-	// discards them.
-	Logger *slog.Logger
-	// TracerProvider and MeterProvider receive the spans and the metrics;
-	// nil is a no-op provider, never the global one.
-	TracerProvider trace.TracerProvider
-	MeterProvider  metric.MeterProvider
+	// Telemetry receives the Warn logs of refusals of authentication, the
+	// spans and the metrics.
+	Telemetry Telemetry
 	// Duration and DurationDescription are the name and the description of
 	// the histogram of operation durations, in seconds, by
 	// walletgate.operation, walletgate.outcome and walletgate.code.
@@ -73,11 +84,11 @@ type Recorder struct {
 	noop bool
 }
 
-// Providers resolves the three optional telemetry fields of a walletgate
-// Config by the one rule they all follow: a nil logger discards, a nil
-// provider is a no-op one, never OpenTelemetry's global. It returns the
-// logger (never nil) and the tracer and meter of the instrumentation scope.
-func Providers(scope string, logger *slog.Logger, tp trace.TracerProvider, mp metric.MeterProvider) (*slog.Logger, trace.Tracer, metric.Meter) {
+// Resolve returns t's logger (never nil: a discarding one for a nil
+// Logger) and the tracer and meter of the instrumentation scope (no-op
+// ones for a nil provider, never OpenTelemetry's global).
+func (t Telemetry) Resolve(scope string) (*slog.Logger, trace.Tracer, metric.Meter) {
+	logger, tp, mp := t.Logger, t.TracerProvider, t.MeterProvider
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -90,15 +101,15 @@ func Providers(scope string, logger *slog.Logger, tp trace.TracerProvider, mp me
 	return logger, tp.Tracer(scope), mp.Meter(scope)
 }
 
-// isNoop reports whether tp and mp record nothing: each nil or
+// isNoop reports whether t's providers record nothing: each nil or
 // OpenTelemetry's no-op provider.
-func isNoop(tp trace.TracerProvider, mp metric.MeterProvider) bool {
-	switch tp.(type) {
+func (t Telemetry) isNoop() bool {
+	switch t.TracerProvider.(type) {
 	case nil, tracenoop.TracerProvider, *tracenoop.TracerProvider:
 	default:
 		return false
 	}
-	switch mp.(type) {
+	switch t.MeterProvider.(type) {
 	case nil, metricnoop.MeterProvider, *metricnoop.MeterProvider:
 		return true
 	}
@@ -109,9 +120,8 @@ func isNoop(tp trace.TracerProvider, mp metric.MeterProvider) bool {
 // duration histogram; it fails when the meter refuses the histogram (the
 // SDK refuses an empty or malformed name).
 func New(cfg Config) (*Recorder, error) {
-	r := &Recorder{log: cfg.Logger, reason: cfg.Reason, noop: isNoop(cfg.TracerProvider, cfg.MeterProvider),
-		attrs: attrCache{m: map[attrKey]*attrs{}}}
-	r.log, r.tracer, r.meter = Providers(cfg.Scope, cfg.Logger, cfg.TracerProvider, cfg.MeterProvider)
+	r := &Recorder{reason: cfg.Reason, noop: cfg.Telemetry.isNoop(), attrs: attrCache{m: map[attrKey]*attrs{}}}
+	r.log, r.tracer, r.meter = cfg.Telemetry.Resolve(cfg.Scope)
 	var err error
 	r.duration, err = r.meter.Float64Histogram(cfg.Duration, metric.WithUnit("s"),
 		metric.WithDescription(cfg.DurationDescription))
@@ -130,8 +140,8 @@ func (r *Recorder) Records() bool { return !r.noop }
 // counters (a no-op meter when no MeterProvider was given).
 func (r *Recorder) Meter() metric.Meter { return r.meter }
 
-// Logger is the logger of the Warn logs: Config.Logger, or a logger that
-// discards everything when it was nil. It is never nil.
+// Logger is the logger of the Warn logs: Config.Telemetry.Logger, or a
+// logger that discards everything when it was nil. It is never nil.
 func (r *Recorder) Logger() *slog.Logger { return r.log }
 
 // Op is one operation in progress, from [Recorder.Begin] to [Op.End]. Its

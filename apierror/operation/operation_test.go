@@ -68,11 +68,13 @@ func TestEnd(t *testing.T) {
 			reader := sdkmetric.NewManualReader()
 			var logs bytes.Buffer
 			r, err := operation.New(operation.Config{
-				Scope:          "example.com/test",
-				Logger:         slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: dropTime})),
-				TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)),
-				MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
-				Duration:       "test.duration", DurationDescription: "Test durations.",
+				Scope: "example.com/test",
+				Telemetry: operation.Telemetry{
+					Logger:         slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: dropTime})),
+					TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)),
+					MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+				},
+				Duration: "test.duration", DurationDescription: "Test durations.",
 				Reason: func(e *apierror.Error) string {
 					if e.Code == apierror.WalletSignatureInvalid {
 						return e.Message
@@ -143,11 +145,12 @@ func TestStep(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	outer, err := operation.New(operation.Config{Scope: "example.com/outer", TracerProvider: tp, MeterProvider: mp, Duration: "outer.duration"})
+	tel := operation.Telemetry{TracerProvider: tp, MeterProvider: mp}
+	outer, err := operation.New(operation.Config{Scope: "example.com/outer", Telemetry: tel, Duration: "outer.duration"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inner, err := operation.New(operation.Config{Scope: "example.com/inner", TracerProvider: tp, MeterProvider: mp, Duration: "inner.duration"})
+	inner, err := operation.New(operation.Config{Scope: "example.com/inner", Telemetry: tel, Duration: "inner.duration"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +218,7 @@ func TestStep(t *testing.T) {
 // gave the request.
 func TestWarnRequestID(t *testing.T) {
 	var logs bytes.Buffer
-	r, err := operation.New(operation.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: dropTime}))})
+	r, err := operation.New(operation.Config{Telemetry: operation.Telemetry{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: dropTime}))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +241,7 @@ func TestWarnRequestID(t *testing.T) {
 func TestNoProvidersAllocatesNothing(t *testing.T) {
 	for name, cfg := range map[string]operation.Config{
 		"nil":  {},
-		"noop": {TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()},
+		"noop": {Telemetry: operation.Telemetry{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r, err := operation.New(cfg)

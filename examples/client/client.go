@@ -9,7 +9,7 @@
 // lets anyone between it and the service (a proxy, a compromised backend)
 // answer a session refresh with the wallet export of their own key and read
 // the mnemonic. Every signed call here states what it expects
-// ([signedretry.Expectation]: the operation type of the route, the account,
+// ([stamper.Expectation]: the operation type of the route, the account,
 // the body sent, every parameter) and refuses any other payload before
 // stamping; the bundles it seals codes to and opens exports from must be
 // signed by the service's bundle signing key, pinned in [Client.BundleSigner].
@@ -30,9 +30,9 @@ import (
 	"strings"
 
 	"github.com/walletgate/walletgate/apierror"
-	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage"
-	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 )
 
@@ -126,18 +126,18 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, headers 
 // Signed runs a signed-retry operation: the first call and, when it answers
 // 202, the same request again with the same body bytes, stamped by key.
 // Before stamping, the payloadToSign is checked with want
-// ([signedretry.Expectation.Check]; want.Body is set to the bytes sent): a
+// ([stamper.Expectation.Check]; want.Body is set to the bytes sent): a
 // payload that is not the operation the caller expects is refused with the
 // error naming the failed check, and nothing is stamped or sent. The retry
 // carries the payload's requestId. It returns the final response; out
 // receives its body.
-func (c *Client) Signed(ctx context.Context, method, path string, body any, key *walletauth.ClientKey,
-	want signedretry.Expectation, out any) (*Response, error) {
+func (c *Client) Signed(ctx context.Context, method, path string, body any, key *authclient.ClientKey,
+	want stamper.Expectation, out any) (*Response, error) {
 	raw, err := encode(body)
 	if err != nil {
 		return nil, err
 	}
-	var ch signedretry.Challenge
+	var ch stamper.Challenge
 	res, err := c.Do(ctx, method, path, raw, nil, &ch)
 	if err != nil || res.Status != http.StatusAccepted {
 		if err == nil && out != nil && len(res.Body) > 0 {
@@ -154,8 +154,8 @@ func (c *Client) Signed(ctx context.Context, method, path string, body any, key 
 		return res, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	return c.Do(ctx, method, path, raw, map[string]string{
-		signedretry.HeaderSignature: stamp,
-		signedretry.HeaderRequestID: p.RequestID,
+		stamper.HeaderSignature: stamp,
+		stamper.HeaderRequestID: p.RequestID,
 	}, out)
 }
 
@@ -170,31 +170,21 @@ func encode(body any) ([]byte, error) {
 	}
 }
 
-// Operation types of the service's signed routes, as payloads name them.
-const (
-	OpAddCredential    = "ADD_CREDENTIAL"
-	OpRevokeCredential = "REVOKE_CREDENTIAL"
-	OpVerifyOTP        = "VERIFY_OTP"
-	OpRevokeSession    = "REVOKE_SESSION"
-	OpRefreshSession   = "REFRESH_SESSION"
-	OpExportWallet     = "EXPORT_WALLET"
-)
-
 // LoginOTP logs in to accountID with its one-time-code credential the way a
 // device does: it asks for a code, checks that the target bundle is signed by
 // the pinned [Client.BundleSigner], seals code to it with a fresh key, sends
 // leg 1, checks that the payload is the VERIFY_OTP of this credential bound
 // to that key, stamps it and sends leg 2. The fresh key is the session key it
 // returns. In the sandbox the code is "000000".
-func (c *Client) LoginOTP(ctx context.Context, accountID, credentialID string, typ storage.CredentialType, code string) (*walletauth.AuthSession, *walletauth.ClientKey, error) {
+func (c *Client) LoginOTP(ctx context.Context, accountID, credentialID string, typ storage.CredentialType, code string) (*authclient.AuthSession, *authclient.ClientKey, error) {
 	if c.BundleSigner == nil {
 		return nil, nil, errors.New("client: LoginOTP needs Client.BundleSigner, the service's bundle signing key")
 	}
-	var m walletauth.ChallengeResponse
+	var m authclient.ChallengeResponse
 	if _, err := c.Do(ctx, "POST", "/auth/credentials/"+credentialID+"/challenge", map[string]any{}, nil, &m); err != nil {
 		return nil, nil, fmt.Errorf("challenge: %w", err)
 	}
-	key, err := walletauth.NewClientKey()
+	key, err := authclient.NewClientKey()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -202,10 +192,10 @@ func (c *Client) LoginOTP(ctx context.Context, accountID, credentialID string, t
 	if err != nil {
 		return nil, nil, fmt.Errorf("sealing the code: %w", err)
 	}
-	var sess walletauth.AuthSession
+	var sess authclient.AuthSession
 	_, err = c.Signed(ctx, "POST", "/auth/credentials/"+credentialID+"/verify",
 		map[string]string{"type": string(typ), "encryptedOtpBundle": bundle}, key,
-		signedretry.Expectation{Type: OpVerifyOTP, AccountID: accountID,
+		stamper.Expectation{Type: authclient.OpVerifyOTP, AccountID: accountID,
 			Parameters: map[string]string{"credentialId": credentialID, "publicKey": key.PublicKeyHex()}}, &sess)
 	if err != nil {
 		return nil, nil, fmt.Errorf("verify: %w", err)
@@ -217,10 +207,10 @@ func (c *Client) LoginOTP(ctx context.Context, accountID, credentialID string, t
 // session of accountID stamped by its key; the new one is sealed to (or, with
 // client-held keys, is) next. The payload must be the REFRESH_SESSION of that
 // session for next.
-func (c *Client) RefreshSession(ctx context.Context, accountID, sessionID string, key, next *walletauth.ClientKey) (*walletauth.AuthSession, error) {
-	var fresh walletauth.AuthSession
+func (c *Client) RefreshSession(ctx context.Context, accountID, sessionID string, key, next *authclient.ClientKey) (*authclient.AuthSession, error) {
+	var fresh authclient.AuthSession
 	_, err := c.Signed(ctx, "POST", "/auth/sessions/"+sessionID+"/refresh", map[string]string{"clientPublicKey": next.PublicKeyHex()}, key,
-		signedretry.Expectation{Type: OpRefreshSession, AccountID: accountID,
+		stamper.Expectation{Type: authclient.OpRefreshSession, AccountID: accountID,
 			Parameters: map[string]string{"sessionId": sessionID, "clientPublicKey": next.PublicKeyHex()}}, &fresh)
 	if err != nil {
 		return nil, err
@@ -231,17 +221,17 @@ func (c *Client) RefreshSession(ctx context.Context, accountID, sessionID string
 // RevokeSession revokes sessionID of accountID, stamped by key (an active
 // session of the account). The payload must be the REVOKE_SESSION of that
 // session.
-func (c *Client) RevokeSession(ctx context.Context, accountID, sessionID string, key *walletauth.ClientKey) (*Response, error) {
+func (c *Client) RevokeSession(ctx context.Context, accountID, sessionID string, key *authclient.ClientKey) (*Response, error) {
 	return c.Signed(ctx, "DELETE", "/auth/sessions/"+sessionID, nil, key,
-		signedretry.Expectation{Type: OpRevokeSession, AccountID: accountID, Parameters: map[string]string{"sessionId": sessionID}}, nil)
+		stamper.Expectation{Type: authclient.OpRevokeSession, AccountID: accountID, Parameters: map[string]string{"sessionId": sessionID}}, nil)
 }
 
 // RevokeCredential revokes credentialID of accountID, stamped by key (an
 // active session of another credential). The payload must be the
 // REVOKE_CREDENTIAL of that credential.
-func (c *Client) RevokeCredential(ctx context.Context, accountID, credentialID string, key *walletauth.ClientKey) (*Response, error) {
+func (c *Client) RevokeCredential(ctx context.Context, accountID, credentialID string, key *authclient.ClientKey) (*Response, error) {
 	return c.Signed(ctx, "DELETE", "/auth/credentials/"+credentialID, nil, key,
-		signedretry.Expectation{Type: OpRevokeCredential, AccountID: accountID, Parameters: map[string]string{"credentialId": credentialID}}, nil)
+		stamper.Expectation{Type: authclient.OpRevokeCredential, AccountID: accountID, Parameters: map[string]string{"credentialId": credentialID}}, nil)
 }
 
 // AddCredential adds a credential to req.AccountID, stamped by key (an
@@ -250,14 +240,14 @@ func (c *Client) RevokeCredential(ctx context.Context, accountID, credentialID s
 // from what the client sends); the payload must be the ADD_CREDENTIAL of
 // exactly those. An account without a credential gets it at once, with no
 // signature.
-func (c *Client) AddCredential(ctx context.Context, req walletauth.AddCredentialRequest, params *walletauth.AddParams,
-	key *walletauth.ClientKey) (*walletauth.AuthMethod, error) {
+func (c *Client) AddCredential(ctx context.Context, req authclient.AddCredentialRequest, params *authclient.AddParams,
+	key *authclient.ClientKey) (*authclient.AuthMethod, error) {
 	if params == nil {
 		return nil, errors.New("client: AddCredential needs the expected parameters")
 	}
-	var m walletauth.AuthMethod
+	var m authclient.AuthMethod
 	if _, err := c.Signed(ctx, "POST", "/auth/credentials", req, key,
-		signedretry.Expectation{Type: OpAddCredential, AccountID: req.AccountID, Parameters: params}, &m); err != nil {
+		stamper.Expectation{Type: authclient.OpAddCredential, AccountID: req.AccountID, Parameters: params}, &m); err != nil {
 		return nil, err
 	}
 	return &m, nil
@@ -268,14 +258,14 @@ func (c *Client) AddCredential(ctx context.Context, req walletauth.AddCredential
 // must be the EXPORT_WALLET of accountID for exportKey; the bundle must be
 // signed by the pinned [Client.BundleSigner], name [Client.OrganizationID]
 // and open with exportKey.
-func (c *Client) ExportWallet(ctx context.Context, accountID string, key, exportKey *walletauth.ClientKey) ([]byte, error) {
+func (c *Client) ExportWallet(ctx context.Context, accountID string, key, exportKey *authclient.ClientKey) ([]byte, error) {
 	if c.BundleSigner == nil || c.OrganizationID == "" {
 		return nil, errors.New("client: ExportWallet needs Client.BundleSigner and Client.OrganizationID")
 	}
 	target := exportKey.PublicKeyHex()
-	var out walletauth.WalletExport
-	if _, err := c.Signed(ctx, "POST", "/internal-accounts/"+accountID+"/export", walletauth.ExportRequest{ClientPublicKey: target}, key,
-		signedretry.Expectation{Type: OpExportWallet, AccountID: accountID, Parameters: map[string]string{"clientPublicKey": target}}, &out); err != nil {
+	var out authclient.WalletExport
+	if _, err := c.Signed(ctx, "POST", "/internal-accounts/"+accountID+"/export", authclient.ExportRequest{ClientPublicKey: target}, key,
+		stamper.Expectation{Type: authclient.OpExportWallet, AccountID: accountID, Parameters: map[string]string{"clientPublicKey": target}}, &out); err != nil {
 		return nil, err
 	}
 	priv, err := exportKey.PrivateKey().ECDH()

@@ -20,9 +20,10 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/examples/client"
 	"github.com/walletgate/walletgate/sandbox"
-	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 )
 
@@ -38,7 +39,7 @@ type relay struct {
 	// exportOnRefresh, when set, is the wallet whose export the relay
 	// answers a session refresh with, for its own key.
 	exportOnRefresh string
-	relayKey        *walletauth.ClientKey
+	relayKey        *authclient.ClientKey
 	exportBody      []byte
 	// retries counts the signed retries the relay received.
 	retries int
@@ -60,7 +61,7 @@ func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	wallet, forge := r.exportOnRefresh, r.forgeBundles
 	r.mu.Unlock()
-	signed := req.Header.Get(signedretry.HeaderSignature) != ""
+	signed := req.Header.Get(stamper.HeaderSignature) != ""
 	switch {
 	case wallet != "" && strings.HasSuffix(req.URL.Path, "/refresh") && !signed:
 		// Leg 1 of the refresh: ask for an export to the relay's key,
@@ -73,10 +74,10 @@ func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.retries++
 		r.mu.Unlock()
 		res := r.send(req, "POST", "/internal-accounts/"+wallet+"/export", r.exportBody, map[string]string{
-			signedretry.HeaderSignature: req.Header.Get(signedretry.HeaderSignature),
-			signedretry.HeaderRequestID: req.Header.Get(signedretry.HeaderRequestID)})
+			stamper.HeaderSignature: req.Header.Get(stamper.HeaderSignature),
+			stamper.HeaderRequestID: req.Header.Get(stamper.HeaderRequestID)})
 		body, _ := io.ReadAll(res.Body)
-		var out walletauth.WalletExport
+		var out authclient.WalletExport
 		if res.StatusCode == http.StatusOK && json.Unmarshal(body, &out) == nil {
 			priv, _ := r.relayKey.PrivateKey().ECDH()
 			if secret, err := envelope.OpenExportBundle(priv, out.EncryptedWalletCredentials, nil, sandbox.SandboxOrganizationID); err == nil {
@@ -165,8 +166,8 @@ type fixture struct {
 	relay  *relay
 	c      *client.Client
 	wallet string
-	sess   *walletauth.AuthSession
-	key    *walletauth.ClientKey
+	sess   *authclient.AuthSession
+	key    *authclient.ClientKey
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -196,7 +197,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f.wallet = wallets.Data[0].ID
-	var creds struct{ Data []walletauth.AuthMethod }
+	var creds struct{ Data []authclient.AuthMethod }
 	if _, err := c.Do(ctx, "GET", "/auth/credentials?accountId="+f.wallet, nil, nil, &creds); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func (r *relay) seen() (int, string) {
 // attackRefresh makes the relay answer session refreshes with the export of
 // the wallet to the relay's own key.
 func (f *fixture) attackRefresh(t *testing.T) {
-	k, err := walletauth.NewClientKey()
+	k, err := authclient.NewClientKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestRelayCannotTurnARefreshIntoAnExport(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.attackRefresh(t)
-	next, _ := walletauth.NewClientKey()
+	next, _ := authclient.NewClientKey()
 	fresh, err := f.c.RefreshSession(ctx, f.wallet, f.sess.ID, f.key, next)
 	wantRefused(t, err, "type")
 	if retries, mnemonic := f.relay.seen(); fresh != nil || retries != 0 || mnemonic != "" {
@@ -259,10 +260,10 @@ func TestRelayAttackWorksOnAClientThatStampsBlindly(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.attackRefresh(t)
-	next, _ := walletauth.NewClientKey()
+	next, _ := authclient.NewClientKey()
 	path := "/auth/sessions/" + f.sess.ID + "/refresh"
 	body := map[string]string{"clientPublicKey": next.PublicKeyHex()}
-	var ch signedretry.Challenge
+	var ch stamper.Challenge
 	if _, err := f.c.Do(ctx, "POST", path, body, nil, &ch); err != nil {
 		t.Fatal(err)
 	}
@@ -270,8 +271,8 @@ func TestRelayAttackWorksOnAClientThatStampsBlindly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.c.Do(ctx, "POST", path, body, map[string]string{signedretry.HeaderSignature: stamp,
-		signedretry.HeaderRequestID: ch.RequestID}, nil); err != nil {
+	if _, err := f.c.Do(ctx, "POST", path, body, map[string]string{stamper.HeaderSignature: stamp,
+		stamper.HeaderRequestID: ch.RequestID}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, mnemonic := f.relay.seen(); mnemonic != sandbox.SandboxMnemonic {
@@ -287,19 +288,19 @@ func TestClientRefusesPayloadsOfAnotherOperation(t *testing.T) {
 	// Same type, same account, same empty body: only the parameters tell a
 	// revocation of another session apart. The relay is honest here; the
 	// expectation names the session the caller means.
-	next, _ := walletauth.NewClientKey()
+	next, _ := authclient.NewClientKey()
 	fresh, err := f.c.RefreshSession(ctx, f.wallet, f.sess.ID, f.key, next)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.c.Signed(ctx, "DELETE", "/auth/sessions/"+fresh.ID, nil, f.key,
-		signedretry.Expectation{Type: client.OpRevokeSession, AccountID: f.wallet, Parameters: map[string]string{"sessionId": f.sess.ID}}, nil)
+		stamper.Expectation{Type: authclient.OpRevokeSession, AccountID: f.wallet, Parameters: map[string]string{"sessionId": f.sess.ID}}, nil)
 	wantRefused(t, err, "parameters")
 	_, err = f.c.Signed(ctx, "DELETE", "/auth/sessions/"+fresh.ID, nil, f.key,
-		signedretry.Expectation{Type: client.OpRevokeCredential, AccountID: f.wallet, Parameters: map[string]string{"sessionId": fresh.ID}}, nil)
+		stamper.Expectation{Type: authclient.OpRevokeCredential, AccountID: f.wallet, Parameters: map[string]string{"sessionId": fresh.ID}}, nil)
 	wantRefused(t, err, "type")
 	_, err = f.c.Signed(ctx, "DELETE", "/auth/sessions/"+fresh.ID, nil, f.key,
-		signedretry.Expectation{Type: client.OpRevokeSession, AccountID: "InternalAccount:00000000-0000-4000-8000-000000000000",
+		stamper.Expectation{Type: authclient.OpRevokeSession, AccountID: "InternalAccount:00000000-0000-4000-8000-000000000000",
 			Parameters: map[string]string{"sessionId": fresh.ID}}, nil)
 	wantRefused(t, err, "accountId")
 	if retries, _ := f.relay.seen(); retries != 1 { // the refresh's
@@ -317,7 +318,7 @@ func TestClientRefusesPayloadsOfAnotherOperation(t *testing.T) {
 func TestLoginRefusesABundleOfAnotherSigner(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	var creds struct{ Data []walletauth.AuthMethod }
+	var creds struct{ Data []authclient.AuthMethod }
 	if _, err := f.c.Do(ctx, "GET", "/auth/credentials?accountId="+f.wallet, nil, nil, &creds); err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func TestLoginRefusesABundleOfAnotherSigner(t *testing.T) {
 // pinned key.
 func TestExportWalletChecksAndOpens(t *testing.T) {
 	f := newFixture(t)
-	exportKey, _ := walletauth.NewClientKey()
+	exportKey, _ := authclient.NewClientKey()
 	secret, err := f.c.ExportWallet(context.Background(), f.wallet, f.key, exportKey)
 	if err != nil || string(secret) != sandbox.SandboxMnemonic {
 		t.Fatalf("export: %q, %v", secret, err)

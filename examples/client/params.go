@@ -14,8 +14,7 @@ import (
 	"github.com/go-webauthn/webauthn/protocol"
 
 	"github.com/walletgate/walletgate/storage"
-	"github.com/walletgate/walletgate/walletauth"
-	"github.com/walletgate/walletgate/walletauth/passkey"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // PasskeyAddParams returns the ADD_CREDENTIAL parameters a passkey
@@ -26,11 +25,11 @@ import (
 // with the payload before stamping, so the session key authorizes this
 // passkey and no other. An attestation that does not parse or whose
 // statement does not verify is an error.
-func PasskeyAddParams(att *passkey.Attestation, nickname, challenge string) (*walletauth.AddParams, error) {
+func PasskeyAddParams(att *authclient.Attestation, nickname, challenge string) (*authclient.AddParams, error) {
 	if att == nil {
 		return nil, errors.New("client: no attestation")
 	}
-	nick, err := passkey.NormalizeNickname(nickname)
+	nick, err := authclient.NormalizeNickname(nickname)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +66,7 @@ func PasskeyAddParams(att *passkey.Attestation, nickname, challenge string) (*wa
 		return nil, errors.New("client: the attested credential id is not the attestation's credentialId")
 	}
 	enc := base64.RawURLEncoding.EncodeToString
-	return &walletauth.AddParams{Type: storage.Passkey, Nickname: nick, Passkey: &walletauth.PasskeyParams{
+	return &authclient.AddParams{Type: storage.Passkey, Nickname: nick, Passkey: &authclient.PasskeyParams{
 		CredentialID: enc(ad.AttData.CredentialID), RegistrationChallenge: challenge,
 		PublicKey: enc(ad.AttData.CredentialPublicKey), AttestationType: obj.Type, AAGUID: enc(ad.AttData.AAGUID),
 		SignCount: ad.Counter, Transports: slices.Clone(att.Transports),
@@ -82,7 +81,7 @@ func PasskeyAddParams(att *passkey.Attestation, nickname, challenge string) (*wa
 // does not verify them (the service does). The issuer is taken as the token
 // spells it, so a token naming an alias of the issuer is refused by the
 // comparison rather than accepted.
-func OAuthAddParams(idToken string) (*walletauth.AddParams, error) {
+func OAuthAddParams(idToken string) (*authclient.AddParams, error) {
 	parts := strings.Split(idToken, ".")
 	if len(parts) != 3 {
 		return nil, errors.New("client: the ID token is not a JWS compact serialization")
@@ -110,6 +109,6 @@ func OAuthAddParams(idToken string) (*walletauth.AddParams, error) {
 	}
 	email, _ := claims.Email.(string)
 	sum := sha256.Sum256([]byte(idToken))
-	return &walletauth.AddParams{Type: storage.OAuth, Nickname: email, Issuer: claims.Iss, Audience: aud, Subject: claims.Sub,
+	return &authclient.AddParams{Type: storage.OAuth, Nickname: email, Issuer: claims.Iss, Audience: aud, Subject: claims.Sub,
 		OIDCTokenSHA256: hex.EncodeToString(sum[:])}, nil
 }

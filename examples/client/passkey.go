@@ -11,7 +11,7 @@ import (
 	"github.com/go-webauthn/webauthn/protocol/webauthncbor"
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
 
-	"github.com/walletgate/walletgate/walletauth/passkey"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // SoftwarePasskey is a passkey held in memory: an Ed25519 key that answers
@@ -79,7 +79,7 @@ func (p *SoftwarePasskey) authData(attested bool) ([]byte, error) {
 
 // Attest answers a registration challenge (base64url, as the platform issued
 // it) with the attestation the add-credential request carries.
-func (p *SoftwarePasskey) Attest(challenge string) (*passkey.Attestation, error) {
+func (p *SoftwarePasskey) Attest(challenge string) (*authclient.Attestation, error) {
 	ad, err := p.authData(true)
 	if err != nil {
 		return nil, err
@@ -89,16 +89,16 @@ func (p *SoftwarePasskey) Attest(challenge string) (*passkey.Attestation, error)
 		return nil, err
 	}
 	enc := base64.RawURLEncoding.EncodeToString
-	return &passkey.Attestation{CredentialID: enc(p.id), ClientDataJSON: enc(p.clientData("webauthn.create", challenge)),
+	return &authclient.Attestation{CredentialID: enc(p.id), ClientDataJSON: enc(p.clientData("webauthn.create", challenge)),
 		AttestationObject: enc(obj), Transports: []string{"internal"}}, nil
 }
 
 // Assert answers an authentication challenge (the lowercase hex string the
 // service returned; its UTF-8 bytes are the WebAuthn challenge). Each
 // assertion advances the signature counter.
-func (p *SoftwarePasskey) Assert(challengeHex string) (*passkey.Assertion, error) {
+func (p *SoftwarePasskey) Assert(challengeHex string) (*authclient.Assertion, error) {
 	p.counter++
-	cd := p.clientData("webauthn.get", passkey.ClientDataChallenge(challengeHex))
+	cd := p.clientData("webauthn.get", authclient.ClientDataChallenge(challengeHex))
 	ad, err := p.authData(false)
 	if err != nil {
 		return nil, err
@@ -106,5 +106,5 @@ func (p *SoftwarePasskey) Assert(challengeHex string) (*passkey.Assertion, error
 	h := sha256.Sum256(cd)
 	sig := ed25519.Sign(p.key, append(append([]byte{}, ad...), h[:]...))
 	enc := base64.RawURLEncoding.EncodeToString
-	return &passkey.Assertion{CredentialID: enc(p.id), ClientDataJSON: enc(cd), AuthenticatorData: enc(ad), Signature: enc(sig)}, nil
+	return &authclient.Assertion{CredentialID: enc(p.id), ClientDataJSON: enc(cd), AuthenticatorData: enc(ad), Signature: enc(sig)}, nil
 }

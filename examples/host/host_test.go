@@ -25,15 +25,18 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
@@ -64,9 +67,9 @@ type env struct {
 	h       http.Handler
 	codes   *codes
 	clock   *storagetest.Clock // the services' clock
-	tel     Telemetry
+	tel     operation.Telemetry
 	metrics http.Handler // GET /metrics
-	logs    *syncBuffer  // the JSON records of tel.Log
+	logs    *syncBuffer  // the JSON records of tel.Logger
 }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
@@ -126,13 +129,13 @@ func newEnv(t testing.TB, conns int32) *env {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	tel := Telemetry{Log: slog.New(slog.NewJSONHandler(logs, nil)), MeterProvider: mp}
+	tel := operation.Telemetry{Logger: slog.New(slog.NewJSONHandler(logs, nil)), MeterProvider: mp}
 	clock := storagetest.NewClock(time.Now().UTC())
 	svc, err := NewServices(ServicesConfig{Pool: pool, Schema: schema, Keys: keys, Sender: c, Telemetry: tel, Clock: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner, Limits: svc.Limits,
+	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner, Payouts: svc.Payouts,
 		Platforms: map[string]string{apiKey: "Platform:test"}, Operators: map[string]string{riskDeskKey: RiskDesk}, Telemetry: tel,
 		Clock: clock.Now})
 	if err != nil {
@@ -204,7 +207,7 @@ func wantAPIError(t testing.TB, w *httptest.ResponseRecorder, code apierror.Code
 
 // customer creates a customer (and its wallet) and logs the wallet in over
 // EMAIL_OTP, returning the customer and the session's key.
-func (e *env) customer(email string) (Customer, *walletauth.ClientKey) {
+func (e *env) customer(email string) (Customer, *authclient.ClientKey) {
 	t := e.t
 	t.Helper()
 	var c Customer
@@ -214,7 +217,7 @@ func (e *env) customer(email string) (Customer, *walletauth.ClientKey) {
 
 // login logs the customer's wallet in over EMAIL_OTP and returns the
 // session's key.
-func (e *env) login(c Customer) *walletauth.ClientKey {
+func (e *env) login(c Customer) *authclient.ClientKey {
 	t := e.t
 	t.Helper()
 	ctx := e.ctx()
@@ -225,7 +228,7 @@ func (e *env) login(c Customer) *walletauth.ClientKey {
 	e.codes.mu.Lock()
 	code := e.codes.last[c.CredentialID]
 	e.codes.mu.Unlock()
-	key, err := walletauth.NewClientKey()
+	key, err := authclient.NewClientKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,13 +355,13 @@ func (e *env) firstLeg(customer, account string, amount int64) ([]byte, *signedr
 }
 
 // retryHeaders stamps the challenge with the session's key.
-func retryHeaders(t testing.TB, ch *signedretry.Challenge, key *walletauth.ClientKey) map[string]string {
+func retryHeaders(t testing.TB, ch *signedretry.Challenge, key *authclient.ClientKey) map[string]string {
 	t.Helper()
 	sig, err := key.Stamp(ch.PayloadToSign)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]string{signedretry.HeaderSignature: sig, signedretry.HeaderRequestID: ch.RequestID}
+	return map[string]string{stamper.HeaderSignature: sig, stamper.HeaderRequestID: ch.RequestID}
 }
 
 // TestPayoutEndToEnd: first leg 202, signed retry 200; the ledger is
@@ -490,7 +493,7 @@ func TestPayoutRaceFailedProof(t *testing.T) {
 	c, key := e.customer("dave@example.com")
 	e.fund(c.ID, 1_000_000_000_000)
 	account, wk := e.wallet(c.ID)
-	threshold := Policy.VerificationThresholds.ByCurrency["USDC"]
+	threshold := PayoutGate.VerificationThresholds.ByCurrency["USDC"]
 	const n = 24
 	type leg struct {
 		body []byte

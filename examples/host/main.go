@@ -9,32 +9,36 @@
 //   - start-up: walletgate's migrations (postgres.Migrate, or the host's own
 //     tool applying postgres.Migrations followed by postgres.CheckSchema),
 //     the host's own tables (customers, ledger, payouts) in the same schema;
-//   - one host transaction per write that spans both sides: the host begins
-//     a pgx.Tx, binds it with Store.WithTx, runs walletgate's operation in
-//     it, writes its own rows through postgres.HostTx and commits; on
-//     a lost conflict (postgres.Rerunnable: walletgate's postgres.ErrRerun,
-//     or 40001/40P01 from the host's own statements or COMMIT) it rolls
-//     back and runs the whole transaction again;
+//   - one host transaction per write that spans both sides (Store.InTx):
+//     the host begins a pgx.Tx, binds it with Store.WithTx, runs
+//     walletgate's operation in it, writes its own rows through
+//     postgres.HostTx and commits; on a lost conflict (postgres.Rerunnable:
+//     walletgate's postgres.ErrRerun, or 40001/40P01 from the host's own
+//     statements or COMMIT) it rolls back and runs the whole transaction
+//     again;
 //   - POST /customers: the customer row, its ledger row and its embedded
 //     wallet in one transaction;
 //   - POST /customers/{id}/external-accounts registers an external wallet;
 //     ownership's handler proves it (POST
 //     /customers/external-accounts/{id}/challenge, then /verify), for the
 //     calling platform's customers only;
-//   - POST /customers/{id}/payouts: one signed host operation
-//     (walletauth.Authorize) whose check runs the payout gate
-//     (ownership.CheckPayoutIn) on both legs, so a payout the gate refuses
-//     asks for no signature, and whose effect hands the payout policy
-//     (PayoutRules) the debit: the policy calls it for an allowed payout
-//     only, which debits the ledger, records the payout with the signing
-//     session and appends the outbox event (signature check, gate,
-//     decision, debit and event commit together or not at all), and
-//     stores a held payout for the risk desk (202 with the approval);
+//   - POST /customers/{id}/payouts: one signed payout of ownership/payout
+//     (payout.Operation through walletauth.Authorize), whose chain (the
+//     destination the customer's own, the payout gate
+//     ownership.CheckPayoutIn) runs on both legs, so a payout the gate
+//     refuses asks for no signature, and whose retry hands the payout
+//     policy (RiskPolicy, of PayoutRules) the host's payout: the policy
+//     has it made for an allowed payout only, which debits the ledger,
+//     records the payout with the signing session and appends the outbox
+//     event (signature check, gate, decision, debit and event commit
+//     together or not at all), and stores a held payout for the risk desk
+//     (202 with the approval);
 //   - GET /customers/{id}/payout-approvals/{approvalId}, and the risk
 //     desk's POST /operator/payout-approvals/{approvalId}/approve and
-//     /refuse (operator keys): an approval executes the held payout once,
-//     through the gate and the same debit, in the transaction that
-//     records it; a refusal or the approval's expiry ends it;
+//     /refuse (operator keys): an approval (payout.Approve) executes the
+//     held payout once, through the same chain and the same payout, in the
+//     transaction that records it; a refusal or the approval's expiry ends
+//     it;
 //   - tenants: every wallet is created with its platform as its tenant,
 //     so one platform's customers never collide with another's (an email
 //     address per platform), and the services' guards compare the tenant
@@ -87,8 +91,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/ownership/payout"
 	"github.com/walletgate/walletgate/ownership/policy"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
@@ -213,10 +219,16 @@ func (s LogSender) Send(_ context.Context, m walletauth.Message) error {
 
 // Services are the walletgate services of the host, on one store.
 type Services struct {
-	Store  *postgres.Store
-	Auth   *walletauth.Service
-	Owner  *ownership.Service
-	Limits *policy.Policy
+	Store *postgres.Store
+	Auth  *walletauth.Service
+	// Owner is the ownership service, whose payout gate is configured by
+	// [PayoutGate].
+	Owner *ownership.Service
+	// RiskPolicy is the payout policy of [PayoutRules].
+	RiskPolicy *policy.Policy
+	// Payouts runs the payouts of the wallets and their approvals on the
+	// three services.
+	Payouts *payout.Service
 }
 
 // PayoutRules is the risk policy of this example, as data, in USDC (six
@@ -259,22 +271,24 @@ const PayoutRules = `{
 // refuses held payouts.
 const RiskDesk = "risk-desk"
 
-// Policy is the payout policy of this example: payouts of USDC at or above
-// 1,000 USDC (six decimals) need a proven wallet; none above 1,000,000.
-var Policy = ownership.PayoutPolicy{
+// PayoutGate is the payout gate's configuration of this example (the
+// ownership rule, [ownership.PayoutPolicy]; the risk policy is
+// [PayoutRules]): payouts of USDC at or above 1,000 USDC (six decimals)
+// need a proven wallet; none above 1,000,000.
+var PayoutGate = ownership.PayoutPolicy{
 	VerificationThresholds: ownership.Limits{ByCurrency: map[string]int64{"USDC": 1_000_000_000}},
 	MaxAmounts:             ownership.Limits{ByCurrency: map[string]int64{"USDC": 1_000_000_000_000}},
 }
 
 // ServicesConfig is what NewServices builds the services from. Pool,
-// Keys, Sender and Telemetry.Log are required.
+// Keys, Sender and Telemetry.Logger are required.
 type ServicesConfig struct {
 	Pool   *pgxpool.Pool
 	Schema string // the schema of walletgate's tables and the host's; empty: postgres.DefaultSchema
 	Keys   walletauth.Keys
 	Sender walletauth.Sender
 	// Telemetry receives every component's records, spans and metrics.
-	Telemetry Telemetry
+	Telemetry operation.Telemetry
 	// Clock is the services' time; nil means time.Now.
 	Clock func() time.Time
 }
@@ -290,18 +304,18 @@ func NewServices(c ServicesConfig) (*Services, error) {
 	}
 	tel := c.Telemetry
 	store, err := postgres.New(c.Pool, postgres.Config{Schema: c.Schema,
-		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
+		Telemetry: tel})
 	if err != nil {
 		return nil, err
 	}
 	auth, err := walletauth.New(walletauth.Config{Store: store, Sender: c.Sender, Keys: c.Keys, Clock: c.Clock, Guard: platformWallet,
-		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
+		Telemetry: tel})
 	if err != nil {
 		return nil, err
 	}
-	owner, err := ownership.New(ownership.Config{Store: store, Payouts: Policy, Clock: c.Clock,
-		Guard:  platformAccount,
-		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
+	owner, err := ownership.New(ownership.Config{Store: store, Payouts: PayoutGate, Clock: c.Clock,
+		Guard:     platformAccount,
+		Telemetry: tel})
 	if err != nil {
 		return nil, err
 	}
@@ -309,19 +323,27 @@ func NewServices(c ServicesConfig) (*Services, error) {
 	if err != nil {
 		return nil, err
 	}
-	limits, err := policy.New(policy.Config{Rules: rules, Clock: c.Clock,
-		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
+	risk, err := policy.New(policy.Config{Rules: rules, Clock: c.Clock,
+		Telemetry: tel})
 	if err != nil {
 		return nil, err
 	}
-	return &Services{Store: store, Auth: auth, Owner: owner, Limits: limits}, nil
+	clock := c.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	payouts, err := payout.New(payout.Config{Store: store, Gate: owner, Policy: risk, Wallets: auth, Clock: clock})
+	if err != nil {
+		return nil, err
+	}
+	return &Services{Store: store, Auth: auth, Owner: owner, RiskPolicy: risk, Payouts: payouts}, nil
 }
 
 // NewRelay returns the relay delivering the outbox as webhooks signed
 // with key to url, reporting to tel. shutdown bounds how long deliveries in flight may finish
 // once Run's context is cancelled (zero: the relay's default); those still
 // running are then released, due again at once for any relay.
-func NewRelay(store storage.Store, url string, key *ecdsa.PrivateKey, tel Telemetry, shutdown time.Duration) (*relay.Relay, error) {
+func NewRelay(store storage.Store, url string, key *ecdsa.PrivateKey, tel operation.Telemetry, shutdown time.Duration) (*relay.Relay, error) {
 	if err := checkTelemetry(tel); err != nil {
 		return nil, err
 	}
@@ -330,12 +352,12 @@ func NewRelay(store storage.Store, url string, key *ecdsa.PrivateKey, tel Teleme
 		return nil, err
 	}
 	pub, err := webhook.NewPublisher(webhook.PublisherConfig{Target: url, Signer: signer, Client: &http.Client{Timeout: 10 * time.Second},
-		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
+		Telemetry: tel})
 	if err != nil {
 		return nil, err
 	}
 	return relay.New(relay.Config{Store: store, Publisher: pub, ShutdownTimeout: shutdown,
-		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
+		Telemetry: tel})
 }
 
 func main() {
@@ -375,12 +397,12 @@ func run(ctx context.Context, log *slog.Logger, dsn string) error {
 		return err
 	}
 	defer func() { _ = mp.Shutdown(context.WithoutCancel(ctx)) }()
-	tel := Telemetry{Log: log, MeterProvider: mp}
+	tel := operation.Telemetry{Logger: log, MeterProvider: mp}
 	svc, err := NewServices(ServicesConfig{Pool: pool, Schema: cfg.Schema, Keys: cfg.Keys, Sender: LogSender{Log: log}, Telemetry: tel})
 	if err != nil {
 		return err
 	}
-	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner, Limits: svc.Limits,
+	srv, err := NewServer(ctx, ServerConfig{Pool: pool, Store: svc.Store, Auth: svc.Auth, Owner: svc.Owner, Payouts: svc.Payouts,
 		Platforms: cfg.Platforms, Operators: cfg.Operators, Telemetry: tel})
 	if err != nil {
 		return err
@@ -394,7 +416,7 @@ func run(ctx context.Context, log *slog.Logger, dsn string) error {
 		return err
 	}
 	sw, err := sweep.New(sweep.Config{Store: svc.Store,
-		Logger: tel.Log, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
+		Telemetry: tel})
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/ownership"
+	"github.com/walletgate/walletgate/ownership/payout"
 	"github.com/walletgate/walletgate/ownership/policy"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
@@ -35,10 +37,6 @@ const PayoutEvent = "PAYOUT.CREATED"
 // maxBody bounds every request body the host reads itself.
 const maxBody = 64 << 10
 
-// maxReruns bounds how often a host transaction that lost a conflict with
-// another (postgres.Rerunnable) is run again.
-const maxReruns = 5
-
 // Server is the host: its own tables (customers, ledger, payouts) beside
 // walletgate's in one PostgreSQL schema, and every write that touches both
 // in one transaction the host begins and commits.
@@ -47,8 +45,8 @@ type Server struct {
 	store     *postgres.Store
 	auth      *walletauth.Service
 	owner     *ownership.Service
-	limits    *policy.Policy
-	idem      *idempotency.Guard
+	payouts   *payout.Service
+	idem      *idempotency.Once
 	platforms map[string]string // API key -> platform id
 	operators map[string]string // operator key -> operator name
 	clock     func() time.Time
@@ -97,11 +95,13 @@ ALTER TABLE ` + t.payouts + ` ADD COLUMN IF NOT EXISTS approval_id text;`
 // ServerConfig holds what NewServer needs; every field is required but
 // Operators.
 type ServerConfig struct {
-	Pool      *pgxpool.Pool
-	Store     *postgres.Store
-	Auth      *walletauth.Service
-	Owner     *ownership.Service
-	Limits    *policy.Policy
+	Pool  *pgxpool.Pool
+	Store *postgres.Store
+	Auth  *walletauth.Service
+	Owner *ownership.Service
+	// Payouts runs the payouts and their approvals (ownership/payout), on
+	// the services above.
+	Payouts   *payout.Service
 	Platforms map[string]string // API key -> platform id
 	// Operators are the risk desk's keys (operator key -> operator name,
 	// as the payout policy's approval rules name operators).
@@ -110,16 +110,16 @@ type ServerConfig struct {
 	Clock func() time.Time
 	// Telemetry receives the records of the host and of the Idempotency-Key
 	// middleware, and every error the API answers (under apierror.Observe).
-	Telemetry Telemetry
+	Telemetry operation.Telemetry
 }
 
 // NewServer creates the host's tables when missing and returns the host.
 func NewServer(ctx context.Context, c ServerConfig) (*Server, error) {
-	if c.Pool == nil || c.Store == nil || c.Auth == nil || c.Owner == nil || c.Limits == nil || c.Telemetry.Log == nil || len(c.Platforms) == 0 {
+	if c.Pool == nil || c.Store == nil || c.Auth == nil || c.Owner == nil || c.Payouts == nil || c.Telemetry.Logger == nil || len(c.Platforms) == 0 {
 		return nil, errors.New("host: pool, store, services, logger and at least one platform key are required")
 	}
-	s := &Server{pool: c.Pool, store: c.Store, auth: c.Auth, owner: c.Owner, limits: c.Limits, platforms: c.Platforms,
-		operators: c.Operators, clock: c.Clock, log: c.Telemetry.Log, t: newTables(c.Store.Schema())}
+	s := &Server{pool: c.Pool, store: c.Store, auth: c.Auth, owner: c.Owner, payouts: c.Payouts, platforms: c.Platforms,
+		operators: c.Operators, clock: c.Clock, log: c.Telemetry.Logger, t: newTables(c.Store.Schema())}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -127,7 +127,7 @@ func NewServer(ctx context.Context, c ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("host: migrate the host's tables: %w", err)
 	}
 	g, err := idempotency.New(idempotency.Config{Store: c.Store,
-		Logger: c.Telemetry.Log, TracerProvider: c.Telemetry.TracerProvider, MeterProvider: c.Telemetry.MeterProvider})
+		Telemetry: c.Telemetry})
 	if err != nil {
 		return nil, err
 	}
@@ -251,32 +251,6 @@ func (s *Server) authenticate(keys map[string]string, ctxKey any, next http.Hand
 	})
 }
 
-// inTx runs fn in a host transaction bound to the store (WithTx) and
-// commits it; a transaction that lost a conflict with another
-// (postgres.Rerunnable: walletgate's postgres.ErrRerun, or a serialization
-// failure or deadlock of the host's own statements or COMMIT) rolls back
-// and runs it whole again, as walletgate cannot rerun the host's.
-func (s *Server) inTx(ctx context.Context, fn func(hctx context.Context, tx pgx.Tx) error) error {
-	for run := 0; ; run++ {
-		err := s.once(ctx, fn)
-		if !postgres.Rerunnable(err) || run == maxReruns {
-			return err
-		}
-	}
-}
-
-func (s *Server) once(ctx context.Context, fn func(context.Context, pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // a no-op after Commit
-	if err := fn(s.store.WithTx(ctx, tx), tx); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
-}
-
 type newCustomer struct {
 	Email    string `json:"email"`
 	Currency string `json:"currency"`
@@ -300,7 +274,7 @@ func (s *Server) createCustomer(w http.ResponseWriter, r *http.Request) {
 	}
 	// Fail closed: a ledger in a currency the payout policy does not pay
 	// out could never be paid from.
-	if paid := Policy.Currencies(); !slices.Contains(paid, in.Currency) {
+	if paid := PayoutGate.Currencies(); !slices.Contains(paid, in.Currency) {
 		apierror.Write(w, apierror.InvalidField("currency", apierror.OneOf(paid...), "is not a currency this host pays out"))
 		return
 	}
@@ -310,7 +284,7 @@ func (s *Server) createCustomer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var out Customer
-	err = s.inTx(r.Context(), func(hctx context.Context, tx pgx.Tx) error {
+	err = s.store.InTx(r.Context(), func(hctx context.Context, tx pgx.Tx) error {
 		// The wallet's tenant is the calling platform: its email is
 		// unique among this platform's customers only.
 		wallet, email, err := s.auth.CreateWallet(hctx, walletauth.NewWallet{CustomerID: id, Tenant: platformOf(r), Email: in.Email})
@@ -374,13 +348,19 @@ func (s *Server) registerAccount(w http.ResponseWriter, r *http.Request) {
 }
 
 // payoutParams are what the wallet's session signs: everything the payout
-// acts on. The check and the effect get them as the first call stored
+// acts on. The chain and the payout get them as the first call stored
 // them, never from the retry.
 type payoutParams struct {
 	CustomerID string `json:"customerId"`
+	WalletID   string `json:"walletId"`
 	AccountID  string `json:"accountId"`
 	Amount     int64  `json:"amount"`
 	Currency   string `json:"currency"`
+}
+
+// transfer is the payout the parameters name, from the customer's wallet.
+func (p payoutParams) transfer() payout.Transfer {
+	return payout.Transfer{SourceID: p.WalletID, DestinationID: p.AccountID, Amount: p.Amount, Currency: p.Currency}
 }
 
 type payoutBody struct {
@@ -422,23 +402,19 @@ func approvalView(ap *storage.PayoutApproval, now time.Time) PayoutApproval {
 		Rule: ap.Rule, State: policy.StateOf(ap, now), Approvers: append([]string{}, ap.Approvers...), ExpiresAt: ap.ExpiresAt}
 }
 
-// payoutOutcome is what a payout's retry did: paid, or held for approval.
-// Exactly one is set.
-type payoutOutcome struct {
-	paid *Payout
-	held *storage.PayoutApproval
-}
-
-// payout is one signed host operation. The first leg runs the payout rule
-// (payoutCheck: the customer's own account, the payout gate), so a payout
-// the gate refuses asks for no signature, then binds the parameters and
-// answers 202 with the payload to stamp. The retry, in one host
-// transaction: the signature check and consumption of the request, the
-// same rule again on the signed parameters (the gate holding the external
+// payout is one signed host operation, the payout of ownership/payout
+// (payout.Operation). Its first leg runs the payout's chain (the
+// destination the customer's own, checked before the gate so that another
+// customer's account reveals nothing of its state, and the payout gate),
+// so a payout the gate refuses asks for no signature, then binds the
+// parameters and answers 202 with the payload to stamp. The retry, in one
+// host transaction: the signature check and consumption of the request,
+// the chain again on the signed parameters (the gate holding the external
 // account), the payout policy's decision and, for an allowed payout only,
-// the ledger debit, the payout row naming the signer and the outbox
-// event. A held payout answers 202 with its approval and debits nothing.
-// Any failure rolls all of it back: the signed request stays usable.
+// the host's payout (pay: the ledger debit, the payout row naming the
+// signer and the outbox event). A held payout answers 202 with its
+// approval and debits nothing. Any failure rolls all of it back: the
+// signed request stays usable.
 func (s *Server) payout(w http.ResponseWriter, r *http.Request) {
 	customer, wallet, currency, err := s.customer(r)
 	if err != nil {
@@ -451,7 +427,8 @@ func (s *Server) payout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := signedretry.RequestFrom(r, body)
-	op := walletauth.HostOperation[payoutParams, payoutOutcome]{Type: PayoutType, AccountID: wallet, Check: s.payoutCheck, Effect: s.payoutEffect}
+	spec := payout.Spec[payoutParams, Payout]{Type: PayoutType, AccountID: wallet, DestinationField: "accountId",
+		Transfer: payoutParams.transfer, Pay: s.paySigned}
 	if !call.IsRetry() {
 		var in payoutBody
 		if err := apierror.DecodeBytes(body, &in); err != nil {
@@ -462,15 +439,15 @@ func (s *Server) payout(w http.ResponseWriter, r *http.Request) {
 			apierror.Write(w, apierror.InvalidField("amount", nil, "must be positive"))
 			return
 		}
-		op.Parameters = payoutParams{CustomerID: customer, AccountID: in.AccountID, Amount: in.Amount, Currency: currency}
+		spec.Parameters = payoutParams{CustomerID: customer, WalletID: wallet, AccountID: in.AccountID, Amount: in.Amount, Currency: currency}
 	}
 	var (
-		out payoutOutcome
+		out payout.Outcome[Payout]
 		ch  *signedretry.Challenge
 	)
-	err = s.inTx(r.Context(), func(hctx context.Context, _ pgx.Tx) error {
+	err = s.store.InTx(r.Context(), func(hctx context.Context, _ pgx.Tx) error {
 		var err error
-		out, _, ch, err = walletauth.Authorize(hctx, s.auth, op, call)
+		out, _, ch, err = walletauth.Authorize(hctx, s.auth, payout.Operation(s.payouts, spec, call), call)
 		return err
 	})
 	switch {
@@ -478,179 +455,125 @@ func (s *Server) payout(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, err)
 	case ch != nil:
 		apierror.WriteJSON(w, http.StatusAccepted, ch)
-	case out.held != nil:
-		s.log.Info("payout held for approval", "approval", out.held.ID, "rule", out.held.Rule)
-		apierror.WriteJSON(w, http.StatusAccepted, approvalView(out.held, s.clock()))
+	case out.Held != nil:
+		s.log.Info("payout held for approval", "approval", out.Held.ID, "rule", out.Held.Rule)
+		apierror.WriteJSON(w, http.StatusAccepted, approvalView(out.Held, s.clock()))
 	default:
-		s.log.Info("payout committed", "request", out.paid.ID, "account", out.paid.AccountID, "amount", out.paid.Amount)
-		apierror.WriteJSON(w, http.StatusOK, out.paid)
+		s.log.Info("payout committed", "request", out.Paid.ID, "account", out.Paid.AccountID, "amount", out.Paid.Amount)
+		apierror.WriteJSON(w, http.StatusOK, out.Paid)
 	}
 }
 
-// payoutCheck is the payout rule, run on both legs inside the host
-// transaction, and again before an approved payout is made: the
-// destination must be the customer's own (its owner never changes),
-// checked before the gate so that another customer's account reveals
-// nothing of its state, and the payout gate must allow the payout,
-// holding the account until the transaction ends.
-func (s *Server) payoutCheck(ctx context.Context, wt storage.Tx, p payoutParams) error {
-	acct, err := wt.ExternalAccounts().Get(ctx, p.AccountID)
-	if errors.Is(err, storage.ErrNotFound) || err == nil && acct.CustomerID != p.CustomerID {
-		return apierror.New(apierror.ReferenceNotFound, "no external account %s of customer %s", p.AccountID, p.CustomerID)
+// paySigned is the host's payout of the signed parameters p, which the
+// chain and the policy allowed as pay.
+func (s *Server) paySigned(ctx context.Context, wt storage.Tx, p payoutParams, pay *payout.Payment) (Payout, error) {
+	if p.CustomerID != pay.CustomerID {
+		return Payout{}, apierror.Internal(fmt.Errorf("host: the signed payout is of customer %s, its wallet of %s", p.CustomerID, pay.CustomerID))
 	}
-	if err != nil {
-		return err
-	}
-	_, err = s.owner.CheckPayoutIn(ctx, wt, ownership.Payout{AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency})
-	return err
+	return s.pay(ctx, wt, p, pay)
 }
 
-// payoutEffect runs inside the host transaction that consumes the signed
-// request, once payoutCheck has allowed the signed parameters p. The risk
-// policy decides on the signer of the retry and makes the payout through
-// s.pay, which it calls for an allowed payout only: a held payout is
-// stored for the risk desk and paid by nothing here; a refusal leaves the
-// signed request usable, for when the window has room.
-func (s *Server) payoutEffect(ctx context.Context, wt storage.Tx, a *signedretry.Authorization, p payoutParams) (payoutOutcome, error) {
-	var paid *Payout
-	out, err := s.limits.Decide(ctx, wt, policy.Payout{ID: a.RequestID, CustomerID: p.CustomerID, SourceID: a.AccountID,
-		DestinationID: p.AccountID, Amount: p.Amount, Currency: p.Currency, Authorization: a},
-		func(ctx context.Context, wt storage.Tx, allowed *policy.Allowed) (err error) {
-			paid, err = s.pay(ctx, wt, allowed, a.SessionID, a.CredentialID)
-			return err
-		})
-	if err != nil {
-		return payoutOutcome{}, err
-	}
-	if out.Held != nil {
-		return payoutOutcome{held: out.Held}, nil
-	}
-	return payoutOutcome{paid: paid}, nil
+// payApproved is the host's payout of a held payout the risk desk
+// approved: the payout the approval holds.
+func (s *Server) payApproved(ctx context.Context, wt storage.Tx, pay *payout.Payment) (Payout, error) {
+	t := pay.Transfer
+	return s.pay(ctx, wt, payoutParams{CustomerID: pay.CustomerID, WalletID: t.SourceID, AccountID: t.DestinationID,
+		Amount: t.Amount, Currency: t.Currency}, pay)
 }
 
-// pay makes the payout the policy allowed, in its transaction: the ledger
-// debit, the payout row and the outbox event, through the host's
-// transaction. session and credential sign it; for a payout the risk desk
-// approved, session is empty and credential is the one whose session
-// signed it when it was held.
-func (s *Server) pay(ctx context.Context, wt storage.Tx, a *policy.Allowed, session, credential string) (*Payout, error) {
-	p := payoutParams{CustomerID: a.Payout.CustomerID, AccountID: a.Payout.DestinationID, Amount: a.Payout.Amount, Currency: a.Payout.Currency}
-	approval := ""
-	if a.Approval != nil {
-		approval = a.Approval.ID
+// pay makes the payout p that the policy allowed, in its transaction: the
+// ledger debit, the payout row and the outbox event, through the host's
+// transaction. The row names the credential whose session signed the
+// payout and that session; for a payout the risk desk approved, the
+// session is empty and the approval named.
+func (s *Server) pay(ctx context.Context, wt storage.Tx, p payoutParams, pay *payout.Payment) (Payout, error) {
+	session, approval := "", ""
+	if a := pay.Authorization; a != nil {
+		session = a.SessionID
+	}
+	if ap := pay.Allowed.Approval; ap != nil {
+		approval = ap.ID
 	}
 	pg, err := postgres.HostTx(ctx, wt)
 	if err != nil {
-		return nil, err
+		return Payout{}, err
 	}
 	if err := debit(ctx, pg, s.t, p.CustomerID, p.Amount); err != nil {
-		return nil, err
+		return Payout{}, err
 	}
 	if _, err := pg.Exec(ctx, "INSERT INTO "+s.t.payouts+
 		" (request_id, customer_id, account_id, amount, currency, session_id, credential_id, approval_id) VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''))",
-		a.Payout.ID, p.CustomerID, p.AccountID, p.Amount, p.Currency, session, credential, approval); err != nil {
-		return nil, err
+		pay.ID, p.CustomerID, p.AccountID, p.Amount, p.Currency, session, pay.SignedBy, approval); err != nil {
+		return Payout{}, err
 	}
 	eid, err := storage.NewID(nil, "Webhook")
 	if err != nil {
-		return nil, err
+		return Payout{}, err
 	}
-	payload, err := eventPayload(eid, a.Payout.ID, p)
+	payload, err := eventPayload(eid, pay.ID, p)
 	if err != nil {
-		return nil, err
+		return Payout{}, err
 	}
 	if err := wt.Outbox().Append(ctx, &storage.Event{ID: eid, Type: PayoutEvent, AccountID: p.AccountID, Payload: payload, CreatedAt: time.Now().UTC()}); err != nil {
-		return nil, err
+		return Payout{}, err
 	}
-	return &Payout{ID: a.Payout.ID, AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency, SessionID: session, ApprovalID: approval}, nil
+	return Payout{ID: pay.ID, AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency, SessionID: session, ApprovalID: approval}, nil
 }
 
-// lockApproval holds the payout approval id in wt: 404 REFERENCE_NOT_FOUND
-// when there is none, or when customer, if set, is not its customer.
-func lockApproval(ctx context.Context, wt storage.Tx, id, customer string) (storage.PayoutApproval, error) {
-	unknown := apierror.New(apierror.ReferenceNotFound, "payout approval %q not found", id)
-	if !storage.ValidID(id, "PayoutApproval") {
-		return storage.PayoutApproval{}, unknown
-	}
-	ap, err := wt.PayoutApprovals().Lock(ctx, id)
-	switch {
-	case errors.Is(err, storage.ErrNotFound) || err == nil && customer != "" && ap.CustomerID != customer:
-		return storage.PayoutApproval{}, unknown
-	case err != nil:
-		return storage.PayoutApproval{}, err
-	}
-	return ap, nil
-}
-
-// getApproval answers a held payout of the calling platform's customer.
+// getApproval answers a held payout of the calling platform's customer:
+// another customer's approval answers as an unknown one.
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 	customer, _, _, err := s.customer(r)
 	if err != nil {
 		apierror.Write(w, err)
 		return
 	}
-	var ap storage.PayoutApproval
-	err = s.store.Atomic(r.Context(), func(wt storage.Tx) error {
-		var err error
-		ap, err = lockApproval(r.Context(), wt, r.PathValue("approvalId"), customer)
-		return err
-	})
+	id := r.PathValue("approvalId")
+	ap, err := s.payouts.Get(r.Context(), id)
+	if err == nil && ap.CustomerID != customer {
+		err = apierror.New(apierror.ReferenceNotFound, "payout approval %q not found", id)
+	}
 	if err != nil {
 		apierror.Write(w, err)
 		return
 	}
-	apierror.WriteJSON(w, http.StatusOK, approvalView(&ap, s.clock()))
+	apierror.WriteJSON(w, http.StatusOK, approvalView(ap, s.clock()))
 }
 
 // operatorDecides is the risk desk's decision of a held payout, as the
-// authenticated operator: an approval (approve) records it and, with the
-// last one, makes the payout in the same host transaction, through the
-// payout rule again (the destination's gate, as it is now) and the same
-// debit; a refusal ends it. Answers: 200 with the Payout when it was
-// paid, 200 with the PayoutApproval otherwise; 409 CONFLICT when it is no
-// longer waiting (approved, refused, expired), 403 FORBIDDEN for an
-// operator its rule does not name, the payout rule's and the policy's
-// refusals (the approval then still waits), 404 for an unknown id.
+// authenticated operator, in one host transaction: an approval
+// (payout.Approve) records it and, with the last one, makes the payout
+// through the payout's chain again (the destination's gate, as it is now)
+// and the same payout as a signed one (pay); a refusal ends it. Answers:
+// 200 with the Payout when it was paid, 200 with the PayoutApproval
+// otherwise; 409 CONFLICT when it is no longer waiting (approved, refused,
+// expired), 403 FORBIDDEN for an operator its rule does not name, the
+// chain's and the policy's refusals (the approval then still waits), 404
+// for an unknown id.
 func (s *Server) operatorDecides(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		by := policy.Approver{Operator: operatorOf(r)}
-		id := r.PathValue("approvalId")
+		operator, id := operatorOf(r), r.PathValue("approvalId")
 		var (
 			paid *Payout
 			ap   *storage.PayoutApproval
 		)
-		err := s.inTx(r.Context(), func(hctx context.Context, _ pgx.Tx) error {
+		err := s.store.InTx(r.Context(), func(hctx context.Context, _ pgx.Tx) error {
 			paid, ap = nil, nil
-			return s.store.Atomic(hctx, func(wt storage.Tx) error {
-				stored, err := lockApproval(hctx, wt, id, "")
-				if err != nil {
-					return err
-				}
-				if !approve {
-					ap, err = s.limits.Refuse(hctx, wt, id, by)
-					return err
-				}
-				// The risk desk makes the payout for the platform of the
-				// wallet it is paid from: the services' guards admit that
-				// platform's accounts.
-				wallet, err := wt.InternalAccounts().Get(hctx, stored.SourceID)
-				if err != nil {
-					return apierror.From(err)
-				}
-				pctx := withPlatform(hctx, wallet.Tenant)
-				_, ap, err = s.limits.Approve(pctx, wt, id, by, func(ctx context.Context, wt storage.Tx, a *policy.Allowed) error {
-					p := payoutParams{CustomerID: a.Payout.CustomerID, AccountID: a.Payout.DestinationID, Amount: a.Payout.Amount, Currency: a.Payout.Currency}
-					// The gate decides on the destination as it is now,
-					// holding it to the commit.
-					if err := s.payoutCheck(ctx, wt, p); err != nil {
-						return err
-					}
-					var err error
-					paid, err = s.pay(ctx, wt, a, "", stored.RequestedBy)
-					return err
-				})
+			if !approve {
+				var err error
+				ap, err = s.payouts.Refuse(hctx, id, operator)
 				return err
-			})
+			}
+			pctx, err := s.asPlatformOf(hctx, id)
+			if err != nil {
+				return err
+			}
+			done, err := payout.Approve(pctx, s.payouts, id, operator, s.payApproved)
+			if err != nil {
+				return err
+			}
+			ap, paid = &done.Approval, done.Paid
+			return nil
 		})
 		switch {
 		case err != nil:
@@ -662,6 +585,24 @@ func (s *Server) operatorDecides(approve bool) http.HandlerFunc {
 			apierror.WriteJSON(w, http.StatusOK, approvalView(ap, s.clock()))
 		}
 	}
+}
+
+// asPlatformOf is ctx acting as the platform of the wallet the held payout
+// id is paid from: the risk desk makes the payout for that platform, whose
+// accounts the services' guards admit. 404 REFERENCE_NOT_FOUND for an
+// unknown approval.
+func (s *Server) asPlatformOf(ctx context.Context, id string) (context.Context, error) {
+	ap, err := s.payouts.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var tenant string
+	err = s.store.Atomic(ctx, func(wt storage.Tx) error {
+		wallet, err := wt.InternalAccounts().Get(ctx, ap.SourceID)
+		tenant = wallet.Tenant
+		return apierror.From(err)
+	})
+	return withPlatform(ctx, tenant), err
 }
 
 // InsufficientFunds is this host's own error code: 409 when a payout is

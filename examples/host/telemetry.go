@@ -2,25 +2,15 @@ package main
 
 import (
 	"errors"
-	"log/slog"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/trace"
-)
 
-// Telemetry is where the host and every walletgate component it builds
-// send their records, spans and metrics. Log is required; a nil provider
-// means none (walletgate never falls back to the global providers).
-type Telemetry struct {
-	Log            *slog.Logger
-	TracerProvider trace.TracerProvider
-	MeterProvider  metric.MeterProvider
-}
+	"github.com/walletgate/walletgate/apierror/operation"
+)
 
 // NewMetrics returns a meter provider whose metrics the returned handler
 // serves in the Prometheus text format (GET /metrics), through the
@@ -38,10 +28,13 @@ func NewMetrics() (*sdkmetric.MeterProvider, http.Handler, error) {
 	return mp, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil
 }
 
-// checkTelemetry refuses a Telemetry without a logger.
-func checkTelemetry(t Telemetry) error {
-	if t.Log == nil {
-		return errors.New("host: Telemetry.Log is required")
+// checkTelemetry refuses a Telemetry without a logger: the host and every
+// walletgate component it builds send their records, spans and metrics to
+// it, and a nil provider means none (walletgate never falls back to the
+// global providers).
+func checkTelemetry(t operation.Telemetry) error {
+	if t.Logger == nil {
+		return errors.New("host: Telemetry.Logger is required")
 	}
 	return nil
 }

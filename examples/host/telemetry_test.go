@@ -12,6 +12,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // TestMetricsAfterLogin: after a login over EMAIL_OTP, one wrong code and a
@@ -29,7 +30,7 @@ func TestMetricsAfterLogin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _ := walletauth.NewClientKey()
+	key, _ := authclient.NewClientKey()
 	wrong := "000000"
 	if e.codes.last[c.CredentialID] == wrong {
 		wrong = "111111"

@@ -12,6 +12,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/storagetest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 const otherKey = "other-platform-key-0123456789abcdef"
@@ -95,7 +96,7 @@ func TestOtherPlatformCannotActOnCustomer(t *testing.T) {
 	if code == wrongCode {
 		wrongCode = "111111"
 	}
-	sealed, err := walletauth.NewClientKey()
+	sealed, err := authclient.NewClientKey()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/oidc"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
@@ -141,7 +142,7 @@ func run(ctx context.Context) error {
 
 	// ... and log in with it: the challenge binds a fresh client key, the
 	// assertion is verified with WebAuthn, the session key comes back sealed.
-	device, err := walletauth.NewClientKey()
+	device, err := authclient.NewClientKey()
 	if err != nil {
 		return err
 	}
@@ -197,7 +198,7 @@ func run(ctx context.Context) error {
 
 	// 6. A signed wallet export, sealed to the client's key: the payload
 	// must bind that key, the bundle must be signed by the pinned key.
-	exportKey, err := walletauth.NewClientKey()
+	exportKey, err := authclient.NewClientKey()
 	if err != nil {
 		return err
 	}

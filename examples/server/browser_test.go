@@ -16,6 +16,7 @@ import (
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
@@ -154,7 +155,7 @@ func TestChromiumPasskeyAgainstServer(t *testing.T) {
 	// Login, twice: the counter Chromium keeps must rise, and each session
 	// key opens only with the device key it was sealed to.
 	for i := range 2 {
-		device, err := walletauth.NewClientKey()
+		device, err := authclient.NewClientKey()
 		if err != nil {
 			t.Fatal(err)
 		}

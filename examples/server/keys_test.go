@@ -14,6 +14,7 @@ import (
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/secret"
 )
 
@@ -125,7 +126,7 @@ func TestServerPostgresSharedKeys(t *testing.T) {
 		if _, err := ca.Do(ctx, "POST", "/auth/credentials/"+cred+"/challenge", map[string]any{}, nil, &m); err != nil {
 			t.Fatal(err)
 		}
-		key, _ := walletauth.NewClientKey()
+		key, _ := authclient.NewClientKey()
 		bundle, err := key.SealOTP(m.OTPEncryptionTargetBundle, nil, walletauth.SandboxOTPCode, nil)
 		if err != nil {
 			t.Fatal(err)

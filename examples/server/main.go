@@ -91,6 +91,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/examples/server/internal/evmsim"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
@@ -183,6 +184,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(out, nil))
+	tel := operation.Telemetry{Logger: log}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -208,7 +210,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if _, err := postgres.Migrate(ctx, pool, postgres.Config{}); err != nil {
 			return fmt.Errorf("migrating: %w", err)
 		}
-		if store, err = postgres.New(pool, postgres.Config{Logger: log}); err != nil {
+		if store, err = postgres.New(pool, postgres.Config{Telemetry: tel}); err != nil {
 			return err
 		}
 	}
@@ -218,7 +220,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	cfg := sandbox.Config{Store: store, ClientID: *clientID, ClientSecret: *secret,
 		RelyingParty: rp, Sealer: sealer, CodeMACKey: codeMACKey, SigningKey: signing, ClientHeldKeys: *clientHeld, WebhookURL: *webhookURL,
-		Logger: log}
+		Telemetry: tel}
 	var chains *evmsim.Chains
 	if *evmSimulated {
 		// The sandbox's network is cfg.Network's zero value, mainnet.

@@ -22,6 +22,7 @@ import (
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
 	"github.com/walletgate/walletgate/walletauth"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // server is an instance of run serving on a loopback port.
@@ -206,11 +207,10 @@ func TestServerPostgres(t *testing.T) {
 	}
 }
 
-// TestServerPostgresPerProcessRecords: two servers on one database share
-// the storage records (the embedded wallet a customer got on A is read on
-// B) but not the simulator's own: B answers 404 for a customer made on A,
-// as the -postgres flag's documentation says.
-func TestServerPostgresPerProcessRecords(t *testing.T) {
+// TestServerPostgresOneSandbox: two servers on one database are one
+// sandbox, as the -postgres flag's documentation says: B reads the
+// customer made on A, its wallet and the balance A funded.
+func TestServerPostgresOneSandbox(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	a, b := serve(t, "-postgres", dsn), serve(t, "-postgres", dsn)
 	do := func(method, url, body string) (int, map[string]any) {
@@ -234,12 +234,21 @@ func TestServerPostgresPerProcessRecords(t *testing.T) {
 	if status, _ := do("GET", a+"/customers/"+id, ""); status != 200 {
 		t.Fatalf("A reads its customer: %d", status)
 	}
-	if status, e := do("GET", b+"/customers/"+id, ""); status != 404 || e["code"] != "USER_NOT_FOUND" {
-		t.Fatalf("B reads A's customer: %d %v, want 404 USER_NOT_FOUND", status, e)
+	if status, got := do("GET", b+"/customers/"+id, ""); status != 200 || got["id"] != id || got["email"] != c["email"] {
+		t.Fatalf("B reads A's customer: %d %v, want %v", status, got, c)
 	}
 	status, l := do("GET", b+"/internal-accounts?customerId="+id, "")
-	if data, _ := l["data"].([]any); status != 200 || len(data) != 1 {
-		t.Fatalf("B lists the wallet of A's customer: %d %v, want the one wallet (a storage record)", status, l)
+	data, _ := l["data"].([]any)
+	if status != 200 || len(data) != 1 {
+		t.Fatalf("B lists the wallet of A's customer: %d %v, want the one wallet", status, l)
+	}
+	wallet, _ := data[0].(map[string]any)["id"].(string)
+	if status, w := do("POST", a+"/sandbox/internal-accounts/"+wallet+"/fund", `{"amount":12345,"currency":"USD"}`); status != 200 {
+		t.Fatalf("A funds the wallet: %d %v", status, w)
+	}
+	status, w := do("GET", b+"/internal-accounts/"+wallet, "")
+	if balances, _ := w["balances"].([]any); status != 200 || !strings.Contains(fmt.Sprint(balances), "12345") {
+		t.Fatalf("B reads the wallet A funded: %d %v, want a balance of 12345 USD", status, w)
 	}
 }
 
@@ -490,7 +499,7 @@ func clientOf(t *testing.T, s *server) *client.Client {
 // refreshWith logs in to a fresh customer's wallet with EMAIL_OTP and
 // refreshes the session for a new compressed client key; it returns the
 // refreshed session, the new key, and the client.
-func refreshWith(t *testing.T, s *server) (*walletauth.AuthSession, *walletauth.ClientKey, *client.Client) {
+func refreshWith(t *testing.T, s *server) (*walletauth.AuthSession, *authclient.ClientKey, *client.Client) {
 	t.Helper()
 	ctx := context.Background()
 	c := clientOf(t, s)
@@ -515,7 +524,7 @@ func refreshWith(t *testing.T, s *server) (*walletauth.AuthSession, *walletauth.
 	if sess.EncryptedSessionSigningKey != "" {
 		t.Fatalf("an OTP login returned an encryptedSessionSigningKey: %+v", sess)
 	}
-	next, err := walletauth.NewClientKey()
+	next, err := authclient.NewClientKey()
 	if err != nil {
 		t.Fatal(err)
 	}

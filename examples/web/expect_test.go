@@ -12,10 +12,10 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/walletgate/walletgate/apierror"
-	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 )
 
-// expectCase is one payload checked by Go's signedretry.Expectation and by
+// expectCase is one payload checked by Go's stamper.Expectation and by
 // the page's expect.js.
 type expectCase struct {
 	Name      string          `json:"name"`
@@ -34,7 +34,7 @@ func goVerdict(t *testing.T, typ string, c expectCase) string {
 	if c.Body != nil {
 		body = []byte(*c.Body)
 	}
-	_, err := signedretry.Expectation{Type: typ, AccountID: c.AccountID, Body: body, Parameters: c.Params}.Check(c.Payload)
+	_, err := stamper.Expectation{Type: typ, AccountID: c.AccountID, Body: body, Parameters: c.Params}.Check(c.Payload)
 	if err == nil {
 		return "ok"
 	}
@@ -54,7 +54,7 @@ func goVerdict(t *testing.T, typ string, c expectCase) string {
 }
 
 // TestExpectPortMatchesGo runs expect.js's checkPayload in Chromium on
-// payloads that Go's signedretry.Expectation.Check accepts or refuses, and
+// payloads that Go's stamper.Expectation.Check accepts or refuses, and
 // requires the same verdict, the failed check included: the port refuses
 // what Go refuses, for the same reason, and accepts what Go accepts (a body
 // sent with other member order and white space, parameters spelled
@@ -68,7 +68,7 @@ func TestExpectPortMatchesGo(t *testing.T) {
 	exp := time.Now().Add(4 * time.Minute).UTC().Format(time.RFC3339Nano)
 	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)
 	digest := func(body string) string {
-		d, err := signedretry.BodyDigest([]byte(body))
+		d, err := stamper.BodyDigest([]byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -91,6 +91,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/sandbox"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
@@ -133,6 +134,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(out, nil))
+	tel := operation.Telemetry{Logger: log}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -158,7 +160,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if _, err := postgres.Migrate(ctx, pool, postgres.Config{}); err != nil {
 			return fmt.Errorf("migrating: %w", err)
 		}
-		if store, err = postgres.New(pool, postgres.Config{Logger: log}); err != nil {
+		if store, err = postgres.New(pool, postgres.Config{Telemetry: tel}); err != nil {
 			return err
 		}
 	}
@@ -168,7 +170,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	sim, err := sandbox.New(sandbox.Config{Store: store, ClientID: "web-platform", ClientSecret: hex.EncodeToString(secret),
 		RelyingParty:   passkey.RelyingParty{ID: *rpID, Name: "walletgate sandbox", Origins: []string{*origin}},
-		ClientHeldKeys: true, Logger: log})
+		ClientHeldKeys: true, Telemetry: tel})
 	if err != nil {
 		return err
 	}

@@ -5,17 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/ownership"
 	"github.com/walletgate/walletgate/signedretry"
 	"github.com/walletgate/walletgate/storage"
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // EventDecided is the type of the event every allowed payout writes, in the
@@ -48,18 +46,16 @@ type Config struct {
 	Clock func() time.Time
 	// Rand supplies event ids; nil means crypto/rand.
 	Rand io.Reader
-	// Logger receives a Warn record per refusal (403 PAYOUT_BLOCKED or
-	// STEP_UP_REQUIRED) with its code and reason, which names the rule and
-	// amounts, never an id of a customer, wallet or account. Nil discards.
-	Logger *slog.Logger
-	// TracerProvider receives a span per decision, approval and refusal
+	// Telemetry receives the policy's records, spans and metrics; the
+	// zero value reports nothing. Each refusal (403 PAYOUT_BLOCKED or
+	// STEP_UP_REQUIRED) is logged at Warn with its code and reason, which
+	// names the rule and amounts, never an id of a customer, wallet or
+	// account. Each decision, approval and refusal is a span
 	// ("policy.decide", "policy.approve", "policy.refuse") with the
-	// outcome, code and rule; nil means no tracing, never the global one.
-	TracerProvider trace.TracerProvider
-	// MeterProvider receives the walletgate.policy.decisions counter and
-	// the walletgate.policy.operation.duration histogram, by operation,
-	// outcome, code and rule; nil means no metrics, never the global one.
-	MeterProvider metric.MeterProvider
+	// outcome, code and rule, counted by walletgate.policy.decisions and
+	// timed by walletgate.policy.operation.duration, by operation, outcome,
+	// code and rule.
+	Telemetry operation.Telemetry
 }
 
 // Policy decides payouts by its rules. It holds no state of its own (the

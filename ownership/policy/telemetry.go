@@ -30,7 +30,7 @@ type instruments struct {
 
 func newInstruments(cfg *Config) (*instruments, error) {
 	r, err := operation.New(operation.Config{
-		Scope: scope, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
+		Scope: scope, Telemetry: cfg.Telemetry,
 		Duration:            "walletgate.policy.operation.duration",
 		DurationDescription: "Duration of payout policy operations, by walletgate.operation and walletgate.outcome.",
 	})

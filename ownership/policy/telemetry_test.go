@@ -23,7 +23,7 @@ func TestTelemetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := policy.New(policy.Config{Rules: r, Rates: rates{}, Clock: func() time.Time { return t0 },
-		Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider})
+		Telemetry: c.Telemetry()})
 	if err != nil {
 		t.Fatal(err)
 	}

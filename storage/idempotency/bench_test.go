@@ -13,7 +13,7 @@ import (
 
 // BenchmarkBeginComplete measures the store side of one idempotent request
 // on the memory store (Begin, then Complete, each its own transaction, as
-// Guard.Do runs them) beside the raw map insert it replaces; compare their
+// Once.Do runs them) beside the raw map insert it replaces; compare their
 // ns/op for the overhead ratio.
 func BenchmarkBeginComplete(b *testing.B) {
 	now := time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)

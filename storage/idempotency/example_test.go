@@ -12,7 +12,7 @@ import (
 
 // A payment route behind the middleware: the repeat of a request with the
 // same Idempotency-Key is answered from the store, and the payment runs once.
-func ExampleGuard_Middleware() {
+func ExampleOnce_Middleware() {
 	payments := 0
 	pay := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		payments++
@@ -20,12 +20,12 @@ func ExampleGuard_Middleware() {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"payment":%d}`, payments)
 	})
-	guard, err := idempotency.New(idempotency.Config{Store: memory.New()})
+	once, err := idempotency.New(idempotency.Config{Store: memory.New()})
 	if err != nil {
 		panic(err)
 	}
 	platform := func(r *http.Request) string { return "Platform:demo" } // in practice: the authenticated caller
-	h, err := guard.Middleware(platform, pay)
+	h, err := once.Middleware(platform, pay)
 	if err != nil {
 		panic(err)
 	}

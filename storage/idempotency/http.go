@@ -10,7 +10,7 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 )
 
-// Middleware runs next at most once per Idempotency-Key, as [Guard.Do]
+// Middleware runs next at most once per Idempotency-Key, as [Once.Do]
 // does, with the key in the scope scope(r) and the request's method, URL
 // path, raw query and body as its fingerprint. scope names whose keys these
 // are, typically the authenticated platform, and is required: a nil scope is
@@ -25,14 +25,14 @@ import (
 // keyed request's body must be empty or JSON (it is canonicalized for the
 // fingerprint); anything else is 400 INVALID_INPUT. Handlers that stream or
 // hijack the connection are not supported: the response is buffered.
-func (g *Guard) Middleware(scope func(*http.Request) string, next http.Handler) (http.Handler, error) {
+func (o *Once) Middleware(scope func(*http.Request) string, next http.Handler) (http.Handler, error) {
 	if scope == nil {
 		return nil, ErrNoScope
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, err := FromHeader(r.Header)
 		if err != nil {
-			g.tel.record(r.Context(), nil, reasonInvalidKey, err)
+			o.tel.record(r.Context(), nil, reasonInvalidKey, err)
 			apierror.Write(w, err)
 			return
 		}
@@ -41,21 +41,21 @@ func (g *Guard) Middleware(scope func(*http.Request) string, next http.Handler) 
 			return
 		}
 		ctx := r.Context()
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBody))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, o.cfg.MaxBody))
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				err = apierror.New(apierror.InvalidInput, "the request body exceeds %d bytes", g.cfg.MaxBody)
+				err = apierror.New(apierror.InvalidInput, "the request body exceeds %d bytes", o.cfg.MaxBody)
 			} else {
 				err = apierror.New(apierror.InvalidInput, "the request body could not be read")
 			}
-			g.tel.record(ctx, nil, reasonInvalidBody, err)
+			o.tel.record(ctx, nil, reasonInvalidBody, err)
 			apierror.Write(w, err)
 			return
 		}
 		req := Request{Scope: scope(r), Key: key, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: body}
 		var rec *recorder
-		resp, replayed, err := g.Do(ctx, req, func(ctx context.Context) (Response, error) {
+		resp, replayed, err := o.Do(ctx, req, func(ctx context.Context) (Response, error) {
 			rec = &recorder{header: http.Header{}}
 			r2 := r.WithContext(ctx)
 			r2.Body = io.NopCloser(bytes.NewReader(body))

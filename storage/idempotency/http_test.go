@@ -67,7 +67,7 @@ func counter(runs *atomic.Int32) http.Handler {
 
 // middleware returns g's middleware around next, failing the test when it
 // cannot be built.
-func middleware(t *testing.T, g *idempotency.Guard, scope func(*http.Request) string, next http.Handler) http.Handler {
+func middleware(t *testing.T, g *idempotency.Once, scope func(*http.Request) string, next http.Handler) http.Handler {
 	t.Helper()
 	h, err := g.Middleware(scope, next)
 	if err != nil {
@@ -80,7 +80,7 @@ func middleware(t *testing.T, g *idempotency.Guard, scope func(*http.Request) st
 // string is another request, never the replay of the first.
 func TestMiddlewareQueryInFingerprint(t *testing.T) {
 	var runs atomic.Int32
-	g := newGuard(t, idempotency.Config{Store: memory.New()})
+	g := newOnce(t, idempotency.Config{Store: memory.New()})
 	h := middleware(t, g, func(*http.Request) string { return "Platform:1" }, counter(&runs))
 	k := []string{idempotency.Header, key}
 	if r := send(t, h, "POST", "/pay?amount=1", `{}`, k...); r.status != 201 {
@@ -101,7 +101,7 @@ func TestMiddlewareQueryInFingerprint(t *testing.T) {
 // nothing, so tenant B never receives tenant A's stored response.
 func TestMiddlewareScopeRequired(t *testing.T) {
 	var runs atomic.Int32
-	g := newGuard(t, idempotency.Config{Store: memory.New()})
+	g := newOnce(t, idempotency.Config{Store: memory.New()})
 	if h, err := g.Middleware(nil, counter(&runs)); !errors.Is(err, idempotency.ErrNoScope) || h != nil {
 		t.Fatalf("nil scope: %v, %v; want ErrNoScope", h, err)
 	}
@@ -136,7 +136,7 @@ func basic(user string) string {
 
 func TestMiddleware(t *testing.T) {
 	var runs atomic.Int32
-	g := newGuard(t, idempotency.Config{Store: memory.New(), MaxBody: 64})
+	g := newOnce(t, idempotency.Config{Store: memory.New(), MaxBody: 64})
 	h := middleware(t, g, func(r *http.Request) string { return "Platform:" + r.Header.Get("X-Platform") }, counter(&runs))
 	k := []string{idempotency.Header, key}
 

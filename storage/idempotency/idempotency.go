@@ -56,12 +56,11 @@
 //
 // # Telemetry
 //
-// With [Config.TracerProvider], [Config.MeterProvider] and [Config.Logger]
-// set, every keyed request is recorded, under the instrumentation scope
-// "github.com/walletgate/walletgate/storage/idempotency", with what the
-// guard did as walletgate.reason: executed (the response is stored),
-// released (the request failed or its response was not final: the key is
-// free), not_stored (storing the response failed: a repeat may execute
+// With [Config.Telemetry] set, every keyed request is recorded, under the
+// instrumentation scope "github.com/walletgate/walletgate/storage/idempotency",
+// with what became of it as walletgate.reason: executed (the response is
+// stored), released (the request failed or its response was not final: the
+// key is free), not_stored (storing the response failed: a repeat may execute
 // again once the lease ends), replayed, mismatch and in_progress (409),
 // invalid_key and invalid_body (400), no_scope and store (500, nothing
 // executed). Each is:
@@ -69,13 +68,14 @@
 //   - a count of walletgate.idempotency.outcomes with walletgate.reason,
 //     walletgate.outcome (ok for executed, released and replayed; refused
 //     for a 409 or 400; error otherwise) and walletgate.code (the API error
-//     code of the guard's own answer);
-//   - the same attributes on a span "idempotency.do" (by [Guard.Do]; the
+//     code of a 409, 400 or 500 the package answers itself);
+//   - the same attributes on a span "idempotency.do" (by [Once.Do]; the
 //     function it runs is its child), with status Error for outcome error;
 //   - a log record with request_id (the id [apierror.Observe] gave the
-//     request, when the guard runs behind it), reason and code: Info for a replay and a
-//     409, Debug for an execution and a 400, Error with the cause (error)
-//     for a 500 and for not_stored; a failed release logs at Error too.
+//     request, when it runs behind Observe), reason and code: Info for a
+//     replay and a 409, Debug for an execution and a 400, Error with the
+//     cause (error) for a 500 and for not_stored; a failed release logs at
+//     Error too.
 //
 // A replay also carries "Idempotent-Replayed: true", which an access log
 // can show. No key, body, fingerprint or stored response is ever recorded.
@@ -89,14 +89,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/walletgate/walletgate/apierror"
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -113,7 +110,7 @@ const (
 	DefaultMaxBody = 1 << 20
 )
 
-// Config configures a [Guard]. Store is required; the zero value of every
+// Config configures a [Once]. Store is required; the zero value of every
 // other field gives its default.
 type Config struct {
 	// Store keeps the records ([storage.IdempotencyKeys]); share it between
@@ -139,29 +136,26 @@ type Config struct {
 	// MaxBody bounds the request body the middleware reads; zero means
 	// DefaultMaxBody. A larger body is 400 INVALID_INPUT.
 	MaxBody int64
-	// Logger receives a record of each keyed request's outcome (replay,
-	// conflict, bad key, in progress, execution) with the request id, and
-	// the cause of each 500 answer and failed store write at Error; never
-	// a key, a body or a stored response. Nil discards.
-	Logger *slog.Logger
-	// TracerProvider receives the package's spans; nil means no tracing (a
-	// no-op provider, not the global one). No attribute carries a secret.
-	TracerProvider trace.TracerProvider
-	// MeterProvider receives the package's metrics; nil means none (a no-op
-	// provider, not the global one). No attribute carries a secret.
-	MeterProvider metric.MeterProvider
+	// Telemetry receives the records, spans and metrics of the keyed
+	// requests (see the package documentation); the zero value reports
+	// nothing. Each keyed request's outcome (replay, conflict, bad key, in
+	// progress, execution) is logged with the request id, and the cause of
+	// each 500 answer and failed store write at Error; no record or
+	// attribute carries a key, a body or a stored response.
+	Telemetry operation.Telemetry
 }
 
-// Guard runs requests at most once per Idempotency-Key. It is safe for
-// concurrent use, also by several processes sharing one store.
-type Guard struct {
+// Once runs each request at most once per Idempotency-Key and answers its
+// repeats with the first response. It is safe for concurrent use, also by
+// several processes sharing one store.
+type Once struct {
 	cfg Config // normalized
 	tel telemetry
 }
 
-// New returns a Guard keeping its records in cfg.Store. It fails only when
-// cfg.Store is nil or cfg.MeterProvider refuses the guard's instruments.
-func New(cfg Config) (*Guard, error) {
+// New returns a Once keeping its records in cfg.Store. It fails only when
+// cfg.Store is nil or cfg.Telemetry.MeterProvider refuses its instruments.
+func New(cfg Config) (*Once, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("idempotency: Config.Store is required")
 	}
@@ -190,7 +184,7 @@ func New(cfg Config) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Guard{cfg: cfg, tel: tel}, nil
+	return &Once{cfg: cfg, tel: tel}, nil
 }
 
 // Request is what identifies a request: the caller's Scope, the Key as the
@@ -251,7 +245,7 @@ func invalidKey() *apierror.Error {
 
 // FromHeader returns the Idempotency-Key of h: "" when there is none, and
 // 400 INVALID_INPUT when it is given more than once. It does not validate
-// the value; [Guard.Do] does.
+// the value; [Once.Do] does.
 func FromHeader(h http.Header) (string, error) {
 	vs := h.Values(Header)
 	switch len(vs) {
@@ -288,7 +282,7 @@ func Fingerprint(method, path, query string, body []byte) ([]byte, error) {
 	return h.Sum(nil), nil
 }
 
-// Causes of the 409 CONFLICT errors of [Guard.Do]: the *apierror.Error it
+// Causes of the 409 CONFLICT errors of [Once.Do]: the *apierror.Error it
 // returns wraps one of them, so errors.Is tells them apart.
 var (
 	// ErrInProgress: the first request with the key is still executing.
@@ -297,7 +291,7 @@ var (
 	ErrMismatch = errors.New("the Idempotency-Key was used for a different request")
 	// ErrNoScope: a keyed request without a scope, a host's mistake that
 	// would let callers share keys (the cause of a 500 INTERNAL_ERROR, and
-	// of the error of [Guard.Middleware] without a scope function).
+	// of the error of [Once.Middleware] without a scope function).
 	ErrNoScope = errors.New("idempotency: a keyed request needs a scope")
 )
 
@@ -318,15 +312,15 @@ func conflict(cause error) *apierror.Error {
 // panic is re-raised), the reservation is released. When storing the response fails, the response is still
 // returned (what fn did is done); a repeat may then execute again once the
 // lease ends.
-func (g *Guard) Do(ctx context.Context, req Request, fn func(context.Context) (Response, error)) (resp Response, replayed bool, err error) {
+func (o *Once) Do(ctx context.Context, req Request, fn func(context.Context) (Response, error)) (resp Response, replayed bool, err error) {
 	if req.Key == "" {
 		resp, err = fn(ctx)
 		return resp, false, err
 	}
-	ctx, span := g.tel.tracer.Start(ctx, "idempotency.do")
+	ctx, span := o.tel.tracer.Start(ctx, "idempotency.do")
 	reason, own := reasonReleased, error(nil) // a panic of fn releases the key
 	defer func() {
-		g.tel.record(ctx, span, reason, own)
+		o.tel.record(ctx, span, reason, own)
 		span.End()
 	}()
 	if req.Scope == "" {
@@ -344,16 +338,16 @@ func (g *Guard) Do(ctx context.Context, req Request, fn func(context.Context) (R
 		return Response{}, false, err
 	}
 	var tok [16]byte
-	if _, err := io.ReadFull(g.cfg.Rand, tok[:]); err != nil {
+	if _, err := io.ReadFull(o.cfg.Rand, tok[:]); err != nil {
 		reason, own = reasonStore, apierror.Internal(err)
 		return Response{}, false, own
 	}
-	now := g.cfg.Clock()
+	now := o.cfg.Clock()
 	rec := storage.IdempotencyRecord{Scope: req.Scope, Key: key, Token: hex.EncodeToString(tok[:]), Fingerprint: fp,
-		State: storage.IdempotencyInProgress, CreatedAt: now, ExpiresAt: now.Add(g.cfg.Lease)}
+		State: storage.IdempotencyInProgress, CreatedAt: now, ExpiresAt: now.Add(o.cfg.Lease)}
 	var prior storage.IdempotencyRecord
 	won := false
-	err = g.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
+	err = o.cfg.Store.Atomic(ctx, func(tx storage.Tx) error {
 		won = false
 		err := tx.Idempotency().Begin(ctx, &rec, now)
 		if err == nil {
@@ -398,14 +392,14 @@ func (g *Guard) Do(ctx context.Context, req Request, fn func(context.Context) (R
 	// effects of fn happened either way.
 	bg := context.WithoutCancel(ctx)
 	release := func() {
-		if err := g.cfg.Store.Atomic(bg, func(tx storage.Tx) error {
+		if err := o.cfg.Store.Atomic(bg, func(tx storage.Tx) error {
 			return tx.Idempotency().Release(bg, rec.Scope, rec.Key, rec.Token)
 		}); err != nil {
 			// The reservation left behind ends with its lease.
-			g.tel.storeFailed(bg, "releasing the key", err)
+			o.tel.storeFailed(bg, "releasing the key", err)
 		}
 	}
-	fnCtx, cancel := context.WithTimeout(ctx, g.cfg.Lease) // real time, whatever Config.Clock says
+	fnCtx, cancel := context.WithTimeout(ctx, o.cfg.Lease) // real time, whatever Config.Clock says
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
@@ -417,16 +411,16 @@ func (g *Guard) Do(ctx context.Context, req Request, fn func(context.Context) (R
 		resp, err = fn(fnCtx)
 	}()
 	cancel()
-	if err != nil || !g.cfg.Keep(resp.Status) {
+	if err != nil || !o.cfg.Keep(resp.Status) {
 		release()
 		return resp, false, err
 	}
 	done := rec
 	done.State, done.Status, done.Body = storage.IdempotencyComplete, resp.Status, resp.Body
-	done.Header = g.selected(resp.Header)
-	done.ExpiresAt = g.cfg.Clock().Add(g.cfg.TTL)
+	done.Header = o.selected(resp.Header)
+	done.ExpiresAt = o.cfg.Clock().Add(o.cfg.TTL)
 	reason = reasonExecuted
-	if err := g.cfg.Store.Atomic(bg, func(tx storage.Tx) error { return tx.Idempotency().Complete(bg, &done) }); err != nil {
+	if err := o.cfg.Store.Atomic(bg, func(tx storage.Tx) error { return tx.Idempotency().Complete(bg, &done) }); err != nil {
 		// A repeat may execute again once the lease ends.
 		reason, own = reasonNotStored, err
 	}
@@ -434,9 +428,9 @@ func (g *Guard) Do(ctx context.Context, req Request, fn func(context.Context) (R
 }
 
 // selected returns the headers of h that are stored, or nil.
-func (g *Guard) selected(h http.Header) map[string][]string {
+func (o *Once) selected(h http.Header) map[string][]string {
 	var out map[string][]string
-	for _, name := range g.cfg.Headers {
+	for _, name := range o.cfg.Headers {
 		if vs := h.Values(name); len(vs) > 0 {
 			if out == nil {
 				out = map[string][]string{}

@@ -22,19 +22,19 @@ const key = "5b0d6a7e-5f38-4e0f-8b0b-0e7c0c0f2a10"
 
 type fixture struct {
 	store storage.Store
-	guard *idempotency.Guard
+	once  *idempotency.Once
 	runs  atomic.Int32
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{store: memory.New()}
-	f.guard = newGuard(t, idempotency.Config{Store: f.store, TTL: time.Hour, Lease: time.Minute})
+	f.once = newOnce(t, idempotency.Config{Store: f.store, TTL: time.Hour, Lease: time.Minute})
 	return f
 }
 
-// newGuard returns idempotency.New(cfg) and fails the test on error.
-func newGuard(t *testing.T, cfg idempotency.Config) *idempotency.Guard {
+// newOnce returns idempotency.New(cfg) and fails the test on error.
+func newOnce(t *testing.T, cfg idempotency.Config) *idempotency.Once {
 	t.Helper()
 	g, err := idempotency.New(cfg)
 	if err != nil {
@@ -118,7 +118,7 @@ func TestDoWithoutKeyAlwaysExecutes(t *testing.T) {
 	r := req(`{}`)
 	r.Key = ""
 	for range 2 {
-		resp, replayed, err := f.guard.Do(ctx, r, f.respond(201, nil))
+		resp, replayed, err := f.once.Do(ctx, r, f.respond(201, nil))
 		if err != nil || replayed || resp.Status != 201 {
 			t.Fatalf("Do = %d, %v, %v", resp.Status, replayed, err)
 		}
@@ -133,9 +133,9 @@ func TestDoRejectsInvalidKeyAndBody(t *testing.T) {
 	f := newFixture(t)
 	r := req(`{}`)
 	r.Key = "not-a-uuid"
-	_, _, err := f.guard.Do(ctx, r, f.respond(200, nil))
+	_, _, err := f.once.Do(ctx, r, f.respond(200, nil))
 	apierrortest.Want(t, err, apierror.InvalidInput, "")
-	_, _, err = f.guard.Do(ctx, req(`{"a":`), f.respond(200, nil))
+	_, _, err = f.once.Do(ctx, req(`{"a":`), f.respond(200, nil))
 	apierrortest.Want(t, err, apierror.InvalidInput, "")
 	if f.runs.Load() != 0 {
 		t.Fatal("a rejected request executed")
@@ -146,7 +146,7 @@ func TestDoReplays(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		f := newFixture(t)
-		first, replayed, err := f.guard.Do(ctx, req(`{"a":1,"b":2}`), f.respond(201, nil))
+		first, replayed, err := f.once.Do(ctx, req(`{"a":1,"b":2}`), f.respond(201, nil))
 		if err != nil || replayed || first.Status != 201 {
 			t.Fatalf("first: %d, %v, %v", first.Status, replayed, err)
 		}
@@ -154,7 +154,7 @@ func TestDoReplays(t *testing.T) {
 		// The same request, spelled differently, with the key in upper case.
 		r := req(` {"b":2, "a":1.0} `)
 		r.Key = strings.ToUpper(key)
-		again, replayed, err := f.guard.Do(ctx, r, f.respond(201, nil))
+		again, replayed, err := f.once.Do(ctx, r, f.respond(201, nil))
 		if err != nil || !replayed || again.Status != 201 || string(again.Body) != string(first.Body) ||
 			again.Header.Get("Content-Type") != "application/json" || again.Header.Get("X-Run") != "" {
 			t.Fatalf("replay: %d %s %v, %v, %v", again.Status, again.Body, again.Header, replayed, err)
@@ -165,7 +165,7 @@ func TestDoReplays(t *testing.T) {
 		// Another scope is another key.
 		r = req(`{"a":1,"b":2}`)
 		r.Scope = "Platform:2"
-		if _, replayed, err := f.guard.Do(ctx, r, f.respond(201, nil)); err != nil || replayed || f.runs.Load() != 2 {
+		if _, replayed, err := f.once.Do(ctx, r, f.respond(201, nil)); err != nil || replayed || f.runs.Load() != 2 {
 			t.Fatalf("other scope: %v, %v, %d runs", replayed, err, f.runs.Load())
 		}
 	})
@@ -176,18 +176,18 @@ func TestDoReplays(t *testing.T) {
 func TestDoRequiresScope(t *testing.T) {
 	ctx := t.Context()
 	f := newFixture(t)
-	if _, _, err := f.guard.Do(ctx, req(`{"a":1}`), f.respond(201, nil)); err != nil {
+	if _, _, err := f.once.Do(ctx, req(`{"a":1}`), f.respond(201, nil)); err != nil {
 		t.Fatal(err)
 	}
 	r := req(`{"a":1}`)
 	r.Scope = ""
-	resp, replayed, err := f.guard.Do(ctx, r, f.respond(201, nil))
+	resp, replayed, err := f.once.Do(ctx, r, f.respond(201, nil))
 	apierrortest.Want(t, err, apierror.InternalError, "")
 	if !errors.Is(err, idempotency.ErrNoScope) || replayed || resp.Body != nil || f.runs.Load() != 1 {
 		t.Fatalf("empty scope: %v replayed=%v body=%s runs=%d", err, replayed, resp.Body, f.runs.Load())
 	}
 	r.Key = ""
-	if _, _, err := f.guard.Do(ctx, r, f.respond(201, nil)); err != nil || f.runs.Load() != 2 {
+	if _, _, err := f.once.Do(ctx, r, f.respond(201, nil)); err != nil || f.runs.Load() != 2 {
 		t.Fatalf("without a key: %v, %d runs", err, f.runs.Load())
 	}
 }
@@ -195,7 +195,7 @@ func TestDoRequiresScope(t *testing.T) {
 func TestDoMismatchConflicts(t *testing.T) {
 	ctx := t.Context()
 	f := newFixture(t)
-	if _, _, err := f.guard.Do(ctx, req(`{"a":1}`), f.respond(200, nil)); err != nil {
+	if _, _, err := f.once.Do(ctx, req(`{"a":1}`), f.respond(200, nil)); err != nil {
 		t.Fatal(err)
 	}
 	for name, r := range map[string]idempotency.Request{
@@ -204,7 +204,7 @@ func TestDoMismatchConflicts(t *testing.T) {
 		"method": {Scope: "Platform:1", Key: key, Method: "PUT", Path: "/quotes/Q1/execute", Body: []byte(`{"a":1}`)},
 		"query":  {Scope: "Platform:1", Key: key, Method: "POST", Path: "/quotes/Q1/execute", Query: "dryRun=true", Body: []byte(`{"a":1}`)},
 	} {
-		_, _, err := f.guard.Do(ctx, r, f.respond(200, nil))
+		_, _, err := f.once.Do(ctx, r, f.respond(200, nil))
 		e := apierrortest.Want(t, err, apierror.Conflict, "")
 		if !errors.Is(err, idempotency.ErrMismatch) || !strings.Contains(e.Message, "different request") {
 			t.Errorf("%s: %v, want ErrMismatch", name, err)
@@ -232,12 +232,12 @@ func TestDoReleasesOnFailure(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
-			resp, replayed, err := f.guard.Do(ctx, req(`{}`), f.respond(fn.status, fn.err))
+			resp, replayed, err := f.once.Do(ctx, req(`{}`), f.respond(fn.status, fn.err))
 			if !errors.Is(err, fn.err) || replayed || (fn.err == nil && resp.Status != fn.status) {
 				t.Fatalf("first: %d, %v, %v", resp.Status, replayed, err)
 			}
 			// The repeat executes again unless the first response was kept.
-			_, replayed, err = f.guard.Do(ctx, req(`{}`), f.respond(200, nil))
+			_, replayed, err = f.once.Do(ctx, req(`{}`), f.respond(200, nil))
 			kept := fn.status == 204
 			if kept != replayed || err != nil {
 				t.Fatalf("repeat: replayed %v, %v; want replayed %v", replayed, err, kept)
@@ -253,8 +253,8 @@ func TestDoInProgressConflicts(t *testing.T) {
 	ctx := t.Context()
 	f := newFixture(t)
 	var inner error
-	_, _, err := f.guard.Do(ctx, req(`{}`), func(c context.Context) (idempotency.Response, error) {
-		_, _, inner = f.guard.Do(ctx, req(`{}`), f.respond(200, nil))
+	_, _, err := f.once.Do(ctx, req(`{}`), func(c context.Context) (idempotency.Response, error) {
+		_, _, inner = f.once.Do(ctx, req(`{}`), f.respond(200, nil))
 		return idempotency.Response{Status: 200}, nil
 	})
 	if err != nil {
@@ -273,11 +273,11 @@ func TestDoExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		f := newFixture(t)
-		if _, _, err := f.guard.Do(ctx, req(`{}`), f.respond(200, nil)); err != nil {
+		if _, _, err := f.once.Do(ctx, req(`{}`), f.respond(200, nil)); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Hour) // the TTL: the key is free again
-		if _, replayed, err := f.guard.Do(ctx, req(`{"other":1}`), f.respond(200, nil)); err != nil || replayed {
+		if _, replayed, err := f.once.Do(ctx, req(`{"other":1}`), f.respond(200, nil)); err != nil || replayed {
 			t.Fatalf("after the TTL: %v, %v", replayed, err)
 		}
 		time.Sleep(2 * time.Hour)
@@ -301,13 +301,13 @@ func TestDoLeaseLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		f := newFixture(t)
-		resp, _, err := f.guard.Do(ctx, req(`{}`), func(c context.Context) (idempotency.Response, error) {
+		resp, _, err := f.once.Do(ctx, req(`{}`), func(c context.Context) (idempotency.Response, error) {
 			time.Sleep(time.Minute) // the lease ends while executing
 			synctest.Wait()         // and its timer has cancelled c
 			if c.Err() == nil {
 				t.Fatal("the function's context outlived the lease")
 			}
-			if _, replayed, err := f.guard.Do(ctx, req(`{}`), f.respond(200, nil)); err != nil || replayed {
+			if _, replayed, err := f.once.Do(ctx, req(`{}`), f.respond(200, nil)); err != nil || replayed {
 				t.Fatalf("after the lease: %v, %v", replayed, err)
 			}
 			return idempotency.Response{Status: 200, Body: []byte("late")}, nil
@@ -315,7 +315,7 @@ func TestDoLeaseLost(t *testing.T) {
 		if err != nil || string(resp.Body) != "late" {
 			t.Fatalf("late response: %s, %v", resp.Body, err)
 		}
-		resp, replayed, err := f.guard.Do(ctx, req(`{}`), f.respond(200, nil))
+		resp, replayed, err := f.once.Do(ctx, req(`{}`), f.respond(200, nil))
 		if err != nil || !replayed || string(resp.Body) != `{"run":1}` {
 			t.Fatalf("replay: %s, %v, %v; want the second execution's", resp.Body, replayed, err)
 		}
@@ -337,7 +337,7 @@ func TestDoConcurrentFirstRequests(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			resp, replayed, err := f.guard.Do(ctx, req(`{}`), func(c context.Context) (idempotency.Response, error) {
+			resp, replayed, err := f.once.Do(ctx, req(`{}`), func(c context.Context) (idempotency.Response, error) {
 				time.Sleep(5 * time.Millisecond)
 				return f.respond(200, nil)(c)
 			})
@@ -369,7 +369,7 @@ func (failingStore) Atomic(context.Context, func(storage.Tx) error) error {
 func TestDoStoreFailure(t *testing.T) {
 	ctx := t.Context()
 	f := newFixture(t)
-	g := newGuard(t, idempotency.Config{Store: failingStore{f.store}})
+	g := newOnce(t, idempotency.Config{Store: failingStore{f.store}})
 	_, _, err := g.Do(ctx, req(`{}`), f.respond(200, nil))
 	e := apierrortest.Want(t, err, apierror.InternalError, "")
 	if strings.Contains(e.Message, "db down") || f.runs.Load() != 0 {
@@ -386,14 +386,14 @@ func TestDoReleasesOnPanic(t *testing.T) {
 				t.Fatal("the panic was not re-raised")
 			}
 		}()
-		_, _, _ = f.guard.Do(ctx, req(`{}`), func(context.Context) (idempotency.Response, error) { panic("boom") })
+		_, _, _ = f.once.Do(ctx, req(`{}`), func(context.Context) (idempotency.Response, error) { panic("boom") })
 	}()
-	if _, replayed, err := f.guard.Do(ctx, req(`{}`), f.respond(200, nil)); err != nil || replayed || f.runs.Load() != 1 {
+	if _, replayed, err := f.once.Do(ctx, req(`{}`), f.respond(200, nil)); err != nil || replayed || f.runs.Load() != 1 {
 		t.Fatalf("after a panic: %v, %v, %d runs", replayed, err, f.runs.Load())
 	}
 }
 
-// TestNewRequiresStore: a Guard without a store is a configuration error,
+// TestNewRequiresStore: a Once without a store is a configuration error,
 // not a panic at the first request.
 func TestNewRequiresStore(t *testing.T) {
 	if g, err := idempotency.New(idempotency.Config{}); err == nil || g != nil {

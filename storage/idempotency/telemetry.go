@@ -13,13 +13,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walletgate/walletgate/apierror"
-	"github.com/walletgate/walletgate/apierror/operation"
 )
 
-// scope is the instrumentation scope of the guard's spans and metrics.
+// scope is the instrumentation scope of the package's spans and metrics.
 const scope = "github.com/walletgate/walletgate/storage/idempotency"
 
-// Reasons: what the guard did with a keyed request, the walletgate.reason
+// Reasons: what became of a keyed request, the walletgate.reason
 // of its metric, span and log records.
 const (
 	reasonExecuted    = "executed"     // ran; the response is stored for replay
@@ -40,7 +39,7 @@ var (
 	keyCode    = attribute.Key("walletgate.code")
 )
 
-// telemetry holds what a Guard records with, resolved once in New.
+// telemetry holds what a Once records with, resolved once in New.
 type telemetry struct {
 	logger   *slog.Logger
 	tracer   trace.Tracer
@@ -50,10 +49,10 @@ type telemetry struct {
 func newTelemetry(cfg Config) (telemetry, error) {
 	t := telemetry{}
 	var m metric.Meter
-	t.logger, t.tracer, m = operation.Providers(scope, cfg.Logger, cfg.TracerProvider, cfg.MeterProvider)
+	t.logger, t.tracer, m = cfg.Telemetry.Resolve(scope)
 	var err error
 	t.outcomes, err = m.Int64Counter("walletgate.idempotency.outcomes", metric.WithUnit("{request}"),
-		metric.WithDescription("Keyed requests by what the idempotency guard did (walletgate.reason) and its outcome."))
+		metric.WithDescription("Keyed requests by what became of them (walletgate.reason) and their outcome."))
 	if err != nil {
 		return telemetry{}, fmt.Errorf("idempotency: creating the metrics: %w", err)
 	}
@@ -61,7 +60,7 @@ func newTelemetry(cfg Config) (telemetry, error) {
 }
 
 // requestID is the id apierror.Observe gave the request, "" when the
-// guard runs outside it.
+// request runs outside it.
 func requestID(ctx context.Context) string { return apierror.RequestID(ctx) }
 
 // outcome returns the walletgate.outcome of a reason.
@@ -78,7 +77,7 @@ func outcome(reason string) string {
 // record counts a keyed request's reason, sets it on span (when not nil)
 // and logs it: Debug for an execution and a 400, Info for a replay and a
 // 409, Error with the cause for a 500 or a response that could not be
-// stored. err is the guard's own error (never fn's).
+// stored. err is the package's own error (never fn's).
 func (t *telemetry) record(ctx context.Context, span trace.Span, reason string, err error) {
 	out := outcome(reason)
 	attrs := []attribute.KeyValue{keyOutcome.String(out), keyReason.String(reason)}

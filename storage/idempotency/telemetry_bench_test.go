@@ -10,7 +10,7 @@ import (
 	"github.com/walletgate/walletgate/storage/memory"
 )
 
-// BenchmarkDoTelemetry runs Guard.Do for a first request (reserve, run,
+// BenchmarkDoTelemetry runs Once.Do for a first request (reserve, run,
 // store) on the memory store with the default no-op providers and with the
 // OpenTelemetry SDK recording every span, count and log record: their ratio
 // is the cost of the telemetry. BenchmarkBeginComplete beside it is the
@@ -26,7 +26,7 @@ func BenchmarkDoTelemetry(b *testing.B) {
 		cfg  idempotency.Config
 	}{
 		{"NilProviders", idempotency.Config{}},
-		{"SDK", idempotency.Config{Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider}},
+		{"SDK", idempotency.Config{Telemetry: c.Telemetry()}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := bc.cfg

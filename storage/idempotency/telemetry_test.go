@@ -12,6 +12,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/storage/idempotency"
 	"github.com/walletgate/walletgate/storage/memory"
@@ -25,8 +26,8 @@ import (
 func TestMiddlewareTelemetry(t *testing.T) {
 	c := telemetrytest.New(t)
 	store := memory.New()
-	cfg := idempotency.Config{Store: store, Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider}
-	g := newGuard(t, cfg)
+	cfg := idempotency.Config{Store: store, Telemetry: c.Telemetry()}
+	g := newOnce(t, cfg)
 	var runs atomic.Int32
 	scope := func(*http.Request) string { return "Platform:1" }
 	h := apierror.Observe(middleware(t, g, scope, counter(&runs)), nil)
@@ -42,8 +43,7 @@ func TestMiddlewareTelemetry(t *testing.T) {
 	send(t, h, "POST", "/x", `{"other":1}`, rid("req-3")...).wantError(t, http.StatusConflict, apierror.Conflict)
 	send(t, h, "POST", "/x", `{}`, idempotency.Header, "not-a-uuid", apierror.RequestIDHeader, "req-4").
 		wantError(t, http.StatusBadRequest, apierror.InvalidInput)
-	down := apierror.Observe(middleware(t, newGuard(t, idempotency.Config{Store: failingStore{store}, Logger: c.Logger,
-		TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider}), scope, counter(&runs)), nil)
+	down := apierror.Observe(middleware(t, newOnce(t, idempotency.Config{Store: failingStore{store}, Telemetry: c.Telemetry()}), scope, counter(&runs)), nil)
 	send(t, down, "POST", "/x", bodySecret, rid("req-5")...).wantError(t, http.StatusInternalServerError, apierror.InternalError)
 	if runs.Load() != 1 {
 		t.Fatalf("%d runs, want 1", runs.Load())
@@ -104,7 +104,7 @@ func TestMiddlewareTelemetry(t *testing.T) {
 func TestDoInProgressTelemetry(t *testing.T) {
 	ctx := t.Context()
 	c := telemetrytest.New(t)
-	g := newGuard(t, idempotency.Config{Store: memory.New(), Logger: c.Logger, MeterProvider: c.MeterProvider})
+	g := newOnce(t, idempotency.Config{Store: memory.New(), Telemetry: operation.Telemetry{Logger: c.Logger, MeterProvider: c.MeterProvider}})
 	started, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {

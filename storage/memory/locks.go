@@ -82,6 +82,8 @@ const (
 	lkUsage                                // payout usage by id
 	lkUsageByCustomer                      // the payout usages of a customer (and Hold)
 	lkApproval                             // payout approval by id
+	lkRecord                               // a host's record by kind and key
+	lkRecordGroup                          // the host's records of a kind in a group
 	lkCount
 )
 

@@ -93,6 +93,8 @@ type Store struct {
 	usage         table[*storage.PayoutUsage]
 	usageByCust   table[[]string]
 	approvals     table[*storage.PayoutApproval]
+	records       table[*storage.Record] // by recordKey(kind, key)
+	recordGroups  table[[]string]        // record keys by recordKey(kind, group), in creation order
 	expiry        [nShards]expiryShard
 
 	// The outbox, guarded by the lkOutbox lock.
@@ -289,6 +291,7 @@ func (t *tx) RateLimits() storage.RateLimits             { return limitRepo{t} }
 func (t *tx) Idempotency() storage.IdempotencyKeys       { return idemRepo{t} }
 func (t *tx) PayoutUsage() storage.PayoutUsages          { return usageRepo{t} }
 func (t *tx) PayoutApprovals() storage.PayoutApprovals   { return approvalRepo{t} }
+func (t *tx) Records() storage.Records                   { return recordRepo{t} }
 
 // watch schedules a check of a record at its expiry. A rolled-back write
 // leaves its entry behind; the entry is stale and ignored by Sweep.
@@ -301,7 +304,8 @@ const sweepBatch = 64
 
 // Sweep deletes what expired before cutoff: pending requests, OTP issuances,
 // ownership challenges, sessions, rate-limit windows, idempotency records,
-// and events delivered before cutoff. See [storage.Store]. Sweep never
+// payout usages and approvals, and events delivered before cutoff; a host's
+// records never expire and are never swept. See [storage.Store]. Sweep never
 // deletes what a running transaction uses: a record of one lock key that
 // nobody holds or waits for is checked and deleted in place (see
 // expireIdle); the others are deleted in transactions of at most sweepBatch

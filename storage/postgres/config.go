@@ -3,12 +3,11 @@ package postgres
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
+
+	"github.com/walletgate/walletgate/apierror/operation"
 )
 
 // DefaultSchema is the schema the store uses when [Config.Schema] is empty.
@@ -64,17 +63,12 @@ type Config struct {
 	// that only reads costs a BEGIN and a COMMIT more, and contended rows
 	// cost reruns.
 	Isolation pgx.TxIsoLevel
-	// Logger receives a Warn record for each transaction whose
-	// serialization retries ran out and an Error record for each transaction
-	// that failed unexpectedly (the error, never the statement arguments). Nothing secret
-	// is logged. Nil discards.
-	Logger *slog.Logger
-	// TracerProvider receives the package's spans; nil means no tracing (a
-	// no-op provider, not the global one). No attribute carries a secret.
-	TracerProvider trace.TracerProvider
-	// MeterProvider receives the package's metrics; nil means none (a no-op
-	// provider, not the global one). No attribute carries a secret.
-	MeterProvider metric.MeterProvider
+	// Telemetry receives the store's records, spans and metrics (see the
+	// package documentation); the zero value reports nothing. Each
+	// transaction whose serialization retries ran out is logged at Warn,
+	// each transaction that failed unexpectedly at Error (the error, never
+	// the statement arguments). Nothing secret is reported.
+	Telemetry operation.Telemetry
 
 	backoff time.Duration // base delay between retries; 0 means defaultBackoff
 }

@@ -204,7 +204,7 @@
 // lock that waited for one of them reads the row as committed (or finds it
 // gone). Locks are taken in the order of the storage contract: internal
 // accounts (ascending id), an email address, credentials, sessions,
-// external accounts.
+// external accounts, a host's records.
 //
 // PendingRequests.Create within an account's quota takes a
 // transaction-level advisory lock of the account's pending requests and then inserts with the count of its live
@@ -230,6 +230,18 @@
 // rolls back leaves no row. Under SERIALIZABLE the reads and inserts of two
 // holders also conflict, so one of them reruns.
 //
+// A host's records (storage.Records) are rows of host_records, keyed by
+// kind and key (migration 12). Create inserts with ON CONFLICT DO NOTHING:
+// of concurrent creates of one kind and key, on any replica, the later
+// waits for the earlier's transaction and then finds the row (or, under
+// SERIALIZABLE, reruns). Lock is SELECT ... FOR UPDATE of the row and
+// Update a compare-and-set UPDATE on version, so a read-modify-write
+// under Lock loses no update across replicas. List reads the records of a
+// kind and group in the order they were inserted (seq, through the index
+// on kind, group and seq). None of the methods is deferred: each reports
+// its failure when it returns. Kind, Key and Group are text, so
+// [ErrUnstorable] applies to them as to ids. Sweep never deletes a record.
+//
 // Outbox appends take a transaction-level advisory lock of the event's
 // account before drawing Seq, so the Seq of one account's events increases
 // in commit order; transactions appending events of one account therefore
@@ -245,9 +257,8 @@
 //
 // # Telemetry
 //
-// With [Config.TracerProvider], [Config.MeterProvider] and [Config.Logger]
-// set, every [Store.Atomic] call (inside a host transaction too) is
-// recorded under the instrumentation scope
+// With [Config.Telemetry] set, every [Store.Atomic] call (inside a host
+// transaction too) is recorded under the instrumentation scope
 // "github.com/walletgate/walletgate/storage/postgres":
 //
 //   - a client span "storage.transaction" with db.system.name=postgresql,

@@ -14,11 +14,11 @@ import (
 const idemColumns = `scope, key, token, fingerprint, state, status, header, body, created_at, expires_at`
 
 const (
-	// idemBeginSQL is the guard: the primary key on (scope, key) lets one
-	// of concurrent inserts through; the others wait for its transaction
-	// and then, under ON CONFLICT, re-check the WHERE clause on the
-	// committed row: only an expired row ($11 = now) is replaced. No row
-	// returned means a live record exists.
+	// idemBeginSQL admits one request per key: the primary key on (scope,
+	// key) lets one of concurrent inserts through; the others wait for its
+	// transaction and then, under ON CONFLICT, re-check the WHERE clause on
+	// the committed row: only an expired row ($11 = now) is replaced. No
+	// row returned means a live record exists.
 	idemBeginSQL = `INSERT INTO {s}.idempotency_keys AS k (` + idemColumns + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 	ON CONFLICT (scope, key) DO UPDATE SET token = EXCLUDED.token, fingerprint = EXCLUDED.fingerprint,

@@ -14,7 +14,7 @@ import (
 
 // BenchmarkIdempotencyBeginComplete measures the store side of one
 // idempotent request on PostgreSQL, Begin then Complete, each its own
-// Atomic call as storage/idempotency's Guard runs them, beside one raw
+// Atomic call as storage/idempotency's Once runs them, beside one raw
 // autocommit INSERT of the completed row on the same table and pool: the
 // ratio of the two ns/op is the cost of the reservation protocol (two
 // transactions instead of one statement).

@@ -23,6 +23,7 @@ const (
 	tableIdempotencyKeys
 	tablePayoutUsages
 	tablePayoutApprovals
+	tableHostRecords
 	numTables
 )
 
@@ -40,6 +41,7 @@ var tableNames = [numTables]string{
 	tableIdempotencyKeys:     "idempotency_keys",
 	tablePayoutUsages:        "payout_usages",
 	tablePayoutApprovals:     "payout_approvals",
+	tableHostRecords:         "host_records",
 }
 
 // String returns the table's name in the schema.
@@ -150,6 +152,7 @@ type queries struct {
 	idemBegin, idemGet, idemComplete, idemExists, idemRelease                                       stmt
 	usageInsert, usageSince                                                                         stmt
 	approvalInsert, approvalLock, approvalUpdate, approvalExists                                    stmt
+	recordInsert, recordGet, recordLock, recordUpdate, recordExists, recordList                     stmt
 	savepoint, release, rollbackTo, advisoryLock                                                    stmt
 	sweep                                                                                           [sweepTables]stmt
 }
@@ -179,6 +182,7 @@ func renderQueries(quotedSchema string) queries {
 		idempotency = tableIdempotencyKeys
 		usage       = tablePayoutUsages
 		approvals   = tablePayoutApprovals
+		records     = tableHostRecords
 	)
 	q := queries{
 		extInsert: d(extInsertSQL, write, ext),
@@ -264,6 +268,13 @@ func renderQueries(quotedSchema string) queries {
 		approvalLock:   d(approvalLockSQL, lock, approvals),
 		approvalUpdate: d(approvalUpdateSQL, write, approvals),
 		approvalExists: d(approvalExistsSQL, read, approvals),
+
+		recordInsert: d(recordInsertSQL, write, records),
+		recordGet:    d(recordGetSQL, read, records),
+		recordLock:   d(recordLockSQL, lock, records),
+		recordUpdate: d(recordUpdateSQL, write, records),
+		recordExists: d(recordExistsSQL, read, records),
+		recordList:   d(recordListSQL, read, records),
 
 		// Transaction control and the advisory lock name no table.
 		savepoint:    d(savepointSQL, write),

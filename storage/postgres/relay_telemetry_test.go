@@ -49,7 +49,7 @@ func TestRelayReportsStoreErrors(t *testing.T) {
 		return nil
 	})
 	r, err := relay.New(relay.Config{Store: s, Publisher: pub, Lease: 10 * time.Second,
-		Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider,
+		Telemetry: c.Telemetry(),
 		OnStoreError: func(op string, err error) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/postgres"
 	"github.com/walletgate/walletgate/storage/postgres/pgtest"
@@ -74,7 +75,7 @@ func TestReplicasConsumeOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stamp, err := signedretry.NewStamp(key, []byte(ch.PayloadToSign))
+		stamp, err := stamper.NewStamp(key, []byte(ch.PayloadToSign))
 		if err != nil {
 			t.Fatal(err)
 		}

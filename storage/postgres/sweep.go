@@ -43,7 +43,7 @@ func sweepTargets() [sweepTables]sweepTarget {
 // requests, OTP issuances, ownership challenges, sessions, rate-limit
 // windows, idempotency records (consumed, completed or not), payout usages
 // and payout approvals, and events
-// delivered before cutoff. It runs one
+// delivered before cutoff; a host's records are never swept. It runs one
 // short DELETE per table, each its own transaction, and returns how many rows
 // it deleted; a result equal to limit means more may remain. Several replicas
 // may sweep at once: each skips the rows another holds.

@@ -64,11 +64,11 @@ type telemetry struct {
 }
 
 func newTelemetry(cfg Config) (telemetry, error) {
-	t := telemetry{logger: cfg.Logger}
+	t := telemetry{logger: cfg.Telemetry.Logger}
 	if t.logger == nil {
 		t.logger = slog.New(slog.DiscardHandler)
 	}
-	tp, mp := cfg.TracerProvider, cfg.MeterProvider
+	tp, mp := cfg.Telemetry.TracerProvider, cfg.Telemetry.MeterProvider
 	if tp != nil {
 		t.tracer = tp.Tracer(scope)
 	}

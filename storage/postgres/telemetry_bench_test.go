@@ -25,7 +25,7 @@ func BenchmarkTransactionTelemetry(b *testing.B) {
 		ExpiresAt: time.Unix(60, 0).UTC()}
 	mustAtomic(b, plain, func(tx storage.Tx) error { return tx.PendingRequests().Create(ctx, &p, storage.Quota{Limit: 1000}) })
 	c := telemetrytest.New(b)
-	sdk, err := postgres.New(pool, postgres.Config{Schema: plain.Schema(), Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider})
+	sdk, err := postgres.New(pool, postgres.Config{Schema: plain.Schema(), Telemetry: c.Telemetry()})
 	if err != nil {
 		b.Fatal(err)
 	}

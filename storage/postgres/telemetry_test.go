@@ -31,7 +31,7 @@ func TestTransactionTelemetry(t *testing.T) {
 	pool := newPool(t, 2)
 	c := telemetrytest.New(t)
 	s := newStoreWith(t, pool, postgres.WithBackoff(postgres.Config{MaxRetries: 2,
-		Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider}, time.Millisecond))
+		Telemetry: c.Telemetry()}, time.Millisecond))
 
 	// ok, with one rerun after a serialization failure.
 	runs := 0

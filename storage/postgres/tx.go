@@ -82,6 +82,7 @@ func (t *tx) Outbox() storage.Outbox                     { return outboxRepo{t} 
 func (t *tx) RateLimits() storage.RateLimits             { return limitRepo{t} }
 func (t *tx) PayoutUsage() storage.PayoutUsages          { return usageRepo{t} }
 func (t *tx) PayoutApprovals() storage.PayoutApprovals   { return approvalRepo{t} }
+func (t *tx) Records() storage.Records                   { return recordRepo{t} }
 func (t *tx) Idempotency() storage.IdempotencyKeys       { return idemRepo{t} }
 
 // Atomic runs fn in one PostgreSQL transaction at READ COMMITTED (see

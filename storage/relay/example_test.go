@@ -11,6 +11,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/relay"
@@ -41,7 +42,7 @@ func ExampleConfig_logger() {
 			}
 			return a
 		}}))
-	r, err := relay.New(relay.Config{Store: store, Publisher: downPublisher{}, Logger: logger,
+	r, err := relay.New(relay.Config{Store: store, Publisher: downPublisher{}, Telemetry: operation.Telemetry{Logger: logger},
 		OnStoreError: func(op string, err error) { fmt.Println("store error in", op, err) }})
 	if err != nil {
 		panic(err)
@@ -53,7 +54,7 @@ func ExampleConfig_logger() {
 	// {Delivered:0 Retried:1 Parked:0 Lost:0 Released:0} <nil>
 }
 
-// With a MeterProvider and a store that implements BacklogStore (the
+// With a Telemetry.MeterProvider and a store that implements BacklogStore (the
 // memory and postgres stores do), the relay reports its backlog as gauges,
 // read from the store at each collection.
 func ExampleBacklogStore() {
@@ -68,7 +69,7 @@ func ExampleBacklogStore() {
 	}
 	reader := sdkmetric.NewManualReader() // in production: the Prometheus exporter, or an OTLP reader
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	if _, err := relay.New(relay.Config{Store: store, Publisher: downPublisher{}, MeterProvider: provider}); err != nil {
+	if _, err := relay.New(relay.Config{Store: store, Publisher: downPublisher{}, Telemetry: operation.Telemetry{MeterProvider: provider}}); err != nil {
 		panic(err)
 	}
 	var rm metricdata.ResourceMetrics

@@ -47,9 +47,8 @@
 //
 // # Telemetry
 //
-// With [Config.TracerProvider], [Config.MeterProvider] and [Config.Logger]
-// set, a relay records, under the instrumentation scope
-// "github.com/walletgate/walletgate/storage/relay":
+// With [Config.Telemetry] set, a relay records, under the instrumentation
+// scope "github.com/walletgate/walletgate/storage/relay":
 //
 //   - a span "relay.lease" per lease (walletgate.relay.leased: the events
 //     leased; error.type and status Error when the store failed), and a
@@ -84,15 +83,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -172,17 +168,12 @@ type Config struct {
 	// error leaves nothing leased; after a record error the batch's events
 	// are published again once their lease ends. It must not block.
 	OnStoreError func(op string, err error)
-	// Logger receives a Warn record for each failed Publish and for
-	// outcomes lost with an ended lease, and an Error record for each
-	// parked event and each store error, with the event id and type (never
-	// the payload). Nil discards.
-	Logger *slog.Logger
-	// TracerProvider receives the package's spans; nil means no tracing (a
-	// no-op provider, not the global one). No attribute carries a secret.
-	TracerProvider trace.TracerProvider
-	// MeterProvider receives the package's metrics; nil means none (a no-op
-	// provider, not the global one). No attribute carries a secret.
-	MeterProvider metric.MeterProvider
+	// Telemetry receives the relay's records, spans and metrics (see the
+	// package documentation); the zero value reports nothing. A failed
+	// Publish and outcomes lost with an ended lease are logged at Warn,
+	// each parked event and each store error at Error, with the event id
+	// and type (never the payload). No attribute carries a secret.
+	Telemetry operation.Telemetry
 }
 
 // Relay delivers the events of one store. Its methods are safe for

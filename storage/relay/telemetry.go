@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -66,7 +65,7 @@ func newTelemetry(r *Relay) error {
 	cfg := &r.cfg
 	t := &r.tel
 	var m metric.Meter
-	t.logger, t.tracer, m = operation.Providers(scope, cfg.Logger, cfg.TracerProvider, cfg.MeterProvider)
+	t.logger, t.tracer, m = cfg.Telemetry.Resolve(scope)
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -82,7 +81,7 @@ func newTelemetry(r *Relay) error {
 		return fmt.Errorf("relay: creating the metrics: %w", err)
 	}
 	bs, ok := cfg.Store.(BacklogStore)
-	if !ok || cfg.MeterProvider == nil {
+	if !ok || cfg.Telemetry.MeterProvider == nil {
 		return nil
 	}
 	backlog, err := m.Int64ObservableGauge("walletgate.relay.backlog", metric.WithUnit("{event}"),

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
@@ -43,7 +44,7 @@ func TestTelemetry(t *testing.T) {
 		}}
 		var storeErrs int
 		r := newRelay(t, relay.Config{Store: s, Publisher: f, MaxAge: time.Hour, MaxBackoff: time.Minute,
-			Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider,
+			Telemetry:    c.Telemetry(),
 			OnStoreError: func(string, error) { storeErrs++ }})
 
 		if n, ok := c.Gauge(t, "walletgate.relay.backlog"); !ok || n != 3 {
@@ -129,7 +130,7 @@ func TestTelemetryLostLease(t *testing.T) {
 		started := make(chan struct{})
 		slow := &fake{fail: func(storage.Event) error { close(started); <-release; return errors.New("too late") }}
 		a := newRelay(t, relay.Config{Store: s, Publisher: slow, Owner: "a", Lease: time.Minute,
-			Logger: c.Logger, MeterProvider: c.MeterProvider})
+			Telemetry: operation.Telemetry{Logger: c.Logger, MeterProvider: c.MeterProvider}})
 		b := newRelay(t, relay.Config{Store: s, Publisher: &fake{}, Owner: "b", Lease: time.Minute})
 		appendEvents(t, s, 1, 1, time.Now())
 		resA := make(chan relay.Result)

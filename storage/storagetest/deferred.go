@@ -539,6 +539,48 @@ func deferCases() []deferCase {
 			a.Version = 7
 			return tx.PayoutApprovals().Update(ctx, &a)
 		}}, conflict, conflictName)
+	record := func(f *deferFixture) storage.Record {
+		return storage.Record{Kind: "deferred", Key: f.wallet.ID, Group: f.wallet.CustomerID, Value: []byte("v1"), CreatedAt: t0}
+	}
+	add(deferCase{name: "Records.Create",
+		write: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			r := record(f)
+			return tx.Records().Create(ctx, &r)
+		},
+		seen: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			list, err := tx.Records().List(ctx, "deferred", f.wallet.CustomerID)
+			return seenIf(err, len(list) == 1, "the created record")
+		},
+		before: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			r := record(f)
+			return tx.Records().Create(ctx, &r)
+		},
+		fail: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			r := record(f)
+			return tx.Records().Create(ctx, &r)
+		}}, dup, dupName)
+	add(deferCase{name: "Records.Update",
+		write: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			r := record(f)
+			if err := tx.Records().Create(ctx, &r); err != nil {
+				return err
+			}
+			r.Value = []byte("v2")
+			return tx.Records().Update(ctx, &r)
+		},
+		seen: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			r, err := tx.Records().Get(ctx, "deferred", f.wallet.ID)
+			return seenIf(err, string(r.Value) == "v2", "the updated record")
+		},
+		before: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			r := record(f)
+			return tx.Records().Create(ctx, &r)
+		},
+		fail: func(ctx context.Context, tx ctxTx, f *deferFixture) error {
+			r := record(f)
+			r.Version = 7
+			return tx.Records().Update(ctx, &r)
+		}}, conflict, conflictName)
 	return cases
 }
 

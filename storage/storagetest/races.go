@@ -79,6 +79,17 @@ type Replicas func(tb testing.TB) []storage.Store
 //   - concurrent approvals of one payout, each locking it and moving it from
 //     WAITING to APPROVED by compare-and-set, some rolled back: exactly one
 //     commits, so the payout executes once.
+//   - concurrent [storage.Records.Create] calls of one kind and key, some
+//     rolled back: exactly one commits, and the record is the winner's;
+//   - concurrent increments of one record, each locking it
+//     ([storage.Records.Lock]) and writing it back with Update, some rolled
+//     back: the count ends at the number of commits, no update lost;
+//   - concurrent debits of one balance record, each locking it, refusing
+//     when it is below the debit and otherwise writing it less the debit
+//     and creating a record of the debit, some rolled back: the committed
+//     debits never exceed the starting balance, the balance ends at the
+//     start less them, and the records of the committed debits alone are
+//     listed, in the order they were made.
 //
 // [Run] runs them with 64 goroutines on one store. A store meant for several
 // replicas should run them with one store per replica (for example one
@@ -110,6 +121,9 @@ func RunRaces(t *testing.T, newReplicas Replicas, workers int) {
 		{"PendingBounded", racePendingBounded},
 		{"PayoutWindow", racePayoutWindow},
 		{"PayoutApproval", racePayoutApproval},
+		{"RecordCreateOnce", raceRecordCreateOnce},
+		{"RecordCounter", raceRecordCounter},
+		{"RecordBalance", raceRecordBalance},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

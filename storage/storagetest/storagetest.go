@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Idempotency", testIdempotency},
 		{"PayoutUsage", testPayoutUsage},
 		{"PayoutApprovals", testPayoutApprovals},
+		{"Records", testRecords},
 		{"Atomic", testAtomic},
 		{"Deferred", testDeferred},
 		{"Concurrency", testConcurrency},

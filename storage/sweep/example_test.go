@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/storage/memory"
 	"github.com/walletgate/walletgate/storage/sweep"
 )
@@ -16,7 +17,7 @@ import (
 func ExampleSweeper_Run() {
 	store := memory.New() // in production: the postgres store of the service
 	sw, err := sweep.New(sweep.Config{Store: store, Interval: time.Minute, Margin: time.Hour,
-		Logger: slog.Default()})
+		Telemetry: operation.Telemetry{Logger: slog.Default()}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -13,9 +13,9 @@
 //
 // # Telemetry
 //
-// With [Config.TracerProvider], [Config.MeterProvider] and [Config.Logger]
-// set, a Sweeper records, under the instrumentation scope
-// "github.com/walletgate/walletgate/storage/sweep", a span "sweep.run" per
+// With [Config.Telemetry] set, a Sweeper records, under the
+// instrumentation scope "github.com/walletgate/walletgate/storage/sweep",
+// a span "sweep.run" per
 // [Sweeper.RunOnce] (walletgate.sweep.deleted; status Error when the store
 // failed), the counters walletgate.sweep.deleted (records deleted) and
 // walletgate.sweep.failures (sweeps ended by a store error), and an Error
@@ -30,9 +30,7 @@ import (
 	"log/slog"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -64,16 +62,11 @@ type Config struct {
 	// OnError, when set, is called with each failed sweep of [Sweeper.Run]
 	// (for logs and metrics); it must not block. Run goes on after it.
 	OnError func(error)
-	// Logger receives an Error record for each failed sweep of
-	// [Sweeper.Run], with the store's error. Nothing secret is logged. Nil
-	// discards.
-	Logger *slog.Logger
-	// TracerProvider receives the package's spans; nil means no tracing (a
-	// no-op provider, not the global one). No attribute carries a secret.
-	TracerProvider trace.TracerProvider
-	// MeterProvider receives the package's metrics; nil means none (a no-op
-	// provider, not the global one). No attribute carries a secret.
-	MeterProvider metric.MeterProvider
+	// Telemetry receives the sweeper's records, spans and metrics (see the
+	// package documentation); the zero value reports nothing. Each failed
+	// sweep of [Sweeper.Run] is logged at Error with the store's error.
+	// Nothing secret is reported.
+	Telemetry operation.Telemetry
 }
 
 // Sweeper deletes the expired records of one store. It is safe for

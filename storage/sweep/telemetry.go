@@ -9,8 +9,6 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/walletgate/walletgate/apierror/operation"
 )
 
 // scope is the instrumentation scope of the sweeper's spans and metrics.
@@ -29,7 +27,7 @@ type telemetry struct {
 func newTelemetry(cfg Config) (telemetry, error) {
 	t := telemetry{}
 	var m metric.Meter
-	t.logger, t.tracer, m = operation.Providers(scope, cfg.Logger, cfg.TracerProvider, cfg.MeterProvider)
+	t.logger, t.tracer, m = cfg.Telemetry.Resolve(scope)
 	var err error
 	if t.deleted, err = m.Int64Counter("walletgate.sweep.deleted", metric.WithUnit("{record}"),
 		metric.WithDescription("Expired records deleted by the sweeper.")); err != nil {

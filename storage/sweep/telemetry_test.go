@@ -24,7 +24,7 @@ func TestRunTelemetry(t *testing.T) {
 		store := &counting{Store: memory.New()}
 		pending(t, store, 3, time.Now().Add(-2*time.Hour))
 		s, err := sweep.New(sweep.Config{Store: store, Interval: time.Minute,
-			Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider})
+			Telemetry: c.Telemetry()})
 		if err != nil {
 			t.Fatal(err)
 		}

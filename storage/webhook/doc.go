@@ -17,7 +17,7 @@
 //
 // # Telemetry
 //
-// A [Publisher] given the providers of [PublisherConfig] records, under the
+// A [Publisher] given [PublisherConfig.Telemetry] records, under the
 // instrumentation scope "github.com/walletgate/walletgate/storage/webhook",
 // for each delivery ([Publisher.Send], and so [Publisher.Publish]):
 //

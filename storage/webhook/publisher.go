@@ -7,15 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/storage"
 )
@@ -51,28 +48,22 @@ type PublisherConfig struct {
 	// is copied with redirects switched off: a 3xx answer is a failed
 	// delivery, so a signed body is only ever sent to a URL the host chose.
 	Client *http.Client
-	// Logger receives a Debug record for each delivery the receiver
-	// refused or did not answer (storage/relay logs the failed Publish at
-	// Warn) and an Error record for an event refused before sending (not
-	// an envelope, no route), with the event id and type and the status
-	// or error; never the body, the signature, the URL's path or query or
-	// the response body. Nil discards.
-	Logger *slog.Logger
-	// TracerProvider receives a client span "webhook.deliver" per
-	// delivery; nil means no tracing (a no-op provider, not the global
-	// one). No attribute carries the body, the signature or the URL's path
-	// or query.
-	TracerProvider trace.TracerProvider
-	// MeterProvider receives the delivery counter and duration histogram;
-	// nil means none (a no-op provider, not the global one). No attribute
-	// carries a secret.
-	MeterProvider metric.MeterProvider
+	// Telemetry receives the publisher's records, spans and metrics (see
+	// the package documentation); the zero value reports nothing. Each
+	// delivery the receiver refused or did not answer is logged at Debug
+	// (storage/relay logs the failed Publish at Warn) and an event refused
+	// before sending (not an envelope, no route) at Error, with the event
+	// id and type and the status or error. Each delivery is a client span
+	// "webhook.deliver", counted and timed by the delivery counter and
+	// duration histogram. No record or attribute carries the body, the
+	// signature, the URL's path or query or the response body.
+	Telemetry operation.Telemetry
 }
 
 // NewPublisher returns a Publisher posting the events as cfg says. It fails
 // when cfg.Signer is nil, when neither or both of Target and Route are set,
 // when Target is not an absolute http or https URL, or when
-// cfg.MeterProvider refuses the publisher's instruments.
+// cfg.Telemetry.MeterProvider refuses the publisher's instruments.
 func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if cfg.Signer == nil {
 		return nil, errors.New("webhook: PublisherConfig.Signer is nil")

@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/storage"
 )
 
@@ -44,7 +43,7 @@ type telemetry struct {
 func newTelemetry(cfg PublisherConfig) (telemetry, error) {
 	t := telemetry{}
 	var m metric.Meter
-	t.logger, t.tracer, m = operation.Providers(scope, cfg.Logger, cfg.TracerProvider, cfg.MeterProvider)
+	t.logger, t.tracer, m = cfg.Telemetry.Resolve(scope)
 	var err1, err2 error
 	t.deliveries, err1 = m.Int64Counter("walletgate.webhook.deliveries", metric.WithUnit("{delivery}"),
 		metric.WithDescription("Webhook deliveries by outcome (ok: 2xx or 409) and receiver status."))

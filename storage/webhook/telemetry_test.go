@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/walletgate/walletgate/apierror/operation"
 	"github.com/walletgate/walletgate/apierror/operation/telemetrytest"
 	"github.com/walletgate/walletgate/apierror/webhooksig"
 	"github.com/walletgate/walletgate/storage"
@@ -46,7 +47,7 @@ func TestPublisherTelemetry(t *testing.T) {
 	route := target
 	p, err := webhook.NewPublisher(webhook.PublisherConfig{
 		Route:  func(storage.Event) (string, error) { return route, nil },
-		Signer: testSigner(t), Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider})
+		Signer: testSigner(t), Telemetry: c.Telemetry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestRelayPublishParentsDelivery(t *testing.T) {
 	c := telemetrytest.New(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	defer srv.Close()
-	p, err := webhook.NewPublisher(webhook.PublisherConfig{Target: srv.URL, Signer: testSigner(t), TracerProvider: c.TracerProvider})
+	p, err := webhook.NewPublisher(webhook.PublisherConfig{Target: srv.URL, Signer: testSigner(t), Telemetry: operation.Telemetry{TracerProvider: c.TracerProvider}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestRelayPublishParentsDelivery(t *testing.T) {
 	if err := store.Atomic(ctx, func(tx storage.Tx) error { return tx.Outbox().Append(ctx, &e) }); err != nil {
 		t.Fatal(err)
 	}
-	r, err := relay.New(relay.Config{Store: store, Publisher: p, TracerProvider: c.TracerProvider})
+	r, err := relay.New(relay.Config{Store: store, Publisher: p, Telemetry: operation.Telemetry{TracerProvider: c.TracerProvider}})
 	if err != nil {
 		t.Fatal(err)
 	}

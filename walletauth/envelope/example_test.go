@@ -5,8 +5,8 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"fmt"
-	"github.com/walletgate/walletgate/signedretry"
 
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 )
 
@@ -24,7 +24,7 @@ func Example_otpRoundTrip() {
 
 	// Client: a fresh session key, then the encryptedOtpBundle.
 	session, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	sessionHex, _ := signedretry.CompressedHex(&session.PublicKey)
+	sessionHex, _ := stamper.CompressedHex(&session.PublicKey)
 	encrypted, err := envelope.SealOTPForBundle(bundle, &signer.PublicKey, "123456", sessionHex, nil)
 	if err != nil {
 		panic(err)
@@ -52,7 +52,7 @@ func Example_otpRoundTrip() {
 // client's key; the client opens it and holds the signing key.
 func ExampleSealSessionKey() {
 	client, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	clientHex, _ := signedretry.CompressedHex(&client.PublicKey)
+	clientHex, _ := stamper.CompressedHex(&client.PublicKey)
 
 	essk, sessionPublic, err := envelope.SealSessionKey(clientHex, nil)
 	if err != nil {

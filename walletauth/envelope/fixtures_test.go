@@ -12,7 +12,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
-	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 )
 
 // seeded returns a deterministic byte stream named by label.
@@ -58,7 +58,7 @@ func testECDH(t testing.TB, label string) *ecdh.PrivateKey {
 // compressedHex returns the compressed hex of k's public key.
 func compressedHex(t testing.TB, k *ecdsa.PrivateKey) string {
 	t.Helper()
-	s, err := signedretry.CompressedHex(&k.PublicKey)
+	s, err := stamper.CompressedHex(&k.PublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,11 @@ package envelope
 import (
 	"crypto/ecdsa"
 	"encoding/hex"
-	"github.com/walletgate/walletgate/signedretry"
 	"strings"
 	"testing"
+
+	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 )
 
 // Every fuzz target feeds outside input to a parser and checks that it never
@@ -128,7 +130,7 @@ func FuzzParsePublicKeyHex(f *testing.F) {
 			}
 			return
 		}
-		if c, err := signedretry.CompressedHex(pub); err != nil || !strings.EqualFold(c[2:], s[2:66]) {
+		if c, err := stamper.CompressedHex(pub); err != nil || !strings.EqualFold(c[2:], s[2:66]) {
 			t.Fatalf("accepted %q but re-encodes as %q (%v)", s, c, err)
 		}
 	})

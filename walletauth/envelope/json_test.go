@@ -1,73 +1,85 @@
 package envelope
 
 import (
-	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/walletgate/walletgate/apierror"
 )
 
-// plainObjectSeeds are objects decodePlainObject reads, and objects it must
-// leave to apierror.DecodeBytes (escapes, numbers, nesting, repeated,
-// case-colliding or case-folded names, non-ASCII names, trailing data).
-var plainObjectSeeds = []string{
-	`{"encappedPublic":"04ab","ciphertext":"cd"}`,
-	` { "otp_code" : "123456" , "public_key":"02ab", "extra":"é" } `,
-	`{"ciphertext":"cd"}`,
-	`{"encappedPublic":"04ab","ciphertext":"c\u0064"}`,
-	`{"encappedPublic":"04ab","ciphertext":1}`,
-	`{"encappedPublic":"04ab","ciphertext":"cd","x":{}}`,
-	`{"encappedPublic":"a","encappedPublic":"b"}`,
-	`{"x":"a","X":"b"}`,
-	`{"EncappedPublic":"a","ciphertext":"b"}`,
-	`{"OTP_code":"1","public_key":"k"}`,
-	`{"otp_ｃode":"1"}`,
-	"{\"otp_code\":\"\xff\"}",
-	`{"otp_code":"1"}x`, `{"otp_code":"1",}`, `{}`, `{"a"}`,
+// objectSeeds are the objects of an OTP attempt as clients send them, and
+// the objects decodeObject refuses, as apierror.DecodeBytes does (escapes
+// it reads, numbers, nesting, repeated, case-colliding or case-folded
+// names, invalid UTF-8, trailing data) or because they are no object.
+var objectSeeds = []struct {
+	data string
+	ok   bool
+}{
+	{`{"encappedPublic":"04ab","ciphertext":"cd"}`, true},
+	{` { "otp_code" : "123456" , "public_key":"02ab", "extra":"é" } `, true},
+	{`{"ciphertext":"cd"}`, true},
+	{`{"encappedPublic":"04ab","ciphertext":"c\u0064","x":{"y":[1]}}`, true},
+	{`{"encappedPublic":"04ab","ciphertext":1}`, false},
+	{`{"encappedPublic":"a","encappedPublic":"b"}`, false},
+	{`{"x":"a","X":"b"}`, false},
+	{`{"EncappedPublic":"a","ciphertext":"b"}`, false},
+	{`{"OTP_code":"1","public_key":"k"}`, false},
+	{`{"otp_ｃode":"1"}`, true},
+	{"{\"otp_code\":\"\xff\"}", false},
+	{`{"otp_code":"\udc00"}`, false},
+	{`{"otp_code":"1"}x`, false},
+	{`{"otp_code":"1","x":1e400}`, true},
+	{`{"otp_code":"1",}`, false},
+	{"\f{}", false},
+	{"\u00a0{}", false},
+	{"{}\u00a0", false},
+	{`null`, false},
+	{` null`, false},
+	{`[]`, false},
+	{``, false},
+	{`{}`, true},
+	{`{"a"}`, false},
 }
 
-// FuzzDecodePlainObject holds the one-pass reading of the OTP attempt's
-// objects to apierror.DecodeBytes: whatever it accepts, DecodeBytes
-// accepts with the same fields.
-func FuzzDecodePlainObject(f *testing.F) {
-	for _, s := range plainObjectSeeds {
-		f.Add([]byte(s))
+// FuzzDecodeObject holds decodeObject to apierror.DecodeBytes: it accepts
+// exactly the JSON objects DecodeBytes accepts, with the same fields, for
+// both objects of an OTP attempt.
+func FuzzDecodeObject(f *testing.F) {
+	for _, s := range objectSeeds {
+		f.Add([]byte(s.data))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		checkPlainObjectLikeDecodeBytes(t, data)
+		checkObjectLikeDecodeBytes(t, data)
 	})
 }
 
-func checkPlainObjectLikeDecodeBytes(t *testing.T, data []byte) bool {
+// checkObjectLikeDecodeBytes reports whether decodeObject accepted data
+// as both objects of an OTP attempt.
+func checkObjectLikeDecodeBytes(t *testing.T, data []byte) bool {
 	t.Helper()
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || data[0] != '{' {
-		return false
+	var object map[string]json.RawMessage
+	isObject := apierror.DecodeBytes(data, &object) == nil && object != nil
+	var gotMsg, wantMsg clientMessage
+	okMsg := decodeObject(data, &gotMsg)
+	errMsg := apierror.DecodeBytes(data, &wantMsg)
+	if okMsg != (isObject && errMsg == nil) || gotMsg != wantMsg {
+		t.Fatalf("%q: decodeObject %v %+v, DecodeBytes %+v, %v (an object: %v)", data, okMsg, gotMsg, wantMsg, errMsg, isObject)
 	}
-	var fastMsg, slowMsg clientMessage
-	okMsg := decodePlainObject(data, [2]string{"encappedPublic", "ciphertext"}, [2]*string{&fastMsg.EncappedPublic, &fastMsg.Ciphertext})
-	if okMsg {
-		if err := apierror.DecodeBytes(data, &slowMsg); err != nil || slowMsg != fastMsg {
-			t.Fatalf("%q: one pass read %+v, DecodeBytes %+v, %v", data, fastMsg, slowMsg, err)
-		}
-	}
-	var fastP, slowP otpPayload
-	okP := decodePlainObject(data, [2]string{"otp_code", "public_key"}, [2]*string{&fastP.OTPCode, &fastP.PublicKey})
-	if okP {
-		if err := apierror.DecodeBytes(data, &slowP); err != nil || slowP != fastP {
-			t.Fatalf("%q: one pass read %+v, DecodeBytes %+v, %v", data, fastP, slowP, err)
-		}
+	var gotP, wantP otpPayload
+	okP := decodeObject(data, &gotP)
+	errP := apierror.DecodeBytes(data, &wantP)
+	if okP != (isObject && errP == nil) || gotP != wantP {
+		t.Fatalf("%q: decodeObject %v %+v, DecodeBytes %+v, %v (an object: %v)", data, okP, gotP, wantP, errP, isObject)
 	}
 	return okMsg && okP
 }
 
-// TestDecodePlainObject checks the seeds against DecodeBytes, that the
-// objects clients send take the one pass and that the others do not.
-func TestDecodePlainObject(t *testing.T) {
-	for i, s := range plainObjectSeeds {
-		read := checkPlainObjectLikeDecodeBytes(t, []byte(s))
-		if want := i < 3; read != want {
-			t.Errorf("%q read in one pass: %v, want %v", s, read, want)
+// TestDecodeObject checks the seeds against DecodeBytes and the objects
+// clients send are read.
+func TestDecodeObject(t *testing.T) {
+	for _, s := range objectSeeds {
+		if read := checkObjectLikeDecodeBytes(t, []byte(s.data)); read != s.ok {
+			t.Errorf("%q read: %v, want %v", s.data, read, s.ok)
 		}
 	}
 }

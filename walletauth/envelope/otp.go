@@ -38,7 +38,7 @@ type OTPAttempt struct {
 	PublicKeyHex string
 	// PublicKeyCompressedHex is the same key's compressed SEC 1 encoding
 	// (02|03 || X) in 66 lowercase hex characters, whichever encoding was
-	// sent: the form signedretry binds a key by (signedretry.CompressedHex
+	// sent: the form signedretry binds a key by (signedretry/stamper.CompressedHex
 	// of PublicKey gives the same string).
 	PublicKeyCompressedHex string
 }

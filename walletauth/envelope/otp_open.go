@@ -1,10 +1,10 @@
 package envelope
 
 import (
-	"crypto/ecdh"
 	"encoding/hex"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/walletgate/walletgate/apierror"
 )
@@ -39,7 +39,7 @@ func OpenOTP(targetKey []byte, encryptedOtpBundle string) (OTPAttempt, error) {
 	if err != nil {
 		return OTPAttempt{}, err
 	}
-	pt, err := openWith(skR, enc.Bytes(), ct)
+	pt, err := openWith(skR, enc, ct)
 	if errors.Is(err, errNotSealedToKey) {
 		return OTPAttempt{}, apierror.Unauthenticated(reasonOTPNotSealedToTarget)
 	}
@@ -52,8 +52,10 @@ func OpenOTP(targetKey []byte, encryptedOtpBundle string) (OTPAttempt, error) {
 // reasonOTPNotSealedToTarget is details.reason of the 401 of [OpenOTP].
 const reasonOTPNotSealedToTarget = "encryptedOtpBundle was not sealed to this challenge's target key"
 
-// parseClientMessage checks the outer JSON of an encryptedOtpBundle.
-func parseClientMessage(s string) (*ecdh.PublicKey, []byte, error) {
+// parseClientMessage checks the outer JSON of an encryptedOtpBundle and
+// returns its members decoded: enc, the 65 bytes of a P-256 point, and the
+// ciphertext, at least a tag long.
+func parseClientMessage(s string) (enc, ct []byte, err error) {
 	const f = fieldEncryptedOTPBundle
 	if s == "" {
 		return nil, nil, invalid(f, f+" is required")
@@ -68,19 +70,19 @@ func parseClientMessage(s string) (*ecdh.PublicKey, []byte, error) {
 	if msg.EncappedPublic == "" {
 		return nil, nil, invalid(f, "encappedPublic is required")
 	}
-	rawEnc, err := hex.DecodeString(msg.EncappedPublic)
-	if err != nil {
+	// One buffer holds both members decoded.
+	buf := make([]byte, hex.DecodedLen(len(msg.EncappedPublic))+hex.DecodedLen(len(msg.Ciphertext)))
+	enc, ct = buf[:hex.DecodedLen(len(msg.EncappedPublic))], buf[hex.DecodedLen(len(msg.EncappedPublic)):]
+	if _, err := hex.Decode(enc, []byte(msg.EncappedPublic)); err != nil {
 		return nil, nil, invalid(f, "encappedPublic is not hex")
 	}
-	enc, problem := parseUncompressedPoint(rawEnc)
-	if problem != "" {
+	if _, problem := parseUncompressedPoint(enc); problem != "" {
 		return nil, nil, invalid(f, "encappedPublic "+problem)
 	}
 	if msg.Ciphertext == "" {
 		return nil, nil, invalid(f, "ciphertext is required")
 	}
-	ct, err := hex.DecodeString(msg.Ciphertext)
-	if err != nil {
+	if _, err := hex.Decode(ct, []byte(msg.Ciphertext)); err != nil {
 		return nil, nil, invalid(f, "ciphertext is not hex")
 	}
 	if len(ct) < tagLen {
@@ -106,12 +108,23 @@ func parseOTPPayload(pt []byte) (OTPAttempt, error) {
 	if problem != "" {
 		return OTPAttempt{}, invalid(f, "public_key "+problem)
 	}
-	// raw is a validated point, so its compressed form is its prefix's
-	// parity and X, read off the bytes without encoding the point again.
-	compressed := raw
-	if len(raw) == uncompressedKeyLen {
-		compressed = compressPoint(raw)
-	}
 	return OTPAttempt{Code: p.OTPCode, PublicKey: pub, PublicKeyHex: p.PublicKey,
-		PublicKeyCompressedHex: hex.EncodeToString(compressed)}, nil
+		PublicKeyCompressedHex: compressedHexOf(raw, p.PublicKey)}, nil
+}
+
+// compressedHexOf is the compressed form of raw, a validated point decoded
+// from s, in lowercase hex: s itself when it is that already, otherwise the
+// prefix's parity and X read off the bytes, without encoding the point
+// again.
+func compressedHexOf(raw []byte, s string) string {
+	if len(raw) == compressedKeyLen && !strings.ContainsAny(s, "ABCDEF") {
+		return s
+	}
+	var c [compressedKeyLen]byte
+	c[0] = 2 | raw[len(raw)-1]&1
+	if len(raw) == compressedKeyLen {
+		c[0] = raw[0]
+	}
+	copy(c[1:], raw[1:compressedKeyLen])
+	return hex.EncodeToString(c[:])
 }

@@ -29,7 +29,7 @@ func TestOTPRoundTrip(t *testing.T) {
 }
 
 // TestOTPCompressedKey checks PublicKeyCompressedHex against
-// signedretry.CompressedHex of the parsed key, for keys of both parities of
+// stamper.CompressedHex of the parsed key, for keys of both parities of
 // Y sent in every encoding.
 func TestOTPCompressedKey(t *testing.T) {
 	target := testECDH(t, "otp/target")
@@ -75,7 +75,7 @@ func TestSealOTPWireBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pt, err := Open(target, enc.Bytes(), ct)
+	pt, err := Open(target, enc, ct)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestOpenOTPErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	enc, ct, _ := parseClientMessage(good)
-	encHex, ctHex := hex.EncodeToString(enc.Bytes()), hex.EncodeToString(ct)
+	encHex, ctHex := hex.EncodeToString(enc), hex.EncodeToString(ct)
 	msg := func(e, c string) string {
 		b, _ := marshalCompact(clientMessage{e, c})
 		return string(b)
@@ -165,7 +165,7 @@ func TestOpenOTPErrors(t *testing.T) {
 		{"enc missing", target, msg("", ctHex), bad, "encappedPublic is required"},
 		{"enc not hex", target, msg("04zz", ctHex), bad, "encappedPublic is not hex"},
 		{"enc odd hex", target, msg(encHex[:129], ctHex), bad, "encappedPublic is not hex"},
-		{"enc compressed", target, msg(hex.EncodeToString(compressPoint(enc.Bytes())), ctHex), bad, "encappedPublic must be a 65-byte uncompressed P-256 point"},
+		{"enc compressed", target, msg(hex.EncodeToString(compressPoint(enc)), ctHex), bad, "encappedPublic must be a 65-byte uncompressed P-256 point"},
 		{"enc off curve", target, msg(encHex[:128]+flipHex(encHex[128:]), ctHex), bad, "encappedPublic is not a point on P-256"},
 		{"enc infinity", target, msg("00", ctHex), bad, "encappedPublic must be a 65-byte uncompressed P-256 point"},
 		{"ciphertext missing", target, msg(encHex, ""), bad, "ciphertext is required"},

@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/walletgate/walletgate/apierror"
 )
@@ -15,134 +14,20 @@ import (
 // that types are checked exactly (a string "1700000000" is not a NumericDate).
 type claimSet map[string]json.RawMessage
 
-// parseClaims decodes the payload, which must be one JSON object.
+// parseClaims decodes the payload, which must be one JSON object, as every
+// outside input is read (apierror.DecodeBytes): a claim set naming a claim
+// twice, or in two cases, has no single reading and is not a JWT. Each
+// claim keeps its canonical text.
 func parseClaims(payload []byte) (claimSet, *apierror.Error) {
 	trimmed := bytes.TrimLeft(payload, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, notJWT("payload is not a JSON object")
-	}
-	// Read as every outside input is (apierror.DecodeBytes): a claim set
-	// naming a claim twice, or in two cases, has no single reading and is
-	// not a JWT. For a claimSet, DecodeBytes is the canonical form decoded
-	// by encoding/json (a map has no field names to check); the members of
-	// that form are taken here in one pass instead, the same strings and
-	// the same value bytes (see FuzzParseClaims).
-	canon, err := apierror.Canonicalize(payload)
-	if err != nil {
-		return nil, notJWT("payload is not a JSON object with unique claim names")
-	}
-	if c, ok := canonicalMembers(canon); ok {
-		return c, nil
 	}
 	var c claimSet
 	if err := apierror.DecodeBytes(payload, &c); err != nil {
 		return nil, notJWT("payload is not a JSON object with unique claim names")
 	}
 	return c, nil
-}
-
-// canonicalMembers splits a canonical JSON object (apierror.Canonicalize's
-// output: compact, valid, member names unique) into its members, each value
-// kept as its canonical text, as json.Unmarshal into a claimSet would. It
-// reports false for anything but an object, leaving it to the decoder.
-func canonicalMembers(canon []byte) (claimSet, bool) {
-	if len(canon) < 2 || canon[0] != '{' {
-		return nil, false
-	}
-	c := claimSet{}
-	i := 1
-	if canon[i] == '}' {
-		return c, i+1 == len(canon)
-	}
-	for {
-		end, escaped := canonicalStringEnd(canon, i)
-		if end < 0 || end >= len(canon) || canon[end] != ':' {
-			return nil, false
-		}
-		var name string
-		if escaped {
-			if json.Unmarshal(canon[i:end], &name) != nil {
-				return nil, false
-			}
-		} else {
-			name = string(canon[i+1 : end-1])
-		}
-		start := end + 1
-		stop := canonicalValueEnd(canon, start)
-		if stop < 0 || stop >= len(canon) {
-			return nil, false
-		}
-		c[name] = json.RawMessage(canon[start:stop:stop])
-		switch canon[stop] {
-		case '}':
-			return c, stop+1 == len(canon)
-		case ',':
-			i = stop + 1
-		default:
-			return nil, false
-		}
-	}
-}
-
-// canonicalStringEnd returns the index after the JSON string that starts at
-// b[i] and whether it holds an escape; -1 when b[i] starts no string.
-func canonicalStringEnd(b []byte, i int) (int, bool) {
-	if i >= len(b) || b[i] != '"' {
-		return -1, false
-	}
-	escaped := false
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			return j + 1, escaped
-		}
-	}
-	return -1, false
-}
-
-// canonicalValueEnd returns the index after the compact JSON value that
-// starts at b[i], or -1.
-func canonicalValueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		end, _ := canonicalStringEnd(b, i)
-		return end
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end, _ := canonicalStringEnd(b, j)
-				if end < 0 {
-					return -1
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	// A number or a literal: compact, so it ends at , } ] or the end.
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
-		j++
-	}
-	if j == i {
-		return -1
-	}
-	return j
 }
 
 // present reports whether name is set to something other than null.
@@ -157,33 +42,11 @@ func (c claimSet) str(name string) (string, bool) {
 	if !ok || len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
-	if s, ok := plainString(raw); ok {
-		return s, true
-	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", false
 	}
 	return s, true
-}
-
-// plainString returns the contents of a JSON string that has no escape, no
-// control character and only valid UTF-8, which json.Unmarshal would return
-// unchanged; ok is false for any other text, which json.Unmarshal then reads.
-func plainString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", false
-	}
-	body := raw[1 : len(raw)-1]
-	for _, b := range body {
-		if b == '"' || b == '\\' || b < 0x20 {
-			return "", false
-		}
-	}
-	if !utf8.Valid(body) {
-		return "", false
-	}
-	return string(body), true
 }
 
 // Bounds of a NumericDate: values outside are clamped, which keeps every

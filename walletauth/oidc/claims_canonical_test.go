@@ -15,7 +15,8 @@ var claimSeeds = []string{
 	`{}`, ` {"a":{"b":[1,{"c":"}"}]},"d":null,"e":true} `,
 	`{"a\"b":"\u0041","\u00e9":"x","n\\":-0.0,"t":"\t"}`,
 	`{"a":[[],{},""],"b":"]"}`,
-	`{"a":1,"a":2}`, `{"a":1,"A":2}`, `[1]`, `"s"`, `{"a":}`, ``, `{"a":1}x`,
+	`{"iss":"i","sub":"s","aud":"a","exp":1.7e9,"email_verified":true,"x":null,"n":"\u00e9"}`,
+	`{"a":1,"a":2}`, `{"a":1,"A":2}`, `{"k":1,"\u212a":2}`, `[1]`, `"s"`, `null`, "\f{}", `{"a":}`, ``, `{"a":1}x`,
 }
 
 // FuzzParseClaims holds parseClaims to apierror.DecodeBytes into a

@@ -3,12 +3,10 @@ package oidc
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
+	"github.com/walletgate/walletgate/apierror/operation"
 )
 
 // Default limits applied when the corresponding [Config] field is zero.
@@ -56,20 +54,16 @@ type Config struct {
 	// Skew is the clock skew allowed on iat (both ways) and nbf; zero means
 	// DefaultSkew.
 	Skew time.Duration
-	// Logger receives each failed fetch of a key set, with the issuer and
-	// the cause: at slog.LevelWarn when the last good key set stays in use,
-	// at slog.LevelError when there is none (the issuer's tokens cannot be
-	// verified). No token or claim is logged. Nil discards.
-	Logger *slog.Logger
-	// TracerProvider receives a client span per key set fetch
-	// ("oidc.jwks.fetch") with its outcome. Nil means no tracing; the
-	// global provider is never used. Verifications are traced by the
-	// caller (walletauth's "walletauth.oidc.verify").
-	TracerProvider trace.TracerProvider
-	// MeterProvider receives walletgate.oidc.jwks.fetches, the fetches by
-	// outcome (ok, stale, error). Nil means no metrics; the global provider
-	// is never used.
-	MeterProvider metric.MeterProvider
+	// Telemetry receives the verifier's records, spans and metrics; the
+	// zero value reports nothing. Each failed fetch of a key set is logged
+	// with the issuer and the cause: at slog.LevelWarn when the last good
+	// key set stays in use, at slog.LevelError when there is none (the
+	// issuer's tokens cannot be verified). Each key set fetch is a client
+	// span "oidc.jwks.fetch" with its outcome, counted by
+	// walletgate.oidc.jwks.fetches by outcome (ok, stale, error).
+	// Verifications are traced by the caller (walletauth's
+	// "walletauth.oidc.verify"). No token or claim is reported.
+	Telemetry operation.Telemetry
 }
 
 // withDefaults returns c with zero fields replaced by their defaults, or an

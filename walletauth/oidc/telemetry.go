@@ -8,8 +8,6 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/walletgate/walletgate/apierror/operation"
 )
 
 // scope is the instrumentation scope of the package's tracer and meter.
@@ -34,7 +32,7 @@ type telemetry struct {
 func newTelemetry(cfg *Config) (*telemetry, error) {
 	t := &telemetry{}
 	var meter metric.Meter
-	t.log, t.tracer, meter = operation.Providers(scope, cfg.Logger, cfg.TracerProvider, cfg.MeterProvider)
+	t.log, t.tracer, meter = cfg.Telemetry.Resolve(scope)
 	var err error
 	t.fetches, err = meter.Int64Counter("walletgate.oidc.jwks.fetches", metric.WithUnit("{fetch}"),
 		metric.WithDescription("Fetches of OpenID providers' key sets (with discovery when configured), by walletgate.outcome: ok, stale (failed; the last key set stays in use) or error (failed; no key set)."))

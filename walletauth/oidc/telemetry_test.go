@@ -22,7 +22,7 @@ import (
 func TestKeySetFetchTelemetry(t *testing.T) {
 	tc := telemetrytest.New(t)
 	telemetry := func(c *oidc.Config) {
-		c.Logger, c.TracerProvider, c.MeterProvider = tc.Logger, tc.TracerProvider, tc.MeterProvider
+		c.Telemetry = tc.Telemetry()
 	}
 
 	clk := storagetest.NewClock(t0)

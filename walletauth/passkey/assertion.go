@@ -12,6 +12,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // SandboxSignature is the legacy assertion signature that, in sandbox mode
@@ -43,28 +44,15 @@ func (v *Verifier) AssertionPayload(clientPublicKey, credentialID, requestID str
 // AssertionChallenge returns the challenge of a passkey authentication: the
 // lowercase hex SHA-256 of [Verifier.AssertionPayload] (64 characters). The
 // browser's WebAuthn challenge is the UTF-8 bytes of this hex string, so
-// clientDataJSON.challenge is [ClientDataChallenge] of it.
+// clientDataJSON.challenge is [authclient.ClientDataChallenge] of it.
 func (v *Verifier) AssertionChallenge(clientPublicKey, credentialID, requestID string) string {
 	sum := sha256Sum(v.AssertionPayload(clientPublicKey, credentialID, requestID))
 	return hex.EncodeToString(sum[:])
 }
 
-// ClientDataChallenge returns the challenge member clientDataJSON carries for
-// an assertion challenge: the unpadded base64url encoding of the hex
-// string's bytes. It is also the challenge of the browser's request options.
-func ClientDataChallenge(challengeHex string) string { return b64url([]byte(challengeHex)) }
-
-// Assertion is the browser's authentication response, each binary member
-// base64url encoded.
-type Assertion struct {
-	CredentialID      string `json:"credentialId"`
-	ClientDataJSON    string `json:"clientDataJson"`
-	AuthenticatorData string `json:"authenticatorData"`
-	Signature         string `json:"signature"`
-	// UserHandle is present for discoverable credentials. It is checked for
-	// encoding only: the credential is identified by its id and its key.
-	UserHandle string `json:"userHandle,omitempty"`
-}
+// Assertion is the browser's authentication response, as the client sends
+// it ([authclient.Assertion]).
+type Assertion = authclient.Assertion
 
 // VerifyAssertion verifies an assertion against the stored credential and the
 // challenge the caller issued (lowercase hex, from
@@ -137,7 +125,7 @@ func (v *Verifier) VerifyAssertion(stored *storage.WebAuthnCredential, expectedC
 	if err != nil {
 		return nil, apierror.InvalidField("assertion.authenticatorData", nil, "is not WebAuthn authenticator data").WithCause(err)
 	}
-	challenge := ClientDataChallenge(expectedChallengeHex)
+	challenge := authclient.ClientDataChallenge(expectedChallengeHex)
 	if err := v.checkClientData(cd, protocol.AssertCeremony, challenge); err != nil {
 		return nil, err
 	}

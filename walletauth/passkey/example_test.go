@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
@@ -52,7 +53,7 @@ func ExampleVerifier_AssertionChallenge() {
 	fmt.Println(string(v.AssertionPayload(key, cred, req)))
 	ch := v.AssertionChallenge(key, cred, req)
 	fmt.Println(ch)
-	fmt.Println(passkey.ClientDataChallenge(ch))
+	fmt.Println(authclient.ClientDataChallenge(ch))
 	// Output:
 	// {"type":"PASSKEY_SESSION","rpId":"example.com","requestId":"Request:9b2f1f4e-2a7c-4c55-b1a6-0f5f6c1b3e21","credentialId":"AuthMethod:7d0c0a53-8c3e-4a8e-9a51-5a7a2f7f0c11","clientPublicKey":"02c6047f9441ed7d6d3045406e95c07cd85c778e4b8cef3ca7abac09b95c709ee5"}
 	// df5ea2c84c4123d0930bb8024570fdd97941cccbd7907b516e570d71425312b1

@@ -135,19 +135,6 @@ func FuzzVerifyAssertion(f *testing.F) {
 	})
 }
 
-func FuzzNormalizeNickname(f *testing.F) {
-	for _, s := range []string{"iPhone Face-ID", " a ", "", "Cafe\u0301", "\u0301", "\xff", "手机 (2)"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got, err := passkey.NormalizeNickname(s)
-		typed(t, err, apierror.InvalidInput)
-		if err == nil && (got == "" || got != string(bytes.TrimSpace([]byte(got)))) {
-			t.Fatalf("NormalizeNickname(%q) = %q", s, got)
-		}
-	})
-}
-
 // The fixture's registration and assertion verify, so the seeds above reach
 // the deepest paths.
 func TestFixtureVerifies(t *testing.T) {

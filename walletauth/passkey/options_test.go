@@ -7,6 +7,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
@@ -48,7 +49,7 @@ func TestCreationAndRequestOptions(t *testing.T) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Challenge != passkey.ClientDataChallenge(ch) || r.RPID != testRPID || r.UserVerification != "required" || len(r.AllowCredentials) != 1 {
+	if r.Challenge != authclient.ClientDataChallenge(ch) || r.RPID != testRPID || r.UserVerification != "required" || len(r.AllowCredentials) != 1 {
 		t.Errorf("request options %s", b)
 	}
 	if b, _ := newVerifier(t, nil).RequestOptions(ch, nil); !json.Valid(b) || string(b) == "" {

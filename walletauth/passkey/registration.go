@@ -14,6 +14,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/storage"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 )
 
 // KindRegistration is the storage.PendingRequest kind of a registration
@@ -82,18 +83,9 @@ func registrationID(challenge string) string {
 	return registrationIDPrefix + hex.EncodeToString(sum[:])
 }
 
-// Attestation is the browser's registration response, each binary member
-// base64url encoded.
-type Attestation struct {
-	// CredentialID is the credential's rawId.
-	CredentialID string `json:"credentialId"`
-	// ClientDataJSON is the exact clientDataJSON bytes.
-	ClientDataJSON string `json:"clientDataJson"`
-	// AttestationObject is the CBOR attestation object.
-	AttestationObject string `json:"attestationObject"`
-	// Transports are the transport hints (see [Transports]); optional.
-	Transports []string `json:"transports,omitempty"`
-}
+// Attestation is the browser's registration response, as the client sends
+// it ([authclient.Attestation]).
+type Attestation = authclient.Attestation
 
 // RegistrationRequest is a passkey registration: the account, the nickname
 // the user chose, the challenge the platform issued and the attestation.
@@ -177,9 +169,11 @@ func (v *Verifier) ConsumeRegistration(ctx context.Context, tx storage.Tx, chall
 
 func (v *Verifier) verifyRegistration(ctx context.Context, tx storage.Tx, req RegistrationRequest, now time.Time, consume bool) (*Registration, error) {
 	var f fields
-	nickname, fe := checkNickname(req.Nickname)
-	if fe != nil {
-		f.v.Add(fe.Field, fe.Constraint, fe.Message)
+	nickname, err := authclient.NormalizeNickname(req.Nickname)
+	if err != nil {
+		for _, fe := range apierror.As(err).FieldErrors() {
+			f.v.Add(fe.Field, fe.Constraint, fe.Message)
+		}
 	}
 	if req.AccountID == "" {
 		f.v.Add("accountId", nil, "is required")

@@ -22,6 +22,7 @@ import (
 	"github.com/walletgate/walletgate/apierror/apierrortest"
 	"github.com/walletgate/walletgate/storage"
 	"github.com/walletgate/walletgate/storage/memory"
+	"github.com/walletgate/walletgate/walletauth/authclient"
 	"github.com/walletgate/walletgate/walletauth/passkey"
 )
 
@@ -258,7 +259,7 @@ func (a *edAuthenticator) attest(challenge string) passkey.Attestation {
 }
 
 func (a *edAuthenticator) assert(challengeHex string) passkey.Assertion {
-	cd := a.clientData("webauthn.get", passkey.ClientDataChallenge(challengeHex))
+	cd := a.clientData("webauthn.get", authclient.ClientDataChallenge(challengeHex))
 	ad := a.authData(false)
 	h := sha256.Sum256(cd)
 	sig := ed25519.Sign(a.key, append(append([]byte{}, ad...), h[:]...))

@@ -6,6 +6,7 @@ package canonjson
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"unicode"
@@ -55,11 +56,14 @@ func Canonicalize(body []byte) ([]byte, error) {
 
 // SyntaxError is a body Canonicalize refuses: Reason is a fixed phrase
 // naming the problem, Offset its byte offset in the body, and Found, when
-// not empty, what was found there.
+// not empty, what was found there. Member is, for a duplicate member name
+// or two names that differ only in case, the later of the two (unescaped),
+// and empty for every other refusal.
 type SyntaxError struct {
 	Offset int
 	Reason string
 	Found  string
+	Member string
 }
 
 func (e *SyntaxError) Error() string {
@@ -242,7 +246,7 @@ func (c *canonicalizer) object(depth int) error {
 		if n := len(members); n > 0 {
 			switch cmp := compareUTF16(members[n-1].name, m.name); {
 			case cmp == 0:
-				return canonicalError(m.offset, "duplicate member name", strconv.Quote(string(m.name)))
+				return duplicateError(m)
 			case cmp > 0:
 				sorted = false
 			}
@@ -275,6 +279,13 @@ func (c *canonicalizer) object(depth int) error {
 	return nil
 }
 
+// duplicateError refuses m, a member whose name an earlier member has.
+func duplicateError(m member) *SyntaxError {
+	e := canonicalError(m.offset, "duplicate member name", strconv.Quote(string(m.name)))
+	e.Member = string(m.name)
+	return e
+}
+
 // caseCollision rejects an object two of whose member names are equal under
 // Unicode case folding (as [strings.EqualFold] compares them) without being
 // equal: encoding/json matches a member to a field case-insensitively, so
@@ -284,8 +295,10 @@ func caseCollision(members []member) error {
 		if a.offset > b.offset {
 			a, b = b, a
 		}
-		return canonicalError(b.offset, "member names differ only in case",
+		e := canonicalError(b.offset, "member names differ only in case",
 			strconv.Quote(string(a.name))+" and "+strconv.Quote(string(b.name)))
+		e.Member = string(b.name)
+		return e
 	}
 	if len(members) <= 8 {
 		for i := range members {
@@ -338,8 +351,11 @@ func (c *canonicalizer) reorder(members []member) error {
 	slices.SortStableFunc(byName, func(a, b member) int { return compareUTF16(a.name, b.name) })
 	for i := 1; i < len(byName); i++ {
 		if bytes.Equal(byName[i-1].name, byName[i].name) {
-			later := max(byName[i-1].offset, byName[i].offset)
-			return canonicalError(later, "duplicate member name", strconv.Quote(string(byName[i].name)))
+			later := byName[i]
+			if byName[i-1].offset > later.offset {
+				later = byName[i-1]
+			}
+			return duplicateError(later)
 		}
 	}
 	base := members[0].start
@@ -400,7 +416,15 @@ func (c *canonicalizer) str() ([]byte, error) {
 	c.pos++ // "
 	c.escaped = false
 	// Fast path: no escapes, the bytes are the value (UTF-8 was validated).
-	for i := c.pos; i < len(c.in); i++ {
+	// Eight bytes at a time up to the first word holding a quote, a
+	// backslash or a control character, then byte by byte.
+	i := c.pos
+	for ; i+8 <= len(c.in); i += 8 {
+		if plainWord(binary.LittleEndian.Uint64(c.in[i:])) != 0 {
+			break
+		}
+	}
+	for ; i < len(c.in); i++ {
 		b := c.in[i]
 		if b == '"' {
 			c.pos = i + 1
@@ -455,6 +479,16 @@ func (c *canonicalizer) str() ([]byte, error) {
 		c.pos += 2
 	}
 	return nil, canonicalError(start, "unterminated string")
+}
+
+// plainWord is zero exactly when none of the eight bytes of w is a quote,
+// a backslash or below 0x20: each term is the exact test for a zero byte
+// (of w with the byte to find cleared, or of w less 0x20 in each byte),
+// whose flags above the first match may be false but never all of them.
+func plainWord(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	return zero(w^(ones*'"')) | zero(w^(ones*'\\')) | (w-ones*0x20)&^w&highs
 }
 
 // unicodeEscape reads \uXXXX at c.pos, and a second one when the first is a

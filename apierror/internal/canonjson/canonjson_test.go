@@ -1,7 +1,9 @@
 package canonjson
 
 import (
+	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 )
@@ -13,7 +15,7 @@ import (
 func TestErrors(t *testing.T) {
 	_, err := Canonicalize([]byte(`{"a":1,"a":2}`))
 	var se *SyntaxError
-	if !errors.As(err, &se) || *se != (SyntaxError{Offset: 7, Reason: "duplicate member name", Found: `"a"`}) {
+	if !errors.As(err, &se) || *se != (SyntaxError{Offset: 7, Reason: "duplicate member name", Found: `"a"`, Member: "a"}) {
 		t.Fatalf("duplicate: %#v", err)
 	}
 	if se.Error() != `duplicate member name "a" at offset 7` {
@@ -54,5 +56,39 @@ func TestErrors(t *testing.T) {
 	}
 	if err := CheckKnownNames(canon, reflect.TypeFor[*outer]()); !errors.As(err, &ne) || ne.Path != "nested.Kind" {
 		t.Fatalf("case-folded name under CheckKnownNames: %#v", err)
+	}
+}
+
+// plainWord flags a word exactly when one of its bytes ends the plain run
+// of a string: a quote, a backslash or a control character, wherever it
+// sits and whatever surrounds it.
+func TestPlainWord(t *testing.T) {
+	special := func(b byte) bool { return b == '"' || b == '\\' || b < 0x20 }
+	check := func(w [8]byte) {
+		want := false
+		for _, b := range w {
+			want = want || special(b)
+		}
+		if got := plainWord(binary.LittleEndian.Uint64(w[:])) != 0; got != want {
+			t.Fatalf("plainWord(%q) flagged %v, want %v", w[:], got, want)
+		}
+	}
+	for _, fill := range []byte{'a', 0x00, 0x1f, 0x20, '"', '\\', 0x7f, 0x80, 0xff} {
+		for pos := range 8 {
+			for b := range 256 {
+				var w [8]byte
+				for i := range w {
+					w[i] = fill
+				}
+				w[pos] = byte(b)
+				check(w)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1 << 16 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], r.Uint64())
+		check(w)
 	}
 }

@@ -3,8 +3,8 @@
 // it and scan it for secrets.
 //
 // It is test support: it imports the OpenTelemetry SDK, which walletgate's
-// library packages never do (they take providers through their Config and
-// depend on the OpenTelemetry API alone). Import it only from _test.go
+// library packages never do (they take an [operation.Telemetry] through
+// their Config and depend on the OpenTelemetry API alone). Import it only from _test.go
 // files; a test of this package fails when any non-test package of the
 // module outside examples imports it or the SDK.
 package telemetrytest
@@ -22,6 +22,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/walletgate/walletgate/apierror/operation"
 )
 
 // Capture records the spans, metrics and log records of whatever is given
@@ -55,6 +57,12 @@ func New(tb testing.TB) *Capture {
 		_ = c.MeterProvider.Shutdown(context.Background())
 	})
 	return c
+}
+
+// Telemetry is the Capture's Logger, TracerProvider and MeterProvider, for
+// the Telemetry field of a walletgate Config.
+func (c *Capture) Telemetry() operation.Telemetry {
+	return operation.Telemetry{Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider}
 }
 
 // Discarding returns SDK providers that do all the work of recording —

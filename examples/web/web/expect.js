@@ -1,5 +1,5 @@
 // What the page checks in a payloadToSign before it stamps it: the rules of
-// Go's signedretry.ParsePayload and signedretry.Expectation.Check, ported.
+// Go's stamper.ParsePayload and stamper.Expectation.Check, ported.
 //
 // A stamp authorizes whatever operation the payload names, whoever relayed
 // the challenge. The payload names no method or path, so the route the page
@@ -11,7 +11,7 @@
 // PAYLOAD_MEMBERS are the members of a payload: each required, no other.
 const PAYLOAD_MEMBERS = ["type", "requestId", "accountId", "parameters", "bodySha256", "timestampMs", "expiresAt"];
 
-// MAX_PAYLOAD_BYTES bounds a payloadToSign (signedretry.MaxPayloadBytes).
+// MAX_PAYLOAD_BYTES bounds a payloadToSign (stamper.MaxPayloadBytes).
 const MAX_PAYLOAD_BYTES = 1 << 20;
 
 // ROUTE_TYPES maps the signed routes (method and path under the base path)
@@ -172,7 +172,7 @@ export function canonical(v) {
 }
 
 // bodySha256 is the lowercase hex SHA-256 of the canonical form of a body as
-// sent (signedretry.BodyDigest); no body, or white space only, digests the
+// sent (stamper.BodyDigest); no body, or white space only, digests the
 // empty string.
 export async function bodySha256(body) {
   const canon = body === undefined || body.trim() === "" ? "" : canonical(parseStrict(body));
@@ -180,7 +180,7 @@ export async function bodySha256(body) {
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-// parsePayload reads a payloadToSign strictly, as signedretry.ParsePayload:
+// parsePayload reads a payloadToSign strictly, as stamper.ParsePayload:
 // one JSON object with exactly the seven members, each of its type and form.
 // It throws a Refusal with check "payloadToSign".
 export function parsePayload(payloadToSign) {

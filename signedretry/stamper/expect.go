@@ -1,4 +1,4 @@
-package signedretry
+package stamper
 
 import (
 	"bytes"
@@ -12,14 +12,6 @@ import (
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/storage"
 )
-
-// This file is the client side of the signed retry: what a client checks in
-// a payloadToSign before it stamps it. A stamp authorizes whatever the
-// payload names, whoever relayed the challenge; a client that stamps the
-// payload it is handed lets a relay (a proxy, a compromised backend, a
-// man in the middle) answer one call with the challenge of another
-// operation and use the stamp there: answer a session refresh with the
-// EXPORT_WALLET challenge of its own key, and decrypt the wallet.
 
 // MaxPayloadBytes bounds the length of a payloadToSign [ParsePayload]
 // accepts.
@@ -194,12 +186,12 @@ type Expectation struct {
 // Expectation. Check never accepts what it cannot compare.
 func (e Expectation) Check(payloadToSign string) (*Payload, error) {
 	if e.Type == "" || e.AccountID == "" {
-		return nil, apierror.New(apierror.InvalidInput, "signedretry: Expectation.Type and Expectation.AccountID are required").
+		return nil, apierror.New(apierror.InvalidInput, "stamper: Expectation.Type and Expectation.AccountID are required").
 			WithDetail("field", "Expectation")
 	}
 	digest, err := BodyDigest(e.Body)
 	if err != nil {
-		return nil, apierror.New(apierror.InvalidInput, "signedretry: Expectation.Body is not a JSON body: %s", apierror.As(err).Message).
+		return nil, apierror.New(apierror.InvalidInput, "stamper: Expectation.Body is not a JSON body: %s", apierror.As(err).Message).
 			WithDetail("field", "Expectation.Body")
 	}
 	want, err := expectedParameters(e.Parameters)
@@ -261,14 +253,14 @@ func expectedParameters(v any) ([]byte, error) {
 	default:
 		b, err := json.Marshal(p)
 		if err != nil {
-			return nil, apierror.New(apierror.InvalidInput, "signedretry: Expectation.Parameters does not marshal to JSON: %v", err).
+			return nil, apierror.New(apierror.InvalidInput, "stamper: Expectation.Parameters does not marshal to JSON: %v", err).
 				WithDetail("field", "Expectation.Parameters")
 		}
 		raw = b
 	}
 	canon, err := apierror.Canonicalize(raw)
 	if err != nil || len(canon) == 0 || canon[0] != '{' {
-		return nil, apierror.New(apierror.InvalidInput, "signedretry: Expectation.Parameters is not a JSON object").
+		return nil, apierror.New(apierror.InvalidInput, "stamper: Expectation.Parameters is not a JSON object").
 			WithDetail("field", "Expectation.Parameters")
 	}
 	return canon, nil

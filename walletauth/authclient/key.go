@@ -1,13 +1,12 @@
-package walletauth
+package authclient
 
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"encoding/hex"
 	"io"
 
-	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 	"github.com/walletgate/walletgate/walletauth/envelope"
 )
 
@@ -34,9 +33,12 @@ func ClientKeyFrom(k *ecdsa.PrivateKey) *ClientKey { return &ClientKey{key: k} }
 // PrivateKey returns the private key.
 func (k *ClientKey) PrivateKey() *ecdsa.PrivateKey { return k.key }
 
-// PublicKeyHex returns the public key as compressed hex (66 characters).
+// PublicKeyHex returns the public key as compressed hex (66 lowercase
+// characters), the form of the clientPublicKey members of requests. It is
+// empty for a key that is not on P-256.
 func (k *ClientKey) PublicKeyHex() string {
-	return hex.EncodeToString(elliptic.MarshalCompressed(elliptic.P256(), k.key.X, k.key.Y))
+	h, _ := stamper.CompressedHex(&k.key.PublicKey)
+	return h
 }
 
 // SealOTP answers an otpEncryptionTargetBundle: it checks the bundle's
@@ -50,10 +52,10 @@ func (k *ClientKey) SealOTP(targetBundle string, trustedSigner *ecdsa.PublicKey,
 // Stamp signs payloadToSign and returns the Service-Wallet-Signature value.
 // It signs whatever it is given: a client checks the payload is the
 // operation it started before stamping it, with
-// [signedretry.Expectation.Stamp] (which stamps only after its checks) or
-// [signedretry.Expectation.Check].
+// [stamper.Expectation.Stamp] (which stamps only after its checks) or
+// [stamper.Expectation.Check].
 func (k *ClientKey) Stamp(payloadToSign string) (string, error) {
-	return signedretry.NewStamp(k.key, []byte(payloadToSign))
+	return stamper.NewStamp(k.key, []byte(payloadToSign))
 }
 
 // OpenSessionKey decrypts an encryptedSessionSigningKey sealed to this key

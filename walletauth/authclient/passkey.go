@@ -1,12 +1,47 @@
-package passkey
+package authclient
 
 import (
+	"encoding/base64"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/walletgate/walletgate/apierror"
 )
+
+// Attestation is the browser's registration response, each binary member
+// base64url encoded.
+type Attestation struct {
+	// CredentialID is the credential's rawId.
+	CredentialID string `json:"credentialId"`
+	// ClientDataJSON is the exact clientDataJSON bytes.
+	ClientDataJSON string `json:"clientDataJson"`
+	// AttestationObject is the CBOR attestation object.
+	AttestationObject string `json:"attestationObject"`
+	// Transports are the transport hints (WebAuthn AuthenticatorTransport:
+	// usb, nfc, ble, smart-card, hybrid, internal); optional.
+	Transports []string `json:"transports,omitempty"`
+}
+
+// Assertion is the browser's authentication response, each binary member
+// base64url encoded.
+type Assertion struct {
+	CredentialID      string `json:"credentialId"`
+	ClientDataJSON    string `json:"clientDataJson"`
+	AuthenticatorData string `json:"authenticatorData"`
+	Signature         string `json:"signature"`
+	// UserHandle is present for discoverable credentials. It is checked for
+	// encoding only: the credential is identified by its id and its key.
+	UserHandle string `json:"userHandle,omitempty"`
+}
+
+// ClientDataChallenge returns the challenge member clientDataJSON carries for
+// a passkey login challenge (the lowercase hex [ChallengeResponse].Challenge):
+// the unpadded base64url encoding of the hex string's bytes. It is also the
+// challenge of the browser's request options.
+func ClientDataChallenge(challengeHex string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(challengeHex))
+}
 
 // Nickname length bounds, in characters (Unicode code points), after trimming.
 const (

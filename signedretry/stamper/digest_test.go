@@ -1,4 +1,4 @@
-package signedretry_test
+package stamper_test
 
 import (
 	"crypto/sha256"
@@ -6,26 +6,26 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/apierror/apierrortest"
-	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/signedretry/stamper"
 )
 
 func TestBodyDigest(t *testing.T) {
-	a, err := signedretry.BodyDigest([]byte(`{"b": 1, "a": "x"}`))
+	a, err := stamper.BodyDigest([]byte(`{"b": 1, "a": "x"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := sha256.Sum256([]byte(`{"a":"x","b":1}`)); a != want {
 		t.Fatalf("BodyDigest = %x, want %x", a, want)
 	}
-	b, _ := signedretry.BodyDigest([]byte("{\"a\":\"\\u0078\",\"b\":1.0}"))
+	b, _ := stamper.BodyDigest([]byte("{\"a\":\"\\u0078\",\"b\":1.0}"))
 	if a != b {
 		t.Fatal("same value, different digests")
 	}
-	c, _ := signedretry.BodyDigest([]byte(`{"a":"x","b":2}`))
+	c, _ := stamper.BodyDigest([]byte(`{"a":"x","b":2}`))
 	if a == c {
 		t.Fatal("different values, same digest")
 	}
-	d, err := signedretry.BodyDigest(nil)
+	d, err := stamper.BodyDigest(nil)
 	if err != nil || d != sha256.Sum256(nil) {
 		t.Fatalf("BodyDigest(nil) = %x, %v", d, err)
 	}
@@ -40,7 +40,7 @@ func TestBodyDigestRejects(t *testing.T) {
 		`{"x":{"k":1,"\u212a":2}}`,
 		`{"a":`,
 	} {
-		_, err := signedretry.BodyDigest([]byte(body))
+		_, err := stamper.BodyDigest([]byte(body))
 		e := apierrortest.Want(t, err, apierror.InvalidInput, "")
 		if e.Status() != 400 {
 			t.Fatalf("%s: status %d", body, e.Status())
