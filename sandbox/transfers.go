@@ -401,8 +401,8 @@ func (s *Simulator) transferCurrency(ctx context.Context, extID string) (string,
 
 // transferOutCheck is the sandbox's rule of a transfer out at now, on its
 // parameters p, run by the payout operation on both legs inside its
-// transaction, before the gate: the account ids, a destination not
-// deleted, the amount in the destination's currency, that currency the
+// transaction, once the gate allowed the payout: the account ids, a
+// destination not deleted, the amount in the destination's currency, that currency the
 // signed one, and the wallet's balance (which the debit checks again,
 // holding the wallet).
 func (s *Simulator) transferOutCheck(ctx context.Context, tx storage.Tx, p transferParams, now time.Time) error {

@@ -29,14 +29,16 @@
 //     unknown account and for another customer's alike, decided before
 //     the gate, so that another customer's account reveals nothing of its
 //     state;
-//  3. the host's rule (Spec.Check), when set;
-//  4. the payout gate on the destination ([ownership.Service.CheckPayoutIn]
+//  3. the payout gate on the destination ([ownership.Service.CheckPayoutIn]
 //     with the Received amount when set, the Amount otherwise), which holds
 //     the account until the transaction ends; its refusals name the
-//     destination field in details.field.
+//     destination field in details.field;
+//  4. the host's rule (Spec.Check), when set, on a payout the gate allows
+//     (a balance: a payout above the maximum is refused for that, whatever
+//     the wallet holds).
 //
 // A destination of type [policy.DestinationUMA] is no external account: it
-// has no customer and no gate, so steps 2 (but the wallet's read) and 4 do
+// has no customer and no gate, so steps 2 (but the wallet's read) and 3 do
 // not apply.
 //
 // The first leg runs the chain at the clock's time before a signature is
@@ -203,7 +205,8 @@ type Spec[P, R any] struct {
 	Transfer func(P) Transfer
 	// Check, when not nil, is the host's rule on the parameters (a
 	// balance, a quote's expiry) at now, run on both legs in the
-	// operation's transaction before the gate: on the first before a
+	// operation's transaction once the gate allowed the payout: on the
+	// first before a
 	// signature is asked, on the retry at the time its transaction read
 	// once the signer was locked. It must not write.
 	Check func(ctx context.Context, tx storage.Tx, p P, now time.Time) error
@@ -332,7 +335,7 @@ type checked struct {
 
 // chain runs the checks of a payout of t, signed by a session of the
 // embedded wallet accountID, in tx (see the package documentation): the
-// source, the destination's customer, rule when not nil, the gate. field
+// source, the destination's customer, the gate, rule when not nil. field
 // names the destination in refusals ("" is "destinationId").
 func (s *Service) chain(ctx context.Context, tx storage.Tx, t Transfer, accountID, field string, rule func() error) (checked, error) {
 	if field == "" {
@@ -374,27 +377,26 @@ func (s *Service) chain(ctx context.Context, tx storage.Tx, t Transfer, accountI
 	default:
 		return checked{}, apierror.Internal(fmt.Errorf("payout: the transfer's destination type %q is neither an external account's nor %s", t.DestinationType, policy.DestinationUMA))
 	}
+	if t.DestinationType == "" {
+		gated := ownership.Payout{AccountID: t.DestinationID, Amount: t.Amount, Currency: t.Currency}
+		if r := t.Received; r != nil {
+			gated.Amount, gated.Currency = r.Amount, r.Currency
+		}
+		d, err := s.cfg.Gate.CheckPayoutIn(ctx, tx, gated)
+		if err != nil {
+			if e := apierror.As(err); e != nil && !e.Code.IsZero() && e.Code != apierror.InternalError {
+				return checked{}, e.WithDetail("field", field)
+			}
+			return checked{}, err
+		}
+		held := d.Account
+		c.destination = &held
+	}
 	if rule != nil {
 		if err := rule(); err != nil {
 			return checked{}, err
 		}
 	}
-	if t.DestinationType != "" {
-		return c, nil
-	}
-	gated := ownership.Payout{AccountID: t.DestinationID, Amount: t.Amount, Currency: t.Currency}
-	if r := t.Received; r != nil {
-		gated.Amount, gated.Currency = r.Amount, r.Currency
-	}
-	d, err := s.cfg.Gate.CheckPayoutIn(ctx, tx, gated)
-	if err != nil {
-		if e := apierror.As(err); e != nil && !e.Code.IsZero() && e.Code != apierror.InternalError {
-			return checked{}, e.WithDetail("field", field)
-		}
-		return checked{}, err
-	}
-	held := d.Account
-	c.destination = &held
 	return c, nil
 }
 
