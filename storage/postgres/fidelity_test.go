@@ -110,6 +110,14 @@ func TestUnstorableValues(t *testing.T) {
 		{"NUL in a rate-limit key", func(tx storage.Tx) error {
 			return tx.RateLimits().Hit(ctx, "k\x00", now, time.Minute, 1)
 		}},
+		{"NUL in a record key", func(tx storage.Tx) error {
+			r := storage.Record{Kind: "k", Key: "a\x00b", CreatedAt: now}
+			return tx.Records().Create(ctx, &r)
+		}},
+		{"invalid UTF-8 in a record group", func(tx storage.Tx) error {
+			r := storage.Record{Kind: "k", Key: "k", Group: "\xff", CreatedAt: now}
+			return tx.Records().Create(ctx, &r)
+		}},
 		{"NUL in an event type", func(tx storage.Tx) error {
 			e := storage.Event{ID: newID(t, "Webhook"), Type: "\x00", AccountID: "a", CreatedAt: now}
 			return tx.Outbox().Append(ctx, &e)
@@ -141,7 +149,10 @@ func TestUnstorableValues(t *testing.T) {
 				_, e6 := tx.Credentials().Get(ctx, k)
 				e7 := tx.Credentials().Delete(ctx, k)
 				e8 := tx.Sessions().Revoke(ctx, k, now)
-				for i, err := range []error{e1, e2, e3, e4, e5, e6, e7, e8} {
+				_, e9 := tx.Records().Get(ctx, k, k)
+				_, e10 := tx.Records().Lock(ctx, "k", k)
+				e11 := tx.Records().Update(ctx, &storage.Record{Kind: k, Key: k, Version: 1})
+				for i, err := range []error{e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11} {
 					if !errors.Is(err, storage.ErrNotFound) {
 						t.Fatalf("lookup %d by %q: %v, want ErrNotFound", i+1, k, err)
 					}
@@ -149,6 +160,9 @@ func TestUnstorableValues(t *testing.T) {
 				list, err := tx.Credentials().ListEmailOTPByEmail(ctx, k, k)
 				if err != nil || len(list) != 0 {
 					t.Fatalf("ListEmailOTPByEmail(%q) = %v, %v", k, list, err)
+				}
+				if list, err := tx.Records().List(ctx, k, k); err != nil || len(list) != 0 {
+					t.Fatalf("Records.List(%q) = %v, %v", k, list, err)
 				}
 				if err := tx.Outbox().MarkDelivered(ctx, []string{k}, now); err != nil {
 					t.Fatalf("MarkDelivered(%q): %v", k, err)

@@ -62,8 +62,8 @@ func raceRecordCreateOnce(t *testing.T, stores []storage.Store, workers int) {
 // [storage.Records.Lock] and writing it back with Update in one
 // transaction, with a pause between; every fifth rolls back after its
 // update. No increment is lost and none rolled back counts: the counter
-// ends at the number of commits, every worker that did not roll back, one
-// version per commit after the first.
+// ends at the number of commits, every worker that did not roll back, at
+// the Version one past it (Create set 1).
 func raceRecordCounter(t *testing.T, stores []storage.Store, workers int) {
 	ctx := t.Context()
 	counter := storage.Record{Kind: id(t, "Kind"), Key: "counter", Value: []byte("0"), CreatedAt: t0}
