@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/walletgate/walletgate/apierror"
 	"github.com/walletgate/walletgate/signedretry"
+	"github.com/walletgate/walletgate/storage"
 )
 
 // Bounds of [Simulator.AdvanceClock].
@@ -28,8 +31,10 @@ const (
 
 // clock is the simulator's one reading of the current time: the host's
 // clock (Config.Clock) plus the offset that AdvanceClock adds to. The
-// offset only grows and is read and changed atomically, so it needs no lock
-// and no caller of now ever waits for one.
+// offset is the store's (a record every simulator on the store shares);
+// this copy of it only grows, is read and raised atomically, and is
+// brought up to the store's as each HTTP request starts (and by Now), so
+// no caller of now waits for a lock or a round trip.
 type clock struct {
 	base   func() time.Time
 	offset atomic.Int64 // nanoseconds, 0..MaxClockOffset
@@ -40,23 +45,68 @@ func (c *clock) now() time.Time {
 	return c.base().Add(time.Duration(c.offset.Load()))
 }
 
-// advance moves the clock forward by d and returns the new now. d must be
-// positive and at most MaxClockAdvance, and the offset may not pass
-// MaxClockOffset; a refusal is 400 INVALID_INPUT naming field.
-func (c *clock) advance(d time.Duration, field string) (time.Time, error) {
+// raise brings the offset up to off, never down.
+func (c *clock) raise(off int64) {
+	for {
+		old := c.offset.Load()
+		if off <= old || c.offset.CompareAndSwap(old, off) {
+			return
+		}
+	}
+}
+
+// clockOffset is the store's record of the clock: the sum of the
+// advances, in nanoseconds.
+type clockOffset struct {
+	Offset int64 `json:"offset"`
+}
+
+// syncClock brings the simulator's clock up to the store's offset.
+func (s *Simulator) syncClock(ctx context.Context) error {
+	return s.read(ctx, func(st *state) error {
+		c, err := load[clockOffset](st, kindClock, "offset")
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		s.clock.raise(c.Offset)
+		return nil
+	})
+}
+
+// advance moves the clock forward by d, in the store, and returns the new
+// now. d must be positive and at most MaxClockAdvance, and the offset may
+// not pass MaxClockOffset; a refusal is 400 INVALID_INPUT naming field.
+func (s *Simulator) advance(ctx context.Context, d time.Duration, field string) (time.Time, error) {
 	if err := checkAdvance(d, field); err != nil {
 		return time.Time{}, err
 	}
-	for {
-		old := c.offset.Load()
-		if time.Duration(old) > MaxClockOffset-d {
-			return time.Time{}, apierror.InvalidField(field, nil, fmt.Sprintf(
-				"would move the clock more than %s in all past the configured clock (already moved %s)", MaxClockOffset, time.Duration(old)))
+	var off int64
+	err := s.atomic(ctx, func(st *state) error {
+		c, err := load[clockOffset](st, kindClock, "offset")
+		if errors.Is(err, storage.ErrNotFound) {
+			c = &clockOffset{}
+			add(st, kindClock, "offset", "", c)
+			err = nil
 		}
-		if c.offset.CompareAndSwap(old, old+int64(d)) {
-			return c.now(), nil
+		if err != nil {
+			return err
 		}
+		if time.Duration(c.Offset) > MaxClockOffset-d {
+			return apierror.InvalidField(field, nil, fmt.Sprintf(
+				"would move the clock more than %s in all past the configured clock (already moved %s)", MaxClockOffset, time.Duration(c.Offset)))
+		}
+		c.Offset += int64(d)
+		off = c.Offset
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, err
 	}
+	s.clock.raise(off)
+	return s.clock.now(), nil
 }
 
 // checkAdvance refuses a step of the clock that is not forward, or longer
@@ -76,7 +126,10 @@ func checkAdvance(d time.Duration, field string) error {
 // period, window, timed outcome and session lifetime of the simulator, and
 // of the services it builds, is judged at. Over HTTP it is GET
 // /sandbox/clock.
-func (s *Simulator) Now() time.Time { return s.now() }
+func (s *Simulator) Now() time.Time {
+	_ = s.syncClock(context.Background()) // a failed read keeps the clock as it was: it only grows
+	return s.now()
+}
 
 // AdvanceClock moves the simulator's clock forward by d and returns the new
 // [Simulator.Now], so that a test reaches a time-dependent state without
@@ -92,8 +145,9 @@ func (s *Simulator) Now() time.Time { return s.now() }
 // [MaxClockAdvance] (30 days), and all the advances of a simulator together
 // at most [MaxClockOffset]; otherwise it answers 400 INVALID_INPUT whose
 // details.errors names the field "d", and the clock does not move. The
-// offset belongs to this Simulator (to this process): simulators sharing a
-// Store each keep their own. Nothing is recomputed at the call: each
+// offset is the store's: simulators sharing a Store (replicas on one
+// database) share one clock, which each brings up to date as an HTTP
+// request starts and in Now. Nothing is recomputed at the call: each
 // record brings its timed outcomes up to the new time when it is next
 // read, as it does for the host's clock.
 //
@@ -101,7 +155,7 @@ func (s *Simulator) Now() time.Time { return s.now() }
 // concurrent advances add up, none is lost. POST /sandbox/clock/advance is
 // the same over HTTP.
 func (s *Simulator) AdvanceClock(d time.Duration) (time.Time, error) {
-	now, err := s.clock.advance(d, "d")
+	now, err := s.advance(context.Background(), d, "d")
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -179,7 +233,7 @@ func (s *Simulator) hAdvanceClock(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, err)
 		return
 	}
-	now, err := s.clock.advance(d, "seconds")
+	now, err := s.advance(r.Context(), d, "seconds")
 	if err != nil {
 		apierror.Write(w, err)
 		return

@@ -124,9 +124,9 @@
 // over HTTP, d in Go), and the clock does not move. The clock exists in the
 // sandbox only, for tests. OIDC tokens a test mints are checked against it
 // (iat at most a minute before the simulator's now), so mint them around
-// the now GET /sandbox/clock answers. The offset lives in the Simulator:
-// simulators sharing a Store (two servers on one database) are one sandbox
-// but each keeps its own clock.
+// the now GET /sandbox/clock answers. The offset lives in the Store:
+// simulators sharing one (servers on one database) share one clock, which
+// each brings up to date as a request starts.
 //
 // # Webhooks
 //

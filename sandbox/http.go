@@ -166,6 +166,12 @@ func (s *Simulator) routes() error {
 			wellKnown.ServeHTTP(w, r)
 			return
 		}
+		// Another replica may have moved the clock: every request is
+		// decided on the store's.
+		if err := s.syncClock(r.Context()); err != nil {
+			apierror.Write(w, err)
+			return
+		}
 		s.serve(w, r)
 	}), s.cfg.Telemetry.Logger)
 	return nil

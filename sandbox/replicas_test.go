@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -20,7 +21,8 @@ import (
 // one is retried on the other and debits once; a quote made on one reads
 // the same on the other; a payout held through one is approved by the
 // risk desk on the other, and both then answer the same approval, the
-// same transaction and the same balance.
+// same transaction and the same balance; the clock moved on one is moved
+// on the other.
 func TestReplicasAreOneSandbox(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	keys, err := walletauth.EphemeralKeys(nil)
@@ -83,5 +85,13 @@ func TestReplicasAreOneSandbox(t *testing.T) {
 	want := int64(1_000_000 - 10_000 - sandbox.ApprovalPayoutUSDCents)
 	if a.balance(w, "USD") != want || b.balance(w, "USD") != want {
 		t.Fatalf("balances %d and %d after the approved payout, want %d on both", a.balance(w, "USD"), b.balance(w, "USD"), want)
+	}
+
+	moved := a.advance(3600)
+	if got := b.clockNow(); got.Before(moved) || got.Sub(moved) > time.Minute {
+		t.Fatalf("the second replica's clock reads %s after the first moved it to %s", got, moved)
+	}
+	if got := get[sandbox.Quote](b, "/quotes/"+q.ID); got.Status != "EXPIRED" {
+		t.Fatalf("the quote reads %s on the second replica an hour later, want EXPIRED", got.Status)
 	}
 }

@@ -248,6 +248,11 @@ func New(cfg Config) (*Simulator, error) {
 		return nil, err
 	}
 	s := &Simulator{cfg: cfg, clock: clk, auth: auth, pk: pk, oidc: ov}
+	// A store other simulators moved the clock of starts at their time.
+	if err := s.syncClock(context.Background()); err != nil {
+		ov.Close()
+		return nil, err
+	}
 	// Reservation tokens come from crypto/rand, not cfg.Rand, so keys do not
 	// shift a seeded simulator's ids.
 	if s.idem, err = idempotency.New(idempotency.Config{Store: cfg.Store, Clock: cfg.Clock, Keep: keepKeyed, Telemetry: cfg.Telemetry}); err != nil {

@@ -28,6 +28,7 @@ const (
 	kindSCA        = "sandbox.sca-challenge"        // by external account id: the trust challenge
 	kindSCAOf      = "sandbox.sca-customer"         // by customer id
 	kindApproved   = "sandbox.approval-payout"      // by payout approval id: the transaction it was made as
+	kindClock      = "sandbox.clock"                // "offset": the sum of the clock's advances
 )
 
 // state is one store transaction's view of the simulator's records: every
