@@ -126,6 +126,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -589,6 +590,29 @@ type Records interface {
 	// List returns the records of kind in group, in the order they were
 	// created (an empty list when there are none).
 	List(ctx context.Context, kind, group string) ([]Record, error)
+}
+
+// Bounds of a [Record], which every store keeps ([Record.Check]).
+const (
+	MaxRecordName  = 200     // bytes of Kind, Key and Group each
+	MaxRecordValue = 1 << 20 // bytes of Value
+)
+
+// Check reports a record the contract does not allow: an empty Kind, a
+// Kind, Key or Group longer than [MaxRecordName] bytes, or a Value longer
+// than [MaxRecordValue]. A store refuses such a record with this error
+// (none of the sentinels) and stores nothing.
+func (r *Record) Check() error {
+	switch {
+	case r.Kind == "":
+		return errors.New("storage: a record's Kind is empty")
+	case len(r.Kind) > MaxRecordName, len(r.Key) > MaxRecordName, len(r.Group) > MaxRecordName:
+		return fmt.Errorf("storage: a record's Kind, Key and Group are at most %d bytes each (%d, %d, %d)",
+			MaxRecordName, len(r.Kind), len(r.Key), len(r.Group))
+	case len(r.Value) > MaxRecordValue:
+		return fmt.Errorf("storage: a record's Value is at most %d bytes (%d)", MaxRecordValue, len(r.Value))
+	}
+	return nil
 }
 
 // Record is a host's record in [Records].

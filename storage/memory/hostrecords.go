@@ -2,8 +2,6 @@ package memory
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 
@@ -12,38 +10,11 @@ import (
 
 // A host's records ([storage.Records]).
 
-// Bounds of a [storage.Record].
-const (
-	maxRecordName  = 200
-	maxRecordValue = 1 << 20
-)
-
 // recordKey names the record of kind with key, and the group of kind named
 // group, in the tables and the lock table: the kind's length comes first, so
 // no two pairs share a name.
 func recordKey(kind, key string) string {
 	return strconv.Itoa(len(kind)) + ":" + kind + key
-}
-
-// checkRecord reports a record the contract does not allow: an empty Kind, a
-// Kind, Key or Group longer than 200 bytes, or a Value longer than 1 MiB.
-func checkRecord(r *storage.Record) error {
-	switch {
-	case r.Kind == "":
-		return errors.New("memory: a record's Kind is empty")
-	case len(r.Kind) > maxRecordName, len(r.Key) > maxRecordName, len(r.Group) > maxRecordName:
-		return fmt.Errorf("memory: a record's Kind, Key and Group are at most %d bytes each (%d, %d, %d)",
-			maxRecordName, len(r.Kind), len(r.Key), len(r.Group))
-	}
-	return checkValue(r.Value)
-}
-
-// checkValue reports a Value longer than 1 MiB.
-func checkValue(v []byte) error {
-	if len(v) > maxRecordValue {
-		return fmt.Errorf("memory: a record's Value is at most %d bytes (%d)", maxRecordValue, len(v))
-	}
-	return nil
 }
 
 func cloneRecord(r *storage.Record) *storage.Record {
@@ -58,7 +29,7 @@ type recordRepo struct{ *tx }
 // exclusive lock before it adds the record to the group: a List of the group
 // in another transaction waits until this one ends.
 func (r recordRepo) Create(ctx context.Context, rec *storage.Record) error {
-	if err := checkRecord(rec); err != nil {
+	if err := rec.Check(); err != nil {
 		return err
 	}
 	k := recordKey(rec.Kind, rec.Key)
@@ -102,7 +73,7 @@ func (r recordRepo) Lock(ctx context.Context, kind, key string) (storage.Record,
 // Update compares and sets under the record's exclusive lock; the group's
 // index is left alone, since Group never changes (rec.Group is not read).
 func (r recordRepo) Update(ctx context.Context, rec *storage.Record) error {
-	if err := checkValue(rec.Value); err != nil {
+	if err := rec.Check(); err != nil {
 		return err
 	}
 	k := recordKey(rec.Kind, rec.Key)

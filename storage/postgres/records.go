@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -26,33 +25,6 @@ const (
 	recordListSQL   = `SELECT ` + recordColumns + ` FROM {s}.host_records WHERE kind = $1 AND group_name = $2 ORDER BY seq`
 )
 
-// Bounds of a [storage.Record], which migration 12 checks too.
-const (
-	maxRecordName  = 200
-	maxRecordValue = 1 << 20
-)
-
-// checkRecord reports a record the contract does not allow: an empty Kind, a
-// Kind, Key or Group longer than 200 bytes, or a Value longer than 1 MiB.
-func checkRecord(r *storage.Record) error {
-	switch {
-	case r.Kind == "":
-		return errors.New("postgres: a record's Kind is empty")
-	case len(r.Kind) > maxRecordName, len(r.Key) > maxRecordName, len(r.Group) > maxRecordName:
-		return fmt.Errorf("postgres: a record's Kind, Key and Group are at most %d bytes each (%d, %d, %d)",
-			maxRecordName, len(r.Kind), len(r.Key), len(r.Group))
-	}
-	return checkValue(r.Value)
-}
-
-// checkValue reports a Value longer than 1 MiB.
-func checkValue(v []byte) error {
-	if len(v) > maxRecordValue {
-		return fmt.Errorf("postgres: a record's Value is at most %d bytes (%d)", maxRecordValue, len(v))
-	}
-	return nil
-}
-
 // bytea returns v as the store sends it: never NULL.
 func bytea(v []byte) []byte {
 	if v == nil {
@@ -71,7 +43,7 @@ func (r recordRepo) Create(ctx context.Context, rec *storage.Record) error {
 	if err := r.t.valid("record", key("Kind", rec.Kind), key("Key", rec.Key), key("Group", rec.Group)); err != nil {
 		return err
 	}
-	if err := checkRecord(rec); err != nil {
+	if err := rec.Check(); err != nil {
 		return err
 	}
 	tag, err := r.t.exec(ctx, r.t.s.q.recordInsert, rec.Kind, rec.Key, rec.Group, bytea(rec.Value), rec.CreatedAt)
@@ -118,7 +90,7 @@ func (r recordRepo) Update(ctx context.Context, rec *storage.Record) error {
 	if err := r.t.check(); err != nil {
 		return err
 	}
-	if err := checkValue(rec.Value); err != nil {
+	if err := rec.Check(); err != nil {
 		return err
 	}
 	if !storableKey(rec.Kind) || !storableKey(rec.Key) {
