@@ -127,6 +127,11 @@ func (d Decoder) ReadBody(r *http.Request) ([]byte, error) {
 //     would have filled the field.
 //
 // Unknown members are ignored: a client may be newer than the server.
+//
+// A flat object (members that are strings, numbers, booleans or null) is
+// read in one pass when dst points to a struct of string, bool, integer and
+// float fields or to a map[string]json.RawMessage; the result and every
+// refusal are those the canonical reading gives.
 func DecodeBytes(body []byte, dst any) error {
 	return decodeBytes(body, dst, false)
 }

@@ -267,7 +267,7 @@ var stampMembers = []string{"publicKey", "scheme", "signature"}
 func stampJSONError(err error) error {
 	e := apierror.As(err)
 	if e == nil {
-		return apierror.Internal(err)
+		return malformed("decoded header is not valid JSON")
 	}
 	switch e.Reason() {
 	case "data after the JSON value":

@@ -122,7 +122,9 @@ func recipientKey(scalar []byte) (kem.PrivateKey, error) {
 }
 
 // openWith is open with the recipient key already loaded and encm the
-// 65-byte encoding of a validated encapsulated key.
+// 65-byte encoding of the encapsulated key. The decapsulation parses encm
+// with crypto/ecdh: a point off the curve fails it with an internal error,
+// which a caller that has not validated encm answers itself.
 func openWith(skR kem.PrivateKey, encm, ciphertext []byte) ([]byte, error) {
 	pkR, err := skR.Public().MarshalBinary()
 	if err != nil {
@@ -134,7 +136,7 @@ func openWith(skR kem.PrivateKey, encm, ciphertext []byte) ([]byte, error) {
 	}
 	opener, err := receiver.Setup(encm)
 	if err != nil {
-		// enc is a validated point, so decapsulation cannot fail on it.
+		// On a point on the curve, decapsulation cannot fail.
 		return nil, internal("HPKE decapsulation", err)
 	}
 	pt, err := opener.Open(ciphertext, aad(encm, pkR))

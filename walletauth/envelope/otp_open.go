@@ -40,10 +40,15 @@ func OpenOTP(targetKey []byte, encryptedOtpBundle string) (OTPAttempt, error) {
 		return OTPAttempt{}, err
 	}
 	pt, err := openWith(skR, enc, ct)
-	if errors.Is(err, errNotSealedToKey) {
+	switch {
+	case errors.Is(err, errNotSealedToKey):
 		return OTPAttempt{}, apierror.Unauthenticated(reasonOTPNotSealedToTarget)
-	}
-	if err != nil {
+	case err != nil:
+		// The decapsulation parses enc with crypto/ecdh, which refuses a
+		// point off the curve: that refusal is the client's, named here.
+		if perr := encPointError(enc); perr != nil {
+			return OTPAttempt{}, perr
+		}
 		return OTPAttempt{}, err
 	}
 	return parseOTPPayload(pt)
@@ -53,8 +58,11 @@ func OpenOTP(targetKey []byte, encryptedOtpBundle string) (OTPAttempt, error) {
 const reasonOTPNotSealedToTarget = "encryptedOtpBundle was not sealed to this challenge's target key"
 
 // parseClientMessage checks the outer JSON of an encryptedOtpBundle and
-// returns its members decoded: enc, the 65 bytes of a P-256 point, and the
-// ciphertext, at least a tag long.
+// returns its members decoded: enc, 65 bytes, and the ciphertext, at least
+// a tag long. Whether enc is a point on the curve is checked where it is
+// parsed, by the decapsulation of [openWith] ([OpenOTP] names its
+// refusal), and here only when the ciphertext is refused, so that a point
+// off the curve is named first, as the members come.
 func parseClientMessage(s string) (enc, ct []byte, err error) {
 	const f = fieldEncryptedOTPBundle
 	if s == "" {
@@ -76,19 +84,39 @@ func parseClientMessage(s string) (enc, ct []byte, err error) {
 	if _, err := hex.Decode(enc, []byte(msg.EncappedPublic)); err != nil {
 		return nil, nil, invalid(f, "encappedPublic is not hex")
 	}
-	if _, problem := parseUncompressedPoint(enc); problem != "" {
-		return nil, nil, invalid(f, "encappedPublic "+problem)
+	if len(enc) != uncompressedKeyLen {
+		return nil, nil, invalid(f, "encappedPublic must be a 65-byte uncompressed P-256 point")
 	}
-	if msg.Ciphertext == "" {
-		return nil, nil, invalid(f, "ciphertext is required")
-	}
-	if _, err := hex.Decode(ct, []byte(msg.Ciphertext)); err != nil {
-		return nil, nil, invalid(f, "ciphertext is not hex")
-	}
-	if len(ct) < tagLen {
-		return nil, nil, invalid(f, "ciphertext is shorter than the 16-byte AES-GCM tag")
+	if err := checkCiphertext(msg.Ciphertext, ct); err != nil {
+		if perr := encPointError(enc); perr != nil {
+			return nil, nil, perr
+		}
+		return nil, nil, err
 	}
 	return enc, ct, nil
+}
+
+// checkCiphertext refuses the ciphertext member s, decoded into ct.
+func checkCiphertext(s string, ct []byte) error {
+	const f = fieldEncryptedOTPBundle
+	if s == "" {
+		return invalid(f, "ciphertext is required")
+	}
+	if _, err := hex.Decode(ct, []byte(s)); err != nil {
+		return invalid(f, "ciphertext is not hex")
+	}
+	if len(ct) < tagLen {
+		return invalid(f, "ciphertext is shorter than the 16-byte AES-GCM tag")
+	}
+	return nil
+}
+
+// encPointError refuses enc, 65 bytes, when it is not a P-256 point.
+func encPointError(enc []byte) error {
+	if _, problem := parseUncompressedPoint(enc); problem != "" {
+		return invalid(fieldEncryptedOTPBundle, "encappedPublic "+problem)
+	}
+	return nil
 }
 
 // parseOTPPayload checks the decrypted {"otp_code","public_key"} object.

@@ -1,7 +1,8 @@
 // Package canonjson is the one reading of JSON request bodies: the
-// canonicalizer every signed body is hashed and decoded through, and the
-// case-sensitive member-name check. apierror wraps it and turns its errors
-// into 400 INVALID_INPUT.
+// canonicalizer every signed body is hashed and decoded through, the
+// case-sensitive member-name check, and [DecodeFlat], the same reading of a
+// flat object in one pass. apierror wraps it and turns its errors into 400
+// INVALID_INPUT.
 package canonjson
 
 import (

@@ -222,8 +222,9 @@ var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type
 
 // structFields returns the JSON member names of a struct type and the type
 // each decodes into, as encoding/json names them: the tag name, or the Go
-// name without one; "-" skipped; the fields of untagged embedded structs
-// promoted (the shallower name wins).
+// name without one or with a tag name encoding/json does not accept; "-"
+// skipped; the fields of untagged embedded structs promoted (the shallower
+// name wins).
 func structFields(t reflect.Type) map[string]reflect.Type {
 	if m, ok := fieldCache.Load(t); ok {
 		return m.(map[string]reflect.Type)
@@ -246,6 +247,9 @@ func addFields(m map[string]reflect.Type, t reflect.Type, depth int) {
 			continue
 		}
 		name, _, _ := strings.Cut(tag, ",")
+		if !validTagName(name) {
+			name = "" // encoding/json names the field as if untagged
+		}
 		if f.Anonymous && name == "" {
 			ft := f.Type
 			if ft.Kind() == reflect.Pointer {
