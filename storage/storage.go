@@ -609,7 +609,15 @@ func (r *Record) Check() error {
 	case len(r.Kind) > MaxRecordName, len(r.Key) > MaxRecordName, len(r.Group) > MaxRecordName:
 		return fmt.Errorf("storage: a record's Kind, Key and Group are at most %d bytes each (%d, %d, %d)",
 			MaxRecordName, len(r.Kind), len(r.Key), len(r.Group))
-	case len(r.Value) > MaxRecordValue:
+	}
+	return r.CheckValue()
+}
+
+// CheckValue reports a Value longer than [MaxRecordValue], the one bound
+// an Update checks (a record whose name is out of bounds is not stored, so
+// its Update answers ErrNotFound).
+func (r *Record) CheckValue() error {
+	if len(r.Value) > MaxRecordValue {
 		return fmt.Errorf("storage: a record's Value is at most %d bytes (%d)", MaxRecordValue, len(r.Value))
 	}
 	return nil

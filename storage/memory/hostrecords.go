@@ -73,7 +73,7 @@ func (r recordRepo) Lock(ctx context.Context, kind, key string) (storage.Record,
 // Update compares and sets under the record's exclusive lock; the group's
 // index is left alone, since Group never changes (rec.Group is not read).
 func (r recordRepo) Update(ctx context.Context, rec *storage.Record) error {
-	if err := rec.Check(); err != nil {
+	if err := rec.CheckValue(); err != nil {
 		return err
 	}
 	k := recordKey(rec.Kind, rec.Key)

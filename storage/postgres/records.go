@@ -90,7 +90,7 @@ func (r recordRepo) Update(ctx context.Context, rec *storage.Record) error {
 	if err := r.t.check(); err != nil {
 		return err
 	}
-	if err := rec.Check(); err != nil {
+	if err := rec.CheckValue(); err != nil {
 		return err
 	}
 	if !storableKey(rec.Kind) || !storableKey(rec.Key) {
