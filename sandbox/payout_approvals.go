@@ -109,12 +109,6 @@ func (s *Simulator) GetPayoutApproval(ctx context.Context, id string) (*PayoutAp
 	return s.approvalView(ctx, ap)
 }
 
-// payApproved is the sandbox's payout of a held transfer out its last
-// approval allows: the debit and the transaction, as for a signed one.
-func (s *Simulator) payApproved(ctx context.Context, tx storage.Tx, pay *payout.Payment) (Transaction, error) {
-	return s.payOut(ctx, tx, pay)
-}
-
 // ApprovePayout approves the held payout approvalID as a signed operation
 // of its source wallet ([payout.OpApprove], [walletauth.Authorize]; the
 // payload's parameters are the approval id and the payout: source and
@@ -143,7 +137,7 @@ func (s *Simulator) ApprovePayout(ctx context.Context, approvalID string, call s
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	op, err := payout.ApprovalOperation(ctx, s.payouts, approvalID, call, s.payApproved)
+	op, err := payout.ApprovalOperation(ctx, s.payouts, approvalID, call, s.payOut)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -172,7 +166,7 @@ func (s *Simulator) approved(ctx context.Context, done payout.Approved[Transacti
 // records it. Errors: those of ApprovePayout but the signed retry's; 403
 // FORBIDDEN when the approval's rule does not name the operator.
 func (s *Simulator) OperatorApprovePayout(ctx context.Context, approvalID string) (tx *Transaction, ap *PayoutApproval, err error) {
-	done, err := payout.Approve(ctx, s.payouts, approvalID, SandboxRiskOperator, s.payApproved)
+	done, err := payout.Approve(ctx, s.payouts, approvalID, SandboxRiskOperator, s.payOut)
 	if err != nil {
 		return nil, nil, err
 	}

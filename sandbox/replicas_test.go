@@ -1,6 +1,9 @@
 package sandbox_test
 
 import (
+	"fmt"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,5 +96,61 @@ func TestReplicasAreOneSandbox(t *testing.T) {
 	}
 	if got := get[sandbox.Quote](b, "/quotes/"+q.ID); got.Status != "EXPIRED" {
 		t.Fatalf("the quote reads %s on the second replica an hour later, want EXPIRED", got.Status)
+	}
+}
+
+// TestCustomerUniquenessUnderRace: of customers created at once with one
+// platformCustomerId, or one UMA address, exactly one is created; every
+// other is 409 naming the rule (CONFLICT with details.field
+// platformCustomerId, UMA_ADDRESS_EXISTS). On the memory store, and with
+// WALLETGATE_POSTGRES_DSN on two replicas of one PostgreSQL database.
+func TestCustomerUniquenessUnderRace(t *testing.T) {
+	envs := map[string][2]*env{}
+	m := newEnv(t)
+	envs["memory"] = [2]*env{m, m}
+	if dsn := os.Getenv(pgtest.EnvDSN); dsn != "" {
+		first := pgtest.Store(t, pgtest.Pool(t, dsn, 8, nil), postgres.Config{})
+		second := pgtest.SameSchema(t, first, pgtest.Pool(t, dsn, 8, nil), postgres.Config{})
+		envs["postgres"] = [2]*env{newEnvWith(t, sandbox.Config{Store: first}), newEnvWith(t, sandbox.Config{Store: second})}
+	}
+	for name, pair := range envs {
+		t.Run(name, func(t *testing.T) {
+			for _, rule := range []struct {
+				member, value string
+				status        int
+				code          apierror.Code
+			}{
+				{"platformCustomerId", "race-" + name, 409, apierror.Conflict},
+				{"umaAddress", "$race." + name + "@sandbox.walletgate.dev", 409, apierror.UMAAddressExists},
+			} {
+				const n = 8
+				statuses := make([]resp, n)
+				var wg sync.WaitGroup
+				for i := range n {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						e := *pair[i%2]
+						e.t = worker{t}
+						statuses[i] = e.do("POST", "/customers", map[string]any{"customerType": "INDIVIDUAL", "fullName": "Race",
+							"email": fmt.Sprintf("race%d@example.com", uniq()), rule.member: rule.value})
+					}()
+				}
+				wg.Wait()
+				created := 0
+				for _, r := range statuses {
+					if r.status == 201 {
+						created++
+						continue
+					}
+					if f := r.fails(t, rule.status, rule.code); rule.member == "platformCustomerId" && f.Details["field"] != rule.member {
+						t.Errorf("%s: refusal %v does not name the field", rule.member, f.Details)
+					}
+				}
+				if created != 1 {
+					t.Errorf("%s: %d customers created with one value, want 1", rule.member, created)
+				}
+			}
+		})
 	}
 }

@@ -182,8 +182,13 @@ func (st *state) reserve(kind, key, owner string) error {
 	r, err := load[reservation](st, kind, key)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		add(st, kind, key, "", &reservation{Owner: owner})
-		return nil
+		// Created at once, not on flush, so that a concurrent reservation
+		// of the value answers ErrDuplicate here, for the caller to name.
+		v, err := json.Marshal(reservation{Owner: owner})
+		if err != nil {
+			return apierror.Internal(err)
+		}
+		return st.tx.Records().Create(st.ctx, &storage.Record{Kind: kind, Key: key, Value: v, CreatedAt: st.now})
 	case err != nil:
 		return err
 	case r.Owner != "" && r.Owner != owner:
